@@ -1,0 +1,82 @@
+//! The library's error type.
+//!
+//! Every failure a user can cause (bad model spec, missing or corrupt weights, bad input
+//! file, no network) maps to one variant whose `Display` is a single, actionable line.
+//! `main` prints that line and exits non-zero; nothing in the library panics on bad input.
+
+use std::path::PathBuf;
+
+/// Result alias used across the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in codescope, as one-line messages.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The `--model` spec names nothing codescope can find or fetch.
+    #[error("model '{spec}' not found: {reason}")]
+    ModelNotFound { spec: String, reason: String },
+
+    /// A model directory lacks a file codescope needs.
+    #[error("model at {dir} has no {what}")]
+    MissingFile { dir: PathBuf, what: String },
+
+    /// Weights exist but cannot be read (truncated, wrong format, wrong shapes).
+    #[error("cannot load weights from {path}: {reason}")]
+    CorruptWeights { path: PathBuf, reason: String },
+
+    /// `config.json` names an architecture codescope does not implement.
+    #[error("unsupported architecture '{found}' (supported: {supported})")]
+    UnsupportedArchitecture { found: String, supported: String },
+
+    /// `config.json` is unreadable or inconsistent.
+    #[error("bad model config {path}: {reason}")]
+    BadConfig { path: PathBuf, reason: String },
+
+    /// The tokenizer could not be built or failed on the input.
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+
+    /// The network was needed and is not there (or refused).
+    #[error("network: {0}")]
+    Network(String),
+
+    /// A PyPI package does not hold what we need.
+    #[error("PyPI package '{package}': {reason}")]
+    Package { package: String, reason: String },
+
+    /// The user's input file cannot be used.
+    #[error("input {name}: {reason}")]
+    Input { name: String, reason: String },
+
+    /// Numeric failure inside the model code.
+    #[error("model computation failed: {0}")]
+    Compute(String),
+
+    /// The syntax layer refused or failed on the input.
+    #[error("syntax: {0}")]
+    Syntax(String),
+
+    /// Plain I/O, with the path involved.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<candle_core::Error> for Error {
+    fn from(e: candle_core::Error) -> Self {
+        Error::Compute(e.to_string())
+    }
+}
+
+impl Error {
+    /// Wrap an `io::Error` with the path it concerns.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Logging to a file, never to the terminal (the TUI owns the screen).
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use tracing_subscriber::EnvFilter;
+
+/// Send tracing output to `path` (default `codescope.log` in the cache directory).
+/// Level from `CODESCOPE_LOG` (default `info`). If the file cannot be opened, logging
+/// is off: a log problem must never stop the tool or reach the screen.
+pub fn init(path: Option<PathBuf>) {
+    let path = path.unwrap_or_else(|| crate::model::source::cache_dir().join("codescope.log"));
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(&path) else {
+        return;
+    };
+    let filter = EnvFilter::try_from_env("CODESCOPE_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(Mutex::new(file))
+        .try_init();
+}

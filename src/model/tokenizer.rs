@@ -1,0 +1,235 @@
+//! Tokenizers for the supported checkpoints, with truncation that codescope controls.
+//!
+//! Sources, in order: `tokenizer.json`; else the slow-tokenizer files a checkpoint ships
+//! (`vocab.json` + `merges.txt`: RoBERTa byte-level BPE, as CodeBERT on the hub has; or
+//! `vocab.txt`: BERT WordPiece, lower-casing per `tokenizer_config.json`).
+//!
+//! A `tokenizer.json` may carry truncation and padding settings (the packaged MiniLM's
+//! truncates and pads to 128): both are switched off at load, so ids are exactly the
+//! text's tokens plus the model's special tokens. Fitting the model's window is done here,
+//! explicitly: leading and trailing special tokens are kept, text tokens beyond the window
+//! are dropped, and the number dropped is reported.
+//!
+//! Offsets are byte offsets into the text (`Tokenizer::encode`, not the char variant);
+//! special tokens carry `(0, 0)`.
+
+use std::path::{Path, PathBuf};
+
+use tokenizers::Tokenizer;
+
+use super::trace::Subword;
+use crate::error::{Error, Result};
+
+/// Where a tokenizer comes from on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenizerFiles {
+    /// A fast-tokenizer `tokenizer.json`.
+    Json(PathBuf),
+    /// RoBERTa/GPT-2 byte-level BPE: `vocab.json` + `merges.txt`.
+    Bpe { vocab: PathBuf, merges: PathBuf },
+    /// BERT WordPiece: `vocab.txt` (+ `tokenizer_config.json` for lower-casing).
+    WordPiece { vocab: PathBuf },
+}
+
+impl TokenizerFiles {
+    /// Find the tokenizer files in a model directory.
+    pub fn find(dir: &Path) -> Option<Self> {
+        let json = dir.join("tokenizer.json");
+        if json.is_file() {
+            return Some(TokenizerFiles::Json(json));
+        }
+        let (vocab, merges) = (dir.join("vocab.json"), dir.join("merges.txt"));
+        if vocab.is_file() && merges.is_file() {
+            return Some(TokenizerFiles::Bpe { vocab, merges });
+        }
+        let vocab = dir.join("vocab.txt");
+        vocab.is_file().then_some(TokenizerFiles::WordPiece { vocab })
+    }
+}
+
+/// The text tokens of one input after fitting the window.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    pub ids: Vec<u32>,
+    pub tokens: Vec<Subword>,
+    /// Text tokens dropped to fit the window.
+    pub truncated: usize,
+}
+
+/// A model's tokenizer with truncation and padding disabled.
+#[derive(Clone)]
+pub struct CodeTokenizer {
+    inner: Tokenizer,
+}
+
+fn tk_err(context: &str, e: impl std::fmt::Display) -> Error {
+    Error::Tokenizer(format!("{context}: {e}"))
+}
+
+impl CodeTokenizer {
+    /// Load from files; `dir` is used to read `tokenizer_config.json` for the slow-file
+    /// fallbacks.
+    pub fn load(files: &TokenizerFiles, dir: &Path) -> Result<Self> {
+        Self::from_tokenizer(build(files, dir)?)
+    }
+
+    /// Wrap an existing tokenizer (tests, GGUF-rebuilt tokenizers).
+    pub fn from_tokenizer(mut inner: Tokenizer) -> Result<Self> {
+        inner
+            .with_truncation(None)
+            .map_err(|e| tk_err("disabling truncation", e))?;
+        inner.with_padding(None);
+        Ok(CodeTokenizer { inner })
+    }
+
+    /// The vocabulary size including added tokens.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.get_vocab_size(true)
+    }
+
+    /// Tokenize `text` with special tokens and fit it into `window` tokens.
+    pub fn encode(&self, text: &str, window: usize) -> Result<Encoded> {
+        let enc = self
+            .inner
+            .encode(text, true)
+            .map_err(|e| tk_err("encoding failed", e))?;
+        let ids = enc.get_ids();
+        let toks = enc.get_tokens();
+        let offs = enc.get_offsets();
+        let special = enc.get_special_tokens_mask();
+        let n = ids.len();
+        let all: Vec<Subword> = (0..n)
+            .map(|i| {
+                let is_special = special[i] == 1;
+                let (start, end) = if is_special { (0, 0) } else { offs[i] };
+                Subword {
+                    id: ids[i],
+                    text: toks[i].clone(),
+                    start,
+                    end,
+                    special: is_special,
+                }
+            })
+            .collect();
+        let prefix = all.iter().take_while(|t| t.special).count();
+        let suffix = if prefix == n {
+            0
+        } else {
+            all.iter().rev().take_while(|t| t.special).count()
+        };
+        let text_tokens = n - prefix - suffix;
+        if n <= window {
+            return Ok(Encoded {
+                ids: ids.to_vec(),
+                tokens: all,
+                truncated: 0,
+            });
+        }
+        let keep = window.saturating_sub(prefix + suffix);
+        if keep == 0 {
+            return Err(Error::Tokenizer(format!(
+                "model window of {window} tokens has no room after {} special tokens",
+                prefix + suffix
+            )));
+        }
+        let mut tokens: Vec<Subword> = all[..prefix + keep].to_vec();
+        tokens.extend_from_slice(&all[n - suffix..]);
+        Ok(Encoded {
+            ids: tokens.iter().map(|t| t.id).collect(),
+            tokens,
+            truncated: text_tokens - keep,
+        })
+    }
+}
+
+/// Build the `tokenizers` tokenizer as the files describe it (settings untouched).
+pub fn build(files: &TokenizerFiles, dir: &Path) -> Result<Tokenizer> {
+    match files {
+        TokenizerFiles::Json(p) => Tokenizer::from_file(p)
+            .map_err(|e| tk_err(&format!("cannot read {}", p.display()), e)),
+        TokenizerFiles::Bpe { vocab, merges } => build_bpe(vocab, merges),
+        TokenizerFiles::WordPiece { vocab } => build_wordpiece(vocab, dir),
+    }
+}
+
+/// A tokenizer pipeline with the library's type-erased components.
+type Wrapped = tokenizers::TokenizerImpl<
+    tokenizers::ModelWrapper,
+    tokenizers::NormalizerWrapper,
+    tokenizers::PreTokenizerWrapper,
+    tokenizers::PostProcessorWrapper,
+    tokenizers::DecoderWrapper,
+>;
+
+fn special_id(vocab: &std::collections::HashMap<String, u32>, names: &[&str]) -> Option<(String, u32)> {
+    names
+        .iter()
+        .find_map(|n| vocab.get(*n).map(|&id| (n.to_string(), id)))
+}
+
+fn build_bpe(vocab: &Path, merges: &Path) -> Result<Tokenizer> {
+    use tokenizers::models::bpe::BPE;
+    use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+    use tokenizers::processors::roberta::RobertaProcessing;
+    use tokenizers::{AddedToken, TokenizerImpl};
+    let vocab_s = vocab.to_string_lossy().to_string();
+    let merges_s = merges.to_string_lossy().to_string();
+    let bpe = BPE::from_file(&vocab_s, &merges_s)
+        .build()
+        .map_err(|e| tk_err(&format!("cannot read {} / {}", vocab_s, merges_s), e))?;
+    let v = tokenizers::Model::get_vocab(&bpe);
+    let cls = special_id(&v, &["<s>"]).ok_or_else(|| Error::Tokenizer("vocab.json has no <s>".into()))?;
+    let sep = special_id(&v, &["</s>"]).ok_or_else(|| Error::Tokenizer("vocab.json has no </s>".into()))?;
+    let specials: Vec<AddedToken> = ["<s>", "</s>", "<pad>", "<unk>", "<mask>"]
+        .iter()
+        .filter(|s| v.contains_key(**s))
+        .map(|s| AddedToken::from(s.to_string(), true))
+        .collect();
+    let mut t: Wrapped = TokenizerImpl::new(bpe.into());
+    t.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
+    t.with_decoder(Some(ByteLevel::new(false, true, true)));
+    t.with_post_processor(Some(
+        RobertaProcessing::new(sep, cls)
+            .trim_offsets(true)
+            .add_prefix_space(false),
+    ));
+    let mut tok: Tokenizer = t.into();
+    tok.add_special_tokens(specials)
+        .map_err(|e| tk_err("adding special tokens", e))?;
+    Ok(tok)
+}
+
+fn build_wordpiece(vocab: &Path, dir: &Path) -> Result<Tokenizer> {
+    use tokenizers::models::wordpiece::WordPiece;
+    use tokenizers::normalizers::bert::BertNormalizer;
+    use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
+    use tokenizers::processors::bert::BertProcessing;
+    use tokenizers::{AddedToken, TokenizerImpl};
+    let lowercase = std::fs::read_to_string(dir.join("tokenizer_config.json"))
+        .ok()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+        .and_then(|v| v.get("do_lower_case").and_then(|b| b.as_bool()))
+        .unwrap_or(true);
+    let vocab_s = vocab.to_string_lossy().to_string();
+    let wp = WordPiece::from_file(&vocab_s)
+        .unk_token("[UNK]".into())
+        .build()
+        .map_err(|e| tk_err(&format!("cannot read {vocab_s}"), e))?;
+    let v = tokenizers::Model::get_vocab(&wp);
+    let cls = special_id(&v, &["[CLS]"]).ok_or_else(|| Error::Tokenizer("vocab.txt has no [CLS]".into()))?;
+    let sep = special_id(&v, &["[SEP]"]).ok_or_else(|| Error::Tokenizer("vocab.txt has no [SEP]".into()))?;
+    let specials: Vec<AddedToken> = ["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"]
+        .iter()
+        .filter(|s| v.contains_key(**s))
+        .map(|s| AddedToken::from(s.to_string(), true))
+        .collect();
+    let mut t: Wrapped = TokenizerImpl::new(wp.into());
+    t.with_normalizer(Some(BertNormalizer::new(true, true, None, lowercase)))
+        .map_err(|e| tk_err("normalizer", e))?;
+    t.with_pre_tokenizer(Some(BertPreTokenizer));
+    t.with_post_processor(Some(BertProcessing::new(sep, cls)));
+    let mut tok: Tokenizer = t.into();
+    tok.add_special_tokens(specials)
+        .map_err(|e| tk_err("adding special tokens", e))?;
+    Ok(tok)
+}

