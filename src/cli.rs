@@ -36,6 +36,11 @@ pub enum Command {
     Trace(TraceArgs),
     /// List the model presets and whether each is available locally.
     Models,
+    /// Download a model into the local cache (if needed) and print its directory.
+    Fetch {
+        /// Model spec (default: the --model option, else the default model).
+        spec: Option<String>,
+    },
 }
 
 #[derive(Debug, clap::Args)]

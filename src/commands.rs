@@ -18,6 +18,12 @@ pub fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Some(Command::Models) => models(),
         Some(Command::Trace(args)) => trace_cmd(cli.model.as_deref(), args),
+        Some(Command::Fetch { spec }) => {
+            let spec = spec.clone().or(cli.model.clone());
+            let files = source::resolve(&spec_or_default(spec.as_deref()))?;
+            println!("{}\t{}", files.source, files.dir.display());
+            Ok(())
+        }
         None => {
             let inp = match &cli.file {
                 Some(f) => input::read(f)?,
@@ -35,22 +41,31 @@ pub fn run(cli: Cli) -> Result<()> {
 
 /// Resolve and load the model, saying on stderr which one and why.
 pub fn load_model(spec: Option<&str>) -> Result<LoadedModel> {
-    let spec = match spec {
+    let files = source::resolve(&spec_or_default(spec))?;
+    LoadedModel::load(&files)
+}
+
+/// The given spec, or the default model (announced on stderr with the reason).
+fn spec_or_default(spec: Option<&str>) -> String {
+    match spec {
         Some(s) => s.to_string(),
         None => {
             let (name, why) = source::default_model();
             eprintln!("codescope: using model '{name}' ({why}); choose another with --model");
             name
         }
-    };
-    let files = source::resolve(&spec)?;
-    LoadedModel::load(&files)
+    }
 }
 
 fn models() -> Result<()> {
     let mut out = std::io::stdout().lock();
     let w = |e: std::io::Error| Error::io("<stdout>", e);
-    writeln!(out, "{:<14} {:<30} {:<10} description", "preset", "spec", "local").map_err(w)?;
+    writeln!(
+        out,
+        "{:<14} {:<30} {:<10} description",
+        "preset", "spec", "local"
+    )
+    .map_err(w)?;
     for p in source::PRESETS {
         let local = source::preset_available(p);
         writeln!(
@@ -95,7 +110,9 @@ fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
         let mut w = std::io::BufWriter::new(stdout);
         serde_json::to_writer(&mut w, &t.json())
             .map_err(|e| Error::io("<stdout>", std::io::Error::other(e)))?;
-        writeln!(w).and_then(|_| w.flush()).map_err(|e| Error::io("<stdout>", e))?;
+        writeln!(w)
+            .and_then(|_| w.flush())
+            .map_err(|e| Error::io("<stdout>", e))?;
         Ok(())
     } else {
         print_summary(&inp.name, &t)
@@ -159,7 +176,10 @@ pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
             .iter()
             .enumerate()
             .filter(|(k, _)| !t.tokens[*k].special)
-            .fold((0, f64::MIN), |acc, (k, &v)| if v > acc.1 { (k, v) } else { acc });
+            .fold(
+                (0, f64::MIN),
+                |acc, (k, &v)| if v > acc.1 { (k, v) } else { acc },
+            );
         let label = t
             .tokens
             .get(best)

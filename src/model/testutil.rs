@@ -100,8 +100,8 @@ pub fn byte_level_alphabet() -> Vec<char> {
 }
 
 const WORDS: &[&str] = &[
-    "def", "return", "self", "for", "in", "if", "else", "import", "class", "public",
-    "static", "void", "int", "new", "while", "x", "total", "count", "value", "name",
+    "def", "return", "self", "for", "in", "if", "else", "import", "class", "public", "static",
+    "void", "int", "new", "while", "x", "total", "count", "value", "name",
 ];
 
 fn wordpiece_vocab() -> Vec<String> {
@@ -168,8 +168,18 @@ pub fn write_tiny_model(dir: &Path, t: &Tiny) -> std::io::Result<usize> {
         ts.insert(format!("{}{name}", t.prefix), tensor);
     };
     let h = t.hidden;
-    put("embeddings.word_embeddings.weight".into(), &[vocab_size, h], 0.5, 0.0);
-    put("embeddings.position_embeddings.weight".into(), &[positions, h], 0.5, 0.0);
+    put(
+        "embeddings.word_embeddings.weight".into(),
+        &[vocab_size, h],
+        0.5,
+        0.0,
+    );
+    put(
+        "embeddings.position_embeddings.weight".into(),
+        &[positions, h],
+        0.5,
+        0.0,
+    );
     put(
         "embeddings.token_type_embeddings.weight".into(),
         &[if t.roberta { 1 } else { 2 }, h],
@@ -184,13 +194,43 @@ pub fn write_tiny_model(dir: &Path, t: &Tiny) -> std::io::Result<usize> {
             put(format!("{p}attention.self.{m}.weight"), &[h, h], 0.6, 0.0);
             put(format!("{p}attention.self.{m}.bias"), &[h], 0.1, 0.0);
         }
-        put(format!("{p}attention.output.dense.weight"), &[h, h], 0.3, 0.0);
+        put(
+            format!("{p}attention.output.dense.weight"),
+            &[h, h],
+            0.3,
+            0.0,
+        );
         put(format!("{p}attention.output.dense.bias"), &[h], 0.1, 0.0);
-        put(format!("{p}attention.output.LayerNorm.weight"), &[h], 0.1, 1.0);
-        put(format!("{p}attention.output.LayerNorm.bias"), &[h], 0.1, 0.0);
-        put(format!("{p}intermediate.dense.weight"), &[t.intermediate, h], 0.3, 0.0);
-        put(format!("{p}intermediate.dense.bias"), &[t.intermediate], 0.1, 0.0);
-        put(format!("{p}output.dense.weight"), &[h, t.intermediate], 0.3, 0.0);
+        put(
+            format!("{p}attention.output.LayerNorm.weight"),
+            &[h],
+            0.1,
+            1.0,
+        );
+        put(
+            format!("{p}attention.output.LayerNorm.bias"),
+            &[h],
+            0.1,
+            0.0,
+        );
+        put(
+            format!("{p}intermediate.dense.weight"),
+            &[t.intermediate, h],
+            0.3,
+            0.0,
+        );
+        put(
+            format!("{p}intermediate.dense.bias"),
+            &[t.intermediate],
+            0.1,
+            0.0,
+        );
+        put(
+            format!("{p}output.dense.weight"),
+            &[h, t.intermediate],
+            0.3,
+            0.0,
+        );
         put(format!("{p}output.dense.bias"), &[h], 0.1, 0.0);
         put(format!("{p}output.LayerNorm.weight"), &[h], 0.1, 1.0);
         put(format!("{p}output.LayerNorm.bias"), &[h], 0.1, 0.0);

@@ -43,7 +43,9 @@ impl TokenizerFiles {
             return Some(TokenizerFiles::Bpe { vocab, merges });
         }
         let vocab = dir.join("vocab.txt");
-        vocab.is_file().then_some(TokenizerFiles::WordPiece { vocab })
+        vocab
+            .is_file()
+            .then_some(TokenizerFiles::WordPiece { vocab })
     }
 }
 
@@ -145,8 +147,9 @@ impl CodeTokenizer {
 /// Build the `tokenizers` tokenizer as the files describe it (settings untouched).
 pub fn build(files: &TokenizerFiles, dir: &Path) -> Result<Tokenizer> {
     match files {
-        TokenizerFiles::Json(p) => Tokenizer::from_file(p)
-            .map_err(|e| tk_err(&format!("cannot read {}", p.display()), e)),
+        TokenizerFiles::Json(p) => {
+            Tokenizer::from_file(p).map_err(|e| tk_err(&format!("cannot read {}", p.display()), e))
+        }
         TokenizerFiles::Bpe { vocab, merges } => build_bpe(vocab, merges),
         TokenizerFiles::WordPiece { vocab } => build_wordpiece(vocab, dir),
     }
@@ -161,7 +164,10 @@ type Wrapped = tokenizers::TokenizerImpl<
     tokenizers::DecoderWrapper,
 >;
 
-fn special_id(vocab: &std::collections::HashMap<String, u32>, names: &[&str]) -> Option<(String, u32)> {
+fn special_id(
+    vocab: &std::collections::HashMap<String, u32>,
+    names: &[&str],
+) -> Option<(String, u32)> {
     names
         .iter()
         .find_map(|n| vocab.get(*n).map(|&id| (n.to_string(), id)))
@@ -178,8 +184,10 @@ fn build_bpe(vocab: &Path, merges: &Path) -> Result<Tokenizer> {
         .build()
         .map_err(|e| tk_err(&format!("cannot read {} / {}", vocab_s, merges_s), e))?;
     let v = tokenizers::Model::get_vocab(&bpe);
-    let cls = special_id(&v, &["<s>"]).ok_or_else(|| Error::Tokenizer("vocab.json has no <s>".into()))?;
-    let sep = special_id(&v, &["</s>"]).ok_or_else(|| Error::Tokenizer("vocab.json has no </s>".into()))?;
+    let cls =
+        special_id(&v, &["<s>"]).ok_or_else(|| Error::Tokenizer("vocab.json has no <s>".into()))?;
+    let sep = special_id(&v, &["</s>"])
+        .ok_or_else(|| Error::Tokenizer("vocab.json has no </s>".into()))?;
     let specials: Vec<AddedToken> = ["<s>", "</s>", "<pad>", "<unk>", "<mask>"]
         .iter()
         .filter(|s| v.contains_key(**s))
@@ -216,8 +224,10 @@ fn build_wordpiece(vocab: &Path, dir: &Path) -> Result<Tokenizer> {
         .build()
         .map_err(|e| tk_err(&format!("cannot read {vocab_s}"), e))?;
     let v = tokenizers::Model::get_vocab(&wp);
-    let cls = special_id(&v, &["[CLS]"]).ok_or_else(|| Error::Tokenizer("vocab.txt has no [CLS]".into()))?;
-    let sep = special_id(&v, &["[SEP]"]).ok_or_else(|| Error::Tokenizer("vocab.txt has no [SEP]".into()))?;
+    let cls = special_id(&v, &["[CLS]"])
+        .ok_or_else(|| Error::Tokenizer("vocab.txt has no [CLS]".into()))?;
+    let sep = special_id(&v, &["[SEP]"])
+        .ok_or_else(|| Error::Tokenizer("vocab.txt has no [SEP]".into()))?;
     let specials: Vec<AddedToken> = ["[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]"]
         .iter()
         .filter(|s| v.contains_key(**s))

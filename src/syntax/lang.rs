@@ -10,6 +10,7 @@
 //! [`Language::from_name`] accepts.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +65,18 @@ impl Language {
         }
     }
 
+    /// Node kind and field names of the grammar with a `'static` lifetime (tree-sitter's
+    /// API ties them to the tree; the grammar's tables are copied once per process).
+    pub(crate) fn names(&self) -> &'static GrammarNames {
+        static PY: OnceLock<GrammarNames> = OnceLock::new();
+        static JAVA: OnceLock<GrammarNames> = OnceLock::new();
+        let cell = match self {
+            Language::Python => &PY,
+            Language::Java => &JAVA,
+        };
+        cell.get_or_init(|| GrammarNames::new(&self.grammar()))
+    }
+
     /// Comment node kinds: excluded from code tokens, their spans kept (METHODS.md 1).
     pub(crate) fn is_comment(&self, kind: &str) -> bool {
         match self {
@@ -81,11 +94,12 @@ impl Language {
     /// String-like nodes collapsed into ONE code token of kind `string` (METHODS.md 1).
     /// Python f-strings are `string` nodes too, so an f-string with its interpolations is
     /// one token. Java text blocks are `string_literal` in 0.23 (`text_block` in other
-    /// grammar versions). Java `character_literal` is a leaf already and keeps its kind.
+    /// grammar versions); a Java `character_literal` is a leaf already and is renamed
+    /// `string` like the others (METHODS.md 1: "Same for Java string/char/text-block").
     pub(crate) fn is_collapsed_string(&self, kind: &str) -> bool {
         match self {
             Language::Python => kind == "string",
-            Language::Java => matches!(kind, "string_literal" | "text_block"),
+            Language::Java => matches!(kind, "string_literal" | "text_block" | "character_literal"),
         }
     }
 
@@ -146,6 +160,45 @@ impl Language {
     }
 }
 
+/// `'static` copies of a grammar's node-kind and field names, indexed by id.
+#[derive(Debug)]
+pub(crate) struct GrammarNames {
+    kinds: Vec<&'static str>,
+    fields: Vec<&'static str>,
+}
+
+impl GrammarNames {
+    fn new(g: &tree_sitter::Language) -> Self {
+        let leak = |s: Option<&str>| -> &'static str { Box::leak(s.unwrap_or("").into()) };
+        let kinds = (0..g.node_kind_count())
+            .map(|i| leak(g.node_kind_for_id(i as u16)))
+            .collect();
+        let fields = (0..=g.field_count())
+            .map(|i| {
+                if i == 0 {
+                    ""
+                } else {
+                    leak(g.field_name_for_id(i as u16))
+                }
+            })
+            .collect();
+        GrammarNames { kinds, fields }
+    }
+
+    /// Kind name for a node's `kind_id()` (`ERROR` for the error symbol).
+    pub fn kind(&self, id: u16) -> &'static str {
+        if id == u16::MAX {
+            return "ERROR";
+        }
+        self.kinds.get(id as usize).copied().unwrap_or("ERROR")
+    }
+
+    /// Field name for a field id.
+    pub fn field(&self, id: u16) -> &'static str {
+        self.fields.get(id as usize).copied().unwrap_or("")
+    }
+}
+
 impl std::fmt::Display for Language {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -175,8 +228,14 @@ mod tests {
 
     #[test]
     fn from_path_uses_extension() {
-        assert_eq!(Language::from_path(Path::new("a/b.py")), Some(Language::Python));
-        assert_eq!(Language::from_path(Path::new("A.JAVA")), Some(Language::Java));
+        assert_eq!(
+            Language::from_path(Path::new("a/b.py")),
+            Some(Language::Python)
+        );
+        assert_eq!(
+            Language::from_path(Path::new("A.JAVA")),
+            Some(Language::Java)
+        );
         assert_eq!(Language::from_path(Path::new("README")), None);
         assert_eq!(Language::from_path(Path::new("x.rs")), None);
     }

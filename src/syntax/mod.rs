@@ -6,10 +6,10 @@
 //! categories, subword alignment, paper mode) and 2 (AST motif graph, syntactic-only and
 //! syntactic-identifier graphs, data-flow graph), plus the tree distance of section 4.
 //!
-//! Pipeline ([`parse`]): tree-sitter parse (with a byte limit and a timeout) -> for Java
+//! Pipeline ([`parse()`]): tree-sitter parse (with a byte limit and a timeout) -> for Java
 //! snippets without a class, an internal wrapper (see [`Syntax::wrapped`]) -> code tokens
 //! with fine category, coarse category, role and depth (`parse.rs`) -> graphs
-//! (`relations.rs`). [`align`] maps tokenizer subwords onto the tokens; [`paper_text`]
+//! (`relations.rs`). [`align()`] maps tokenizer subwords onto the tokens; [`paper_text`]
 //! builds the study's space-joined input.
 //!
 //! Invariants (checked by the tests in `tests.rs`):
@@ -37,9 +37,9 @@ use std::fmt::Write as _;
 
 pub use align::{align, Alignment, SubwordSpan};
 pub use lang::Language;
-pub use paper::{paper_text, PaperText};
+pub use paper::{paper_text, paper_text_of, PaperText};
 pub use parse::{
-    parse, parse_with, Binding, Category, CodeToken, Coarse, IdentRole, Limits, ParseIssue, Role,
+    parse, parse_with, Binding, Category, Coarse, CodeToken, IdentRole, Limits, ParseIssue, Role,
 };
 pub use relations::{DfgKind, Graphs, MAX_GRAPH_EDGES};
 
@@ -76,7 +76,7 @@ pub enum SyntaxError {
 
 /// A parsed snippet: code tokens, gold graphs and parse problems.
 ///
-/// Built by [`parse`] / [`parse_with`]. All offsets are byte offsets into `source`.
+/// Built by [`parse()`] / [`parse_with`]. All offsets are byte offsets into `source`.
 #[derive(Debug, Clone)]
 pub struct Syntax {
     /// The snippet's language.
@@ -92,12 +92,15 @@ pub struct Syntax {
     pub errors: Vec<ParseIssue>,
     /// Byte spans of comments (excluded from tokens).
     pub comments: Vec<(usize, usize)>,
-    /// True when the snippet was parsed inside a synthetic wrapper: Java without any
-    /// top-level type declaration is tried as `class __W { <source> }` (methods, fields)
-    /// and as `class __W { void __m() { <source> } }` (statements); the candidate with
-    /// the fewest parse errors wins (ties: class, method, unwrapped). Wrapper tokens are
+    /// True when the snippet was parsed inside a synthetic wrapper. Java without any
+    /// top-level type declaration (or package/import) is tried as `class __W { <source> }`
+    /// (methods, fields, constructors) and as `class __W { void __m() { <source> } }`
+    /// (statements); Python made only of `def`s taking `self`/`cls` first (methods
+    /// pasted out of a class) is tried as `class __W:` + source. The candidate with the
+    /// fewest parse errors wins (ties: class, method, then unwrapped). Wrapper tokens are
     /// dropped, spans map back to `source`, and depths count from the wrapper's body
-    /// node (class body or method block), which plays the root (depth 0).
+    /// node (class body or method block), which plays the root (depth 0), so a wrapped
+    /// method has the depths it would have at the top of a file.
     pub wrapped: bool,
     /// Parent links and depths of the (rebased) syntax tree, for LCA queries.
     tree: relations::TreeInfo,

@@ -75,7 +75,7 @@ def timed(fn):
         t0 = time.perf_counter()
         fn()
         times.append((time.perf_counter() - t0) * 1000.0)
-    return statistics.median(times), len(times)
+    return statistics.median(times), len(times), min(times)
 
 
 def child(model_dir, n, threads):
@@ -112,12 +112,14 @@ def child(model_dir, n, threads):
     with torch.inference_mode():
         for _ in range(WARMUP):
             fwd_numpy()
-        fwd_ms, fwd_runs = timed(fwd)
-        np_ms, np_runs = timed(fwd_numpy)
+        fwd_ms, fwd_runs, fwd_min = timed(fwd)
+        np_ms, np_runs, np_min = timed(fwd_numpy)
     return {
         "n": n, "threads": threads, "torch_threads": torch.get_num_threads(),
         "forward_ms": fwd_ms, "forward_runs": fwd_runs,
         "forward_numpy_ms": np_ms, "forward_numpy_runs": np_runs,
+        "forward_min_ms": fwd_min, "forward_numpy_min_ms": np_min,
+        "loadavg_1min_end": os.getloadavg()[0],
         "rss_after_load_mb": rss_load, "peak_rss_mb": peak_rss_mb(),
         "input_tokens_available": total_tokens,
     }
@@ -162,12 +164,13 @@ def main():
 
     print()
     print("| N | threads | torch median ms (forward) | torch median ms (forward + attentions to numpy) "
-          "| runs | RSS after load MB | peak RSS MB |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+          "| min ms (fwd / fwd+numpy) | runs | RSS after load MB | peak RSS MB | load1 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(f"| {r['n']} | {r['threads']} | {r['forward_ms']:.2f} | {r['forward_numpy_ms']:.2f} "
+              f"| {r['forward_min_ms']:.2f} / {r['forward_numpy_min_ms']:.2f} "
               f"| {r['forward_runs']}/{r['forward_numpy_runs']} | {r['rss_after_load_mb']:.0f} "
-              f"| {r['peak_rss_mb']:.0f} |")
+              f"| {r['peak_rss_mb']:.0f} | {r['loadavg_1min_end']:.2f} |")
     print()
     print(f"# loadavg after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     print(f"# bench input: {BENCH_INPUT.relative_to(REPO)} "

@@ -1,0 +1,63 @@
+//! Forward pass with capture on the packaged MiniLM at 64/128/256/512 tokens, and model
+//! load time. Mirrors `tools/reference/bench_torch.py` (same input text and ids:
+//! `[CLS]` + the first N-2 text tokens of `benches/data/bench_input.py` + `[SEP]`), so the
+//! two can be put side by side in the README. Threads: candle uses rayon's pool, set with
+//! `RAYON_NUM_THREADS` (1 or 2 here).
+//!
+//!     RAYON_NUM_THREADS=1 cargo bench --bench forward
+//!     RAYON_NUM_THREADS=2 cargo bench --bench forward
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+
+use codescope::model::{source, ForwardOptions, LoadedModel};
+
+fn ids_for(m: &LoadedModel, n: usize) -> Vec<u32> {
+    let text = include_str!("data/bench_input.py");
+    let enc = m.tokenizer.encode(text, usize::MAX).expect("tokenize");
+    let body: Vec<u32> = enc
+        .tokens
+        .iter()
+        .filter(|t| !t.special)
+        .map(|t| t.id)
+        .take(n - 2)
+        .collect();
+    assert_eq!(body.len(), n - 2, "bench input too short for {n} tokens");
+    let mut ids = vec![enc.tokens[0].id];
+    ids.extend(body);
+    ids.push(enc.tokens.last().expect("sep").id);
+    ids
+}
+
+fn bench(c: &mut Criterion) {
+    let files = source::resolve("minilm").expect("packaged MiniLM (run `codescope fetch minilm`)");
+    let mut g = c.benchmark_group("load");
+    g.sample_size(10);
+    g.bench_function("minilm", |b| {
+        b.iter(|| LoadedModel::load(&files).expect("load"))
+    });
+    g.finish();
+
+    let m = LoadedModel::load(&files).expect("load");
+    let mut g = c.benchmark_group("forward_capture");
+    g.sample_size(10);
+    for n in [64usize, 128, 256, 512] {
+        let ids = ids_for(&m, n);
+        g.bench_with_input(BenchmarkId::new("attention", n), &ids, |b, ids| {
+            b.iter(|| {
+                m.forward_ids(ids, &ForwardOptions::default())
+                    .expect("forward")
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("attention+hidden", n), &ids, |b, ids| {
+            let opts = ForwardOptions {
+                hidden: true,
+                cancel: None,
+            };
+            b.iter(|| m.forward_ids(ids, &opts).expect("forward"))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,207 @@
+//! Subword attention → code-token attention (METHODS.md section 1, the study's
+//! `attention/utils.py`).
+//!
+//! `A_tok[l,h,i,j] = mean_{p in S_i} mean_{q in S_j} a[l,h,p,q]`: rows are queries,
+//! columns keys, `S_i` the subwords aligned to code token `i`. Special positions are
+//! simply never in any `S_i` — they are dropped after the softmax and the rows are NOT
+//! renormalised, as in the study. Hidden states: `H_tok[l,i] = mean_{p in S_i} h[l,p]`.
+//!
+//! Code tokens with no subword (beyond a truncated window, or empty) are not part of the
+//! analysed set: [`TokenAttention::tokens`] lists the code-token indices that are, and all
+//! matrices are over that set, in that order.
+
+use crate::model::{Attention, Hidden};
+use crate::syntax::Alignment;
+
+/// Code-token attention for every layer and head, over the covered code tokens.
+#[derive(Debug, Clone)]
+pub struct TokenAttention {
+    pub layers: usize,
+    pub heads: usize,
+    /// Indices into the syntax's token list of the tokens analysed (those with subwords).
+    pub tokens: Vec<usize>,
+    /// `data[((l * heads + h) * n + i) * n + j]`, `n = tokens.len()`.
+    pub data: Vec<f32>,
+}
+
+impl TokenAttention {
+    /// Number of analysed code tokens.
+    pub fn n(&self) -> usize {
+        self.tokens.len()
+    }
+    /// The `[i][j]` matrix of one head, row-major.
+    pub fn head(&self, l: usize, h: usize) -> &[f32] {
+        let sz = self.n() * self.n();
+        let start = (l * self.heads + h) * sz;
+        &self.data[start..start + sz]
+    }
+    pub fn get(&self, l: usize, h: usize, i: usize, j: usize) -> f32 {
+        let n = self.n();
+        self.data[((l * self.heads + h) * n + i) * n + j]
+    }
+    /// Mean over heads of one layer, `[i][j]`.
+    pub fn head_mean(&self, l: usize) -> Vec<f32> {
+        let sz = self.n() * self.n();
+        let mut out = vec![0.0f32; sz];
+        for h in 0..self.heads {
+            for (o, &a) in out.iter_mut().zip(self.head(l, h)) {
+                *o += a;
+            }
+        }
+        let k = 1.0 / self.heads.max(1) as f32;
+        out.iter_mut().for_each(|o| *o *= k);
+        out
+    }
+    /// Mean over all layers and heads, `[i][j]`.
+    pub fn overall_mean(&self) -> Vec<f32> {
+        let sz = self.n() * self.n();
+        let mut out = vec![0.0f32; sz];
+        for chunk in self.data.chunks_exact(sz.max(1)) {
+            for (o, &a) in out.iter_mut().zip(chunk) {
+                *o += a;
+            }
+        }
+        let k = 1.0 / (self.layers * self.heads).max(1) as f32;
+        out.iter_mut().for_each(|o| *o *= k);
+        out
+    }
+}
+
+/// Aggregate subword attention to code tokens (mean over subword pairs).
+pub fn aggregate(att: &Attention, align: &Alignment) -> TokenAttention {
+    let tokens: Vec<usize> = (0..align.token_to_subwords.len())
+        .filter(|&i| align.token_to_subwords[i].iter().any(|&p| p < att.len))
+        .collect();
+    let groups: Vec<Vec<usize>> = tokens
+        .iter()
+        .map(|&i| {
+            align.token_to_subwords[i]
+                .iter()
+                .copied()
+                .filter(|&p| p < att.len)
+                .collect()
+        })
+        .collect();
+    let n = tokens.len();
+    let m = att.len;
+    let layers = att.num_layers();
+    let mut data = vec![0.0f32; layers * att.heads * n * n];
+    // Row pass then column pass: R[i][q] = mean_p a[p][q]; A[i][j] = mean_q R[i][q].
+    let mut rows = vec![0.0f32; n * m];
+    for l in 0..layers {
+        for h in 0..att.heads {
+            let a = att.head(l, h);
+            rows.iter_mut().for_each(|x| *x = 0.0);
+            for (i, g) in groups.iter().enumerate() {
+                let r = &mut rows[i * m..(i + 1) * m];
+                for &p in g {
+                    for (x, &v) in r.iter_mut().zip(&a[p * m..(p + 1) * m]) {
+                        *x += v;
+                    }
+                }
+                let k = 1.0 / g.len() as f32;
+                r.iter_mut().for_each(|x| *x *= k);
+            }
+            let out = &mut data[(l * att.heads + h) * n * n..(l * att.heads + h + 1) * n * n];
+            for i in 0..n {
+                let r = &rows[i * m..(i + 1) * m];
+                for (j, g) in groups.iter().enumerate() {
+                    let s: f32 = g.iter().map(|&q| r[q]).sum();
+                    out[i * n + j] = s / g.len() as f32;
+                }
+            }
+        }
+    }
+    TokenAttention {
+        layers,
+        heads: att.heads,
+        tokens,
+        data,
+    }
+}
+
+/// Code-token hidden states `[layer+1][i][dim]` (mean over each token's subwords), for
+/// the tokens of `ta.tokens`.
+pub fn aggregate_hidden(hidden: &Hidden, align: &Alignment, tokens: &[usize]) -> Vec<Vec<f32>> {
+    let d = hidden.dim;
+    hidden
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(l, _)| {
+            let mut out = vec![0.0f32; tokens.len() * d];
+            for (i, &t) in tokens.iter().enumerate() {
+                let g: Vec<usize> = align.token_to_subwords[t]
+                    .iter()
+                    .copied()
+                    .filter(|&p| p < hidden.len)
+                    .collect();
+                let o = &mut out[i * d..(i + 1) * d];
+                for &p in &g {
+                    for (x, &v) in o.iter_mut().zip(hidden.vector(l, p)) {
+                        *x += v;
+                    }
+                }
+                let k = 1.0 / g.len().max(1) as f32;
+                o.iter_mut().for_each(|x| *x *= k);
+            }
+            out
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_over_subword_pairs_without_renormalising() {
+        // 5 subwords: [CLS] a1 a2 b [SEP]; token 0 = {1,2}, token 1 = {3}.
+        let m = 5;
+        #[rustfmt::skip]
+        let a: Vec<f32> = vec![
+            0.2, 0.2, 0.2, 0.2, 0.2,
+            0.1, 0.1, 0.3, 0.4, 0.1,
+            0.5, 0.1, 0.1, 0.2, 0.1,
+            0.3, 0.2, 0.2, 0.2, 0.1,
+            0.2, 0.2, 0.2, 0.2, 0.2,
+        ];
+        let att = Attention {
+            heads: 1,
+            len: m,
+            layers: vec![a],
+        };
+        let align = Alignment {
+            subword_to_tokens: vec![vec![], vec![0], vec![0], vec![1], vec![]],
+            token_to_subwords: vec![vec![1, 2], vec![3]],
+        };
+        let ta = aggregate(&att, &align);
+        assert_eq!(ta.tokens, vec![0, 1]);
+        // A[0][0] = mean(a11, a12, a21, a22) = (0.1 + 0.3 + 0.1 + 0.1) / 4 = 0.15
+        assert!((ta.get(0, 0, 0, 0) - 0.15).abs() < 1e-6);
+        // A[0][1] = mean(a13, a23) = (0.4 + 0.2) / 2 = 0.3
+        assert!((ta.get(0, 0, 0, 1) - 0.3).abs() < 1e-6);
+        // A[1][0] = mean(a31, a32) = 0.2 ; A[1][1] = a33 = 0.2
+        assert!((ta.get(0, 0, 1, 0) - 0.2).abs() < 1e-6);
+        assert!((ta.get(0, 0, 1, 1) - 0.2).abs() < 1e-6);
+        // Rows are not renormalised: row 1 sums to 0.4, not 1.
+        let row1: f32 = ta.head(0, 0)[2..4].iter().sum();
+        assert!((row1 - 0.4).abs() < 1e-6);
+    }
+
+    #[test]
+    fn tokens_beyond_the_window_are_left_out() {
+        let att = Attention {
+            heads: 1,
+            len: 2,
+            layers: vec![vec![0.5, 0.5, 0.5, 0.5]],
+        };
+        let align = Alignment {
+            subword_to_tokens: vec![vec![0], vec![1], vec![2]],
+            token_to_subwords: vec![vec![0], vec![1], vec![2], vec![]],
+        };
+        let ta = aggregate(&att, &align);
+        assert_eq!(ta.tokens, vec![0, 1]);
+        assert_eq!(ta.head(0, 0), &[0.5, 0.5, 0.5, 0.5]);
+    }
+}

@@ -1,0 +1,153 @@
+//! Attention between token categories: the coarse 2x2 (syntactic / identifier) and the
+//! fine 5x5 (keyword, operator, delimiter, literal, identifier) matrices.
+//!
+//! For a code-token attention matrix `A` and query class `c1`, key class `c2`:
+//! - `mean[c1][c2]`: the mean of `A[i][j]` over pairs `i != j` with `class(i) = c1`,
+//!   `class(j) = c2` (self-pairs excluded; `None` when there is no such pair);
+//! - `share[c1][c2]`: the fraction of the attention mass of `c1` rows (self excluded)
+//!   that goes to `c2` keys: `sum_{i in c1, j in c2, j != i} A[i][j] / sum_{i in c1,
+//!   j != i} A[i][j]`. Rows need not sum to 1 (special positions were dropped), so
+//!   shares are normalised by the mass that stays on code tokens.
+//!
+//! Averages over heads or layers are the same statistics of the head- (or layer-)
+//! averaged matrix: identical to averaging `mean` (it is linear in `A` over a fixed pair
+//! set) and the mass-weighted average of `share`.
+
+use serde::Serialize;
+
+use crate::syntax::{Category, Coarse, CodeToken};
+
+/// Names of the coarse classes, in index order.
+pub const COARSE: [&str; 2] = ["syn", "id"];
+/// Names of the fine classes, in index order.
+pub const FINE: [&str; 5] = ["keyword", "operator", "delimiter", "literal", "identifier"];
+
+/// Coarse class index of a token (0 = syntactic, 1 = identifier).
+pub fn coarse_class(t: &CodeToken) -> usize {
+    match t.coarse {
+        Coarse::Syntactic => 0,
+        Coarse::Identifier => 1,
+    }
+}
+
+/// Fine class index of a token, in [`FINE`] order.
+pub fn fine_class(t: &CodeToken) -> usize {
+    match t.category {
+        Category::Keyword => 0,
+        Category::Operator => 1,
+        Category::Delimiter => 2,
+        Category::Literal => 3,
+        Category::Identifier => 4,
+    }
+}
+
+/// A `k x k` category matrix (row = query class, column = key class).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CategoryMatrix {
+    pub k: usize,
+    pub mean: Vec<Option<f64>>,
+    pub share: Vec<Option<f64>>,
+}
+
+impl CategoryMatrix {
+    /// Compute from an `n x n` attention matrix and per-token classes.
+    pub fn compute(a: &[f32], n: usize, classes: &[usize], k: usize) -> Self {
+        let mut sum = vec![0.0f64; k * k];
+        let mut count = vec![0usize; k * k];
+        for i in 0..n {
+            let ci = classes[i];
+            let row = &a[i * n..(i + 1) * n];
+            for (j, &v) in row.iter().enumerate() {
+                if j == i {
+                    continue;
+                }
+                let c = ci * k + classes[j];
+                sum[c] += v as f64;
+                count[c] += 1;
+            }
+        }
+        let mean = sum
+            .iter()
+            .zip(&count)
+            .map(|(&s, &c)| (c > 0).then(|| s / c as f64))
+            .collect();
+        let mut share = vec![None; k * k];
+        for c1 in 0..k {
+            let row_mass: f64 = (0..k).map(|c2| sum[c1 * k + c2]).sum();
+            let row_pairs: usize = (0..k).map(|c2| count[c1 * k + c2]).sum();
+            if row_pairs > 0 && row_mass > 0.0 {
+                for c2 in 0..k {
+                    share[c1 * k + c2] = Some(sum[c1 * k + c2] / row_mass);
+                }
+            }
+        }
+        CategoryMatrix { k, mean, share }
+    }
+
+    pub fn mean_at(&self, q: usize, k: usize) -> Option<f64> {
+        self.mean[q * self.k + k]
+    }
+    pub fn share_at(&self, q: usize, k: usize) -> Option<f64> {
+        self.share[q * self.k + k]
+    }
+
+    /// `{"q->k": mean}` with the given class names (JSON of `analyze`).
+    pub fn named(&self, names: &[&str], share: bool) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        for q in 0..self.k {
+            for k in 0..self.k {
+                let v = if share {
+                    self.share_at(q, k)
+                } else {
+                    self.mean_at(q, k)
+                };
+                m.insert(
+                    format!("{}->{}", names[q], names[k]),
+                    v.map(serde_json::Value::from)
+                        .unwrap_or(serde_json::Value::Null),
+                );
+            }
+        }
+        m
+    }
+}
+
+impl Serialize for CategoryMatrix {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let names: &[&str] = if self.k == 2 { &COARSE } else { &FINE };
+        self.named(names, false).serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_worked_means_and_shares() {
+        // Tokens: 0 syn, 1 id, 2 syn.
+        #[rustfmt::skip]
+        let a = [
+            0.9, 0.6, 0.2,
+            0.1, 0.5, 0.3,
+            0.4, 0.4, 0.0,
+        ];
+        let m = CategoryMatrix::compute(&a, 3, &[0, 1, 0], 2);
+        // syn->syn pairs (0,2),(2,0): (0.2 + 0.4) / 2
+        assert!((m.mean_at(0, 0).unwrap() - 0.3).abs() < 1e-6);
+        // syn->id pairs (0,1),(2,1): (0.6 + 0.4) / 2
+        assert!((m.mean_at(0, 1).unwrap() - 0.5).abs() < 1e-6);
+        // id->syn pairs (1,0),(1,2): (0.1 + 0.3) / 2
+        assert!((m.mean_at(1, 0).unwrap() - 0.2).abs() < 1e-6);
+        // id->id: only the self pair, excluded.
+        assert_eq!(m.mean_at(1, 1), None);
+        // Shares: syn rows put 0.6 on syn and 1.0 on id (self excluded).
+        assert!((m.share_at(0, 0).unwrap() - 0.6 / 1.6).abs() < 1e-6);
+        assert!((m.share_at(0, 1).unwrap() - 1.0 / 1.6).abs() < 1e-6);
+        assert!((m.share_at(1, 0).unwrap() - 1.0).abs() < 1e-6);
+        assert!((m.share_at(1, 1).unwrap() - 0.0).abs() < 1e-6);
+        let j = serde_json::to_value(&m).unwrap();
+        assert!((j["syn->id"].as_f64().unwrap() - 0.5).abs() < 1e-6);
+        assert!(j["id->id"].is_null());
+    }
+}

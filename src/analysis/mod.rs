@@ -1,0 +1,210 @@
+//! Analyses of one traced snippet: code-token attention, category attention, and head
+//! scores against the gold relation graphs (METHODS.md sections 1 and 3).
+//!
+//! This is where `syntax` and `model` meet, through byte spans only. Nothing here holds a
+//! tensor: inputs are a [`Syntax`] and a [`Trace`], outputs plain data for the CLI, the
+//! exporters and the TUI.
+
+pub mod attention;
+pub mod categories;
+pub mod relations;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::model::{ForwardOptions, LoadedModel, Trace};
+use crate::syntax::{self, align, Alignment, CodeToken, Language, SubwordSpan, Syntax};
+pub use attention::TokenAttention;
+pub use categories::CategoryMatrix;
+pub use relations::{GoldMask, HeadScores, Score};
+
+/// What text the model is fed (METHODS.md section 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The source as written (default).
+    Source,
+    /// The study's input: code tokens joined by single spaces.
+    Paper,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Source => "source",
+            Mode::Paper => "paper",
+        }
+    }
+}
+
+/// The gold graphs scored, in report order.
+pub const GRAPHS: [&str; 4] = ["ast_motif", "syntactic", "syntactic_identifier", "dfg"];
+
+/// Edges of one named gold graph over syntax-token indices.
+pub fn graph_edges(syn: &Syntax, name: &str) -> Vec<(usize, usize)> {
+    let g = &syn.graphs;
+    match name {
+        "ast_motif" => g.ast_motif.clone(),
+        "syntactic" => g.syntactic.clone(),
+        "syntactic_identifier" => g.syntactic_identifier.clone(),
+        "dfg" => g.dfg.iter().map(|&(i, j, _)| (i, j)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Everything `analyze` reports for one snippet.
+pub struct SnippetAnalysis {
+    pub mode: Mode,
+    pub threshold: f32,
+    pub syntax: Syntax,
+    /// The code tokens with spans in the text the model saw (= `syntax.tokens` in
+    /// source mode, re-spanned into the space-joined text in paper mode).
+    pub tokens: Vec<CodeToken>,
+    pub trace: Trace,
+    pub alignment: Alignment,
+    pub token_attention: TokenAttention,
+    /// Per graph: scores of every head at `threshold`.
+    pub relations: BTreeMap<&'static str, HeadScores>,
+    /// Per graph: scores at every threshold of [`relations::threshold_grid`].
+    pub sweep: Option<BTreeMap<&'static str, Vec<HeadScores>>>,
+    /// `[layer][head]` coarse (2x2) and fine (5x5) category matrices.
+    pub coarse: Vec<Vec<CategoryMatrix>>,
+    pub fine: Vec<Vec<CategoryMatrix>>,
+    /// Per layer, over the head-averaged attention.
+    pub coarse_layer: Vec<CategoryMatrix>,
+    pub fine_layer: Vec<CategoryMatrix>,
+    /// Over all layers and heads.
+    pub coarse_all: CategoryMatrix,
+    pub fine_all: CategoryMatrix,
+}
+
+/// Options of [`analyze`].
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub mode: Mode,
+    pub threshold: f32,
+    pub sweep: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: Mode::Source,
+            threshold: 0.05,
+            sweep: false,
+        }
+    }
+}
+
+/// Parse, trace and analyse one snippet.
+pub fn analyze(
+    model: &LoadedModel,
+    source: &str,
+    lang: Language,
+    opts: &Options,
+) -> Result<SnippetAnalysis> {
+    let syn = syntax::parse(source, lang).map_err(|e| Error::Syntax(e.to_string()))?;
+    let (text, tokens) = match opts.mode {
+        Mode::Source => (source.to_string(), syn.tokens.clone()),
+        Mode::Paper => {
+            let p = syntax::paper_text(&syn);
+            let toks = p.retarget(&syn.tokens);
+            (p.text, toks)
+        }
+    };
+    if tokens.is_empty() {
+        return Err(Error::Syntax("the input has no code tokens".into()));
+    }
+    let trace = model.trace(&text, &ForwardOptions::default())?;
+    Ok(analyze_trace(syn, tokens, trace, opts))
+}
+
+/// The analyses after the forward pass (the part the 20 ms budget is about).
+pub fn analyze_trace(
+    syn: Syntax,
+    tokens: Vec<CodeToken>,
+    trace: Trace,
+    opts: &Options,
+) -> SnippetAnalysis {
+    let spans: Vec<SubwordSpan> = trace
+        .tokens
+        .iter()
+        .map(|s| {
+            if s.special {
+                SubwordSpan::special()
+            } else {
+                SubwordSpan::new(s.start, s.end)
+            }
+        })
+        .collect();
+    let alignment = align(&spans, &tokens);
+    let ta = attention::aggregate(&trace.attention, &alignment);
+    let n_all = tokens.len();
+    let golds: Vec<(&'static str, GoldMask)> = GRAPHS
+        .iter()
+        .map(|&g| (g, GoldMask::new(graph_edges(&syn, g), &ta.tokens, n_all)))
+        .collect();
+    let relations = golds
+        .iter()
+        .map(|(g, m)| (*g, HeadScores::compute(&ta, m, opts.threshold)))
+        .collect();
+    let sweep = opts.sweep.then(|| {
+        golds
+            .iter()
+            .map(|(g, m)| {
+                let v = relations::threshold_grid()
+                    .into_iter()
+                    .map(|t| HeadScores::compute(&ta, m, t))
+                    .collect();
+                (*g, v)
+            })
+            .collect()
+    });
+    let coarse_cls: Vec<usize> = ta
+        .tokens
+        .iter()
+        .map(|&i| categories::coarse_class(&tokens[i]))
+        .collect();
+    let fine_cls: Vec<usize> = ta
+        .tokens
+        .iter()
+        .map(|&i| categories::fine_class(&tokens[i]))
+        .collect();
+    let n = ta.n();
+    let per_head = |cls: &[usize], k: usize| -> Vec<Vec<CategoryMatrix>> {
+        (0..ta.layers)
+            .map(|l| {
+                (0..ta.heads)
+                    .map(|h| CategoryMatrix::compute(ta.head(l, h), n, cls, k))
+                    .collect()
+            })
+            .collect()
+    };
+    let layer_means: Vec<Vec<f32>> = (0..ta.layers).map(|l| ta.head_mean(l)).collect();
+    let overall = ta.overall_mean();
+    let per_layer = |cls: &[usize], k: usize| -> Vec<CategoryMatrix> {
+        layer_means
+            .iter()
+            .map(|a| CategoryMatrix::compute(a, n, cls, k))
+            .collect()
+    };
+    SnippetAnalysis {
+        mode: opts.mode,
+        threshold: opts.threshold,
+        coarse: per_head(&coarse_cls, 2),
+        fine: per_head(&fine_cls, 5),
+        coarse_layer: per_layer(&coarse_cls, 2),
+        fine_layer: per_layer(&fine_cls, 5),
+        coarse_all: CategoryMatrix::compute(&overall, n, &coarse_cls, 2),
+        fine_all: CategoryMatrix::compute(&overall, n, &fine_cls, 5),
+        syntax: syn,
+        tokens,
+        trace,
+        alignment,
+        token_attention: ta,
+        relations,
+        sweep,
+    }
+}

@@ -1,0 +1,207 @@
+//! Head attention versus gold relation graphs (METHODS.md section 3).
+//!
+//! For layer l, head h and threshold t the predicted graph is `P = [A_tok[l,h] > t]`,
+//! diagonal included (as in the study). Against a gold graph G over the same tokens:
+//! `TP = |P ∧ G|`, `precision = TP/|P|`, `recall = TP/|G|` (0 when the denominator is 0),
+//! `F1 = 2PR/(P+R)` (0 when P+R = 0), and the identity graph-edit distance per node
+//! `|E_P xor E_G| / n` (the study used a networkx heuristic; identity matching is exact
+//! and so can only be ≥ their values' lower bound — expect close, not equal).
+
+use serde::Serialize;
+
+use super::attention::TokenAttention;
+
+/// The threshold grid of the study: 0, 0.05, ..., 0.40.
+pub fn threshold_grid() -> Vec<f32> {
+    (0..=8).map(|i| i as f32 * 0.05).collect()
+}
+
+/// Scores of one predicted graph against one gold graph.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Score {
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    /// `|E_P xor E_G| / n`.
+    pub ged_per_node: f64,
+    pub predicted: usize,
+    pub true_positives: usize,
+}
+
+/// Score an attention matrix `a` (`n x n`, row-major) thresholded at `t` against the
+/// gold edge set `gold` (a dense `n x n` 0/1 mask).
+pub fn score(a: &[f32], gold: &[bool], n: usize, gold_edges: usize, t: f32) -> Score {
+    let mut predicted = 0usize;
+    let mut tp = 0usize;
+    for (x, &g) in a.iter().zip(gold) {
+        if *x > t {
+            predicted += 1;
+            if g {
+                tp += 1;
+            }
+        }
+    }
+    let precision = if predicted == 0 {
+        0.0
+    } else {
+        tp as f64 / predicted as f64
+    };
+    let recall = if gold_edges == 0 {
+        0.0
+    } else {
+        tp as f64 / gold_edges as f64
+    };
+    let f1 = if precision + recall == 0.0 {
+        0.0
+    } else {
+        2.0 * precision * recall / (precision + recall)
+    };
+    let xor = (predicted - tp) + (gold_edges - tp);
+    Score {
+        precision,
+        recall,
+        f1,
+        ged_per_node: if n == 0 { 0.0 } else { xor as f64 / n as f64 },
+        predicted,
+        true_positives: tp,
+    }
+}
+
+/// A gold graph restricted to the analysed tokens, as a dense mask.
+#[derive(Debug, Clone)]
+pub struct GoldMask {
+    pub n: usize,
+    pub mask: Vec<bool>,
+    pub edges: usize,
+}
+
+impl GoldMask {
+    /// Map edges over syntax-token indices onto the analysed subset `tokens` (edges with
+    /// an end outside the subset, e.g. beyond a truncated window, are dropped).
+    pub fn new(
+        edges: impl IntoIterator<Item = (usize, usize)>,
+        tokens: &[usize],
+        n_all: usize,
+    ) -> Self {
+        let mut pos = vec![usize::MAX; n_all];
+        for (k, &t) in tokens.iter().enumerate() {
+            if t < n_all {
+                pos[t] = k;
+            }
+        }
+        let n = tokens.len();
+        let mut mask = vec![false; n * n];
+        let mut count = 0;
+        for (i, j) in edges {
+            let (Some(&a), Some(&b)) = (pos.get(i), pos.get(j)) else {
+                continue;
+            };
+            if a == usize::MAX || b == usize::MAX {
+                continue;
+            }
+            if !mask[a * n + b] {
+                mask[a * n + b] = true;
+                count += 1;
+            }
+        }
+        GoldMask {
+            n,
+            mask,
+            edges: count,
+        }
+    }
+}
+
+/// Scores of every layer and head against one gold graph at one threshold.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeadScores {
+    pub edges: usize,
+    pub threshold: f32,
+    /// `[layer][head]`.
+    pub scores: Vec<Vec<Score>>,
+}
+
+impl HeadScores {
+    pub fn compute(ta: &TokenAttention, gold: &GoldMask, t: f32) -> Self {
+        let scores = (0..ta.layers)
+            .map(|l| {
+                (0..ta.heads)
+                    .map(|h| score(ta.head(l, h), &gold.mask, gold.n, gold.edges, t))
+                    .collect()
+            })
+            .collect();
+        HeadScores {
+            edges: gold.edges,
+            threshold: t,
+            scores,
+        }
+    }
+
+    /// `(head, score)` with the best F1 in each layer (first head on ties).
+    pub fn best_per_layer(&self) -> Vec<(usize, Score)> {
+        self.scores
+            .iter()
+            .map(|row| {
+                let mut best = (0, row.first().copied().unwrap_or_default());
+                for (h, s) in row.iter().enumerate().skip(1) {
+                    if s.f1 > best.1.f1 {
+                        best = (h, *s);
+                    }
+                }
+                best
+            })
+            .collect()
+    }
+
+    /// One metric as `[layer][head]`.
+    pub fn metric(&self, f: impl Fn(&Score) -> f64) -> Vec<Vec<f64>> {
+        self.scores
+            .iter()
+            .map(|row| row.iter().map(&f).collect())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_worked_precision_recall_f1_ged() {
+        // 3 tokens; gold edges 0->1, 1->2, 2->0.
+        let gold = GoldMask::new([(0, 1), (1, 2), (2, 0)], &[0, 1, 2], 3);
+        assert_eq!(gold.edges, 3);
+        #[rustfmt::skip]
+        let a = [
+            0.50, 0.30, 0.01,   // predicts 0->0 (diag), 0->1 (TP)
+            0.02, 0.04, 0.06,   // predicts 1->2 (TP)
+            0.05, 0.90, 0.05,   // 0.05 is not > 0.05: predicts 2->1 only (FP)
+        ];
+        let s = score(&a, &gold.mask, 3, gold.edges, 0.05);
+        // P = {00, 01, 12, 21}: TP = 2 -> precision 2/4, recall 2/3, F1 = 4/7.
+        assert_eq!((s.predicted, s.true_positives), (4, 2));
+        assert!((s.precision - 0.5).abs() < 1e-12);
+        assert!((s.recall - 2.0 / 3.0).abs() < 1e-12);
+        assert!((s.f1 - 4.0 / 7.0).abs() < 1e-12);
+        // xor = 2 FP + 1 FN = 3 over 3 nodes.
+        assert!((s.ged_per_node - 1.0).abs() < 1e-12);
+        // Threshold 0: everything above 0 is predicted: 9 edges, TP 3.
+        let s0 = score(&a, &gold.mask, 3, gold.edges, 0.0);
+        assert_eq!((s0.predicted, s0.true_positives), (9, 3));
+        assert!((s0.recall - 1.0).abs() < 1e-12);
+        // Empty gold: recall 0, F1 0, no division by zero.
+        let empty = GoldMask::new([], &[0, 1, 2], 3);
+        let se = score(&a, &empty.mask, 3, 0, 0.05);
+        assert_eq!((se.recall, se.f1), (0.0, 0.0));
+        assert_eq!(threshold_grid().len(), 9);
+        assert!((threshold_grid()[8] - 0.40).abs() < 1e-6);
+    }
+
+    #[test]
+    fn gold_mask_maps_onto_the_analysed_subset() {
+        // Tokens 0..4, only 1 and 3 analysed.
+        let g = GoldMask::new([(1, 3), (0, 1), (3, 1), (3, 1)], &[1, 3], 4);
+        assert_eq!(g.edges, 2);
+        assert_eq!(g.mask, vec![false, true, true, false]);
+    }
+}
