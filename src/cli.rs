@@ -23,6 +23,14 @@ pub struct Cli {
     #[arg(long, global = true, env = "CODESCOPE_LOG_FILE")]
     pub log_file: Option<PathBuf>,
 
+    /// Language of the input (default: from the file extension, else python).
+    #[arg(long, global = true, value_parser = ["python", "java"])]
+    pub lang: Option<String>,
+
+    /// Colour theme of the explorer (light suits projectors). NO_COLOR is honoured.
+    #[arg(long, value_enum, default_value_t = Theme::Dark)]
+    pub theme: Theme,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 
@@ -30,10 +38,23 @@ pub struct Cli {
     pub file: Option<String>,
 }
 
+/// Explorer colour theme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Theme {
+    Dark,
+    Light,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the model on a file and print its attention (and hidden states).
     Trace(TraceArgs),
+    /// Tokens, categories, roles and gold relation graphs of a snippet (no model).
+    Syntax(SyntaxArgs),
+    /// Code-token attention vs the gold graphs and between token categories, per head.
+    Analyze(AnalyzeArgs),
+    /// Corpus mode: the study's tables (macro P/R/F1, best head per layer, GED).
+    Reproduce(ReproduceArgs),
     /// List the model presets and whether each is available locally.
     Models,
     /// Download a model into the local cache (if needed) and print its directory.
@@ -53,4 +74,54 @@ pub struct TraceArgs {
     /// Include hidden states in the JSON (`hidden_states[layer+1][token][dim]`).
     #[arg(long)]
     pub hidden: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SyntaxArgs {
+    /// Input file, or `-` for stdin.
+    pub file: String,
+    /// Print JSON (tokens, graphs, errors).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AnalyzeArgs {
+    /// Input file, or `-` for stdin.
+    pub file: String,
+    /// Attention threshold t of `P = [A > t]`.
+    #[arg(long, default_value_t = 0.05)]
+    pub threshold: f32,
+    /// Feed the source as written, or the study's space-joined code tokens.
+    #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
+    pub mode: crate::analysis::Mode,
+    /// Also score every threshold 0, 0.05, ..., 0.40.
+    #[arg(long)]
+    pub sweep: bool,
+    /// Print the JSON document.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print long-format CSV (table,key,layer,head,threshold,metric,value).
+    #[arg(long)]
+    pub csv: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReproduceArgs {
+    /// Corpus: CodeSearchNet-style .jsonl/.jsonl.gz, a directory or .zip of .py/.java
+    /// files (one snippet per function), or `stdlib` for this Python's standard library.
+    #[arg(long)]
+    pub data: String,
+    /// Use at most this many snippets.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Output directory (tables, summary, resumable checkpoint).
+    #[arg(long, default_value = "codescope-reproduce")]
+    pub out: PathBuf,
+    /// Threshold of the printed table (the CSV has 0..0.40).
+    #[arg(long, default_value_t = 0.05)]
+    pub threshold: f32,
+    /// Input mode, as for analyze (the study used `paper`).
+    #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
+    pub mode: crate::analysis::Mode,
 }

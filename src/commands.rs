@@ -2,10 +2,12 @@
 
 use std::io::Write;
 
-use crate::cli::{Cli, Command, TraceArgs};
+use crate::analysis;
+use crate::cli::{AnalyzeArgs, Cli, Command, ReproduceArgs, SyntaxArgs, TraceArgs};
 use crate::error::{Error, Result};
 use crate::input;
 use crate::model::{self, source, ForwardOptions, LoadedModel, Trace};
+use crate::syntax::{self, Language};
 
 /// The bundled sample shown when no file is given.
 pub const DEFAULT_SAMPLE: (&str, &str) = (
@@ -17,6 +19,13 @@ pub const DEFAULT_SAMPLE: (&str, &str) = (
 pub fn run(cli: Cli) -> Result<()> {
     match &cli.command {
         Some(Command::Models) => models(),
+        Some(Command::Syntax(args)) => syntax_cmd(cli.lang.as_deref(), args),
+        Some(Command::Analyze(args)) => {
+            analyze_cmd(cli.model.as_deref(), cli.lang.as_deref(), args)
+        }
+        Some(Command::Reproduce(args)) => {
+            reproduce_cmd(cli.model.as_deref(), cli.lang.as_deref(), args)
+        }
         Some(Command::Trace(args)) => trace_cmd(cli.model.as_deref(), args),
         Some(Command::Fetch { spec }) => {
             let spec = spec.clone().or(cli.model.clone());
@@ -195,5 +204,138 @@ pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
         )
         .map_err(w)?;
     }
+    Ok(())
+}
+
+/// The language of an input: `--lang`, else the file extension, else Python.
+pub fn language_for(lang: Option<&str>, file: &str) -> Result<Language> {
+    match lang {
+        Some(l) => Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())),
+        None => Ok(Language::from_path(std::path::Path::new(file)).unwrap_or(Language::Python)),
+    }
+}
+
+fn stdout_err(e: std::io::Error) -> Error {
+    Error::io("<stdout>", e)
+}
+
+fn print(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).map_err(stdout_err)?;
+    out.flush().map_err(stdout_err)
+}
+
+fn color_stdout() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn syntax_cmd(lang: Option<&str>, args: &SyntaxArgs) -> Result<()> {
+    let inp = input::read(&args.file)?;
+    let lang = language_for(lang, &args.file)?;
+    let syn = syntax::parse(&inp.text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
+    if args.json {
+        print(&format!("{}\n", syn.to_json()))
+    } else {
+        print(&syn.render_table(color_stdout()))
+    }
+}
+
+fn analyze_cmd(spec: Option<&str>, lang: Option<&str>, args: &AnalyzeArgs) -> Result<()> {
+    if !(0.0..1.0).contains(&args.threshold) {
+        return Err(Error::Input {
+            name: "--threshold".into(),
+            reason: format!("{} is outside [0, 1)", args.threshold),
+        });
+    }
+    let inp = input::read(&args.file)?;
+    let lang = language_for(lang, &args.file)?;
+    let m = load_model(spec)?;
+    let a = analysis::analyze(
+        &m,
+        &inp.text,
+        lang,
+        &analysis::Options {
+            mode: args.mode,
+            threshold: args.threshold,
+            sweep: args.sweep,
+        },
+    )?;
+    if a.trace.truncated > 0 {
+        eprintln!(
+            "codescope: notice: input truncated to the model's window of {} tokens ({} dropped)",
+            m.info.window, a.trace.truncated
+        );
+    }
+    if args.json {
+        print(&format!("{}\n", analysis::report::to_json(&a)))
+    } else if args.csv {
+        print(&analysis::report::to_csv(&a))
+    } else {
+        print(&analysis::report::summary(&inp.name, &a))
+    }
+}
+
+/// The directory of this machine's Python standard library, if `python3` is there.
+fn python_stdlib() -> Result<std::path::PathBuf> {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['stdlib'])",
+        ])
+        .output()
+        .map_err(|e| Error::Input {
+            name: "stdlib".into(),
+            reason: format!("cannot run python3 to locate the standard library: {e}"),
+        })?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || p.is_empty() {
+        return Err(Error::Input {
+            name: "stdlib".into(),
+            reason: "python3 did not report a standard library path".into(),
+        });
+    }
+    Ok(p.into())
+}
+
+fn reproduce_cmd(spec: Option<&str>, lang: Option<&str>, args: &ReproduceArgs) -> Result<()> {
+    let path = if args.data == "stdlib" {
+        python_stdlib()?
+    } else {
+        std::path::PathBuf::from(&args.data)
+    };
+    let lang = lang
+        .map(|l| Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())))
+        .transpose()?;
+    let corpus = crate::corpus::load(&path, lang, args.limit)?;
+    if corpus.snippets.is_empty() {
+        return Err(Error::Input {
+            name: path.display().to_string(),
+            reason: "holds no usable snippet".into(),
+        });
+    }
+    eprintln!(
+        "codescope: {} snippets from {} ({} unusable files/records skipped)",
+        corpus.snippets.len(),
+        path.display(),
+        corpus.skipped
+    );
+    let m = load_model(spec)?;
+    let agg = analysis::reproduce::run(&analysis::reproduce::Run {
+        model: &m,
+        snippets: &corpus.snippets,
+        corpus_name: match args.limit {
+            Some(n) => format!("{} (first {n})", path.display()),
+            None => path.display().to_string(),
+        },
+        out: args.out.clone(),
+        mode: args.mode,
+        threshold: args.threshold,
+    })?;
+    print(&analysis::reproduce::table(&agg, args.threshold))?;
+    eprintln!(
+        "codescope: tables written to {} (scores.csv, best_heads.csv, summary.json)",
+        args.out.display()
+    );
     Ok(())
 }

@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod commands;
+pub mod corpus;
 pub mod error;
 pub mod input;
 pub mod logging;

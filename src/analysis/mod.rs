@@ -8,6 +8,8 @@
 pub mod attention;
 pub mod categories;
 pub mod relations;
+pub mod report;
+pub mod reproduce;
 
 use std::collections::BTreeMap;
 
@@ -153,13 +155,7 @@ pub fn analyze_trace(
     let sweep = opts.sweep.then(|| {
         golds
             .iter()
-            .map(|(g, m)| {
-                let v = relations::threshold_grid()
-                    .into_iter()
-                    .map(|t| HeadScores::compute(&ta, m, t))
-                    .collect();
-                (*g, v)
-            })
+            .map(|(g, m)| (*g, HeadScores::sweep(&ta, m, &relations::threshold_grid())))
             .collect()
     });
     let coarse_cls: Vec<usize> = ta

@@ -28,19 +28,8 @@ pub struct Score {
     pub true_positives: usize,
 }
 
-/// Score an attention matrix `a` (`n x n`, row-major) thresholded at `t` against the
-/// gold edge set `gold` (a dense `n x n` 0/1 mask).
-pub fn score(a: &[f32], gold: &[bool], n: usize, gold_edges: usize, t: f32) -> Score {
-    let mut predicted = 0usize;
-    let mut tp = 0usize;
-    for (x, &g) in a.iter().zip(gold) {
-        if *x > t {
-            predicted += 1;
-            if g {
-                tp += 1;
-            }
-        }
-    }
+/// Scores from counts: `predicted = |P|`, `tp = |P ∧ G|`, `gold_edges = |G|`.
+pub fn score_counts(predicted: usize, tp: usize, gold_edges: usize, n: usize) -> Score {
     let precision = if predicted == 0 {
         0.0
     } else {
@@ -65,6 +54,22 @@ pub fn score(a: &[f32], gold: &[bool], n: usize, gold_edges: usize, t: f32) -> S
         predicted,
         true_positives: tp,
     }
+}
+
+/// Score an attention matrix `a` (`n x n`, row-major) thresholded at `t` against the
+/// gold edge set `gold` (a dense `n x n` 0/1 mask).
+pub fn score(a: &[f32], gold: &[bool], n: usize, gold_edges: usize, t: f32) -> Score {
+    let mut predicted = 0usize;
+    let mut tp = 0usize;
+    for (x, &g) in a.iter().zip(gold) {
+        if *x > t {
+            predicted += 1;
+            if g {
+                tp += 1;
+            }
+        }
+    }
+    score_counts(predicted, tp, gold_edges, n)
 }
 
 /// A gold graph restricted to the analysed tokens, as a dense mask.
@@ -137,6 +142,44 @@ impl HeadScores {
         }
     }
 
+    /// Scores at every threshold of the ascending `grid` in one pass over each head
+    /// (a sweep of 9 thresholds costs little more than one).
+    pub fn sweep(ta: &TokenAttention, gold: &GoldMask, grid: &[f32]) -> Vec<HeadScores> {
+        let k = grid.len();
+        let mut out: Vec<HeadScores> = grid
+            .iter()
+            .map(|&t| HeadScores {
+                edges: gold.edges,
+                threshold: t,
+                scores: vec![vec![Score::default(); ta.heads]; ta.layers],
+            })
+            .collect();
+        let mut hist = vec![0usize; k + 1];
+        let mut hist_tp = vec![0usize; k + 1];
+        for l in 0..ta.layers {
+            for h in 0..ta.heads {
+                hist.iter_mut().for_each(|x| *x = 0);
+                hist_tp.iter_mut().for_each(|x| *x = 0);
+                for (v, &g) in ta.head(l, h).iter().zip(&gold.mask) {
+                    // Number of thresholds the value exceeds.
+                    let above = grid.iter().take_while(|&&t| *v > t).count();
+                    hist[above] += 1;
+                    if g {
+                        hist_tp[above] += 1;
+                    }
+                }
+                // predicted(t_i) = #values exceeding at least i+1 thresholds.
+                let (mut pred, mut tp) = (0usize, 0usize);
+                for i in (0..k).rev() {
+                    pred += hist[i + 1];
+                    tp += hist_tp[i + 1];
+                    out[i].scores[l][h] = score_counts(pred, tp, gold.edges, gold.n);
+                }
+            }
+        }
+        out
+    }
+
     /// `(head, score)` with the best F1 in each layer (first head on ties).
     pub fn best_per_layer(&self) -> Vec<(usize, Score)> {
         self.scores
@@ -195,6 +238,34 @@ mod tests {
         assert_eq!((se.recall, se.f1), (0.0, 0.0));
         assert_eq!(threshold_grid().len(), 9);
         assert!((threshold_grid()[8] - 0.40).abs() < 1e-6);
+    }
+
+    #[test]
+    fn one_pass_sweep_equals_separate_thresholds() {
+        let mut rng = crate::model::testutil::SplitMix::new(11);
+        let (layers, heads, n) = (2, 3, 9);
+        let data: Vec<f32> = rng
+            .vec(layers * heads * n * n, 0.25)
+            .into_iter()
+            .map(|x| x + 0.2)
+            .collect();
+        let ta = TokenAttention {
+            layers,
+            heads,
+            tokens: (0..n).collect(),
+            data,
+        };
+        let gold = GoldMask::new(
+            (0..n).flat_map(|i| [(i, (i + 1) % n), (i, (i + 3) % n)]),
+            &ta.tokens,
+            n,
+        );
+        let grid = threshold_grid();
+        let swept = HeadScores::sweep(&ta, &gold, &grid);
+        for (i, &t) in grid.iter().enumerate() {
+            let direct = HeadScores::compute(&ta, &gold, t);
+            assert_eq!(swept[i].scores, direct.scores, "threshold {t}");
+        }
     }
 
     #[test]

@@ -241,6 +241,29 @@ fn shard_names(index: &Path) -> Result<Vec<String>> {
 }
 
 // ---------------------------------------------------------------------------------------
+// Progress display
+
+static PROGRESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turn download progress bars (and "fetching" lines) on stderr on or off. The TUI turns
+/// them off: it owns the screen and shows progress itself.
+pub fn set_progress(on: bool) {
+    PROGRESS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn progress() -> bool {
+    PROGRESS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn progress_target() -> indicatif::ProgressDrawTarget {
+    if progress() {
+        indicatif::ProgressDrawTarget::stderr()
+    } else {
+        indicatif::ProgressDrawTarget::hidden()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Cache directories
 
 /// codescope's own cache: `CODESCOPE_CACHE`, else `$XDG_CACHE_HOME/codescope`, else
@@ -412,7 +435,7 @@ fn download_hub(repo: &str, revision: &str, source: &str) -> Result<ModelFiles> 
     let net = |e: &dyn std::fmt::Display| Error::Network(format!("{source}: {e}"));
     let api = ApiBuilder::from_cache(Cache::new(hf_cache_dir()))
         .with_endpoint(hub_endpoint())
-        .with_progress(true)
+        .with_progress(progress())
         .build()
         .map_err(|e| net(&e))?;
     let r = api.repo(Repo::with_revision(
@@ -451,7 +474,10 @@ fn download_hub(repo: &str, revision: &str, source: &str) -> Result<ModelFiles> 
     }
     let mut dir = None;
     for f in &wanted {
-        eprintln!("codescope: fetching {source}/{f}");
+        if progress() {
+            eprintln!("codescope: fetching {source}/{f}");
+        }
+        tracing::info!(source, file = %f, "fetching from the hub");
         let p = r.get(f).map_err(|e| net(&e))?;
         dir = p.parent().map(Path::to_path_buf);
     }
@@ -655,8 +681,7 @@ fn download_verified(
         .map_err(|e| Error::Network(format!("cannot download {url}: {e}")))?;
     let mut reader = resp.body_mut().with_config().limit(u64::MAX).reader();
     let mut file = std::fs::File::create(dest).map_err(|e| Error::io(dest, e))?;
-    let bar =
-        indicatif::ProgressBar::with_draw_target(size, indicatif::ProgressDrawTarget::stderr());
+    let bar = indicatif::ProgressBar::with_draw_target(size, progress_target());
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}",

@@ -1,0 +1,389 @@
+//! Corpus mode (`codescope reproduce`): the study's tables over many snippets.
+//!
+//! For every snippet, every gold graph, threshold of the grid, layer and head, the
+//! snippet's precision, recall, F1 and GED per node are added to running sums; the
+//! tables are their macro-averages over snippets (METHODS.md section 3). Snippets whose
+//! gold graph is empty still count (recall 0), as the formula says; how many there were
+//! is reported per graph.
+//!
+//! Resumable: the running sums and the index of the next snippet are checkpointed to
+//! `OUT/state.json` (written to a temporary file, then renamed) every few snippets; a
+//! new run with the same model, corpus and mode continues from there.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::relations::{threshold_grid, GoldMask, HeadScores};
+use super::{analyze_trace, graph_edges, Mode, Options, GRAPHS};
+use crate::corpus::Snippet;
+use crate::error::{Error, Result};
+use crate::model::{ForwardOptions, LoadedModel};
+use crate::syntax;
+
+const METRICS: [&str; 4] = ["precision", "recall", "f1", "ged_per_node"];
+
+/// Running sums over snippets; the on-disk checkpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Aggregate {
+    pub model: String,
+    pub corpus: String,
+    pub mode: String,
+    pub layers: usize,
+    pub heads: usize,
+    pub grid: Vec<f32>,
+    /// Index of the next snippet to process.
+    pub next: usize,
+    /// Snippets scored.
+    pub scored: usize,
+    /// Snippets that failed (parse refusal, tokenizer error) and were skipped.
+    pub failed: usize,
+    /// Per graph: snippets whose gold graph had no edge (in the analysed window).
+    pub empty_gold: Vec<usize>,
+    /// `[graph][threshold][layer][head][metric]`, flattened.
+    pub sums: Vec<f64>,
+    /// Seconds spent so far (across resumed runs).
+    pub seconds: f64,
+}
+
+impl Aggregate {
+    fn new(model: String, corpus: String, mode: Mode, layers: usize, heads: usize) -> Self {
+        let grid = threshold_grid();
+        Aggregate {
+            model,
+            corpus,
+            mode: mode.name().into(),
+            layers,
+            heads,
+            sums: vec![0.0; GRAPHS.len() * grid.len() * layers * heads * METRICS.len()],
+            grid,
+            next: 0,
+            scored: 0,
+            failed: 0,
+            empty_gold: vec![0; GRAPHS.len()],
+            seconds: 0.0,
+        }
+    }
+
+    fn idx(&self, g: usize, t: usize, l: usize, h: usize, m: usize) -> usize {
+        (((g * self.grid.len() + t) * self.layers + l) * self.heads + h) * METRICS.len() + m
+    }
+
+    /// Macro-average of metric `m` for graph `g`, threshold index `t`, layer, head.
+    pub fn mean(&self, g: usize, t: usize, l: usize, h: usize, m: usize) -> f64 {
+        if self.scored == 0 {
+            return 0.0;
+        }
+        self.sums[self.idx(g, t, l, h, m)] / self.scored as f64
+    }
+
+    fn add(&mut self, g: usize, t: usize, hs: &HeadScores) {
+        for (l, row) in hs.scores.iter().enumerate() {
+            for (h, s) in row.iter().enumerate() {
+                for (m, v) in [s.precision, s.recall, s.f1, s.ged_per_node]
+                    .into_iter()
+                    .enumerate()
+                {
+                    let i = self.idx(g, t, l, h, m);
+                    self.sums[i] += v;
+                }
+            }
+        }
+    }
+
+    /// `(head, [p, r, f1, ged])` of the best head by mean F1 in each layer.
+    pub fn best_per_layer(&self, g: usize, t: usize) -> Vec<(usize, [f64; 4])> {
+        (0..self.layers)
+            .map(|l| {
+                let mut best = 0;
+                for h in 1..self.heads {
+                    if self.mean(g, t, l, h, 2) > self.mean(g, t, l, best, 2) {
+                        best = h;
+                    }
+                }
+                (best, [0, 1, 2, 3].map(|m| self.mean(g, t, l, best, m)))
+            })
+            .collect()
+    }
+}
+
+/// Settings of a `reproduce` run.
+pub struct Run<'a> {
+    pub model: &'a LoadedModel,
+    pub snippets: &'a [Snippet],
+    pub corpus_name: String,
+    pub out: PathBuf,
+    pub mode: Mode,
+    /// Threshold of the printed table (the CSV has the whole grid).
+    pub threshold: f32,
+}
+
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+/// Run (or resume) a corpus analysis; returns the aggregate after writing the tables.
+pub fn run(r: &Run) -> Result<Aggregate> {
+    std::fs::create_dir_all(&r.out).map_err(|e| Error::io(&r.out, e))?;
+    let state_path = r.out.join("state.json");
+    let info = &r.model.info;
+    let fresh = Aggregate::new(
+        info.source.clone(),
+        r.corpus_name.clone(),
+        r.mode,
+        info.layers,
+        info.heads,
+    );
+    let mut agg = match std::fs::read_to_string(&state_path) {
+        Ok(text) => {
+            let a: Aggregate = serde_json::from_str(&text).map_err(|e| Error::Input {
+                name: state_path.display().to_string(),
+                reason: format!("unreadable checkpoint ({e}); delete it to start over"),
+            })?;
+            if (
+                a.model.as_str(),
+                a.corpus.as_str(),
+                a.mode.as_str(),
+                a.layers,
+                a.heads,
+            ) != (
+                fresh.model.as_str(),
+                fresh.corpus.as_str(),
+                fresh.mode.as_str(),
+                fresh.layers,
+                fresh.heads,
+            ) || a.grid != fresh.grid
+            {
+                return Err(Error::Input {
+                    name: r.out.display().to_string(),
+                    reason: format!(
+                        "holds a run of {} on {} ({} mode); use another --out or delete it",
+                        a.model, a.corpus, a.mode
+                    ),
+                });
+            }
+            eprintln!(
+                "codescope: resuming at snippet {} of {}",
+                a.next + 1,
+                r.snippets.len()
+            );
+            a
+        }
+        Err(_) => fresh,
+    };
+    let bar = indicatif::ProgressBar::new(r.snippets.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} snippets {per_sec} eta {eta} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_position(agg.next as u64);
+    let start = Instant::now();
+    let seconds0 = agg.seconds;
+    let opts = Options {
+        mode: r.mode,
+        threshold: r.threshold,
+        sweep: false,
+    };
+    let grid = agg.grid.clone();
+    while agg.next < r.snippets.len() {
+        let s = &r.snippets[agg.next];
+        match score_snippet(r.model, s, &opts, &grid) {
+            Ok(per_graph) => {
+                for (g, (empty, sweeps)) in per_graph.into_iter().enumerate() {
+                    if empty {
+                        agg.empty_gold[g] += 1;
+                    }
+                    for (t, hs) in sweeps.iter().enumerate() {
+                        agg.add(g, t, hs);
+                    }
+                }
+                agg.scored += 1;
+            }
+            Err(e) => {
+                tracing::warn!(origin = %s.origin, "skipped: {e}");
+                agg.failed += 1;
+            }
+        }
+        agg.next += 1;
+        bar.inc(1);
+        if agg.next % 25 == 0 {
+            agg.seconds = seconds0 + start.elapsed().as_secs_f64();
+            write_atomic(
+                &state_path,
+                &serde_json::to_string(&agg).unwrap_or_default(),
+            )?;
+        }
+    }
+    bar.finish_and_clear();
+    agg.seconds = seconds0 + start.elapsed().as_secs_f64();
+    write_atomic(
+        &state_path,
+        &serde_json::to_string(&agg).unwrap_or_default(),
+    )?;
+    write_tables(&agg, &r.out, r.snippets.len())?;
+    Ok(agg)
+}
+
+/// Per graph: whether the gold graph was empty, and the sweep over the grid.
+fn score_snippet(
+    model: &LoadedModel,
+    s: &Snippet,
+    opts: &Options,
+    grid: &[f32],
+) -> Result<Vec<(bool, Vec<HeadScores>)>> {
+    let syn = syntax::parse(&s.code, s.language).map_err(|e| Error::Syntax(e.to_string()))?;
+    let (text, tokens) = match opts.mode {
+        Mode::Source => (s.code.clone(), syn.tokens.clone()),
+        Mode::Paper => {
+            let p = syntax::paper_text(&syn);
+            let t = p.retarget(&syn.tokens);
+            (p.text, t)
+        }
+    };
+    if tokens.is_empty() {
+        return Err(Error::Syntax("no code tokens".into()));
+    }
+    let trace = model.trace(&text, &ForwardOptions::default())?;
+    let a = analyze_trace(
+        syn,
+        tokens,
+        trace,
+        &Options {
+            sweep: false,
+            ..*opts
+        },
+    );
+    let n_all = a.tokens.len();
+    Ok(GRAPHS
+        .iter()
+        .map(|g| {
+            let gold = GoldMask::new(graph_edges(&a.syntax, g), &a.token_attention.tokens, n_all);
+            (
+                gold.edges == 0,
+                HeadScores::sweep(&a.token_attention, &gold, grid),
+            )
+        })
+        .collect())
+}
+
+fn write_tables(agg: &Aggregate, out: &Path, total: usize) -> Result<()> {
+    let mut scores = String::from("graph,threshold,layer,head,precision,recall,f1,ged_per_node\n");
+    let mut best =
+        String::from("graph,threshold,layer,best_head,precision,recall,f1,ged_per_node\n");
+    let mut summary_graphs = serde_json::Map::new();
+    for (g, name) in GRAPHS.iter().enumerate() {
+        let mut per_t = Vec::new();
+        for (t, thr) in agg.grid.iter().enumerate() {
+            for l in 0..agg.layers {
+                for h in 0..agg.heads {
+                    let v = [0, 1, 2, 3].map(|m| agg.mean(g, t, l, h, m));
+                    let _ = writeln!(
+                        scores,
+                        "{name},{thr:.2},{},{},{:.6},{:.6},{:.6},{:.6}",
+                        l + 1,
+                        h + 1,
+                        v[0],
+                        v[1],
+                        v[2],
+                        v[3]
+                    );
+                }
+            }
+            let bl = agg.best_per_layer(g, t);
+            let layers: Vec<serde_json::Value> = bl
+                .iter()
+                .enumerate()
+                .map(|(l, (h, v))| {
+                    let _ = writeln!(
+                        best,
+                        "{name},{thr:.2},{},{},{:.6},{:.6},{:.6},{:.6}",
+                        l + 1,
+                        h + 1,
+                        v[0],
+                        v[1],
+                        v[2],
+                        v[3]
+                    );
+                    serde_json::json!({"layer": l + 1, "head": h + 1, "precision": v[0], "recall": v[1], "f1": v[2], "ged_per_node": v[3]})
+                })
+                .collect();
+            per_t.push(serde_json::json!({"threshold": thr, "best_head_per_layer": layers}));
+        }
+        summary_graphs.insert(
+            name.to_string(),
+            serde_json::json!({"snippets_with_empty_gold": agg.empty_gold[g], "thresholds": per_t}),
+        );
+    }
+    let summary = serde_json::json!({
+        "model": agg.model, "corpus": agg.corpus, "mode": agg.mode,
+        "snippets": total, "scored": agg.scored, "failed": agg.failed,
+        "seconds": agg.seconds,
+        "snippets_per_second": if agg.seconds > 0.0 { (agg.scored + agg.failed) as f64 / agg.seconds } else { 0.0 },
+        "metrics": "macro-average over snippets of P = |P∧G|/|P|, R = |P∧G|/|G|, F1, GED = |P xor G|/n; P = [A > t], diagonal included",
+        "graphs": summary_graphs,
+    });
+    write_atomic(&out.join("scores.csv"), &scores)?;
+    write_atomic(&out.join("best_heads.csv"), &best)?;
+    write_atomic(
+        &out.join("summary.json"),
+        &serde_json::to_string_pretty(&summary).unwrap_or_default(),
+    )?;
+    Ok(())
+}
+
+/// The readable table at threshold `thr`: per graph, the best head per layer and the best
+/// layer overall.
+pub fn table(agg: &Aggregate, thr: f32) -> String {
+    let t = agg
+        .grid
+        .iter()
+        .enumerate()
+        .min_by(|a, b| (a.1 - thr).abs().total_cmp(&(b.1 - thr).abs()))
+        .map(|(i, _)| i)
+        .unwrap_or(0);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} on {} ({} mode): {} snippets scored, {} skipped, {:.1} snippets/s; threshold {:.2}",
+        agg.model,
+        agg.corpus,
+        agg.mode,
+        agg.scored,
+        agg.failed,
+        (agg.scored + agg.failed) as f64 / agg.seconds.max(1e-9),
+        agg.grid[t]
+    );
+    for (g, name) in GRAPHS.iter().enumerate() {
+        let bl = agg.best_per_layer(g, t);
+        let (best_l, _) = bl
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1 .1[2].total_cmp(&b.1 .1[2]))
+            .unwrap_or((0, &(0, [0.0; 4])));
+        let _ = writeln!(
+            s,
+            "\n{name} (macro-averaged; {} snippets had no gold edge)\n  layer  head  precision  recall     f1   GED/node",
+            agg.empty_gold[g]
+        );
+        for (l, (h, v)) in bl.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  {:>5}  {:>4}  {:>9.3}  {:>6.3}  {:>5.3}  {:>9.2}{}",
+                l + 1,
+                h + 1,
+                v[0],
+                v[1],
+                v[2],
+                v[3],
+                if l == best_l { "  <- best layer" } else { "" }
+            );
+        }
+    }
+    s
+}
