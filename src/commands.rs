@@ -41,9 +41,14 @@ pub fn run(cli: Cli) -> Result<()> {
                     text: DEFAULT_SAMPLE.1.into(),
                 },
             };
-            let m = load_model(cli.model.as_deref())?;
-            let t = m.trace(&inp.text, &ForwardOptions::default())?;
-            print_summary(&inp.name, &t)
+            let lang = language_for(cli.lang.as_deref(), &inp.name)?;
+            crate::tui::run(crate::tui::Options {
+                name: inp.name,
+                text: inp.text,
+                lang,
+                model: cli.model.clone(),
+                light: cli.theme == crate::cli::Theme::Light,
+            })
         }
     }
 }

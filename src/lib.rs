@@ -9,9 +9,11 @@ pub mod cli;
 pub mod commands;
 pub mod corpus;
 pub mod error;
+pub mod export;
 pub mod input;
 pub mod logging;
 pub mod model;
 pub mod syntax;
+pub mod tui;
 
 pub use error::{Error, Result};

@@ -10,6 +10,8 @@
 //! analysed set: [`TokenAttention::tokens`] lists the code-token indices that are, and all
 //! matrices are over that set, in that order.
 
+use rayon::prelude::*;
+
 use crate::model::{Attention, Hidden};
 use crate::syntax::Alignment;
 
@@ -85,15 +87,26 @@ pub fn aggregate(att: &Attention, align: &Alignment) -> TokenAttention {
     let n = tokens.len();
     let m = att.len;
     let layers = att.num_layers();
+    // A token's subwords are usually one contiguous run: then its column sum is a
+    // difference of prefix sums instead of a gather.
+    let runs: Vec<Option<(usize, usize)>> = groups
+        .iter()
+        .map(|g| {
+            let (first, last) = (*g.first()?, *g.last()?);
+            (last + 1 - first == g.len()).then_some((first, last + 1))
+        })
+        .collect();
     let mut data = vec![0.0f32; layers * att.heads * n * n];
     // Row pass then column pass: R[i][q] = mean_p a[p][q]; A[i][j] = mean_q R[i][q].
-    let mut rows = vec![0.0f32; n * m];
-    for l in 0..layers {
-        for h in 0..att.heads {
+    data.par_chunks_mut((n * n).max(1))
+        .enumerate()
+        .for_each(|(lh, out)| {
+            let (l, h) = (lh / att.heads, lh % att.heads);
             let a = att.head(l, h);
-            rows.iter_mut().for_each(|x| *x = 0.0);
+            let mut r = vec![0.0f32; m];
+            let mut prefix = vec![0.0f64; m + 1];
             for (i, g) in groups.iter().enumerate() {
-                let r = &mut rows[i * m..(i + 1) * m];
+                r.iter_mut().for_each(|x| *x = 0.0);
                 for &p in g {
                     for (x, &v) in r.iter_mut().zip(&a[p * m..(p + 1) * m]) {
                         *x += v;
@@ -101,17 +114,18 @@ pub fn aggregate(att: &Attention, align: &Alignment) -> TokenAttention {
                 }
                 let k = 1.0 / g.len() as f32;
                 r.iter_mut().for_each(|x| *x *= k);
-            }
-            let out = &mut data[(l * att.heads + h) * n * n..(l * att.heads + h + 1) * n * n];
-            for i in 0..n {
-                let r = &rows[i * m..(i + 1) * m];
+                for q in 0..m {
+                    prefix[q + 1] = prefix[q] + r[q] as f64;
+                }
                 for (j, g) in groups.iter().enumerate() {
-                    let s: f32 = g.iter().map(|&q| r[q]).sum();
+                    let s = match runs[j] {
+                        Some((a, b)) => (prefix[b] - prefix[a]) as f32,
+                        None => g.iter().map(|&q| r[q]).sum(),
+                    };
                     out[i * n + j] = s / g.len() as f32;
                 }
             }
-        }
-    }
+        });
     TokenAttention {
         layers,
         heads: att.heads,

@@ -47,6 +47,10 @@ pub struct CategoryMatrix {
     pub k: usize,
     pub mean: Vec<Option<f64>>,
     pub share: Vec<Option<f64>>,
+    /// Summed attention and pair counts per cell (self pairs excluded), kept so that
+    /// coarser matrices can be derived without another pass over `A`.
+    sum: Vec<f64>,
+    count: Vec<usize>,
 }
 
 impl CategoryMatrix {
@@ -66,6 +70,27 @@ impl CategoryMatrix {
                 count[c] += 1;
             }
         }
+        Self::from_sums(k, sum, count)
+    }
+
+    /// The coarse (syntactic / identifier) matrix of a fine one: the first four fine
+    /// classes are syntactic, the fifth is identifier ([`FINE`] order).
+    pub fn coarse_of_fine(fine: &CategoryMatrix) -> Self {
+        assert_eq!(fine.k, FINE.len());
+        let cls = |c: usize| usize::from(c == 4);
+        let mut sum = vec![0.0; 4];
+        let mut count = vec![0; 4];
+        for q in 0..fine.k {
+            for k in 0..fine.k {
+                let c = cls(q) * 2 + cls(k);
+                sum[c] += fine.sum[q * fine.k + k];
+                count[c] += fine.count[q * fine.k + k];
+            }
+        }
+        Self::from_sums(2, sum, count)
+    }
+
+    fn from_sums(k: usize, sum: Vec<f64>, count: Vec<usize>) -> Self {
         let mean = sum
             .iter()
             .zip(&count)
@@ -81,7 +106,13 @@ impl CategoryMatrix {
                 }
             }
         }
-        CategoryMatrix { k, mean, share }
+        CategoryMatrix {
+            k,
+            mean,
+            share,
+            sum,
+            count,
+        }
     }
 
     pub fn mean_at(&self, q: usize, k: usize) -> Option<f64> {
@@ -122,6 +153,24 @@ impl Serialize for CategoryMatrix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coarse_derived_from_fine_equals_direct() {
+        let mut rng = crate::model::testutil::SplitMix::new(5);
+        let n = 11;
+        let a: Vec<f32> = rng.vec(n * n, 0.5).into_iter().map(|x| x + 0.5).collect();
+        let fine: Vec<usize> = (0..n).map(|i| (i * 7 + 3) % 5).collect();
+        let coarse: Vec<usize> = fine.iter().map(|&c| usize::from(c == 4)).collect();
+        let f = CategoryMatrix::compute(&a, n, &fine, 5);
+        let direct = CategoryMatrix::compute(&a, n, &coarse, 2);
+        let derived = CategoryMatrix::coarse_of_fine(&f);
+        for i in 0..4 {
+            let (x, y) = (direct.mean[i].unwrap(), derived.mean[i].unwrap());
+            assert!((x - y).abs() < 1e-9);
+            let (x, y) = (direct.share[i].unwrap(), derived.share[i].unwrap());
+            assert!((x - y).abs() < 1e-9);
+        }
+    }
 
     #[test]
     fn hand_worked_means_and_shares() {

@@ -13,6 +13,7 @@ pub mod reproduce;
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -158,43 +159,39 @@ pub fn analyze_trace(
             .map(|(g, m)| (*g, HeadScores::sweep(&ta, m, &relations::threshold_grid())))
             .collect()
     });
-    let coarse_cls: Vec<usize> = ta
-        .tokens
-        .iter()
-        .map(|&i| categories::coarse_class(&tokens[i]))
-        .collect();
     let fine_cls: Vec<usize> = ta
         .tokens
         .iter()
         .map(|&i| categories::fine_class(&tokens[i]))
         .collect();
     let n = ta.n();
-    let per_head = |cls: &[usize], k: usize| -> Vec<Vec<CategoryMatrix>> {
-        (0..ta.layers)
-            .map(|l| {
-                (0..ta.heads)
-                    .map(|h| CategoryMatrix::compute(ta.head(l, h), n, cls, k))
-                    .collect()
-            })
-            .collect()
+    // Fine matrices in one pass per head; coarse ones derived from their sums.
+    let fine: Vec<Vec<CategoryMatrix>> = (0..ta.layers)
+        .into_par_iter()
+        .map(|l| {
+            (0..ta.heads)
+                .map(|h| CategoryMatrix::compute(ta.head(l, h), n, &fine_cls, 5))
+                .collect()
+        })
+        .collect();
+    let coarse_of = |rows: &[CategoryMatrix]| -> Vec<CategoryMatrix> {
+        rows.iter().map(CategoryMatrix::coarse_of_fine).collect()
     };
-    let layer_means: Vec<Vec<f32>> = (0..ta.layers).map(|l| ta.head_mean(l)).collect();
-    let overall = ta.overall_mean();
-    let per_layer = |cls: &[usize], k: usize| -> Vec<CategoryMatrix> {
-        layer_means
-            .iter()
-            .map(|a| CategoryMatrix::compute(a, n, cls, k))
-            .collect()
-    };
+    let coarse: Vec<Vec<CategoryMatrix>> = fine.iter().map(|r| coarse_of(r)).collect();
+    let fine_layer: Vec<CategoryMatrix> = (0..ta.layers)
+        .map(|l| CategoryMatrix::compute(&ta.head_mean(l), n, &fine_cls, 5))
+        .collect();
+    let coarse_layer = coarse_of(&fine_layer);
+    let fine_all = CategoryMatrix::compute(&ta.overall_mean(), n, &fine_cls, 5);
     SnippetAnalysis {
         mode: opts.mode,
         threshold: opts.threshold,
-        coarse: per_head(&coarse_cls, 2),
-        fine: per_head(&fine_cls, 5),
-        coarse_layer: per_layer(&coarse_cls, 2),
-        fine_layer: per_layer(&fine_cls, 5),
-        coarse_all: CategoryMatrix::compute(&overall, n, &coarse_cls, 2),
-        fine_all: CategoryMatrix::compute(&overall, n, &fine_cls, 5),
+        coarse,
+        fine,
+        coarse_layer,
+        fine_layer,
+        coarse_all: CategoryMatrix::coarse_of_fine(&fine_all),
+        fine_all,
         syntax: syn,
         tokens,
         trace,

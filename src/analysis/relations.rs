@@ -128,7 +128,9 @@ pub struct HeadScores {
 
 impl HeadScores {
     pub fn compute(ta: &TokenAttention, gold: &GoldMask, t: f32) -> Self {
+        use rayon::prelude::*;
         let scores = (0..ta.layers)
+            .into_par_iter()
             .map(|l| {
                 (0..ta.heads)
                     .map(|h| score(ta.head(l, h), &gold.mask, gold.n, gold.edges, t))

@@ -65,6 +65,18 @@ def _busy_ticks():
     return busy, own
 
 
+def wait_idle(max_wait_s, threshold=0.15, window_s=3.0):
+    """Wait (up to max_wait_s) until other processes use < threshold CPUs over window_s."""
+    t_end = time.time() + max_wait_s
+    while True:
+        b0, _ = _busy_ticks()
+        time.sleep(window_s)
+        b1, _ = _busy_ticks()
+        used = (b1 - b0) / os.sysconf("SC_CLK_TCK") / window_s
+        if used < threshold or time.time() >= t_end:
+            return used
+
+
 def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
@@ -152,6 +164,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every configuration K times (fresh processes) and keep the run with the "
                          "lowest forward median (least disturbed on a shared machine)")
+    ap.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
+                    help="before every child, wait up to SECONDS until the machine is idle")
     ap.add_argument("--json", help="also write raw results to this file")
     ap.add_argument("--child", nargs=2, type=int, metavar=("N", "THREADS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -176,6 +190,8 @@ def main():
         for t in [int(x) for x in args.threads.split(",")]:
             tries = []
             for _ in range(args.repeat):
+                if args.wait_idle > 0:
+                    wait_idle(args.wait_idle)
                 r = subprocess.run([sys.executable, __file__, args.model_dir, "--child", str(n), str(t)],
                                    capture_output=True, text=True)
                 if r.returncode != 0:

@@ -1,0 +1,52 @@
+//! All analyses of one snippet after the forward pass (target: < 20 ms for a 512-token
+//! snippet, all layers and heads, one threshold), and with the 9-threshold sweep.
+//! Input: the 512-subword (truncated) CPython `shlex` class from the test fixtures, traced
+//! once with the packaged MiniLM.
+//!
+//!     cargo bench --bench analysis
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+
+use codescope::analysis::{analyze_trace, Mode, Options};
+use codescope::model::{source, ForwardOptions, LoadedModel};
+use codescope::syntax::{self, Language};
+
+fn bench(c: &mut Criterion) {
+    let files = source::resolve("minilm").expect("packaged MiniLM (run `codescope fetch minilm`)");
+    let m = LoadedModel::load(&files).expect("load");
+    let text = include_str!("../tests/fixtures/snippets/py_shlex_class_long.py");
+    let syn = syntax::parse(text, Language::Python).expect("parse");
+    let trace = m.trace(text, &ForwardOptions::default()).expect("trace");
+    assert_eq!(trace.tokens.len(), 512);
+    let mut g = c.benchmark_group("analysis_512_tokens");
+    g.sample_size(20);
+    for sweep in [false, true] {
+        let name = if sweep {
+            "all_graphs_sweep9"
+        } else {
+            "all_graphs_t0.05"
+        };
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || (syn.clone(), syn.tokens.clone(), trace.clone()),
+                |(s, toks, t)| {
+                    analyze_trace(
+                        s,
+                        toks,
+                        t,
+                        &Options {
+                            mode: Mode::Source,
+                            threshold: 0.05,
+                            sweep,
+                        },
+                    )
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

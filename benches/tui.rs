@@ -1,0 +1,122 @@
+//! Explorer frame times on a `TestBackend` at 120x40, for a snippet of about 512 code
+//! tokens analysed by a random-weight model with MiniLM's shape (6 layers x 12 heads):
+//! - `frame_512`: one full redraw (target <= 5 ms);
+//! - `frame_512_mean`: the same with the mean over heads (cached per layer);
+//! - `key_to_frame_512`: a navigation key (next layer) through `App::update` plus the
+//!   redraw it causes (target <= 16 ms, one frame at 60 Hz).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use codescope::analysis;
+use codescope::model::source::ModelFiles;
+use codescope::model::testutil::{write_tiny_model, Tiny};
+use codescope::model::LoadedModel;
+use codescope::syntax::Language;
+use codescope::tui::app::{App, Config};
+use codescope::tui::data::{Doc, Prepared};
+use codescope::tui::msg::{Effect, Msg, WorkerMsg};
+use codescope::tui::theme::{ColorMode, Theme};
+use codescope::tui::widgets::draw;
+use criterion::{criterion_group, criterion_main, Criterion};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+/// About `n` code tokens of Python.
+fn snippet(n: usize) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    // Each function is 16 code tokens.
+    while i * 16 < n {
+        s.push_str(&format!(
+            "def f_{i}(a, b):\n    x = a + b * {i}\n    return x\n\n"
+        ));
+        i += 1;
+    }
+    s
+}
+
+fn setup() -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().unwrap();
+    write_tiny_model(
+        dir.path(),
+        &Tiny {
+            layers: 6,
+            heads: 12,
+            hidden: 48,
+            intermediate: 96,
+            max_positions: 2048,
+            ..Tiny::default()
+        },
+    )
+    .unwrap();
+    let model =
+        LoadedModel::load(&ModelFiles::from_dir(dir.path(), "tiny".into()).unwrap()).unwrap();
+    let doc = Doc::new("bench.py", snippet(512), Language::Python);
+    let mut app = App::new(
+        Config {
+            theme: Theme::new(ColorMode::TrueColor, false),
+            model_spec: Some("tiny".into()),
+            probe_presets: false,
+        },
+        doc,
+    );
+    app.update(Msg::Resize {
+        width: 120,
+        height: 40,
+    });
+    app.update(Msg::Worker(WorkerMsg::ModelLoaded {
+        info: model.info.clone(),
+        label: "tiny".into(),
+        notice: None,
+    }));
+    for fx in app.start() {
+        if let Effect::Analyse(job) = fx {
+            let a = analysis::analyze(&model, &job.text, job.lang, &job.opts).unwrap();
+            let data = Arc::new(Prepared::new(a, Duration::from_millis(1)));
+            app.update(Msg::Worker(WorkerMsg::Analysed { req: job.req, data }));
+        }
+    }
+    let n = app.prepared().expect("analysed").n();
+    eprintln!("bench snippet: {n} analysed code tokens");
+    (dir, app)
+}
+
+fn bench(c: &mut Criterion) {
+    let (_dir, mut app) = setup();
+    let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    // Put the cursor mid-snippet with the gold overlay on: the busiest frame.
+    app.type_keys("jjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjjlg");
+    c.bench_function("frame_512", |b| {
+        b.iter(|| {
+            term.draw(|f| draw(&app, f)).unwrap();
+        })
+    });
+    app.type_keys("a");
+    term.draw(|f| draw(&app, f)).unwrap();
+    c.bench_function("frame_512_mean", |b| {
+        b.iter(|| {
+            term.draw(|f| draw(&app, f)).unwrap();
+        })
+    });
+    app.type_keys("a");
+    let mut right = true;
+    c.bench_function("key_to_frame_512", |b| {
+        b.iter(|| {
+            let k = if right { KeyCode::Right } else { KeyCode::Left };
+            if app.layer == 0 || app.layer == 5 {
+                right = !right;
+            }
+            app.update(Msg::Key(KeyEvent::new(k, KeyModifiers::NONE)));
+            term.draw(|f| draw(&app, f)).unwrap();
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(50).measurement_time(Duration::from_secs(4));
+    targets = bench
+}
+criterion_main!(benches);

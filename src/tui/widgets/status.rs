@@ -1,0 +1,142 @@
+//! The status bar: model, `layer l/L`, `head h/H`, threshold, input mode, direction,
+//! compute time (line 1); worker progress, the last message and notices (line 2).
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::clip;
+use crate::tui::app::{App, Direction, Level};
+
+/// Notices about the document and analysis shown (truncation, parse errors, staleness).
+pub fn notices(app: &App) -> Vec<(Level, String)> {
+    let mut out = Vec::new();
+    if let Some(syn) = &app.doc.syntax {
+        if !syn.errors.is_empty() {
+            out.push((
+                Level::Warn,
+                format!(
+                    "{} parse error{} (tokens kept as tree-sitter recovered them)",
+                    syn.errors.len(),
+                    if syn.errors.len() == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+    }
+    if let Some(p) = app.prepared() {
+        let tr = &p.analysis.trace;
+        if tr.truncated > 0 {
+            let left = app.doc.n_tokens().saturating_sub(p.n());
+            out.push((
+                Level::Warn,
+                format!(
+                    "truncated to the model's {}-subword window: {} subwords, {} code tokens left out",
+                    tr.model.window, tr.truncated, left
+                ),
+            ));
+        }
+        if app.stale() {
+            out.push((Level::Info, "showing the previous analysis".into()));
+        }
+    }
+    if let Some(n) = &app.model_notice {
+        out.push((Level::Info, n.clone()));
+    }
+    out
+}
+
+pub fn draw(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.theme;
+    let st = t.status();
+    let sep = Span::styled(" │ ", st);
+    let (layers, heads) = app.dims();
+    let model = match &app.model {
+        Some((label, info)) => format!("{label} ({})", info.architecture),
+        None => "no model yet".into(),
+    };
+    let frac = |i: usize, n: usize| {
+        if n == 0 {
+            "-/-".to_string()
+        } else {
+            format!("{}/{n}", i + 1)
+        }
+    };
+    let head = if app.mean {
+        format!("head mean/{heads}")
+    } else {
+        format!("head {}", frac(app.head, heads))
+    };
+    // Items in order; optional ones (flagged) are dropped from the right when narrow.
+    let mut items: Vec<(String, bool)> = vec![
+        (format!(" {model}"), false),
+        (format!("layer {}", frac(app.layer, layers)), false),
+        (head, false),
+        (format!("t {:.2}", app.threshold()), false),
+        (app.mode.name().to_string(), false),
+        (
+            match app.direction {
+                Direction::From => "from",
+                Direction::To => "to",
+            }
+            .to_string(),
+            true,
+        ),
+    ];
+    if let Some(p) = app.prepared() {
+        items.push((format!("{:.0} ms", p.elapsed.as_secs_f64() * 1e3), true));
+    }
+    if app.editor.is_some() {
+        items.push(("EDIT".into(), false));
+    }
+    items.push(("? help".into(), true));
+    let width = area.width as usize;
+    let total = |it: &[(String, bool)]| -> usize {
+        it.iter().map(|(s, _)| s.chars().count()).sum::<usize>() + 3 * it.len().saturating_sub(1)
+    };
+    while total(&items) > width {
+        let Some(i) = items.iter().rposition(|(_, opt)| *opt) else {
+            break;
+        };
+        items.remove(i);
+    }
+    let mut l1 = Vec::new();
+    for (i, (s, _)) in items.into_iter().enumerate() {
+        if i > 0 {
+            l1.push(sep.clone());
+        }
+        l1.push(Span::styled(s, st));
+    }
+    let used: usize = l1.iter().map(|s| s.content.chars().count()).sum();
+    let pad = width.saturating_sub(used);
+    l1.push(Span::styled(" ".repeat(pad), st));
+
+    let mut parts: Vec<(Level, String)> = Vec::new();
+    if let Some(b) = &app.busy {
+        parts.push((Level::Warn, format!("⟳ {b}")));
+    }
+    if let Some(m) = &app.message {
+        parts.push(m.clone());
+    }
+    parts.extend(notices(app));
+    let mut l2 = vec![Span::raw(" ")];
+    let mut room = (area.width as usize).saturating_sub(1);
+    for (i, (lvl, text)) in parts.iter().enumerate() {
+        if room < 4 {
+            break;
+        }
+        if i > 0 {
+            l2.push(Span::styled(" · ", t.dim()));
+            room = room.saturating_sub(3);
+        }
+        let s = clip(text, room);
+        room = room.saturating_sub(s.chars().count());
+        let style = match lvl {
+            Level::Info => t.dim(),
+            Level::Warn => t.warn(),
+            Level::Error => t.error(),
+        };
+        l2.push(Span::styled(s, style));
+    }
+    f.render_widget(Paragraph::new(vec![Line::from(l1), Line::from(l2)]), area);
+}

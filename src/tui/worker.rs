@@ -1,0 +1,292 @@
+//! The one background thread that owns the model and tokenizer.
+//!
+//! Jobs: load a model, analyse a text. Latest wins: a new request replaces a pending one
+//! of the same kind, and an analysis that is running when a newer one arrives is stopped
+//! between layers (through `ForwardOptions::cancel`) and its result dropped. A pending
+//! model load runs before a pending analysis, so "switch model, then re-analyse" is one
+//! submission of each. Results and progress go out through the `send` callback (the
+//! runtime wraps them into its event channel). Panics in a job are caught and reported
+//! as failures; the worker keeps serving. (Shape of gitui's `asyncjob`: one slot per job
+//! kind, a generation counter to recognise superseded work.)
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::data::Prepared;
+use super::msg::{AnalyseJob, WorkerMsg};
+use crate::analysis::{self, Mode, Options, SnippetAnalysis};
+use crate::error::{Error, Result};
+use crate::model::{source, ForwardOptions, LoadedModel};
+use crate::syntax::{self, Language};
+
+/// The model the explorer falls back to when the default model cannot be loaded.
+pub const FALLBACK_MODEL: &str = "minilm";
+
+#[derive(Default)]
+struct Slot {
+    /// `Some(spec)`: load `spec` (`None` inside: the default model).
+    load: Option<Option<String>>,
+    analyse: Option<AnalyseJob>,
+    stop: bool,
+}
+
+struct Shared {
+    slot: Mutex<Slot>,
+    cv: Condvar,
+    /// The newest analysis request id; anything older is superseded.
+    latest: AtomicU64,
+}
+
+/// Handle to the worker thread. Dropping it stops the thread after its current job.
+pub struct Worker {
+    shared: Arc<Shared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+type Sender = dyn Fn(WorkerMsg) + Send + Sync;
+
+impl Worker {
+    /// Start the worker; `send` receives its reports (called from the worker thread).
+    pub fn spawn(send: impl Fn(WorkerMsg) + Send + Sync + 'static) -> Self {
+        let shared = Arc::new(Shared {
+            slot: Mutex::new(Slot::default()),
+            cv: Condvar::new(),
+            latest: AtomicU64::new(0),
+        });
+        let sh = shared.clone();
+        let send: Box<Sender> = Box::new(send);
+        let handle = std::thread::Builder::new()
+            .name("codescope-model".into())
+            .spawn(move || run(&sh, &*send))
+            .expect("spawn the model worker thread");
+        Worker {
+            shared,
+            handle: Some(handle),
+        }
+    }
+
+    /// Queue a model load (replaces a pending one).
+    pub fn load(&self, spec: Option<String>) {
+        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+        s.load = Some(spec);
+        self.shared.cv.notify_one();
+    }
+
+    /// Queue an analysis; a pending or running older one is superseded.
+    pub fn analyse(&self, job: AnalyseJob) {
+        self.shared.latest.store(job.req, Ordering::SeqCst);
+        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+        s.analyse = Some(job);
+        self.shared.cv.notify_one();
+    }
+
+    /// Ask the thread to stop and cancel the running analysis; does not wait.
+    pub fn stop(&self) {
+        self.shared.latest.store(u64::MAX, Ordering::SeqCst);
+        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+        s.stop = true;
+        self.shared.cv.notify_one();
+    }
+
+    /// Stop and wait for the thread (tests).
+    pub fn join(mut self) {
+        self.stop();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+enum Job {
+    Load(Option<String>),
+    Analyse(AnalyseJob),
+}
+
+fn next_job(shared: &Shared) -> Option<Job> {
+    let mut s = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        if s.stop {
+            return None;
+        }
+        if let Some(l) = s.load.take() {
+            return Some(Job::Load(l));
+        }
+        if let Some(a) = s.analyse.take() {
+            return Some(Job::Analyse(a));
+        }
+        s = shared.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+fn run(shared: &Shared, send: &Sender) {
+    let mut model: Option<LoadedModel> = None;
+    while let Some(job) = next_job(shared) {
+        match job {
+            Job::Load(spec) => {
+                let label = spec.clone().unwrap_or_else(|| "default model".into());
+                let r = catch_unwind(AssertUnwindSafe(|| load(spec, send)));
+                match r {
+                    Ok(Some(m)) => model = Some(m),
+                    Ok(None) => {}
+                    Err(p) => send(WorkerMsg::ModelFailed {
+                        label,
+                        error: format!("internal error: {}", panic_text(p)),
+                    }),
+                }
+            }
+            Job::Analyse(job) => {
+                let req = job.req;
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    analyse(shared, model.as_ref(), job, send)
+                }));
+                if let Err(p) = r {
+                    send(WorkerMsg::AnalyseFailed {
+                        req,
+                        error: format!("internal error: {}", panic_text(p)),
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn load_spec(spec: &str) -> Result<LoadedModel> {
+    let files = source::resolve(spec)?;
+    LoadedModel::load(&files)
+}
+
+/// Load `spec` (or the default model, falling back to [`FALLBACK_MODEL`]).
+fn load(spec: Option<String>, send: &Sender) -> Option<LoadedModel> {
+    let progress = |text: String| send(WorkerMsg::Progress { req: 0, text });
+    let (label, mut notice, default) = match spec {
+        Some(s) => (s, None, false),
+        None => {
+            progress("choosing the default model…".into());
+            let (s, why) = source::default_model();
+            let notice = format!("model {s}: {why}");
+            (s, Some(notice), true)
+        }
+    };
+    progress(format!("loading model {label}…"));
+    let t = Instant::now();
+    let res = match load_spec(&label) {
+        Err(e) if default && label != FALLBACK_MODEL => {
+            tracing::warn!(%label, error = %e, "default model failed, falling back");
+            progress(format!("{label} failed; loading {FALLBACK_MODEL}…"));
+            notice = Some(format!(
+                "fell back to {FALLBACK_MODEL}: {label} failed: {e}"
+            ));
+            load_spec(FALLBACK_MODEL).map(|m| (m, FALLBACK_MODEL.to_string()))
+        }
+        r => r.map(|m| (m, label.clone())),
+    };
+    match res {
+        Ok((m, label)) => {
+            tracing::info!(%label, ms = t.elapsed().as_millis() as u64, "explorer model ready");
+            send(WorkerMsg::ModelLoaded {
+                info: m.info.clone(),
+                label,
+                notice,
+            });
+            Some(m)
+        }
+        Err(e) => {
+            send(WorkerMsg::ModelFailed {
+                label,
+                error: e.to_string(),
+            });
+            None
+        }
+    }
+}
+
+fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: &Sender) {
+    let req = job.req;
+    let stale = || shared.latest.load(Ordering::SeqCst) != req;
+    if stale() {
+        return;
+    }
+    let Some(m) = model else {
+        send(WorkerMsg::AnalyseFailed {
+            req,
+            error: "no model is loaded (press M to choose one)".into(),
+        });
+        return;
+    };
+    let start = Instant::now();
+    let layers = m.info.layers;
+    let cancel = |layer: usize| {
+        let s = stale();
+        if !s {
+            send(WorkerMsg::Progress {
+                req,
+                text: format!("analysing: layer {}/{}", layer + 1, layers),
+            });
+        }
+        s
+    };
+    let res = analyze_cancellable(m, &job.text, job.lang, &job.opts, &cancel);
+    if stale() {
+        return; // superseded: drop whatever came out
+    }
+    match res {
+        Ok(a) => {
+            let data = Arc::new(Prepared::new(a, start.elapsed()));
+            if !stale() {
+                send(WorkerMsg::Analysed { req, data });
+            }
+        }
+        Err(e) => send(WorkerMsg::AnalyseFailed {
+            req,
+            error: e.to_string(),
+        }),
+    }
+}
+
+/// [`analysis::analyze`] with a cancellation hook for the forward pass (checked before
+/// each layer). The same steps: parse, build the model input for the mode, trace, then
+/// [`analysis::analyze_trace`].
+pub fn analyze_cancellable(
+    model: &LoadedModel,
+    source_text: &str,
+    lang: Language,
+    opts: &Options,
+    cancel: &(dyn Fn(usize) -> bool + Sync),
+) -> Result<SnippetAnalysis> {
+    let syn = syntax::parse(source_text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
+    let (text, tokens) = match opts.mode {
+        Mode::Source => (source_text.to_string(), syn.tokens.clone()),
+        Mode::Paper => {
+            let p = syntax::paper_text(&syn);
+            let toks = p.retarget(&syn.tokens);
+            (p.text, toks)
+        }
+    };
+    if tokens.is_empty() {
+        return Err(Error::Syntax("the input has no code tokens".into()));
+    }
+    let trace = model.trace(
+        &text,
+        &ForwardOptions {
+            hidden: false,
+            cancel: Some(cancel),
+        },
+    )?;
+    Ok(analysis::analyze_trace(syn, tokens, trace, opts))
+}

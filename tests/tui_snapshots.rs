@@ -1,0 +1,166 @@
+//! Snapshot tests of every explorer panel and mode on a `TestBackend`, at 120x40 (all
+//! panels) and 80x24 (code + one side panel), with a tiny random-weight model so the
+//! numbers are deterministic and no network is needed. Snapshots live in
+//! `tests/snapshots/`; after an intended change, re-run with `INSTA_UPDATE=always` and
+//! review the diff.
+
+mod tui_common;
+
+use codescope::tui::theme::ColorMode;
+use crossterm::event::KeyCode;
+use tui_common::*;
+
+const SIZES: [(u16, u16); 2] = [(120, 40), (80, 24)];
+
+fn snap(name: &str, app: &codescope::tui::app::App) {
+    let (w, h) = app.size;
+    insta::assert_snapshot!(format!("{name}_{w}x{h}"), screen(app));
+}
+
+#[test]
+fn loading_before_the_model_answers() {
+    for (w, h) in SIZES {
+        let (app, _) = fresh(SAMPLE, w, h, theme(ColorMode::TrueColor));
+        snap("loading", &app);
+    }
+}
+
+#[test]
+fn main_view() {
+    for (w, h) in SIZES {
+        let app = ready(SAMPLE, w, h);
+        snap("main", &app);
+    }
+}
+
+#[test]
+fn compact_side_panels_cycle_with_tab() {
+    let mut app = ready(SAMPLE, 80, 24);
+    for name in ["heatmap", "heads", "categories", "probes"] {
+        press(&mut app, &[KeyCode::Tab]);
+        snap(&format!("compact_{name}"), &app);
+    }
+}
+
+#[test]
+fn navigation_modes() {
+    for (w, h) in SIZES {
+        let mut app = ready(SAMPLE, w, h);
+        press(&mut app, &[KeyCode::Right, KeyCode::Down]);
+        typed(&mut app, "jjlll");
+        snap("layer2_head2_cursor", &app);
+        typed(&mut app, "a");
+        snap("mean_over_heads", &app);
+        typed(&mut app, "af");
+        snap("attention_to", &app);
+        typed(&mut app, "fg");
+        snap("gold_overlay", &app);
+        typed(&mut app, "gwwd");
+        snap("dataflow_links", &app);
+        typed(&mut app, "dTTT");
+        snap("threshold_020", &app);
+        typed(&mut app, "++");
+        snap("heatmap_zoomed_in", &app);
+        typed(&mut app, "0");
+    }
+}
+
+#[test]
+fn head_grid_metrics() {
+    let mut app = ready(SAMPLE, 120, 40);
+    for (k, name) in ["f1_motif", "f1_dfg", "syn_to_id", "id_to_syn", "entropy"]
+        .iter()
+        .enumerate()
+    {
+        typed(&mut app, &(k + 1).to_string());
+        snap(&format!("metric_{name}"), &app);
+    }
+    // Grid focus: arrows move the grid cursor, Enter jumps.
+    press(&mut app, &[KeyCode::Tab, KeyCode::Tab]);
+    press(&mut app, &[KeyCode::Right, KeyCode::Right, KeyCode::Down]);
+    snap("grid_cursor", &app);
+    press(&mut app, &[KeyCode::Enter]);
+    snap("grid_jumped", &app);
+}
+
+#[test]
+fn paper_mode() {
+    for (w, h) in SIZES {
+        let mut app = ready(SAMPLE, w, h);
+        typed(&mut app, "m");
+        snap("paper_mode", &app);
+    }
+}
+
+#[test]
+fn overlays() {
+    for (w, h) in SIZES {
+        let mut app = ready(SAMPLE, w, h);
+        typed(&mut app, "?");
+        snap("help", &app);
+        typed(&mut app, " ");
+        typed(&mut app, "M");
+        snap("model_picker", &app);
+        press(&mut app, &[KeyCode::Esc]);
+        typed(&mut app, "o");
+        typed(&mut app, "examples/a.py");
+        snap("open_prompt", &app);
+        press(&mut app, &[KeyCode::Esc]);
+        typed(&mut app, "/count");
+        snap("search_prompt", &app);
+        press(&mut app, &[KeyCode::Enter]);
+        snap("search_found", &app);
+    }
+}
+
+#[test]
+fn editor() {
+    for (w, h) in SIZES {
+        let mut app = ready(SAMPLE, w, h);
+        typed(&mut app, "je");
+        press(&mut app, &[KeyCode::End]);
+        typed(&mut app, "  # edited");
+        snap("editor", &app);
+        press(&mut app, &[KeyCode::Esc]);
+        snap("after_edit", &app);
+    }
+}
+
+#[test]
+fn one_line_snippet() {
+    for (w, h) in SIZES {
+        let mut app = ready(ONE_LINE, w, h);
+        snap("one_line", &app);
+        typed(&mut app, "lll");
+        snap("one_line_cursor", &app);
+    }
+}
+
+#[test]
+fn long_snippet_truncated_and_scrolled() {
+    let text = long_snippet();
+    for (w, h) in SIZES {
+        let mut app = ready(&text, w, h);
+        snap("long", &app);
+        press(&mut app, &[KeyCode::PageDown, KeyCode::PageDown]);
+        typed(&mut app, "jjl");
+        snap("long_scrolled", &app);
+        press(&mut app, &[KeyCode::End]);
+        snap("long_end_not_analysed", &app);
+    }
+}
+
+#[test]
+fn no_color_uses_shapes() {
+    for (w, h) in SIZES {
+        let mut app = ready_with(SAMPLE, w, h, theme(ColorMode::None));
+        typed(&mut app, "g");
+        snap("no_color", &app);
+    }
+}
+
+#[test]
+fn too_small() {
+    let app = ready(SAMPLE, 50, 12);
+    snap("too_small", &app);
+}
