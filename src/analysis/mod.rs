@@ -108,11 +108,29 @@ pub fn analyze(
     lang: Language,
     opts: &Options,
 ) -> Result<SnippetAnalysis> {
+    analyze_with(model, source, lang, opts, &ForwardOptions::default())
+}
+
+/// [`analyze`] with forward-pass options (the TUI's worker passes a cancel hook).
+pub fn analyze_with(
+    model: &LoadedModel,
+    source: &str,
+    lang: Language,
+    opts: &Options,
+    forward: &ForwardOptions,
+) -> Result<SnippetAnalysis> {
     let syn = syntax::parse(source, lang).map_err(|e| Error::Syntax(e.to_string()))?;
-    let (text, tokens) = match opts.mode {
-        Mode::Source => (source.to_string(), syn.tokens.clone()),
+    let (text, tokens) = model_input(&syn, opts.mode)?;
+    let trace = model.trace(&text, forward)?;
+    Ok(analyze_trace(syn, tokens, trace, opts))
+}
+
+/// The text fed to the model in `mode`, and the code tokens with spans in that text.
+pub fn model_input(syn: &Syntax, mode: Mode) -> Result<(String, Vec<CodeToken>)> {
+    let (text, tokens) = match mode {
+        Mode::Source => (syn.source.clone(), syn.tokens.clone()),
         Mode::Paper => {
-            let p = syntax::paper_text(&syn);
+            let p = syntax::paper_text(syn);
             let toks = p.retarget(&syn.tokens);
             (p.text, toks)
         }
@@ -120,8 +138,7 @@ pub fn analyze(
     if tokens.is_empty() {
         return Err(Error::Syntax("the input has no code tokens".into()));
     }
-    let trace = model.trace(&text, &ForwardOptions::default())?;
-    Ok(analyze_trace(syn, tokens, trace, opts))
+    Ok((text, tokens))
 }
 
 /// The analyses after the forward pass (the part the 20 ms budget is about).

@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::relations::{threshold_grid, GoldMask, HeadScores};
-use super::{analyze_trace, graph_edges, Mode, Options, GRAPHS};
+use super::{analyze_trace, graph_edges, model_input, Mode, Options, GRAPHS};
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
 use crate::model::{ForwardOptions, LoadedModel};
@@ -238,17 +238,7 @@ fn score_snippet(
     grid: &[f32],
 ) -> Result<Vec<(bool, Vec<HeadScores>)>> {
     let syn = syntax::parse(&s.code, s.language).map_err(|e| Error::Syntax(e.to_string()))?;
-    let (text, tokens) = match opts.mode {
-        Mode::Source => (s.code.clone(), syn.tokens.clone()),
-        Mode::Paper => {
-            let p = syntax::paper_text(&syn);
-            let t = p.retarget(&syn.tokens);
-            (p.text, t)
-        }
-    };
-    if tokens.is_empty() {
-        return Err(Error::Syntax("no code tokens".into()));
-    }
+    let (text, tokens) = model_input(&syn, opts.mode)?;
     let trace = model.trace(&text, &ForwardOptions::default())?;
     let a = analyze_trace(
         syn,

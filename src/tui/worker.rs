@@ -17,10 +17,10 @@ use std::time::Instant;
 
 use super::data::Prepared;
 use super::msg::{AnalyseJob, WorkerMsg};
-use crate::analysis::{self, Mode, Options, SnippetAnalysis};
-use crate::error::{Error, Result};
+use crate::analysis::{self, Options, SnippetAnalysis};
+use crate::error::Result;
 use crate::model::{source, ForwardOptions, LoadedModel};
-use crate::syntax::{self, Language};
+use crate::syntax::Language;
 
 /// The model the explorer falls back to when the default model cannot be loaded.
 pub const FALLBACK_MODEL: &str = "minilm";
@@ -269,24 +269,14 @@ pub fn analyze_cancellable(
     opts: &Options,
     cancel: &(dyn Fn(usize) -> bool + Sync),
 ) -> Result<SnippetAnalysis> {
-    let syn = syntax::parse(source_text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
-    let (text, tokens) = match opts.mode {
-        Mode::Source => (source_text.to_string(), syn.tokens.clone()),
-        Mode::Paper => {
-            let p = syntax::paper_text(&syn);
-            let toks = p.retarget(&syn.tokens);
-            (p.text, toks)
-        }
-    };
-    if tokens.is_empty() {
-        return Err(Error::Syntax("the input has no code tokens".into()));
-    }
-    let trace = model.trace(
-        &text,
+    analysis::analyze_with(
+        model,
+        source_text,
+        lang,
+        opts,
         &ForwardOptions {
             hidden: false,
             cancel: Some(cancel),
         },
-    )?;
-    Ok(analysis::analyze_trace(syn, tokens, trace, opts))
+    )
 }
