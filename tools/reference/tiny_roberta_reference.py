@@ -14,7 +14,7 @@ import os
 
 import torch
 import transformers
-from transformers import RobertaConfig, RobertaForMaskedLM, RobertaTokenizerFast
+from transformers import RobertaConfig, RobertaForMaskedLM
 
 OUT = "tests/fixtures/tiny_roberta"
 TEXT = 'def total(self, items):\n    return sum(x.price for x in items)  # 合計 é\n'
@@ -30,6 +30,13 @@ def bytes_to_unicode():
             cs.append(256 + n)
             n += 1
     return dict(zip(bs, [chr(c) for c in cs]))
+
+
+def r7(x):
+    """Round nested lists to 7 significant digits (keeps the fixture small)."""
+    if isinstance(x, list):
+        return [r7(v) for v in x]
+    return float(f"{x:.7g}")
 
 
 def main():
@@ -54,26 +61,33 @@ def main():
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0.0, 0.3)
-    model.save_pretrained(OUT, safe_serialization=False)
-    for extra in ("generation_config.json",):
-        if os.path.exists(f"{OUT}/{extra}"):
-            os.remove(f"{OUT}/{extra}")
-    tok = RobertaTokenizerFast(vocab_file=f"{OUT}/vocab.json", merges_file=f"{OUT}/merges.txt")
-    enc = tok(TEXT, return_offsets_mapping=True)
-    ids = enc["input_ids"]
+    # A PyTorch pickle, as older hub checkpoints (CodeBERT) ship.
+    cfg.architectures = ["RobertaForMaskedLM"]
+    cfg.to_json_file(f"{OUT}/config.json")
+    torch.save(model.state_dict(), f"{OUT}/pytorch_model.bin")
+    # The slow-file tokenizer as transformers' RoBERTa fast tokenizer builds it.
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, decoders
+    tk = Tokenizer(models.BPE.from_file(f"{OUT}/vocab.json", f"{OUT}/merges.txt"))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tk.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True, add_prefix_space=False)
+    enc = tk.encode(TEXT)
+    ids = enc.ids
     cum = [0]
     for ch in TEXT:
         cum.append(cum[-1] + len(ch.encode("utf-8")))
-    offsets = [[cum[a], cum[b]] for a, b in enc["offset_mapping"]]
-    model = RobertaForMaskedLM.from_pretrained(OUT, attn_implementation="eager").eval()
+    offsets = [[cum[a], cum[b]] for a, b in enc.offsets]
+    model = RobertaForMaskedLM(cfg).eval()
+    model.load_state_dict(torch.load(f"{OUT}/pytorch_model.bin"))
+    model.config._attn_implementation = "eager"
     with torch.no_grad():
         o = model.roberta(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
     ref = {
         "text": TEXT,
         "ids": ids,
         "offsets": offsets,
-        "attention": [a[0].tolist() for a in o.attentions],
-        "hidden_states": [h[0].tolist() for h in o.hidden_states],
+        "attention": r7([a[0].tolist() for a in o.attentions]),
+        "hidden_states": r7([h[0].tolist() for h in o.hidden_states]),
         "environment": {"torch": torch.__version__, "transformers": transformers.__version__},
     }
     with open(f"{OUT}/reference.json", "w") as f:
