@@ -459,16 +459,28 @@ fn choose_parse(
         Language::Java if !java_has_top_level_decl(&original) => vec![CLASS_WRAP, METHOD_WRAP],
         Language::Python if python_looks_like_methods(&original, source) => {
             // Methods pasted out of a class: give them their class back, so `self` is a
-            // receiver. The first line's indentation decides the wrapper's.
-            let indented = source
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .is_some_and(|l| l.starts_with([' ', '\t']));
-            vec![if indented {
-                PY_CLASS_WRAP
+            // receiver. The first line's indentation decides the wrapper's. A first line
+            // at column 0 is re-indented (by 4, the first line only) just when the body
+            // lines are indented deeper than that (a def copied without its indentation,
+            // body still indented): for a method dedented as a whole, as corpus
+            // extraction gives it, the one-line indent would leave the body outside the
+            // def and break its data flow.
+            let indent = |l: &str| {
+                l.chars()
+                    .take_while(|c| *c == ' ' || *c == '\t')
+                    .map(|c| if c == '\t' { 8 } else { 1 })
+                    .sum::<usize>()
+            };
+            let mut lines = source.lines().filter(|l| !l.trim().is_empty());
+            let first = lines.next().unwrap_or("");
+            let body: Vec<usize> = lines.map(indent).collect();
+            if indent(first) > 0 {
+                vec![PY_CLASS_WRAP]
+            } else if body.first().is_some_and(|&b| b > 4) && body.iter().all(|&b| b >= 4) {
+                vec![PY_CLASS_WRAP_INDENT]
             } else {
-                PY_CLASS_WRAP_INDENT
-            }]
+                Vec::new()
+            }
         }
         _ => Vec::new(),
     };

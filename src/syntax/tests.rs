@@ -1094,6 +1094,12 @@ fn py_pasted_methods_get_their_class_back() {
     let d = py("def m(self):\n        return self.v\n    def k(self):\n        self.v = 1\n");
     assert!(d.wrapped, "{:?}", d.errors);
     assert_eq!(role(&d, "k"), Some("definition:method"));
+    // a method dedented as a whole (corpus extraction) parses as it is: not wrapped, and
+    // its body's data flow reaches the parameters
+    let m = py("def get(self, key):\n    return self.data[key]\n");
+    assert!(!m.wrapped);
+    assert!(has_dfg(&m, "self#1", "self", CF));
+    assert!(has_dfg(&m, "key#1", "key", CF));
 }
 
 #[test]
