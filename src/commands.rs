@@ -336,6 +336,7 @@ fn reproduce_cmd(spec: Option<&str>, lang: Option<&str>, args: &ReproduceArgs) -
         out: args.out.clone(),
         mode: args.mode,
         threshold: args.threshold,
+        workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
     })?;
     print(&analysis::reproduce::table(&agg, args.threshold))?;
     eprintln!(
