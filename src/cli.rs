@@ -55,6 +55,8 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Corpus mode: the study's tables (macro P/R/F1, best head per layer, GED).
     Reproduce(ReproduceArgs),
+    /// Probe hidden states per layer: linear/MLP classifiers, control tasks, selectivity.
+    Probe(ProbeArgs),
     /// List the model presets and whether each is available locally.
     Models,
     /// Download a model into the local cache (if needed) and print its directory.
@@ -74,6 +76,11 @@ pub struct TraceArgs {
     /// Include hidden states in the JSON (`hidden_states[layer+1][token][dim]`).
     #[arg(long)]
     pub hidden: bool,
+    /// Causal models: run the LM head for per-token surprisal (bits) and the top-5
+    /// next-token predictions (`surprisal`, `top_next` in the JSON; perplexity and the most
+    /// surprising tokens in the summary).
+    #[arg(long)]
+    pub surprisal: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -124,4 +131,52 @@ pub struct ReproduceArgs {
     /// Input mode, as for analyze (the study used `paper`).
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// Corpus: a directory or .zip of .py/.java files, a .py/.java file, a
+    /// CodeSearchNet-style .jsonl(.gz), or `stdlib`. Default: the bundled probe corpus.
+    #[arg(long)]
+    pub corpus: Option<String>,
+    /// Use at most this many snippets.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Tasks to run (repeatable; default: all).
+    #[arg(long = "task", value_enum)]
+    pub tasks: Vec<crate::probe::Task>,
+    /// Probe classifier.
+    #[arg(long, value_enum, default_value_t = crate::probe::ProbeKind::Linear)]
+    pub probe: crate::probe::ProbeKind,
+    /// Train/test split: whole snippets (default) or individual examples (the study's,
+    /// leaky).
+    #[arg(long, value_enum, default_value_t = crate::probe::Split::Snippet)]
+    pub split: crate::probe::Split,
+    /// Pair features: `h_a - h_b` (diff) or `[h_a; h_b]` (concat).
+    #[arg(long, value_enum, default_value_t = crate::probe::PairFeatures::Diff)]
+    pub pair_features: crate::probe::PairFeatures,
+    /// Only these hidden layers (repeatable; 0 = embeddings). Default: all.
+    #[arg(long = "layer")]
+    pub layers: Vec<usize>,
+    /// Seed of pair sampling, splits, control labels and probe initialisation.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// At most this many pairs per snippet and pair task.
+    #[arg(long, default_value_t = 40)]
+    pub max_pairs: usize,
+    /// Do not read or write the feature cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Also run the structural probe (Hewitt & Manning: Spearman and UUAS per layer).
+    #[arg(long)]
+    pub structural: bool,
+    /// Rank of the structural probe's projection B.
+    #[arg(long, default_value_t = 64)]
+    pub rank: usize,
+    /// Print the JSON report.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV (one row per task and layer).
+    #[arg(long)]
+    pub csv: bool,
 }

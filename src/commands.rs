@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use crate::analysis;
-use crate::cli::{AnalyzeArgs, Cli, Command, ReproduceArgs, SyntaxArgs, TraceArgs};
+use crate::cli::{AnalyzeArgs, Cli, Command, ProbeArgs, ReproduceArgs, SyntaxArgs, TraceArgs};
 use crate::error::{Error, Result};
 use crate::input;
 use crate::model::{self, source, ForwardOptions, LoadedModel, Trace};
@@ -27,6 +27,7 @@ pub fn run(cli: Cli) -> Result<()> {
             reproduce_cmd(cli.model.as_deref(), cli.lang.as_deref(), args)
         }
         Some(Command::Trace(args)) => trace_cmd(cli.model.as_deref(), args),
+        Some(Command::Probe(args)) => probe_cmd(cli.model.as_deref(), cli.lang.as_deref(), args),
         Some(Command::Fetch { spec }) => {
             let spec = spec.clone().or(cli.model.clone());
             let files = source::resolve(&spec_or_default(spec.as_deref()))?;
@@ -106,13 +107,15 @@ fn models() -> Result<()> {
 fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
     let inp = input::read(&args.file)?;
     let m = load_model(spec)?;
-    let t = m.trace(
-        &inp.text,
-        &ForwardOptions {
-            hidden: args.hidden,
-            cancel: None,
-        },
-    )?;
+    let opts = ForwardOptions {
+        hidden: args.hidden,
+        cancel: None,
+    };
+    let t = if args.surprisal {
+        m.trace_lm(&inp.text, &opts)?
+    } else {
+        m.trace(&inp.text, &opts)?
+    };
     if t.truncated > 0 {
         eprintln!(
             "codescope: notice: input truncated to the model's window of {} tokens ({} tokens dropped)",
@@ -208,6 +211,44 @@ pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
             wsum / rows
         )
         .map_err(w)?;
+    }
+    if let Some(s) = &t.surprisal {
+        print_surprisal(&mut out, t, s).map_err(w)?;
+    }
+    Ok(())
+}
+
+/// Perplexity of the snippet and its most surprising tokens with the model's guesses.
+fn print_surprisal(out: &mut impl Write, t: &Trace, s: &model::Surprisal) -> std::io::Result<()> {
+    match (s.perplexity(&t.tokens), s.mean_bits(&t.tokens)) {
+        (Some(ppl), Some(bits)) => writeln!(
+            out,
+            "\nperplexity {ppl:.2} ({bits:.2} bits/token over the scored tokens)"
+        )?,
+        _ => writeln!(
+            out,
+            "\nperplexity n/a (no token has a prefix to predict it)"
+        )?,
+    }
+    let top = s.most_surprising(&t.tokens, 10);
+    if !top.is_empty() {
+        writeln!(out, "most surprising tokens (bits; model's best guess)")?;
+    }
+    for i in top {
+        let tok = &t.tokens[i];
+        let guess = s
+            .top_next
+            .get(i.wrapping_sub(1))
+            .and_then(|g| g.first())
+            .map(|g| format!("{:?} p={:.2}", g.token.as_deref().unwrap_or("?"), g.p))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {:>7.2}  {:?} @{}  (guess {guess})",
+            s.bits[i].unwrap_or(0.0),
+            &t.text[tok.start..tok.end],
+            tok.start
+        )?;
     }
     Ok(())
 }
@@ -344,4 +385,113 @@ fn reproduce_cmd(spec: Option<&str>, lang: Option<&str>, args: &ReproduceArgs) -
         args.out.display()
     );
     Ok(())
+}
+
+fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result<()> {
+    use crate::probe;
+    let lang = lang
+        .map(|l| Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())))
+        .transpose()?;
+    let (name, mut snippets) = match args.corpus.as_deref() {
+        None => (
+            "bundled probe corpus".to_string(),
+            probe::bundled::snippets(lang),
+        ),
+        Some(c) => {
+            let path = if c == "stdlib" {
+                python_stdlib()?
+            } else {
+                std::path::PathBuf::from(c)
+            };
+            let corpus = crate::corpus::load(&path, lang, args.limit)?;
+            (path.display().to_string(), corpus.snippets)
+        }
+    };
+    if let Some(n) = args.limit {
+        snippets.truncate(n);
+    }
+    if snippets.is_empty() {
+        return Err(Error::Input {
+            name,
+            reason: "holds no usable snippet".into(),
+        });
+    }
+    eprintln!(
+        "codescope: probing on {} snippets from {name}",
+        snippets.len()
+    );
+    let m = load_model(spec)?;
+    let tasks = if args.tasks.is_empty() {
+        probe::Task::ALL.to_vec()
+    } else {
+        args.tasks.clone()
+    };
+    let run = probe::RunSpec {
+        model: &m,
+        snippets: &snippets,
+        corpus_name: name,
+        tasks,
+        kind: args.probe,
+        split: args.split,
+        pair_features: args.pair_features,
+        seed: args.seed,
+        max_pairs: args.max_pairs,
+        test_fraction: 0.2,
+        layers: (!args.layers.is_empty()).then(|| args.layers.clone()),
+        cache_root: (!args.no_cache).then(source::cache_dir),
+        train: probe::TrainOptions {
+            kind: args.probe,
+            ..Default::default()
+        },
+        structural: args
+            .structural
+            .then(|| probe::structural::StructuralOptions {
+                rank: args.rank.max(1),
+                ..Default::default()
+            }),
+        cancel: None,
+    };
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(snippets.len() as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg:>10} [{bar:30}] {pos}/{len} {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_message("tracing");
+    let report = probe::run(&run, &mut |p| match p {
+        probe::Progress::Cached => bar.set_message("cached"),
+        probe::Progress::Traced { done, .. } => bar.set_position(done as u64),
+        probe::Progress::Fitted {
+            done,
+            total,
+            result,
+        } => {
+            if done == 1 {
+                bar.set_message("probing");
+                bar.set_length(total as u64);
+            }
+            bar.set_position(done as u64);
+            bar.println(format!(
+                "{:<12} layer {:>2}: acc {:.3} control {:.3}",
+                result.task, result.layer, result.accuracy, result.control_accuracy
+            ));
+        }
+        probe::Progress::Structural(r) => bar.println(format!(
+            "structural   layer {:>2}: spearman {:.3} uuas {:.3}",
+            r.layer, r.spearman, r.uuas
+        )),
+    })?;
+    bar.finish_and_clear();
+    if args.json {
+        let v = serde_json::to_string(&report)
+            .map_err(|e| Error::io("<stdout>", std::io::Error::other(e)))?;
+        print(&format!("{v}\n"))
+    } else if args.csv {
+        print(&probe::csv(&report))
+    } else {
+        print(&probe::table(&report))
+    }
 }

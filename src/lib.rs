@@ -13,6 +13,7 @@ pub mod export;
 pub mod input;
 pub mod logging;
 pub mod model;
+pub mod probe;
 pub mod syntax;
 pub mod tui;
 

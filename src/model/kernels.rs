@@ -221,6 +221,13 @@ pub fn attention(
                 }
             }
             softmax_rows_inplace(p, n);
+            if causal {
+                // `exp` clamps its argument at -87, so masked keys come out ~1e-38, not 0:
+                // make "zero above the diagonal" exact before the context product.
+                for i in 0..n {
+                    p[i * n + i + 1..(i + 1) * n].fill(0.0);
+                }
+            }
             // SAFETY: as above; `c` is [n][d] contiguous.
             unsafe {
                 gemm::gemm(

@@ -8,7 +8,10 @@
 //! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
 
 pub mod bert;
+pub mod gpt2;
 pub mod kernels;
+pub mod llama;
+pub mod lm;
 pub mod source;
 #[doc(hidden)]
 pub mod testutil;
@@ -22,12 +25,20 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 use crate::error::{Error, Result};
+pub use lm::{Prediction, Surprisal};
 pub use source::{ModelFiles, Weights};
 pub use tokenizer::{CodeTokenizer, Encoded};
 pub use trace::{Attention, Hidden, ModelInfo, Subword, Trace};
 
 /// Architectures codescope implements, as named in `config.json` `model_type`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &["bert", "roberta", "xlm-roberta"];
+pub const SUPPORTED_ARCHITECTURES: &[&str] =
+    &["bert", "roberta", "xlm-roberta", "gpt2", "llama", "qwen2"];
+
+/// Receives LM-head logits in row blocks: `(first row, rows * vocab floats)`.
+pub type LogitsSink<'a> = dyn FnMut(usize, &[f32]) -> Result<()> + 'a;
+
+/// How many next-token predictions [`LoadedModel::trace_lm`] keeps per position.
+pub const TOP_NEXT: usize = 5;
 
 /// What a forward pass should capture besides attention.
 #[derive(Default)]
@@ -93,6 +104,22 @@ pub trait Backbone: Send + Sync {
     fn vocab_size(&self) -> usize;
     /// Run `ids` (special tokens included) and capture attention (+ hidden states).
     fn forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture>;
+    /// Causal (decoder) models attend only to earlier positions.
+    fn causal(&self) -> bool {
+        false
+    }
+    /// [`Backbone::forward`] plus the LM head's logits `[pos][vocab]`, handed to `sink` in
+    /// row blocks. Only causal models with an LM head implement it.
+    fn forward_lm(
+        &self,
+        _ids: &[u32],
+        _opts: &ForwardOptions,
+        _sink: &mut LogitsSink,
+    ) -> Result<Capture> {
+        Err(Error::Compute(
+            "this model has no language-model head (surprisal needs a causal model)".into(),
+        ))
+    }
 }
 
 /// A model ready to trace text: tokenizer + backbone + description.
@@ -239,6 +266,51 @@ impl LoadedModel {
                 };
                 (Box::new(m), name)
             }
+            "gpt2" => {
+                let gcfg: gpt2::Gpt2Config =
+                    serde_json::from_value(cfg.clone()).map_err(|e| Error::BadConfig {
+                        path: files.config.clone(),
+                        reason: e.to_string(),
+                    })?;
+                gcfg.validate().map_err(|reason| Error::BadConfig {
+                    path: files.config.clone(),
+                    reason,
+                })?;
+                let vb = var_builder(&files.weights)?;
+                let m = gpt2::Gpt2::load(gcfg, vb).map_err(|e| match e {
+                    Error::Compute(reason) => Error::CorruptWeights {
+                        path: weights_path(&files.weights),
+                        reason,
+                    },
+                    e => e,
+                })?;
+                (Box::new(m), "gpt2")
+            }
+            "llama" | "qwen2" => {
+                let lcfg: llama::LlamaConfig =
+                    serde_json::from_value(cfg.clone()).map_err(|e| Error::BadConfig {
+                        path: files.config.clone(),
+                        reason: e.to_string(),
+                    })?;
+                lcfg.validate().map_err(|reason| Error::BadConfig {
+                    path: files.config.clone(),
+                    reason,
+                })?;
+                let name = if model_type == "llama" {
+                    "llama"
+                } else {
+                    "qwen2"
+                };
+                let vb = var_builder(&files.weights)?;
+                let m = llama::Llama::load(lcfg, name, vb).map_err(|e| match e {
+                    Error::Compute(reason) => Error::CorruptWeights {
+                        path: weights_path(&files.weights),
+                        reason,
+                    },
+                    e => e,
+                })?;
+                (Box::new(m), name)
+            }
             other => {
                 return Err(Error::UnsupportedArchitecture {
                     found: other.to_string(),
@@ -261,7 +333,7 @@ impl LoadedModel {
             heads: backbone.heads(),
             hidden_size: backbone.hidden_size(),
             window: backbone.window(),
-            causal: false,
+            causal: backbone.causal(),
         };
         tracing::info!(source = %info.source, arch, ms = start.elapsed().as_millis() as u64, "model loaded");
         Ok(LoadedModel {
@@ -286,6 +358,16 @@ impl LoadedModel {
 
     /// Tokenize `text`, fit it to the window and run the model with capture.
     pub fn trace(&self, text: &str, opts: &ForwardOptions) -> Result<Trace> {
+        self.trace_impl(text, opts, false)
+    }
+
+    /// [`LoadedModel::trace`] plus surprisal and the top [`TOP_NEXT`] next-token
+    /// predictions per token from the LM head (causal models only).
+    pub fn trace_lm(&self, text: &str, opts: &ForwardOptions) -> Result<Trace> {
+        self.trace_impl(text, opts, true)
+    }
+
+    fn trace_impl(&self, text: &str, opts: &ForwardOptions, lm: bool) -> Result<Trace> {
         let enc = self.tokenizer.encode(text, self.info.window)?;
         if enc.truncated > 0 {
             tracing::warn!(
@@ -295,13 +377,27 @@ impl LoadedModel {
             );
         }
         let start = Instant::now();
-        let cap = self.backbone.forward(&enc.ids, opts)?.finish(opts.hidden);
+        let (cap, surprisal) = if lm {
+            let mut scorer = lm::Scorer::new(&enc.ids, self.backbone.vocab_size(), TOP_NEXT);
+            let cap = self
+                .backbone
+                .forward_lm(&enc.ids, opts, &mut |start, block| {
+                    scorer.feed(start, block);
+                    Ok(())
+                })?;
+            let s = scorer.finish(|id| self.tokenizer.id_to_token(id));
+            (cap, Some(s))
+        } else {
+            (self.backbone.forward(&enc.ids, opts)?, None)
+        };
+        let cap = cap.finish(opts.hidden);
         Ok(Trace {
             model: self.info.clone(),
             text: text.to_string(),
             tokens: enc.tokens,
             attention: cap.attention,
             hidden: cap.hidden,
+            surprisal,
             truncated: enc.truncated,
             elapsed: start.elapsed(),
         })
@@ -310,6 +406,18 @@ impl LoadedModel {
     /// Run pre-tokenized ids (benchmarks, probes).
     pub fn forward_ids(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
         Ok(self.backbone.forward(ids, opts)?.finish(opts.hidden))
+    }
+
+    /// All LM-head logits `[pos][vocab]` (row-major) for pre-tokenized ids: reference
+    /// tests and small inputs only (`n * vocab` floats).
+    pub fn logits_ids(&self, ids: &[u32]) -> Result<Vec<f32>> {
+        let mut out = Vec::new();
+        self.backbone
+            .forward_lm(ids, &ForwardOptions::default(), &mut |_, block| {
+                out.extend_from_slice(block);
+                Ok(())
+            })?;
+        Ok(out)
     }
 }
 

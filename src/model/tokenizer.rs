@@ -89,6 +89,11 @@ impl CodeTokenizer {
         self.inner.get_vocab_size(true)
     }
 
+    /// The vocabulary string of `id` (added tokens included).
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        self.inner.id_to_token(id)
+    }
+
     /// Tokenize `text` with special tokens and fit it into `window` tokens.
     pub fn encode(&self, text: &str, window: usize) -> Result<Encoded> {
         let enc = self

@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
+use super::lm::Surprisal;
+
 /// What a user needs to know about the loaded model.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ModelInfo {
@@ -118,6 +120,8 @@ pub struct Trace {
     pub tokens: Vec<Subword>,
     pub attention: Attention,
     pub hidden: Option<Hidden>,
+    /// Per-token surprisal and next-token predictions (causal models, on request).
+    pub surprisal: Option<Surprisal>,
     /// Number of text tokens dropped to fit the model's window.
     pub truncated: usize,
     /// Wall time of the forward pass with capture.
@@ -145,6 +149,10 @@ impl Serialize for TraceJson<'_> {
         m.serialize_entry("attention", &t.attention)?;
         if let Some(h) = &t.hidden {
             m.serialize_entry("hidden_states", h)?;
+        }
+        if let Some(s) = &t.surprisal {
+            m.serialize_entry("surprisal", &s.bits)?;
+            m.serialize_entry("top_next", &s.top_next)?;
         }
         m.serialize_entry("truncated", &t.truncated)?;
         m.end()

@@ -1,0 +1,428 @@
+//! Llama-family decoders: Llama (deepseek-coder, CodeLlama) and Qwen2 (Qwen2.5-Coder).
+//!
+//! The computation mirrors Hugging Face transformers' `modeling_llama.py` /
+//! `modeling_qwen2.py` with eager attention, in f32: token embedding, then per layer
+//! `x += o_proj(attn(rope(q), rope(k), v))` on the RMS-normed input and
+//! `x += down(silu(gate(h)) * up(h))` on the RMS-normed result; a final RMSNorm; an LM
+//! head (tied to the embedding when `tie_word_embeddings`).
+//!
+//! - Rotary embeddings are HF's "rotate half" form (not the interleaved one):
+//!   `inv_freq[i] = 1 / theta^(2i/d)` computed in f32 as HF does, divided by `factor` for
+//!   `rope_type: linear` (deepseek-coder); other scalings (llama3, yarn, dynamic) are
+//!   refused at load rather than silently computed wrong. `rope_theta` is read from the
+//!   top level (transformers 4) or `rope_parameters` (transformers 5).
+//! - Grouped-query attention: K/V heads are repeated so query head `h` reads KV head
+//!   `h / (heads / kv_heads)` (HF `repeat_kv`); captured attention is per query head.
+//! - Biases are loaded wherever the checkpoint has them (Qwen2: q/k/v; Llama with
+//!   `attention_bias` / `mlp_bias`).
+//! - Hidden states follow HF `output_hidden_states` exactly: `[0]` is the embedding
+//!   output, `[l]` the output of layer `l` for `l < layers`, and the LAST entry is the
+//!   output of the final layer *after the final RMSNorm* (HF replaces it by
+//!   `last_hidden_state`). Checked against transformers 5.24 by
+//!   `tools/reference/tiny_decoder_reference.py`.
+//! - Window: `max_position_embeddings`, or Qwen2's `sliding_window` when
+//!   `use_sliding_window` is set (inside that window sliding attention is full causal).
+//!
+//! Invariants: one unpadded sequence at a time, causal mask, positions `0..n`.
+
+use candle_core::{Device, Module, Tensor};
+use candle_nn::{Embedding, VarBuilder};
+use serde::Deserialize;
+
+use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
+use crate::error::{Error, Result};
+
+/// The fields of an HF Llama/Qwen2 `config.json` that codescope needs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LlamaConfig {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    #[serde(default)]
+    pub num_key_value_heads: Option<usize>,
+    #[serde(default)]
+    pub head_dim: Option<usize>,
+    pub max_position_embeddings: usize,
+    #[serde(default = "default_eps")]
+    pub rms_norm_eps: f64,
+    #[serde(default)]
+    pub rope_theta: Option<f64>,
+    #[serde(default)]
+    pub rope_scaling: Option<serde_json::Value>,
+    #[serde(default)]
+    pub rope_parameters: Option<serde_json::Value>,
+    #[serde(default)]
+    pub tie_word_embeddings: bool,
+    #[serde(default = "default_act")]
+    pub hidden_act: String,
+    #[serde(default)]
+    pub use_sliding_window: bool,
+    #[serde(default)]
+    pub sliding_window: Option<usize>,
+}
+
+fn default_eps() -> f64 {
+    1e-6
+}
+fn default_act() -> String {
+    "silu".into()
+}
+
+impl LlamaConfig {
+    fn kv_heads(&self) -> usize {
+        self.num_key_value_heads.unwrap_or(self.num_attention_heads)
+    }
+    fn head_dim(&self) -> usize {
+        self.head_dim
+            .unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
+    }
+    /// Tokens per input, special tokens included.
+    pub fn window(&self) -> usize {
+        match (self.use_sliding_window, self.sliding_window) {
+            (true, Some(w)) => w.min(self.max_position_embeddings),
+            _ => self.max_position_embeddings,
+        }
+    }
+    /// Refuse what codescope does not implement (as a one-line reason).
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.hidden_act != "silu" {
+            return Err(format!(
+                "unsupported hidden_act '{}' (only silu)",
+                self.hidden_act
+            ));
+        }
+        let (heads, kv, d) = (self.num_attention_heads, self.kv_heads(), self.head_dim());
+        if heads == 0 || kv == 0 || heads % kv != 0 || d == 0 || d % 2 != 0 {
+            return Err(format!(
+                "inconsistent heads: {heads} query heads, {kv} KV heads, head_dim {d}"
+            ));
+        }
+        self.rope().map(|_| ())
+    }
+
+    /// `(theta, linear factor)` from either config layout.
+    fn rope(&self) -> std::result::Result<(f64, f64), String> {
+        let params = self.rope_parameters.as_ref().or(self.rope_scaling.as_ref());
+        let theta = self
+            .rope_parameters
+            .as_ref()
+            .and_then(|p| p.get("rope_theta"))
+            .and_then(|v| v.as_f64())
+            .or(self.rope_theta)
+            .unwrap_or(10_000.0);
+        let kind = params
+            .and_then(|p| p.get("rope_type").or_else(|| p.get("type")))
+            .and_then(|v| v.as_str())
+            .unwrap_or("default");
+        match kind {
+            "default" => Ok((theta, 1.0)),
+            "linear" => {
+                let f = params
+                    .and_then(|p| p.get("factor"))
+                    .and_then(|v| v.as_f64())
+                    .ok_or("linear rope scaling without factor")?;
+                Ok((theta, f))
+            }
+            other => Err(format!(
+                "rope scaling '{other}' is not supported (only default and linear)"
+            )),
+        }
+    }
+}
+
+/// A `[in, out]` (transposed, contiguous) weight with optional bias.
+struct Proj {
+    w: Tensor,
+    b: Option<Tensor>,
+}
+
+impl Proj {
+    /// Fuse several checkpoint linears (same input) into one `[in, sum(out)]` matmul.
+    fn fused(vbs: &[VarBuilder], inp: usize, outs: &[usize]) -> candle_core::Result<Self> {
+        let mut ws = Vec::new();
+        let mut bs = Vec::new();
+        for (vb, &out) in vbs.iter().zip(outs) {
+            ws.push(vb.get((out, inp), "weight")?);
+            if vb.contains_tensor("bias") {
+                bs.push(vb.get(out, "bias")?);
+            } else {
+                bs.push(Tensor::zeros(out, candle_core::DType::F32, vb.device())?);
+            }
+        }
+        let any_bias = vbs.iter().any(|vb| vb.contains_tensor("bias"));
+        Ok(Proj {
+            w: Tensor::cat(&ws, 0)?.t()?.contiguous()?,
+            b: if any_bias {
+                Some(Tensor::cat(&bs, 0)?)
+            } else {
+                None
+            },
+        })
+    }
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let y = x.matmul(&self.w)?;
+        match &self.b {
+            Some(b) => y.broadcast_add(b),
+            None => Ok(y),
+        }
+    }
+}
+
+struct Layer {
+    in_norm: Tensor,
+    qkv: Proj,
+    o: Proj,
+    post_norm: Tensor,
+    gate_up: Proj,
+    down: Proj,
+}
+
+/// A loaded Llama/Qwen2 decoder with its LM head.
+pub struct Llama {
+    cfg: LlamaConfig,
+    arch: &'static str,
+    embed: Embedding,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    /// `[vocab, hidden]` (the embedding matrix when tied).
+    lm_head: Tensor,
+    inv_freq: Vec<f32>,
+    device: Device,
+}
+
+impl Llama {
+    /// Build from a `VarBuilder` whose names mirror the HF checkpoint (`model.layers.N...`,
+    /// `lm_head.weight`). `arch` is the family name reported in `ModelInfo`.
+    pub fn load(cfg: LlamaConfig, arch: &'static str, vb: VarBuilder) -> Result<Self> {
+        cfg.validate().map_err(Error::Compute)?;
+        let (heads, kv, d) = (cfg.num_attention_heads, cfg.kv_heads(), cfg.head_dim());
+        let (theta, factor) = cfg.rope().map_err(Error::Compute)?;
+        // HF `_compute_default_rope_parameters`: f32 arithmetic, then `/ factor` (linear).
+        let inv_freq: Vec<f32> = (0..d / 2)
+            .map(|i| 1.0f32 / (theta as f32).powf((2 * i) as f32 / d as f32) / factor as f32)
+            .collect();
+        let device = vb.device().clone();
+        let h = cfg.hidden_size;
+        let m = if vb.contains_tensor("model.embed_tokens.weight") {
+            vb.pp("model")
+        } else {
+            vb.clone()
+        };
+        let embed = candle_nn::embedding(cfg.vocab_size, h, m.pp("embed_tokens"))?;
+        let inter = cfg.intermediate_size;
+        let layers = (0..cfg.num_hidden_layers)
+            .map(|i| {
+                let l = m.pp("layers").pp(i);
+                let a = l.pp("self_attn");
+                let mlp = l.pp("mlp");
+                Ok(Layer {
+                    in_norm: l.pp("input_layernorm").get(h, "weight")?,
+                    qkv: Proj::fused(
+                        &[a.pp("q_proj"), a.pp("k_proj"), a.pp("v_proj")],
+                        h,
+                        &[heads * d, kv * d, kv * d],
+                    )?,
+                    o: Proj::fused(&[a.pp("o_proj")], heads * d, &[h])?,
+                    post_norm: l.pp("post_attention_layernorm").get(h, "weight")?,
+                    gate_up: Proj::fused(
+                        &[mlp.pp("gate_proj"), mlp.pp("up_proj")],
+                        h,
+                        &[inter, inter],
+                    )?,
+                    down: Proj::fused(&[mlp.pp("down_proj")], inter, &[h])?,
+                })
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        let norm = m.pp("norm").get(h, "weight")?;
+        let lm_head = if !cfg.tie_word_embeddings && vb.contains_tensor("lm_head.weight") {
+            vb.pp("lm_head").get((cfg.vocab_size, h), "weight")?
+        } else {
+            if !cfg.tie_word_embeddings {
+                tracing::warn!("no lm_head.weight: using the tied embedding as LM head");
+            }
+            embed.embeddings().clone()
+        };
+        Ok(Llama {
+            cfg,
+            arch,
+            embed,
+            layers,
+            norm,
+            lm_head,
+            inv_freq,
+            device,
+        })
+    }
+
+    /// The family name given at load (`llama`, `qwen2`).
+    pub fn arch(&self) -> &'static str {
+        self.arch
+    }
+
+    fn rms(&self, x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
+        candle_nn::ops::rms_norm(&x.contiguous()?, w, self.cfg.rms_norm_eps as f32)
+    }
+
+    /// `(cos, sin)` tables `[n][d/2]` as HF builds them (f32 products and trig).
+    fn rope_tables(&self, n: usize) -> (Vec<f32>, Vec<f32>) {
+        let half = self.inv_freq.len();
+        let mut cos = vec![0.0f32; n * half];
+        let mut sin = vec![0.0f32; n * half];
+        for p in 0..n {
+            for (i, f) in self.inv_freq.iter().enumerate() {
+                let a = f * p as f32;
+                cos[p * half + i] = a.cos();
+                sin[p * half + i] = a.sin();
+            }
+        }
+        (cos, sin)
+    }
+
+    fn run(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        sink: Option<&mut LogitsSink>,
+    ) -> Result<Capture> {
+        if ids.is_empty() {
+            return Err(Error::Compute("no tokens to run".into()));
+        }
+        if ids.len() > self.window() {
+            return Err(Error::Compute(format!(
+                "{} tokens exceed the model window of {}",
+                ids.len(),
+                self.window()
+            )));
+        }
+        if let Some(&bad) = ids.iter().find(|&&i| i as usize >= self.cfg.vocab_size) {
+            return Err(Error::Compute(format!(
+                "token id {bad} outside the vocabulary ({})",
+                self.cfg.vocab_size
+            )));
+        }
+        let n = ids.len();
+        let (heads, kv, d) = (
+            self.cfg.num_attention_heads,
+            self.cfg.kv_heads(),
+            self.cfg.head_dim(),
+        );
+        let rep = heads / kv;
+        let half = d / 2;
+        let hd = heads * d;
+        let scale = 1.0 / (d as f32).sqrt();
+        let (cos, sin) = self.rope_tables(n);
+        let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
+        let mut x = self.embed.forward(&Tensor::new(ids, &self.device)?)?;
+        if opts.hidden {
+            capture.push_hidden(&x)?;
+        }
+        // Rotate one head vector in place (HF `apply_rotary_pos_emb` with `rotate_half`).
+        let rotate = |v: &mut [f32], p: usize| {
+            let (c, s) = (
+                &cos[p * half..(p + 1) * half],
+                &sin[p * half..(p + 1) * half],
+            );
+            for i in 0..half {
+                let (a, b) = (v[i], v[i + half]);
+                v[i] = a * c[i] - b * s[i];
+                v[i + half] = b * c[i] + a * s[i];
+            }
+        };
+        let src_row = (heads + 2 * kv) * d;
+        let mut fused = vec![0.0f32; n * 3 * hd];
+        let mut k_rot = vec![0.0f32; kv * d];
+        for (li, layer) in self.layers.iter().enumerate() {
+            if opts.cancelled(li) {
+                return Err(Error::Compute("cancelled".into()));
+            }
+            let h = self.rms(&x, &layer.in_norm)?;
+            let qkv = layer.qkv.forward(&h)?.flatten_all()?.to_vec1::<f32>()?;
+            // Re-lay out as the kernel's [n, Q | K | V] with K/V repeated per query head.
+            for p in 0..n {
+                let src = &qkv[p * src_row..(p + 1) * src_row];
+                let dst = &mut fused[p * 3 * hd..(p + 1) * 3 * hd];
+                dst[..hd].copy_from_slice(&src[..hd]);
+                for hq in 0..heads {
+                    rotate(&mut dst[hq * d..(hq + 1) * d], p);
+                }
+                k_rot.copy_from_slice(&src[hd..hd + kv * d]);
+                for g in 0..kv {
+                    rotate(&mut k_rot[g * d..(g + 1) * d], p);
+                }
+                let v = &src[hd + kv * d..];
+                for hq in 0..heads {
+                    let g = hq / rep;
+                    dst[hd + hq * d..hd + (hq + 1) * d].copy_from_slice(&k_rot[g * d..(g + 1) * d]);
+                    dst[2 * hd + hq * d..2 * hd + (hq + 1) * d]
+                        .copy_from_slice(&v[g * d..(g + 1) * d]);
+                }
+            }
+            let mut probs = vec![0.0f32; heads * n * n];
+            let mut ctx = vec![0.0f32; n * hd];
+            kernels::attention(&fused, n, heads, d, scale, true, &mut probs, &mut ctx);
+            capture.attention.layers.push(probs);
+            let ctx = Tensor::from_vec(ctx, (n, hd), &self.device)?;
+            x = (x + layer.o.forward(&ctx)?)?;
+            let h = self.rms(&x, &layer.post_norm)?;
+            let gu = layer.gate_up.forward(&h)?;
+            let inter = self.cfg.intermediate_size;
+            let act =
+                (candle_nn::ops::silu(&gu.narrow(1, 0, inter)?)? * gu.narrow(1, inter, inter)?)?;
+            x = (x + layer.down.forward(&act)?)?;
+            if opts.hidden && li + 1 < self.layers.len() {
+                capture.push_hidden(&x)?;
+            }
+        }
+        let last = self.rms(&x, &self.norm)?;
+        if opts.hidden {
+            capture.push_hidden(&last)?;
+        }
+        if let Some(sink) = sink {
+            // Logits in row blocks so a long input never holds [n, vocab] at once.
+            const BLOCK: usize = 64;
+            let w_t = self.lm_head.t()?;
+            let mut start = 0;
+            while start < n {
+                let rows = BLOCK.min(n - start);
+                let logits = last.narrow(0, start, rows)?.matmul(&w_t)?;
+                sink(start, &logits.flatten_all()?.to_vec1::<f32>()?)?;
+                start += rows;
+            }
+        }
+        Ok(capture)
+    }
+}
+
+impl Backbone for Llama {
+    fn layers(&self) -> usize {
+        self.cfg.num_hidden_layers
+    }
+    fn heads(&self) -> usize {
+        self.cfg.num_attention_heads
+    }
+    fn hidden_size(&self) -> usize {
+        self.cfg.hidden_size
+    }
+    fn window(&self) -> usize {
+        self.cfg.window()
+    }
+    fn vocab_size(&self) -> usize {
+        self.cfg.vocab_size
+    }
+    fn causal(&self) -> bool {
+        true
+    }
+    fn forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
+        self.run(ids, opts, None)
+    }
+    fn forward_lm(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        sink: &mut LogitsSink,
+    ) -> Result<Capture> {
+        self.run(ids, opts, Some(sink))
+    }
+}

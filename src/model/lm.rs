@@ -1,0 +1,162 @@
+//! Next-token scoring from a causal model's LM head: per-token surprisal and top-k
+//! predictions (METHODS.md §5, memorisation signals).
+//!
+//! Surprisal of token `i` is `-log2 p(token_i | tokens_<i)`, from the logits at position
+//! `i - 1` (log-softmax in f64); the first token has none (`None`). `top_next[i]` are the
+//! `k` most probable tokens to follow position `i`. Logits arrive in row blocks
+//! ([`Scorer::feed`]) so `[n, vocab]` is never held at once.
+
+use serde::Serialize;
+
+use super::trace::Subword;
+
+/// One predicted next token.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Prediction {
+    pub id: u32,
+    /// The vocabulary string; `None` for ids past the tokenizer's vocabulary (padding rows
+    /// of the embedding matrix).
+    pub token: Option<String>,
+    /// Probability under the model.
+    pub p: f32,
+}
+
+/// Per-token surprisal (bits) and next-token predictions of one input.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Surprisal {
+    /// `bits[i] = -log2 p(token i | tokens before i)`; `None` for the first token.
+    pub bits: Vec<Option<f32>>,
+    /// `top_next[i]`: the most probable tokens after position `i`, best first.
+    pub top_next: Vec<Vec<Prediction>>,
+}
+
+impl Surprisal {
+    /// Mean surprisal in bits over the scored non-special tokens.
+    pub fn mean_bits(&self, tokens: &[Subword]) -> Option<f64> {
+        let v: Vec<f64> = self
+            .bits
+            .iter()
+            .zip(tokens)
+            .filter(|(_, t)| !t.special)
+            .filter_map(|(b, _)| b.map(f64::from))
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }
+
+    /// Perplexity `2^mean_bits` over the scored non-special tokens (the first token of an
+    /// input without BOS is not scored).
+    pub fn perplexity(&self, tokens: &[Subword]) -> Option<f64> {
+        self.mean_bits(tokens).map(f64::exp2)
+    }
+
+    /// Indices of the `k` most surprising non-special tokens, most surprising first.
+    pub fn most_surprising(&self, tokens: &[Subword], k: usize) -> Vec<usize> {
+        let mut idx: Vec<(usize, f32)> = self
+            .bits
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !tokens.get(*i).is_some_and(|t| t.special))
+            .filter_map(|(i, b)| b.map(|b| (i, b)))
+            .collect();
+        idx.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        idx.into_iter().take(k).map(|(i, _)| i).collect()
+    }
+}
+
+/// Accumulates [`Surprisal`] from logits row blocks.
+pub struct Scorer {
+    ids: Vec<u32>,
+    vocab: usize,
+    k: usize,
+    bits: Vec<Option<f32>>,
+    top: Vec<Vec<(u32, f32)>>,
+}
+
+impl Scorer {
+    /// For the input `ids` and logits rows of width `vocab`, keeping the top `k`.
+    pub fn new(ids: &[u32], vocab: usize, k: usize) -> Self {
+        Scorer {
+            ids: ids.to_vec(),
+            vocab,
+            k,
+            bits: vec![None; ids.len()],
+            top: vec![Vec::new(); ids.len()],
+        }
+    }
+
+    /// Logits rows `start..start + block.len() / vocab`, row-major.
+    pub fn feed(&mut self, start: usize, block: &[f32]) {
+        for (r, row) in block.chunks_exact(self.vocab).enumerate() {
+            let p = start + r;
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+            let z: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
+            let lse = max + z.ln();
+            if let Some(&next) = self.ids.get(p + 1) {
+                let lp = row[next as usize] as f64 - lse;
+                self.bits[p + 1] = Some((-lp / std::f64::consts::LN_2) as f32);
+            }
+            // Top-k by a small insertion-sorted buffer (k is tiny).
+            let mut best: Vec<(u32, f32)> = Vec::with_capacity(self.k + 1);
+            for (id, &v) in row.iter().enumerate() {
+                if best.len() == self.k && best.last().is_some_and(|b| v <= b.1) {
+                    continue;
+                }
+                let pos = best.partition_point(|b| b.1 >= v);
+                best.insert(pos, (id as u32, v));
+                best.truncate(self.k);
+            }
+            self.top[p] = best
+                .into_iter()
+                .map(|(id, v)| (id, (v as f64 - lse).exp() as f32))
+                .collect();
+        }
+    }
+
+    /// Finish, naming predicted ids with `token_of`.
+    pub fn finish(self, token_of: impl Fn(u32) -> Option<String>) -> Surprisal {
+        Surprisal {
+            bits: self.bits,
+            top_next: self
+                .top
+                .into_iter()
+                .map(|row| {
+                    row.into_iter()
+                        .map(|(id, p)| Prediction {
+                            id,
+                            token: token_of(id),
+                            p,
+                        })
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scorer_matches_direct_softmax() {
+        let ids = [2u32, 0, 3];
+        let logits = [
+            1.0f32, 2.0, 3.0, 4.0, //
+            0.0, 0.0, 0.0, 0.0, //
+            -1.0, 5.0, 2.0, 2.0,
+        ];
+        let mut s = Scorer::new(&ids, 4, 2);
+        s.feed(0, &logits[..4]);
+        s.feed(1, &logits[4..]);
+        let out = s.finish(|id| Some(format!("t{id}")));
+        assert_eq!(out.bits[0], None);
+        let z: f64 = [1.0f64, 2.0, 3.0, 4.0].iter().map(|v| v.exp()).sum();
+        let want = -(1.0f64.exp() / z).log2();
+        assert!((out.bits[1].unwrap() as f64 - want).abs() < 1e-6);
+        assert!((out.bits[2].unwrap() - 2.0).abs() < 1e-6); // uniform over 4
+        assert_eq!(out.top_next[0][0].id, 3);
+        assert_eq!(out.top_next[0][1].id, 2);
+        assert_eq!(out.top_next[2][0].token.as_deref(), Some("t1"));
+        assert_eq!(out.top_next[2].len(), 2);
+    }
+}

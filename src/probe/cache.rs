@@ -1,0 +1,136 @@
+//! On-disk cache of code-token hidden states (safetensors), one file per layer:
+//! `cache_dir()/features/<key>/layer_<l>.safetensors`, holding
+//! `hidden` f32 `[tokens, dim]` (all snippets' covered tokens, concatenated),
+//! `tokens` i64 `[tokens]` (syntax-token index of each row) and `offsets` i64
+//! `[snippets + 1]` (row range of each snippet).
+//!
+//! The key is a SHA-256 over a format version, the model's source string and
+//! description (architecture, layers, heads, hidden size, window) and every snippet's
+//! language and text, so changing the model or one byte of the corpus misses the cache.
+//! Writes go to a temporary file renamed into place, so a crash never leaves a torn
+//! layer; a file that fails to load is treated as a miss.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use candle_core::{Device, Tensor};
+use sha2::{Digest, Sha256};
+
+use super::dataset::{Features, SnippetHidden};
+use crate::corpus::Snippet;
+use crate::error::{Error, Result};
+use crate::model::ModelInfo;
+
+const FORMAT: &str = "codescope-probe-features-v1";
+
+/// Hex cache key of (model, corpus).
+pub fn key(model: &ModelInfo, snippets: &[Snippet]) -> String {
+    let mut h = Sha256::new();
+    h.update(FORMAT);
+    h.update([0]);
+    h.update(model.source.as_bytes());
+    h.update([0]);
+    h.update(
+        format!(
+            "{}/{}/{}/{}/{}",
+            model.architecture, model.layers, model.heads, model.hidden_size, model.window
+        )
+        .as_bytes(),
+    );
+    for s in snippets {
+        h.update([0]);
+        h.update(s.language.to_string().as_bytes());
+        h.update([0]);
+        h.update((s.code.len() as u64).to_le_bytes());
+        h.update(s.code.as_bytes());
+    }
+    h.finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The cache directory of one key.
+pub fn dir(root: &Path, key: &str) -> PathBuf {
+    root.join("features").join(key)
+}
+
+fn layer_path(dir: &Path, l: usize) -> PathBuf {
+    dir.join(format!("layer_{l}.safetensors"))
+}
+
+/// Store every layer of `f` under `dir`.
+pub fn save(dir: &Path, f: &Features) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let dev = Device::Cpu;
+    let mut offsets = vec![0i64];
+    let mut toks = Vec::new();
+    for s in &f.snippets {
+        toks.extend(s.tokens.iter().map(|&t| t as i64));
+        offsets.push(toks.len() as i64);
+    }
+    let n = toks.len();
+    for l in 0..f.layers {
+        let mut h = Vec::with_capacity(n * f.dim);
+        for s in &f.snippets {
+            h.extend_from_slice(&s.layers[l]);
+        }
+        let mut m = HashMap::new();
+        m.insert("hidden", Tensor::from_vec(h, (n, f.dim), &dev)?);
+        m.insert("tokens", Tensor::from_slice(&toks, n, &dev)?);
+        m.insert(
+            "offsets",
+            Tensor::from_slice(&offsets, offsets.len(), &dev)?,
+        );
+        let path = layer_path(dir, l);
+        let tmp = path.with_extension("tmp");
+        candle_core::safetensors::save(&m, &tmp)?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+    }
+    Ok(())
+}
+
+/// Load `layers` layers for `snippets` snippets, or `None` on any miss or mismatch.
+pub fn load(dir: &Path, layers: usize, snippets: usize, dim: usize) -> Option<Features> {
+    let dev = Device::Cpu;
+    let mut out: Vec<SnippetHidden> = Vec::new();
+    for l in 0..layers {
+        let m = candle_core::safetensors::load(layer_path(dir, l), &dev).ok()?;
+        let h = m.get("hidden")?;
+        let (n, d) = h.dims2().ok()?;
+        if d != dim {
+            return None;
+        }
+        let h: Vec<f32> = h.flatten_all().ok()?.to_vec1().ok()?;
+        let offsets: Vec<i64> = m.get("offsets")?.to_vec1().ok()?;
+        if offsets.len() != snippets + 1 || *offsets.last()? as usize != n {
+            return None;
+        }
+        if l == 0 {
+            let toks: Vec<i64> = m.get("tokens")?.to_vec1().ok()?;
+            out = offsets
+                .windows(2)
+                .map(|w| SnippetHidden {
+                    tokens: toks[w[0] as usize..w[1] as usize]
+                        .iter()
+                        .map(|&t| t as usize)
+                        .collect(),
+                    layers: Vec::with_capacity(layers),
+                })
+                .collect();
+        }
+        for (s, w) in out.iter_mut().zip(offsets.windows(2)) {
+            if w[1] - w[0] != s.tokens.len() as i64 {
+                return None;
+            }
+            s.layers
+                .push(h[w[0] as usize * d..w[1] as usize * d].to_vec());
+        }
+    }
+    Some(Features {
+        dim,
+        layers,
+        snippets: out,
+    })
+}

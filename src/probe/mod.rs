@@ -1,0 +1,502 @@
+//! Probing hidden representations (METHODS.md 4): which syntactic facts can a small
+//! classifier read off a layer's code-token hidden states?
+//!
+//! Flow ([`run`]): snippets → [`dataset::parse_all`] + [`features`] (trace in source
+//! mode, mean over subwords, cached on disk by [`cache`]) → per task
+//! [`dataset::build_task`] → train/test split ([`Split`], by snippet by default) → per
+//! layer a probe ([`train::train_eval`]) on the task and on its control task → one
+//! [`ProbeResult`] per (task, layer).
+//!
+//! Control task (Hewitt & Liang 2019): every distinct key string (token text; for pairs
+//! the two texts) gets a fixed label drawn from the task's empirical label distribution
+//! with a hash of (seed, task, string) — the same string always gets the same control
+//! label, whatever the order of examples. Same probe, same split; `selectivity =
+//! accuracy - control_accuracy`.
+//!
+//! Nothing here but `train` and `cache` touches a tensor; [`ProbeReport`] is plain data
+//! for the CLI, the exporters and the TUI.
+
+pub mod bundled;
+pub mod cache;
+pub mod dataset;
+pub mod structural;
+pub mod train;
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::corpus::Snippet;
+use crate::error::Result;
+use crate::model::{LoadedModel, ModelInfo};
+pub use dataset::{Example, Features, PairFeatures, Task, TaskData};
+pub use train::{ProbeKind, TrainOptions};
+
+/// Seeded SplitMix64 stream (sampling, splits, control labels, weight init).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        mix(self.0)
+    }
+    /// Uniform in `[0, 1)`.
+    pub fn f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.f64() * n as f64) as usize % n.max(1)
+    }
+    /// Fisher-Yates shuffle.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i + 1);
+            v.swap(i, j);
+        }
+    }
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// FNV-1a of a string, for keyed control labels.
+fn hash_str(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Control labels (Hewitt & Liang): for each example, the label of its key string,
+/// drawn once per string from `examples`' label distribution (over `classes` labels).
+pub fn control_labels(examples: &[Example], classes: usize, seed: u64) -> Vec<usize> {
+    let mut counts = vec![0usize; classes.max(1)];
+    for e in examples {
+        counts[e.label.min(classes.saturating_sub(1))] += 1;
+    }
+    let total = counts.iter().sum::<usize>().max(1) as f64;
+    let cdf: Vec<f64> = counts
+        .iter()
+        .scan(0.0, |acc, &c| {
+            *acc += c as f64 / total;
+            Some(*acc)
+        })
+        .collect();
+    examples
+        .iter()
+        .map(|e| {
+            let u = (mix(hash_str(&e.key) ^ mix(seed ^ 0x0C04_7801)) >> 11) as f64
+                / (1u64 << 53) as f64;
+            cdf.iter()
+                .position(|&c| u < c)
+                .unwrap_or(classes.saturating_sub(1))
+        })
+        .collect()
+}
+
+/// How examples are split into train and test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    /// Whole snippets go to train or test (default; no leakage between pairs of one
+    /// snippet).
+    #[default]
+    Snippet,
+    /// Examples are shuffled individually, as the study did (leaky: a snippet's tokens
+    /// are on both sides).
+    Pair,
+}
+
+/// Indices of the train and test examples: `test_fraction` of the snippets (or of the
+/// examples for [`Split::Pair`]), chosen with `seed`.
+pub fn split(
+    examples: &[Example],
+    how: Split,
+    test_fraction: f64,
+    seed: u64,
+) -> (Vec<usize>, Vec<usize>) {
+    let mut rng = Rng::new(seed ^ 0x5_9117);
+    match how {
+        Split::Pair => {
+            let mut idx: Vec<usize> = (0..examples.len()).collect();
+            rng.shuffle(&mut idx);
+            let n_test = (examples.len() as f64 * test_fraction).round() as usize;
+            let (te, tr) = idx.split_at(n_test);
+            let (mut tr, mut te) = (tr.to_vec(), te.to_vec());
+            tr.sort_unstable();
+            te.sort_unstable();
+            (tr, te)
+        }
+        Split::Snippet => {
+            let mut snips: Vec<usize> = examples.iter().map(|e| e.snippet).collect();
+            snips.sort_unstable();
+            snips.dedup();
+            rng.shuffle(&mut snips);
+            let n_test = ((snips.len() as f64 * test_fraction).round() as usize)
+                .min(snips.len().saturating_sub(1));
+            let test: std::collections::HashSet<usize> = snips[..n_test].iter().copied().collect();
+            (0..examples.len()).partition(|&i| !test.contains(&examples[i].snippet))
+        }
+    }
+}
+
+/// One (task, probe, layer) measurement. `clusters` is reserved for DirectProbe (always
+/// `None` for now).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ProbeResult {
+    pub task: String,
+    pub probe: String,
+    /// Hidden layer; 0 = embeddings.
+    pub layer: usize,
+    pub accuracy: f64,
+    pub control_accuracy: f64,
+    pub selectivity: f64,
+    pub clusters: Option<usize>,
+    pub train_size: usize,
+    pub test_size: usize,
+    /// Wall time of both fits (task + control).
+    pub seconds: f64,
+    /// Share of the test set's majority class (chance level of a constant guess).
+    pub majority: f64,
+}
+
+/// Where the corpus came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct CorpusInfo {
+    pub source: String,
+    pub snippets: usize,
+}
+
+/// The `probe --json` document.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    pub model: ModelInfo,
+    pub corpus: CorpusInfo,
+    pub split: Split,
+    pub pair_features: PairFeatures,
+    pub results: Vec<ProbeResult>,
+    /// Structural-probe results per layer (empty unless requested).
+    pub structural: Vec<structural::StructuralResult>,
+}
+
+/// Everything [`run`] needs.
+pub struct RunSpec<'a> {
+    pub model: &'a LoadedModel,
+    pub snippets: &'a [Snippet],
+    pub corpus_name: String,
+    pub tasks: Vec<Task>,
+    pub kind: ProbeKind,
+    pub split: Split,
+    pub pair_features: PairFeatures,
+    pub seed: u64,
+    pub max_pairs: usize,
+    pub test_fraction: f64,
+    /// Hidden layers to probe (0 = embeddings); `None` = all.
+    pub layers: Option<Vec<usize>>,
+    /// Root of the feature cache (`None`: no cache).
+    pub cache_root: Option<std::path::PathBuf>,
+    pub train: TrainOptions,
+    /// Also run the structural probe (Hewitt & Manning) at every probed layer.
+    pub structural: Option<structural::StructuralOptions>,
+    /// Polled between snippets and between fits; returning `true` stops the run with
+    /// `Error::Compute("cancelled")` (the TUI's latest-wins worker).
+    pub cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
+}
+
+impl RunSpec<'_> {
+    fn check_cancel(&self) -> Result<()> {
+        if self.cancel.is_some_and(|f| f()) {
+            return Err(crate::error::Error::Compute("cancelled".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Progress events of [`run`] (for a progress bar or the TUI's channel).
+#[derive(Debug, Clone)]
+pub enum Progress {
+    /// Features loaded from the cache.
+    Cached,
+    /// `done` of `total` snippets traced.
+    Traced { done: usize, total: usize },
+    /// `done` of `total` probe fits finished; the latest result.
+    Fitted {
+        done: usize,
+        total: usize,
+        result: ProbeResult,
+    },
+    /// The structural probe finished one layer.
+    Structural(structural::StructuralResult),
+}
+
+/// Hidden states of every snippet, from the cache or by tracing. Snippets that do not
+/// parse (or fail to trace) get no tokens.
+pub fn features(
+    spec: &RunSpec,
+    syntaxes: &[Option<crate::syntax::Syntax>],
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Features> {
+    let info = &spec.model.info;
+    let layers = info.layers + 1;
+    let dir = spec
+        .cache_root
+        .as_ref()
+        .map(|r| cache::dir(r, &cache::key(info, spec.snippets)));
+    if let Some(d) = &dir {
+        if let Some(f) = cache::load(d, layers, spec.snippets.len(), info.hidden_size) {
+            progress(Progress::Cached);
+            return Ok(f);
+        }
+    }
+    let mut snippets = Vec::with_capacity(syntaxes.len());
+    for (i, syn) in syntaxes.iter().enumerate() {
+        spec.check_cancel()?;
+        let h = match syn {
+            Some(syn) => match dataset::snippet_hidden(spec.model, syn) {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::warn!(snippet = i, error = %e, "probe: snippet skipped");
+                    empty(layers)
+                }
+            },
+            None => empty(layers),
+        };
+        snippets.push(h);
+        progress(Progress::Traced {
+            done: i + 1,
+            total: syntaxes.len(),
+        });
+    }
+    let f = Features {
+        dim: info.hidden_size,
+        layers,
+        snippets,
+    };
+    if let Some(d) = &dir {
+        if let Err(e) = cache::save(d, &f) {
+            tracing::warn!(error = %e, "probe: feature cache not written");
+        }
+    }
+    Ok(f)
+}
+
+fn empty(layers: usize) -> dataset::SnippetHidden {
+    dataset::SnippetHidden {
+        tokens: Vec::new(),
+        layers: vec![Vec::new(); layers],
+    }
+}
+
+/// Run every task at every layer. Tasks without examples on both sides of the split are
+/// skipped (and absent from the report).
+pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeReport> {
+    let syntaxes = dataset::parse_all(spec.snippets);
+    let feats = features(spec, &syntaxes, progress)?;
+    let layers: Vec<usize> = match &spec.layers {
+        Some(v) => v.iter().copied().filter(|&l| l < feats.layers).collect(),
+        None => (0..feats.layers).collect(),
+    };
+    let dopts = dataset::DatasetOptions {
+        max_pairs: spec.max_pairs,
+        seed: spec.seed,
+    };
+    let mut prepared = Vec::new();
+    for &task in &spec.tasks {
+        let data = dataset::build_task(task, &syntaxes, &feats, &dopts);
+        let (tr, te) = split(&data.examples, spec.split, spec.test_fraction, spec.seed);
+        if tr.is_empty() || te.is_empty() {
+            tracing::warn!(task = task.name(), "probe: too few examples, task skipped");
+            continue;
+        }
+        let control = control_labels(&data.examples, data.classes.len(), spec.seed ^ task as u64);
+        prepared.push((data, tr, te, control));
+    }
+    let total = prepared.len() * layers.len();
+    let mut results = Vec::with_capacity(total);
+    for (data, tr, te, control) in &prepared {
+        let pick = |ids: &[usize]| -> Vec<Example> {
+            ids.iter().map(|&i| data.examples[i].clone()).collect()
+        };
+        let (ex_tr, ex_te) = (pick(tr), pick(te));
+        let labels = |ids: &[usize], ctl: bool| -> Vec<u32> {
+            ids.iter()
+                .map(|&i| {
+                    if ctl {
+                        control[i] as u32
+                    } else {
+                        data.examples[i].label as u32
+                    }
+                })
+                .collect()
+        };
+        let (y_tr, y_te) = (labels(tr, false), labels(te, false));
+        let (c_tr, c_te) = (labels(tr, true), labels(te, true));
+        let k = data.classes.len();
+        let mut counts = vec![0usize; k];
+        y_te.iter().for_each(|&y| counts[y as usize] += 1);
+        let majority = *counts.iter().max().unwrap_or(&0) as f64 / y_te.len().max(1) as f64;
+        for &l in &layers {
+            spec.check_cancel()?;
+            let start = Instant::now();
+            let (x_tr, w) = dataset::feature_matrix(&feats, &ex_tr, l, spec.pair_features);
+            let (x_te, _) = dataset::feature_matrix(&feats, &ex_te, l, spec.pair_features);
+            let opts = TrainOptions {
+                seed: spec.seed ^ (l as u64) << 8,
+                ..spec.train
+            };
+            let fit = |ytr: &[u32], yte: &[u32]| {
+                train::train_eval(
+                    train::Split { x: &x_tr, y: ytr },
+                    train::Split { x: &x_te, y: yte },
+                    w,
+                    k,
+                    &opts,
+                )
+            };
+            let acc = fit(&y_tr, &y_te)?.accuracy;
+            let ctl = fit(&c_tr, &c_te)?.accuracy;
+            let r = ProbeResult {
+                task: data.task.name().into(),
+                probe: spec.kind.name().into(),
+                layer: l,
+                accuracy: acc,
+                control_accuracy: ctl,
+                selectivity: acc - ctl,
+                clusters: None,
+                train_size: tr.len(),
+                test_size: te.len(),
+                seconds: start.elapsed().as_secs_f64(),
+                majority,
+            };
+            results.push(r.clone());
+            progress(Progress::Fitted {
+                done: results.len(),
+                total,
+                result: r,
+            });
+        }
+    }
+    let mut structural_results = Vec::new();
+    if let Some(sopts) = &spec.structural {
+        let mut snips: Vec<usize> = (0..syntaxes.len())
+            .filter(|&s| syntaxes[s].is_some() && feats.snippets[s].tokens.len() >= 2)
+            .collect();
+        Rng::new(spec.seed ^ 0x5_9117).shuffle(&mut snips);
+        let n_test = ((snips.len() as f64 * spec.test_fraction).round() as usize)
+            .min(snips.len().saturating_sub(1));
+        let (te, tr) = snips.split_at(n_test);
+        if !te.is_empty() {
+            for &l in &layers {
+                spec.check_cancel()?;
+                let r = structural::run_layer(
+                    &syntaxes,
+                    &feats,
+                    tr,
+                    te,
+                    l,
+                    &structural::StructuralOptions {
+                        seed: spec.seed ^ (l as u64) << 8,
+                        ..*sopts
+                    },
+                )?;
+                progress(Progress::Structural(r.clone()));
+                structural_results.push(r);
+            }
+        }
+    }
+    Ok(ProbeReport {
+        model: spec.model.info.clone(),
+        corpus: CorpusInfo {
+            source: spec.corpus_name.clone(),
+            snippets: spec.snippets.len(),
+        },
+        split: spec.split,
+        pair_features: spec.pair_features,
+        results,
+        structural: structural_results,
+    })
+}
+
+/// The readable per-layer table: one block per task, one row per layer.
+pub fn table(r: &ProbeReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "model {} ({} layers, hidden {}); corpus {} ({} snippets); split by {}; pairs {}",
+        r.model.source,
+        r.model.layers,
+        r.model.hidden_size,
+        r.corpus.source,
+        r.corpus.snippets,
+        match r.split {
+            Split::Snippet => "snippet",
+            Split::Pair => "pair (leaky)",
+        },
+        match r.pair_features {
+            PairFeatures::Diff => "h_a-h_b",
+            PairFeatures::Concat => "[h_a;h_b]",
+        }
+    );
+    let mut last = String::new();
+    for x in &r.results {
+        if x.task != last {
+            let _ = writeln!(
+                out,
+                "\n{} ({} probe; train {}, test {}, majority {:.3})\nlayer  accuracy  control  selectivity  seconds",
+                x.task, x.probe, x.train_size, x.test_size, x.majority
+            );
+            last = x.task.clone();
+        }
+        let _ = writeln!(
+            out,
+            "{:>5}  {:>8.3}  {:>7.3}  {:>11.3}  {:>7.1}",
+            x.layer, x.accuracy, x.control_accuracy, x.selectivity, x.seconds
+        );
+    }
+    if let Some(first) = r.structural.first() {
+        let _ = writeln!(
+            out,
+            "\nstructural probe (rank {}; train {} snippets, test {})\nlayer  spearman   uuas  seconds",
+            first.rank, first.train_snippets, first.test_snippets
+        );
+        for x in &r.structural {
+            let _ = writeln!(
+                out,
+                "{:>5}  {:>8.3}  {:>5.3}  {:>7.1}",
+                x.layer, x.spearman, x.uuas, x.seconds
+            );
+        }
+    }
+    out
+}
+
+/// Long CSV: `task,probe,layer,accuracy,control_accuracy,selectivity,train_size,test_size,seconds,majority`.
+pub fn csv(r: &ProbeReport) -> String {
+    let mut out = String::from(
+        "task,probe,layer,accuracy,control_accuracy,selectivity,train_size,test_size,seconds,majority\n",
+    );
+    for x in &r.results {
+        out.push_str(&format!(
+            "{},{},{},{:.6},{:.6},{:.6},{},{},{:.3},{:.6}\n",
+            x.task,
+            x.probe,
+            x.layer,
+            x.accuracy,
+            x.control_accuracy,
+            x.selectivity,
+            x.train_size,
+            x.test_size,
+            x.seconds,
+            x.majority
+        ));
+    }
+    out
+}

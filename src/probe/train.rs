@@ -1,0 +1,288 @@
+//! Probe training with candle: linear (softmax regression) and MLP (one hidden ReLU
+//! layer) classifiers (METHODS.md 4).
+//!
+//! Recipe (codescope's choice): features standardised with the training set's mean and
+//! standard deviation; a validation split carved from the training set (seeded,
+//! [`TrainOptions::val_fraction`]); AdamW on minibatches with cross-entropy; after every
+//! epoch the validation loss is measured and training stops after
+//! [`TrainOptions::patience`] epochs without improvement, restoring the best weights.
+//! Weights are initialised from a seeded stream (uniform ±1/√fan_in, like PyTorch's
+//! `nn.Linear`), so a run is deterministic for a given seed.
+//!
+//! Tensors stay inside this module: callers pass and get plain `Vec`s.
+
+use candle_core::{DType, Device, Tensor, Var, D};
+use candle_nn::{AdamW, Optimizer, ParamsAdamW};
+use serde::Serialize;
+
+use super::Rng;
+use crate::error::{Error, Result};
+
+/// Which classifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    /// Softmax regression.
+    Linear,
+    /// One hidden ReLU layer of [`TrainOptions::hidden`] units.
+    Mlp,
+}
+
+impl ProbeKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeKind::Linear => "linear",
+            ProbeKind::Mlp => "mlp",
+        }
+    }
+}
+
+/// Hyper-parameters of [`train_eval`].
+#[derive(Debug, Clone, Copy)]
+pub struct TrainOptions {
+    pub kind: ProbeKind,
+    /// Hidden units of the MLP.
+    pub hidden: usize,
+    pub lr: f64,
+    pub weight_decay: f64,
+    pub max_epochs: usize,
+    pub patience: usize,
+    /// Minibatch size; `0` = full batch.
+    pub batch: usize,
+    /// Share of the training examples held out for early stopping.
+    pub val_fraction: f64,
+    pub seed: u64,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            kind: ProbeKind::Linear,
+            hidden: 128,
+            lr: 3e-3,
+            weight_decay: 1e-4,
+            max_epochs: 60,
+            patience: 5,
+            batch: 256,
+            val_fraction: 0.1,
+            seed: 0,
+        }
+    }
+}
+
+/// A labelled feature matrix: `x` is `[y.len(), width]`, row-major.
+#[derive(Debug, Clone, Copy)]
+pub struct Split<'a> {
+    pub x: &'a [f32],
+    pub y: &'a [u32],
+}
+
+/// What [`train_eval`] measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    /// Accuracy on the test split.
+    pub accuracy: f64,
+    /// Accuracy on the training examples actually fitted (validation excluded).
+    pub train_accuracy: f64,
+    pub epochs: usize,
+}
+
+struct Params {
+    vars: Vec<Var>,
+}
+
+impl Params {
+    fn new(width: usize, classes: usize, opts: &TrainOptions, dev: &Device) -> Result<Self> {
+        let mut rng = Rng::new(opts.seed ^ 0x5EED_0F91_20BE);
+        let mut layer = |fan_in: usize, fan_out: usize| -> Result<[Var; 2]> {
+            let s = 1.0 / (fan_in as f64).sqrt();
+            let w: Vec<f32> = (0..fan_in * fan_out)
+                .map(|_| ((rng.f64() * 2.0 - 1.0) * s) as f32)
+                .collect();
+            let b: Vec<f32> = (0..fan_out)
+                .map(|_| ((rng.f64() * 2.0 - 1.0) * s) as f32)
+                .collect();
+            Ok([
+                Var::from_tensor(&Tensor::from_vec(w, (fan_in, fan_out), dev)?)?,
+                Var::from_tensor(&Tensor::from_vec(b, fan_out, dev)?)?,
+            ])
+        };
+        let vars = match opts.kind {
+            ProbeKind::Linear => layer(width, classes)?.to_vec(),
+            ProbeKind::Mlp => {
+                let mut v = layer(width, opts.hidden)?.to_vec();
+                v.extend(layer(opts.hidden, classes)?);
+                v
+            }
+        };
+        Ok(Params { vars })
+    }
+
+    fn logits(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let v = &self.vars;
+        let h = x
+            .matmul(v[0].as_tensor())?
+            .broadcast_add(v[1].as_tensor())?;
+        if v.len() == 2 {
+            return Ok(h);
+        }
+        h.relu()?
+            .matmul(v[2].as_tensor())?
+            .broadcast_add(v[3].as_tensor())
+    }
+
+    fn snapshot(&self) -> candle_core::Result<Vec<Tensor>> {
+        self.vars.iter().map(|v| v.as_tensor().copy()).collect()
+    }
+
+    fn restore(&self, best: &[Tensor]) -> candle_core::Result<()> {
+        for (v, t) in self.vars.iter().zip(best) {
+            v.set(t)?;
+        }
+        Ok(())
+    }
+}
+
+/// Column means and standard deviations (std floored at 1e-6) of `x`.
+pub fn standardizer(x: &[f32], width: usize) -> (Vec<f32>, Vec<f32>) {
+    let n = (x.len() / width.max(1)).max(1) as f64;
+    let mut mean = vec![0f64; width];
+    let mut sq = vec![0f64; width];
+    for row in x.chunks_exact(width) {
+        for (j, &v) in row.iter().enumerate() {
+            mean[j] += v as f64;
+            sq[j] += (v as f64) * (v as f64);
+        }
+    }
+    let m: Vec<f32> = mean.iter().map(|s| (s / n) as f32).collect();
+    let s: Vec<f32> = sq
+        .iter()
+        .zip(&mean)
+        .map(|(q, s)| ((q / n - (s / n).powi(2)).max(0.0).sqrt().max(1e-6)) as f32)
+        .collect();
+    (m, s)
+}
+
+fn standardize(x: &[f32], width: usize, mean: &[f32], std: &[f32]) -> Vec<f32> {
+    let mut out = x.to_vec();
+    for row in out.chunks_exact_mut(width) {
+        for ((v, m), s) in row.iter_mut().zip(mean).zip(std) {
+            *v = (*v - m) / s;
+        }
+    }
+    out
+}
+
+fn accuracy(p: &Params, x: &Tensor, y: &Tensor) -> candle_core::Result<f64> {
+    let n = y.dims1()?;
+    if n == 0 {
+        return Ok(0.0);
+    }
+    let pred = p.logits(x)?.argmax(D::Minus1)?;
+    let hits = pred
+        .eq(y)?
+        .to_dtype(DType::F32)?
+        .sum_all()?
+        .to_scalar::<f32>()?;
+    Ok(hits as f64 / n as f64)
+}
+
+/// Train a probe of `opts.kind` on `train` and return its accuracy on `test`.
+/// `classes` is the number of labels (every `y < classes`).
+pub fn train_eval(
+    train: Split,
+    test: Split,
+    width: usize,
+    classes: usize,
+    opts: &TrainOptions,
+) -> Result<Fit> {
+    if train.y.is_empty() || width == 0 || classes == 0 {
+        return Err(Error::Input {
+            name: "probe".into(),
+            reason: "no training examples".into(),
+        });
+    }
+    let dev = Device::Cpu;
+    let (mean, std) = standardizer(train.x, width);
+    // Carve the validation split.
+    let mut rng = Rng::new(opts.seed ^ 0xBA1_1DA7E);
+    let mut idx: Vec<usize> = (0..train.y.len()).collect();
+    rng.shuffle(&mut idx);
+    let n_val = if train.y.len() >= 10 {
+        ((train.y.len() as f64 * opts.val_fraction).round() as usize).max(1)
+    } else {
+        0
+    };
+    let (val_idx, fit_idx) = idx.split_at(n_val);
+    let rows = |ids: &[usize]| -> (Vec<f32>, Vec<u32>) {
+        let mut x = Vec::with_capacity(ids.len() * width);
+        let mut y = Vec::with_capacity(ids.len());
+        for &i in ids {
+            x.extend_from_slice(&train.x[i * width..(i + 1) * width]);
+            y.push(train.y[i]);
+        }
+        (x, y)
+    };
+    let to_t = |x: Vec<f32>, y: Vec<u32>| -> Result<(Tensor, Tensor)> {
+        let n = y.len();
+        let x = standardize(&x, width, &mean, &std);
+        Ok((
+            Tensor::from_vec(x, (n, width), &dev)?,
+            Tensor::from_vec(y, n, &dev)?,
+        ))
+    };
+    let (fx, fy) = rows(fit_idx);
+    let (xf, yf) = to_t(fx, fy)?;
+    let (vx, vy) = rows(val_idx);
+    let (xv, yv) = to_t(vx, vy)?;
+    let (xt, yt) = to_t(test.x.to_vec(), test.y.to_vec())?;
+
+    let params = Params::new(width, classes, opts, &dev)?;
+    let mut opt = AdamW::new(
+        params.vars.clone(),
+        ParamsAdamW {
+            lr: opts.lr,
+            weight_decay: opts.weight_decay,
+            ..Default::default()
+        },
+    )?;
+    let n_fit = fit_idx.len();
+    let batch = if opts.batch == 0 { n_fit } else { opts.batch };
+    let mut order: Vec<u32> = (0..n_fit as u32).collect();
+    let mut best = (f64::INFINITY, params.snapshot()?, 0usize);
+    let mut epochs = 0;
+    let mut stale = 0;
+    for epoch in 0..opts.max_epochs {
+        epochs = epoch + 1;
+        rng.shuffle(&mut order);
+        for chunk in order.chunks(batch.max(1)) {
+            let ids = Tensor::from_slice(chunk, chunk.len(), &dev)?;
+            let xb = xf.index_select(&ids, 0)?;
+            let yb = yf.index_select(&ids, 0)?;
+            let loss = candle_nn::loss::cross_entropy(&params.logits(&xb)?, &yb)?;
+            opt.backward_step(&loss)?;
+        }
+        if n_val == 0 {
+            continue;
+        }
+        let vloss =
+            candle_nn::loss::cross_entropy(&params.logits(&xv)?, &yv)?.to_scalar::<f32>()? as f64;
+        if vloss < best.0 - 1e-4 {
+            best = (vloss, params.snapshot()?, epochs);
+            stale = 0;
+        } else {
+            stale += 1;
+            if stale >= opts.patience {
+                break;
+            }
+        }
+    }
+    if n_val > 0 {
+        params.restore(&best.1)?;
+    }
+    Ok(Fit {
+        accuracy: accuracy(&params, &xt, &yt)?,
+        train_accuracy: accuracy(&params, &xf, &yf)?,
+        epochs,
+    })
+}

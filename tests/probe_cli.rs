@@ -1,0 +1,77 @@
+//! `codescope probe` end to end through the binary, with a tiny random model: JSON and
+//! CSV shapes, the feature cache under CODESCOPE_CACHE, argument errors.
+
+use std::process::Command;
+
+use codescope::model::testutil::{write_tiny_model, Tiny};
+
+const BIN: &str = env!("CARGO_BIN_EXE_codescope");
+
+fn cmd(root: &std::path::Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("CODESCOPE_CACHE", root.join("cache"))
+        .env("HF_HUB_CACHE", root.join("hf"))
+        .env("CODESCOPE_LOG_FILE", root.join("log.txt"))
+        .env("HF_ENDPOINT", "http://127.0.0.1:9")
+        .env("CODESCOPE_PYPI_URL", "http://127.0.0.1:9")
+        .env("RAYON_NUM_THREADS", "2");
+    c
+}
+
+#[test]
+fn probe_json_csv_and_cache() {
+    let root = tempfile::tempdir().unwrap();
+    let model = root.path().join("tiny");
+    write_tiny_model(&model, &Tiny::default()).unwrap();
+    let model = model.to_str().unwrap();
+    let out = cmd(root.path())
+        .args([
+            "--model", model, "probe", "--limit", "8", "--task", "category",
+        ])
+        .args(["--task", "dfg", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["corpus"]["snippets"], 8);
+    assert_eq!(v["corpus"]["source"], "bundled probe corpus");
+    assert_eq!(v["model"]["layers"], 2);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2 * 3, "2 tasks x (2 layers + embeddings)");
+    assert_eq!(results[0]["task"], "category");
+    assert_eq!(results[0]["probe"], "linear");
+    assert!(results[0]["clusters"].is_null());
+    let cached = std::fs::read_dir(root.path().join("cache/features"))
+        .unwrap()
+        .count();
+    assert_eq!(cached, 1, "one feature-cache entry");
+
+    let out = cmd(root.path())
+        .args(["--model", model, "probe", "--limit", "8", "--task", "depth"])
+        .args(["--layer", "1", "--csv", "--split", "pair"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert!(lines[0].starts_with("task,probe,layer,accuracy,control_accuracy"));
+    assert!(lines[1].starts_with("depth,linear,1,"));
+
+    let out = cmd(root.path())
+        .args(["--model", model, "probe", "--task", "nonsense"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
