@@ -29,6 +29,9 @@ fn ids_for(m: &LoadedModel, n: usize) -> Vec<u32> {
 }
 
 fn bench(c: &mut Criterion) {
+    if std::env::var_os("CODESCOPE_BENCH_SPIN_DEFAULT").is_none() {
+        codescope::model::kernels::tame_candle_spin();
+    }
     let files = source::resolve("minilm").expect("packaged MiniLM (run `codescope fetch minilm`)");
     let mut g = c.benchmark_group("load");
     g.sample_size(10);

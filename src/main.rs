@@ -4,6 +4,7 @@
 use clap::Parser;
 
 fn main() {
+    codescope::model::kernels::tame_candle_spin();
     let cli = codescope::cli::Cli::parse();
     codescope::logging::init(cli.log_file.clone());
     if let Err(e) = codescope::commands::run(cli) {
