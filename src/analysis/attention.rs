@@ -87,8 +87,8 @@ pub fn aggregate(att: &Attention, align: &Alignment) -> TokenAttention {
     let n = tokens.len();
     let m = att.len;
     let layers = att.num_layers();
-    // A token's subwords are usually one contiguous run: then its column sum is a
-    // difference of prefix sums instead of a gather.
+    // A token's subwords are usually one contiguous run (often of length 1): then its
+    // row is read in place and its column sum is a short slice sum instead of a gather.
     let runs: Vec<Option<(usize, usize)>> = groups
         .iter()
         .map(|g| {
@@ -103,26 +103,28 @@ pub fn aggregate(att: &Attention, align: &Alignment) -> TokenAttention {
         .for_each(|(lh, out)| {
             let (l, h) = (lh / att.heads, lh % att.heads);
             let a = att.head(l, h);
-            let mut r = vec![0.0f32; m];
-            let mut prefix = vec![0.0f64; m + 1];
+            let mut buf = vec![0.0f32; m];
             for (i, g) in groups.iter().enumerate() {
-                r.iter_mut().for_each(|x| *x = 0.0);
-                for &p in g {
-                    for (x, &v) in r.iter_mut().zip(&a[p * m..(p + 1) * m]) {
-                        *x += v;
+                let r: &[f32] = if g.len() == 1 {
+                    &a[g[0] * m..(g[0] + 1) * m]
+                } else {
+                    buf.iter_mut().for_each(|x| *x = 0.0);
+                    for &p in g {
+                        for (x, &v) in buf.iter_mut().zip(&a[p * m..(p + 1) * m]) {
+                            *x += v;
+                        }
                     }
-                }
-                let k = 1.0 / g.len() as f32;
-                r.iter_mut().for_each(|x| *x *= k);
-                for q in 0..m {
-                    prefix[q + 1] = prefix[q] + r[q] as f64;
-                }
+                    let k = 1.0 / g.len() as f32;
+                    buf.iter_mut().for_each(|x| *x *= k);
+                    &buf
+                };
+                let row = &mut out[i * n..(i + 1) * n];
                 for (j, g) in groups.iter().enumerate() {
-                    let s = match runs[j] {
-                        Some((a, b)) => (prefix[b] - prefix[a]) as f32,
+                    let s: f32 = match runs[j] {
+                        Some((a, b)) => r[a..b].iter().sum(),
                         None => g.iter().map(|&q| r[q]).sum(),
                     };
-                    out[i * n + j] = s / g.len() as f32;
+                    row[j] = s / g.len() as f32;
                 }
             }
         });
