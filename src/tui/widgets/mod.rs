@@ -136,12 +136,12 @@ fn probes(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let block = panel(app, Focus::Probes, vec![Span::styled("Probes", t.accent())]);
     let text = vec![
-        Line::from(Span::styled("Probes are not available yet.", t.warn())),
+        Line::from(Span::styled("Probe results are not shown here yet.", t.warn())),
         Line::from(""),
         Line::from(vec![
-            Span::raw("`"),
+            Span::raw("Run `"),
             Span::styled("codescope probe", t.accent()),
-            Span::raw("` is planned: linear and MLP probes per layer with control tasks, a structural probe and DirectProbe (METHODS.md §4)."),
+            Span::raw("` for per-layer accuracy, control accuracy and selectivity of linear/MLP probes (and --structural), as a table, JSON or CSV."),
         ]),
     ];
     f.render_widget(
