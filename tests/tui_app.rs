@@ -7,10 +7,11 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use codescope::analysis::{Mode, Options};
+use codescope::probe::Task;
 use codescope::syntax::Language;
 use codescope::tui::app::{Direction, Focus, Level, Overlay};
 use codescope::tui::data::{Metric, Prepared};
-use codescope::tui::msg::{AnalyseJob, Effect, Msg, WorkerMsg};
+use codescope::tui::msg::{AnalyseJob, Effect, Msg, ProbeJob, WorkerMsg};
 use codescope::tui::theme::ColorMode;
 use codescope::tui::worker::Worker;
 use crossterm::event::KeyCode;
@@ -405,7 +406,7 @@ fn worker_thread_latest_wins() {
             WorkerMsg::ModelFailed { error, .. } | WorkerMsg::AnalyseFailed { error, .. } => {
                 panic!("{error}")
             }
-            WorkerMsg::Progress { .. } => {}
+            _ => {}
         }
     }
     assert!(loaded);
@@ -517,4 +518,221 @@ fn colour_modes_and_themes() {
     let (_, dark) = cell_colors(ColorMode::TrueColor, false);
     let (_, light) = cell_colors(ColorMode::TrueColor, true);
     assert_ne!(dark[(1, 1)].bg, light[(1, 1)].bg, "light theme background");
+}
+
+fn probe_msg(w: WorkerMsg) -> Msg {
+    Msg::Worker(w)
+}
+
+#[test]
+fn p_requests_probes_for_the_model_language_and_task() {
+    let mut app = ready(SAMPLE, 80, 24);
+    assert!(screen(&app).contains("Tab: next panel"));
+    let fx = app.update(key(KeyCode::Char('p')));
+    let job = probe_job(&fx).expect("a probe job");
+    assert_eq!(job.task, Task::Category);
+    assert_eq!(job.lang, Language::Python);
+    assert_eq!(job.model, app.model.as_ref().unwrap().1.source);
+    assert_eq!(app.side, Focus::Probes, "the probe panel comes into view");
+    assert_eq!(app.probe_run.as_ref().unwrap().req, job.req);
+    // Asking again while it runs does not start another job.
+    assert!(probe_job(&app.update(key(KeyCode::Char('p')))).is_none());
+    // Navigation still works and asks nothing of the worker.
+    let fx = app.update(key(KeyCode::Right));
+    assert!(fx.is_empty());
+    assert_eq!(app.layer, 1);
+}
+
+#[test]
+fn probe_progress_and_results_are_shown_and_cached() {
+    let mut app = ready(SAMPLE, 120, 40);
+    assert!(screen(&app).contains("p: train linear probes"));
+    let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
+    app.update(probe_msg(WorkerMsg::ProbeProgress {
+        req: job.req,
+        text: "tracing 120/311".into(),
+        result: None,
+    }));
+    assert_eq!(app.probe_run.as_ref().unwrap().progress, "tracing 120/311");
+    assert!(screen(&app).contains("tracing 120/311"));
+    // Progress of an older request is ignored.
+    app.update(probe_msg(WorkerMsg::ProbeProgress {
+        req: job.req - 1,
+        text: "stale".into(),
+        result: None,
+    }));
+    assert!(!screen(&app).contains("stale"));
+    // A finished fit shows its bar before the whole report is in.
+    let report = synthetic_report(3, "category");
+    app.update(probe_msg(WorkerMsg::ProbeProgress {
+        req: job.req,
+        text: "fitting layer 2/4".into(),
+        result: Some(report.results[0].clone()),
+    }));
+    let s = screen(&app);
+    assert!(s.contains("fitting layer 2/4") && s.contains("emb"), "{s}");
+    app.update(probe_msg(WorkerMsg::Probed {
+        req: job.req,
+        report: Arc::new(report),
+    }));
+    assert!(app.probe_run.is_none());
+    assert!(app.probe_report().is_some());
+    let s = screen(&app);
+    assert!(s.contains("maj .31") && s.contains("control"), "{s}");
+    // Cached: asking again is free.
+    assert!(probe_job(&app.update(key(KeyCode::Char('p')))).is_none());
+}
+
+#[test]
+fn p_cycles_tasks_and_cached_tasks_come_back_at_once() {
+    let mut app = ready(SAMPLE, 120, 40);
+    // Before any probe request, P only changes the task.
+    assert!(probe_job(&app.update(key(KeyCode::Char('P')))).is_none());
+    assert_eq!(app.probe_task, Task::Depth);
+    assert!(screen(&app).contains("Probes depth"));
+    let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
+    assert_eq!(job.task, Task::Depth);
+    app.update(probe_msg(WorkerMsg::Probed {
+        req: job.req,
+        report: Arc::new(synthetic_report(3, "depth")),
+    }));
+    // Now P asks for each next task (superseding the previous request).
+    let mut reqs = Vec::new();
+    for want in [
+        Task::Distance,
+        Task::DistanceId,
+        Task::Siblings,
+        Task::SiblingsId,
+        Task::Dfg,
+        Task::Category,
+    ] {
+        let j = probe_job(&app.update(key(KeyCode::Char('P')))).expect("a job");
+        assert_eq!((app.probe_task, j.task), (want, want));
+        reqs.push(j.req);
+    }
+    // A superseded report is dropped; the latest one is kept.
+    app.update(probe_msg(WorkerMsg::Probed {
+        req: reqs[0],
+        report: Arc::new(synthetic_report(3, "distance")),
+    }));
+    assert_eq!(app.probe_results.len(), 1);
+    app.update(probe_msg(WorkerMsg::Probed {
+        req: *reqs.last().unwrap(),
+        report: Arc::new(synthetic_report(3, "category")),
+    }));
+    assert_eq!(app.probe_results.len(), 2);
+    // Back to depth: cached, no job.
+    assert!(probe_job(&app.update(key(KeyCode::Char('P')))).is_none());
+    assert_eq!(app.probe_task, Task::Depth);
+    assert!(app.probe_report().is_some());
+    assert!(screen(&app).contains("maj .31"));
+}
+
+#[test]
+fn probe_failure_is_shown_and_p_retries() {
+    let mut app = ready(SAMPLE, 120, 40);
+    let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
+    app.update(probe_msg(WorkerMsg::ProbeFailed {
+        req: job.req,
+        error: "boom".into(),
+    }));
+    assert!(app.probe_run.is_none());
+    assert!(screen(&app).contains("probe failed: boom"));
+    let again = probe_job(&app.update(key(KeyCode::Char('p')))).expect("retry");
+    assert!(again.req > job.req);
+    assert!(!screen(&app).contains("boom"));
+}
+
+#[test]
+fn p_before_the_model_is_loaded_warns() {
+    let (mut app, _) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
+    assert!(probe_job(&app.update(key(KeyCode::Char('p')))).is_none());
+    assert!(matches!(app.message, Some((Level::Warn, _))));
+}
+
+#[test]
+fn worker_thread_trains_probes_latest_wins() {
+    let cache = tempfile::tempdir().unwrap();
+    std::env::set_var("CODESCOPE_CACHE", cache.path());
+    let dir = tempfile::tempdir().unwrap();
+    codescope::model::testutil::write_tiny_model(
+        dir.path(),
+        &codescope::model::testutil::Tiny::default(),
+    )
+    .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let w = Worker::spawn(move |m| {
+        let _ = tx.send(m);
+    });
+    w.load(Some(dir.path().display().to_string()));
+    let source = loop {
+        match rx.recv_timeout(Duration::from_secs(60)).expect("loaded") {
+            WorkerMsg::ModelLoaded { info, .. } => break info.source,
+            WorkerMsg::ModelFailed { error, .. } => panic!("{error}"),
+            _ => {}
+        }
+    };
+    let job = |req, task| ProbeJob {
+        req,
+        model: source.clone(),
+        lang: Language::Python,
+        task,
+    };
+    w.probe(job(1, Task::Category));
+    w.probe(job(2, Task::Depth));
+    let mut progress = Vec::new();
+    let report = loop {
+        match rx.recv_timeout(Duration::from_secs(120)).expect("probed") {
+            WorkerMsg::ProbeProgress { req, text, .. } => progress.push((req, text)),
+            WorkerMsg::Probed { req, report } => break (req, report),
+            WorkerMsg::ProbeFailed { req, error } => panic!("{req}: {error}"),
+            _ => {}
+        }
+    };
+    assert_eq!(report.0, 2, "only the latest request is answered");
+    assert!(report.1.results.iter().all(|r| r.task == "depth"));
+    assert_eq!(report.1.results.len(), 3, "embeddings + 2 layers");
+    assert!(progress.iter().all(|(r, _)| *r == 2));
+    assert!(
+        progress.iter().any(|(_, t)| t.starts_with("tracing ")),
+        "{progress:?}"
+    );
+    assert!(progress
+        .iter()
+        .any(|(_, t)| t.starts_with("fitting layer ")));
+    // An analysis arriving while a probe runs goes first; the probe then resumes.
+    w.probe(job(4, Task::Category));
+    w.analyse(AnalyseJob {
+        req: 5,
+        text: "x = 1\n".into(),
+        lang: Language::Python,
+        opts: Options::default(),
+    });
+    let mut order = Vec::new();
+    while order.len() < 2 {
+        match rx.recv_timeout(Duration::from_secs(120)).expect("answers") {
+            WorkerMsg::Analysed { req, .. } => order.push(req),
+            WorkerMsg::Probed { req, .. } => order.push(req),
+            WorkerMsg::ProbeFailed { error, .. } | WorkerMsg::AnalyseFailed { error, .. } => {
+                panic!("{error}")
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(order, vec![5, 4]);
+    // A job for another model is refused.
+    w.probe(ProbeJob {
+        req: 3,
+        model: "other".into(),
+        lang: Language::Python,
+        task: Task::Depth,
+    });
+    match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
+        WorkerMsg::ProbeFailed { req, error } => {
+            assert_eq!(req, 3);
+            assert!(error.contains("model changed"), "{error}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    w.join();
 }

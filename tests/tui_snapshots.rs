@@ -164,3 +164,32 @@ fn too_small() {
     let app = ready(SAMPLE, 50, 12);
     snap("too_small", &app);
 }
+
+#[test]
+fn probe_panel() {
+    use codescope::tui::msg::{Msg, WorkerMsg};
+    use std::sync::Arc;
+    for (w, h) in SIZES {
+        let mut app = ready(SAMPLE, w, h);
+        let job = probe_job(&app.type_keys("p")).expect("a probe job");
+        app.update(Msg::Worker(WorkerMsg::ProbeProgress {
+            req: job.req,
+            text: "tracing 120/311".into(),
+            result: None,
+        }));
+        snap("probe_progress", &app);
+        app.update(Msg::Worker(WorkerMsg::Probed {
+            req: job.req,
+            report: Arc::new(synthetic_report(6, "category")),
+        }));
+        press(&mut app, &[KeyCode::Right]);
+        snap("probe_panel", &app);
+        // Deeper models scroll to keep the current layer in view.
+        let job = probe_job(&app.type_keys("P")).expect("next task");
+        app.update(Msg::Worker(WorkerMsg::Probed {
+            req: job.req,
+            report: Arc::new(synthetic_report(12, "depth")),
+        }));
+        snap("probe_panel_12_layers", &app);
+    }
+}

@@ -10,17 +10,18 @@
 //! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::data::{Doc, Metric, Prepared};
 use super::editor::{EditOutcome, Editor, LineInput};
-use super::msg::{AnalyseJob, Effect, Msg, WorkerMsg};
+use super::msg::{AnalyseJob, Effect, Msg, ProbeJob, WorkerMsg};
 use super::theme::Theme;
 use crate::analysis::{HeadScores, Mode, Options};
 use crate::model::{source, ModelInfo};
+use crate::probe::{ProbeReport, ProbeResult, Task};
 use crate::syntax::{Coarse, Language};
 
 /// Threshold step and range (METHODS.md 3: the grid 0, 0.05, ..., 0.40).
@@ -111,6 +112,20 @@ pub enum Level {
     Error,
 }
 
+/// What probe results are for: (model source, corpus language, task).
+pub type ProbeKey = (String, Language, Task);
+
+/// A probe request the worker is running.
+#[derive(Debug, Clone)]
+pub struct ProbeRun {
+    pub req: u64,
+    pub key: ProbeKey,
+    /// What it is doing ("tracing 120/311", "fitting layer 3/7").
+    pub progress: String,
+    /// Fits finished so far.
+    pub partial: Vec<ProbeResult>,
+}
+
 /// Settings the explorer starts with.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -163,6 +178,14 @@ pub struct App {
     /// Worker activity shown in the status bar.
     pub busy: Option<String>,
     pub message: Option<(Level, String)>,
+    /// The probe task the probe panel shows (`P` cycles).
+    pub probe_task: Task,
+    /// Finished probe reports (`p` asks for one; kept for the session).
+    pub probe_results: HashMap<ProbeKey, Arc<ProbeReport>>,
+    /// The probe job under way.
+    pub probe_run: Option<ProbeRun>,
+    /// The last probe failure, for the key it was for.
+    pub probe_error: Option<(ProbeKey, String)>,
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
@@ -214,6 +237,10 @@ impl App {
             search: None,
             busy: None,
             message: None,
+            probe_task: Task::Category,
+            probe_results: HashMap::new(),
+            probe_run: None,
+            probe_error: None,
             size: (120, 40),
             quit: false,
             next_req: 0,
@@ -316,6 +343,83 @@ impl App {
                 })
                 .collect::<Vec<_>>()
         })
+    }
+
+    /// The probe results the panel is about: the loaded model, the snippet's language
+    /// and the current task (`None` before a model is loaded).
+    pub fn probe_key(&self) -> Option<ProbeKey> {
+        let (_, info) = self.model.as_ref()?;
+        Some((info.source.clone(), self.doc.lang, self.probe_task))
+    }
+
+    /// The cached report for [`App::probe_key`].
+    pub fn probe_report(&self) -> Option<&Arc<ProbeReport>> {
+        self.probe_results.get(&self.probe_key()?)
+    }
+
+    /// The running probe job if it is for [`App::probe_key`].
+    pub fn probe_running(&self) -> Option<&ProbeRun> {
+        let key = self.probe_key()?;
+        self.probe_run.as_ref().filter(|r| r.key == key)
+    }
+
+    /// The probe failure for [`App::probe_key`].
+    pub fn probe_failure(&self) -> Option<&str> {
+        let key = self.probe_key()?;
+        self.probe_error
+            .as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, e)| e.as_str())
+    }
+
+    /// Ask for the probe results of [`App::probe_key`] unless they are cached or
+    /// already being computed.
+    fn request_probe(&mut self) -> Vec<Effect> {
+        let Some(key) = self.probe_key() else {
+            self.message = Some((Level::Warn, "no model is loaded yet".into()));
+            return Vec::new();
+        };
+        if self.probe_results.contains_key(&key)
+            || self.probe_run.as_ref().is_some_and(|r| r.key == key)
+        {
+            return Vec::new();
+        }
+        let req = self.new_req();
+        self.probe_error = None;
+        self.probe_run = Some(ProbeRun {
+            req,
+            key: key.clone(),
+            progress: "queued…".into(),
+            partial: Vec::new(),
+        });
+        vec![Effect::Probe(ProbeJob {
+            req,
+            model: key.0,
+            lang: key.1,
+            task: key.2,
+        })]
+    }
+
+    /// Next probe task; if probes were asked for on this model and language, the new
+    /// task's are requested too (cached ones show at once).
+    fn cycle_probe_task(&mut self) -> Vec<Effect> {
+        let i = Task::ALL
+            .iter()
+            .position(|&t| t == self.probe_task)
+            .unwrap_or(0);
+        let was = self.probe_key();
+        self.probe_task = Task::ALL[(i + 1) % Task::ALL.len()];
+        let active = was.is_some_and(|(m, l, _)| {
+            self.probe_run
+                .as_ref()
+                .is_some_and(|r| r.key.0 == m && r.key.1 == l)
+                || self.probe_results.keys().any(|k| k.0 == m && k.1 == l)
+        });
+        if active {
+            self.request_probe()
+        } else {
+            Vec::new()
+        }
     }
 
     fn new_req(&mut self) -> u64 {
@@ -435,6 +539,22 @@ impl App {
                 if req == self.doc_req {
                     self.busy = None;
                     self.message = Some((Level::Error, error));
+                }
+            }
+            WorkerMsg::ProbeProgress { req, text, result } => {
+                if let Some(run) = self.probe_run.as_mut().filter(|r| r.req == req) {
+                    run.progress = text;
+                    run.partial.extend(result);
+                }
+            }
+            WorkerMsg::Probed { req, report } => {
+                if let Some(run) = self.probe_run.take_if(|r| r.req == req) {
+                    self.probe_results.insert(run.key, report);
+                }
+            }
+            WorkerMsg::ProbeFailed { req, error } => {
+                if let Some(run) = self.probe_run.take_if(|r| r.req == req) {
+                    self.probe_error = Some((run.key, error));
                 }
             }
         }
@@ -582,6 +702,20 @@ impl App {
                 self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
             }
             KeyCode::Char('M') => self.open_picker(),
+            KeyCode::Char('p') => {
+                if self.focus != Focus::Code {
+                    self.focus = Focus::Probes;
+                }
+                self.side = Focus::Probes;
+                return self.request_probe();
+            }
+            KeyCode::Char('P') => {
+                if self.focus != Focus::Code {
+                    self.focus = Focus::Probes;
+                }
+                self.side = Focus::Probes;
+                return self.cycle_probe_task();
+            }
             KeyCode::Char('x') => {
                 if self.prepared().is_some() {
                     return vec![Effect::Export];

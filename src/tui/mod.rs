@@ -8,8 +8,9 @@
 //!   resize events), a signal thread (SIGTERM/SIGINT/SIGHUP via signal-hook) and the
 //!   model [`worker::Worker`] all send into one channel. The UI thread blocks on it,
 //!   drains whatever else is queued, applies the batch and redraws once.
-//! - One worker thread owns the model and tokenizer; model loads and analyses are
-//!   latest-wins jobs, cancelled between layers when superseded.
+//! - One worker thread owns the model and tokenizer; model loads, analyses and probe
+//!   training (the probe panel, `p`) are latest-wins jobs, cancelled between layers
+//!   (probes: between snippets and fits) when superseded; probes yield to the others.
 //! - The terminal (raw mode, alternate screen) is restored on every exit path: normal
 //!   return and errors (a drop guard), panics on the UI thread (a panic hook), and
 //!   signals (they arrive as a message and end the loop). Logs go to the log file only.
@@ -204,6 +205,7 @@ fn event_loop(
                 Effect::Quit => return Ok(()),
                 Effect::LoadModel(spec) => worker.load(spec),
                 Effect::Analyse(job) => worker.analyse(job),
+                Effect::Probe(job) => worker.probe(job),
                 Effect::Export => follow.push(Msg::Exported(export_current(app))),
             }
         }

@@ -8,6 +8,7 @@ use crossterm::event::KeyEvent;
 use super::data::Prepared;
 use crate::analysis::Options;
 use crate::model::ModelInfo;
+use crate::probe::{ProbeReport, ProbeResult, Task};
 use crate::syntax::Language;
 
 /// Everything that can happen to the app.
@@ -42,6 +43,17 @@ pub enum WorkerMsg {
     Analysed { req: u64, data: Arc<Prepared> },
     /// Analysis of request `req` failed.
     AnalyseFailed { req: u64, error: String },
+    /// Probe request `req` is under way: what it is doing, and the latest finished
+    /// (task, layer) fit if this report is about one.
+    ProbeProgress {
+        req: u64,
+        text: String,
+        result: Option<ProbeResult>,
+    },
+    /// Probe request `req` done.
+    Probed { req: u64, report: Arc<ProbeReport> },
+    /// Probe request `req` failed (or was dropped).
+    ProbeFailed { req: u64, error: String },
 }
 
 impl std::fmt::Debug for WorkerMsg {
@@ -52,6 +64,11 @@ impl std::fmt::Debug for WorkerMsg {
             WorkerMsg::ModelFailed { label, error } => write!(f, "ModelFailed({label}: {error})"),
             WorkerMsg::Analysed { req, .. } => write!(f, "Analysed({req})"),
             WorkerMsg::AnalyseFailed { req, error } => write!(f, "AnalyseFailed({req}: {error})"),
+            WorkerMsg::ProbeProgress { req, text, .. } => {
+                write!(f, "ProbeProgress({req}, {text:?})")
+            }
+            WorkerMsg::Probed { req, .. } => write!(f, "Probed({req})"),
+            WorkerMsg::ProbeFailed { req, error } => write!(f, "ProbeFailed({req}: {error})"),
         }
     }
 }
@@ -65,6 +82,18 @@ pub struct AnalyseJob {
     pub opts: Options,
 }
 
+/// A probe request (latest wins; runs after any pending model load or analysis): a
+/// linear probe for one task at every layer of the loaded model, on the bundled corpus
+/// of one language.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeJob {
+    pub req: u64,
+    /// `ModelInfo::source` of the model it is for (the worker refuses another model).
+    pub model: String,
+    pub lang: Language,
+    pub task: Task,
+}
+
 /// What `App::update` asks the runtime to do.
 #[derive(Debug, Clone)]
 pub enum Effect {
@@ -72,6 +101,8 @@ pub enum Effect {
     LoadModel(Option<String>),
     /// Analyse text in the worker (supersedes any earlier request).
     Analyse(AnalyseJob),
+    /// Train probes in the worker (supersedes any earlier probe request).
+    Probe(ProbeJob),
     /// Write the current view as SVG + JSON.
     Export,
     /// Leave the explorer.

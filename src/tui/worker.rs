@@ -8,6 +8,11 @@
 //! runtime wraps them into its event channel). Panics in a job are caught and reported
 //! as failures; the worker keeps serving. (Shape of gitui's `asyncjob`: one slot per job
 //! kind, a generation counter to recognise superseded work.)
+//!
+//! Probe jobs (train per-layer probes on the bundled corpus) have the lowest priority:
+//! they run only when no load or analysis is pending, and a running one is cancelled
+//! (between snippets / fits) when one arrives, then queued again unless a newer probe
+//! request superseded it. Features are cached on disk, so a repeat is quick.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::data::Prepared;
-use super::msg::{AnalyseJob, WorkerMsg};
+use super::msg::{AnalyseJob, ProbeJob, WorkerMsg};
 use crate::analysis::{self, Options, SnippetAnalysis};
 use crate::error::Result;
 use crate::model::{source, ForwardOptions, LoadedModel};
@@ -30,7 +35,15 @@ struct Slot {
     /// `Some(spec)`: load `spec` (`None` inside: the default model).
     load: Option<Option<String>>,
     analyse: Option<AnalyseJob>,
+    probe: Option<ProbeJob>,
     stop: bool,
+}
+
+impl Slot {
+    /// A load or analysis is waiting (a running probe yields to it).
+    fn urgent(&self) -> bool {
+        self.stop || self.load.is_some() || self.analyse.is_some()
+    }
 }
 
 struct Shared {
@@ -38,6 +51,8 @@ struct Shared {
     cv: Condvar,
     /// The newest analysis request id; anything older is superseded.
     latest: AtomicU64,
+    /// The newest probe request id.
+    latest_probe: AtomicU64,
 }
 
 /// Handle to the worker thread. Dropping it stops the thread after its current job.
@@ -55,6 +70,7 @@ impl Worker {
             slot: Mutex::new(Slot::default()),
             cv: Condvar::new(),
             latest: AtomicU64::new(0),
+            latest_probe: AtomicU64::new(0),
         });
         let sh = shared.clone();
         let send: Box<Sender> = Box::new(send);
@@ -83,9 +99,18 @@ impl Worker {
         self.shared.cv.notify_one();
     }
 
+    /// Queue a probe job; a pending or running older one is superseded.
+    pub fn probe(&self, job: ProbeJob) {
+        self.shared.latest_probe.store(job.req, Ordering::SeqCst);
+        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+        s.probe = Some(job);
+        self.shared.cv.notify_one();
+    }
+
     /// Ask the thread to stop and cancel the running analysis; does not wait.
     pub fn stop(&self) {
         self.shared.latest.store(u64::MAX, Ordering::SeqCst);
+        self.shared.latest_probe.store(u64::MAX, Ordering::SeqCst);
         let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
         s.stop = true;
         self.shared.cv.notify_one();
@@ -109,6 +134,7 @@ impl Drop for Worker {
 enum Job {
     Load(Option<String>),
     Analyse(AnalyseJob),
+    Probe(ProbeJob),
 }
 
 fn next_job(shared: &Shared) -> Option<Job> {
@@ -122,6 +148,9 @@ fn next_job(shared: &Shared) -> Option<Job> {
         }
         if let Some(a) = s.analyse.take() {
             return Some(Job::Analyse(a));
+        }
+        if let Some(p) = s.probe.take() {
+            return Some(Job::Probe(p));
         }
         s = shared.cv.wait(s).unwrap_or_else(|e| e.into_inner());
     }
@@ -157,6 +186,18 @@ fn run(shared: &Shared, send: &Sender) {
                 }));
                 if let Err(p) = r {
                     send(WorkerMsg::AnalyseFailed {
+                        req,
+                        error: format!("internal error: {}", panic_text(p)),
+                    });
+                }
+            }
+            Job::Probe(job) => {
+                let req = job.req;
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    probe(shared, model.as_ref(), job, send)
+                }));
+                if let Err(p) = r {
+                    send(WorkerMsg::ProbeFailed {
                         req,
                         error: format!("internal error: {}", panic_text(p)),
                     });
@@ -256,6 +297,99 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
             req,
             error: e.to_string(),
         }),
+    }
+}
+
+/// Train the probes of `job` (linear, all layers, the bundled corpus of its language;
+/// features cached under [`source::cache_dir`]). Yields to loads and analyses: the job
+/// is cancelled and queued again.
+fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sender) {
+    let req = job.req;
+    let stale = || shared.latest_probe.load(Ordering::SeqCst) != req;
+    if stale() {
+        return;
+    }
+    let fail = |error: String| send(WorkerMsg::ProbeFailed { req, error });
+    let Some(m) = model else {
+        return fail("no model is loaded".into());
+    };
+    if m.info.source != job.model {
+        return fail("the model changed; press p again".into());
+    }
+    let snippets = crate::probe::bundled::snippets(Some(job.lang));
+    if snippets.is_empty() {
+        return fail(format!("no bundled probe corpus for {}", job.lang.name()));
+    }
+    let urgent = || {
+        shared
+            .slot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .urgent()
+    };
+    let cancel = || stale() || urgent();
+    let spec = crate::probe::RunSpec {
+        model: m,
+        snippets: &snippets,
+        corpus_name: format!("bundled:{}", job.lang.name()),
+        tasks: vec![job.task],
+        kind: crate::probe::ProbeKind::Linear,
+        split: crate::probe::Split::Snippet,
+        pair_features: crate::probe::PairFeatures::Diff,
+        seed: 0,
+        max_pairs: 40,
+        test_fraction: 0.2,
+        layers: None,
+        cache_root: Some(source::cache_dir()),
+        train: crate::probe::TrainOptions::default(),
+        structural: None,
+        cancel: Some(&cancel),
+    };
+    let layers = m.info.layers + 1;
+    let progress = |text: String, result| {
+        if !stale() {
+            send(WorkerMsg::ProbeProgress { req, text, result });
+        }
+    };
+    progress("preparing the corpus…".into(), None);
+    let res = crate::probe::run(&spec, &mut |p| match p {
+        crate::probe::Progress::Cached => {
+            progress(format!("fitting layer 1/{layers} (features cached)"), None)
+        }
+        crate::probe::Progress::Traced { done, total } => {
+            let text = if done < total {
+                format!("tracing {done}/{total}")
+            } else {
+                format!("fitting layer 1/{layers}")
+            };
+            progress(text, None)
+        }
+        crate::probe::Progress::Fitted {
+            done,
+            total,
+            result,
+        } => {
+            let text = format!("fitting layer {}/{total}", (done + 1).min(total));
+            progress(text, Some(result))
+        }
+        crate::probe::Progress::Structural(_) => {}
+    });
+    if stale() {
+        return;
+    }
+    match res {
+        Ok(report) => send(WorkerMsg::Probed {
+            req,
+            report: Arc::new(report),
+        }),
+        Err(_) if urgent() => {
+            // Yielded to a load or analysis: run again afterwards (unless superseded).
+            let mut s = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+            if s.probe.is_none() && !s.stop {
+                s.probe = Some(job);
+            }
+        }
+        Err(e) => fail(e.to_string()),
     }
 }
 

@@ -165,3 +165,50 @@ pub fn render(app: &App) -> Terminal<TestBackend> {
 pub fn screen(app: &App) -> String {
     render(app).backend().to_string()
 }
+
+/// A hand-made probe report for `task`: `layers + 1` rows (0 = embeddings) with
+/// accuracy rising then falling and a flat-ish control, no training involved.
+pub fn synthetic_report(layers: usize, task: &str) -> codescope::probe::ProbeReport {
+    use codescope::probe::{CorpusInfo, PairFeatures, ProbeReport, ProbeResult, Split};
+    let mut info = model().info.clone();
+    info.layers = layers;
+    let results = (0..=layers)
+        .map(|l| {
+            let x = l as f64 / layers.max(1) as f64;
+            let accuracy = 0.55 + 0.4 * (1.0 - (2.0 * x - 1.2).powi(2)).max(0.0);
+            let control_accuracy = 0.48 + 0.1 * x + if l == 0 { 0.1 } else { 0.0 };
+            ProbeResult {
+                task: task.into(),
+                probe: "linear".into(),
+                layer: l,
+                accuracy,
+                control_accuracy,
+                selectivity: accuracy - control_accuracy,
+                clusters: None,
+                train_size: 4210,
+                test_size: 1032,
+                seconds: 0.5,
+                majority: 0.31,
+            }
+        })
+        .collect();
+    ProbeReport {
+        model: info,
+        corpus: CorpusInfo {
+            source: "bundled:python".into(),
+            snippets: 311,
+        },
+        split: Split::Snippet,
+        pair_features: PairFeatures::Diff,
+        results,
+        structural: Vec::new(),
+    }
+}
+
+/// The probe job among `fx`.
+pub fn probe_job(fx: &[Effect]) -> Option<codescope::tui::msg::ProbeJob> {
+    fx.iter().find_map(|e| match e {
+        Effect::Probe(j) => Some(j.clone()),
+        _ => None,
+    })
+}

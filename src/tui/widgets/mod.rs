@@ -13,6 +13,7 @@ mod code;
 mod heads;
 mod heatmap;
 mod overlay;
+mod probes;
 mod status;
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -75,7 +76,7 @@ fn full(app: &App, f: &mut Frame, main: Rect) {
     heatmap::draw(app, f, heat_a);
     heads::draw(app, f, grid_a);
     categories::draw(app, f, cat_a);
-    probes(app, f, probe_a);
+    probes::draw(app, f, probe_a);
 }
 
 fn compact(app: &App, f: &mut Frame, main: Rect) {
@@ -103,7 +104,7 @@ fn side_panel(app: &App, f: &mut Frame, area: Rect, which: Focus) {
         Focus::Code | Focus::Heatmap => heatmap::draw(app, f, area),
         Focus::Heads => heads::draw(app, f, area),
         Focus::Categories => categories::draw(app, f, area),
-        Focus::Probes => probes(app, f, area),
+        Focus::Probes => probes::draw(app, f, area),
     }
 }
 
@@ -130,24 +131,6 @@ pub(crate) fn panel<'a>(app: &App, which: Focus, title: Vec<Span<'a>>) -> Block<
             ))
             .right_aligned(),
         )
-}
-
-fn probes(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.theme;
-    let block = panel(app, Focus::Probes, vec![Span::styled("Probes", t.accent())]);
-    let text = vec![
-        Line::from(Span::styled("Probe results are not shown here yet.", t.warn())),
-        Line::from(""),
-        Line::from(vec![
-            Span::raw("Run `"),
-            Span::styled("codescope probe", t.accent()),
-            Span::raw("` for per-layer accuracy, control accuracy and selectivity of linear/MLP probes (and --structural), as a table, JSON or CSV."),
-        ]),
-    ];
-    f.render_widget(
-        Paragraph::new(text).block(block).wrap(Wrap { trim: true }),
-        area,
-    );
 }
 
 fn too_small(app: &App, f: &mut Frame, area: Rect) {
