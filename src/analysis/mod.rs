@@ -141,13 +141,8 @@ pub fn model_input(syn: &Syntax, mode: Mode) -> Result<(String, Vec<CodeToken>)>
     Ok((text, tokens))
 }
 
-/// The analyses after the forward pass (the part the 20 ms budget is about).
-pub fn analyze_trace(
-    syn: Syntax,
-    tokens: Vec<CodeToken>,
-    trace: Trace,
-    opts: &Options,
-) -> SnippetAnalysis {
+/// Subwords of a trace aligned to code tokens by byte overlap (specials to none).
+pub fn align_trace(trace: &Trace, tokens: &[CodeToken]) -> Alignment {
     let spans: Vec<SubwordSpan> = trace
         .tokens
         .iter()
@@ -159,7 +154,17 @@ pub fn analyze_trace(
             }
         })
         .collect();
-    let alignment = align(&spans, &tokens);
+    align(&spans, tokens)
+}
+
+/// The analyses after the forward pass (the part the 20 ms budget is about).
+pub fn analyze_trace(
+    syn: Syntax,
+    tokens: Vec<CodeToken>,
+    trace: Trace,
+    opts: &Options,
+) -> SnippetAnalysis {
+    let alignment = align_trace(&trace, &tokens);
     let ta = attention::aggregate(&trace.attention, &alignment);
     let n_all = tokens.len();
     let golds: Vec<(&'static str, GoldMask)> = GRAPHS

@@ -220,15 +220,7 @@ impl Gpt2 {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
-            const BLOCK: usize = 64;
-            let w_t = self.wte.embeddings().t()?;
-            let mut start = 0;
-            while start < n {
-                let rows = BLOCK.min(n - start);
-                let logits = last.narrow(0, start, rows)?.matmul(&w_t)?;
-                sink(start, &logits.flatten_all()?.to_vec1::<f32>()?)?;
-                start += rows;
-            }
+            super::lm::stream_logits(&last, &self.wte.embeddings().t()?, sink)?;
         }
         Ok(capture)
     }

@@ -380,16 +380,7 @@ impl Llama {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
-            // Logits in row blocks so a long input never holds [n, vocab] at once.
-            const BLOCK: usize = 64;
-            let w_t = self.lm_head.t()?;
-            let mut start = 0;
-            while start < n {
-                let rows = BLOCK.min(n - start);
-                let logits = last.narrow(0, start, rows)?.matmul(&w_t)?;
-                sink(start, &logits.flatten_all()?.to_vec1::<f32>()?)?;
-                start += rows;
-            }
+            super::lm::stream_logits(&last, &self.lm_head.t()?, sink)?;
         }
         Ok(capture)
     }

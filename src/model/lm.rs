@@ -133,6 +133,26 @@ impl Scorer {
     }
 }
 
+/// Run the LM head `w_t` (`[hidden, vocab]`) over the final hidden states `last`
+/// (`[n, hidden]`) in row blocks, handing each block's logits to `sink`, so a long input
+/// never holds `[n, vocab]` at once.
+pub(crate) fn stream_logits(
+    last: &candle_core::Tensor,
+    w_t: &candle_core::Tensor,
+    sink: &mut super::LogitsSink,
+) -> crate::error::Result<()> {
+    const BLOCK: usize = 64;
+    let n = last.dims2()?.0;
+    let mut start = 0;
+    while start < n {
+        let rows = BLOCK.min(n - start);
+        let logits = last.narrow(0, start, rows)?.matmul(w_t)?;
+        sink(start, &logits.flatten_all()?.to_vec1::<f32>()?)?;
+        start += rows;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

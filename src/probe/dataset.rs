@@ -32,7 +32,7 @@ use super::Rng;
 use crate::analysis::{attention::aggregate_hidden, model_input, Mode};
 use crate::error::{Error, Result};
 use crate::model::{ForwardOptions, LoadedModel};
-use crate::syntax::{self, align, Category, Coarse, DfgKind, SubwordSpan, Syntax};
+use crate::syntax::{self, Category, Coarse, DfgKind, Syntax};
 
 /// A probing task (METHODS.md 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -168,18 +168,7 @@ pub fn snippet_hidden(model: &LoadedModel, syn: &Syntax) -> Result<SnippetHidden
         .hidden
         .as_ref()
         .ok_or_else(|| Error::Compute("the model returned no hidden states".into()))?;
-    let spans: Vec<SubwordSpan> = trace
-        .tokens
-        .iter()
-        .map(|s| {
-            if s.special {
-                SubwordSpan::special()
-            } else {
-                SubwordSpan::new(s.start, s.end)
-            }
-        })
-        .collect();
-    let alignment = align(&spans, &tokens);
+    let alignment = crate::analysis::align_trace(&trace, &tokens);
     let covered: Vec<usize> = (0..tokens.len())
         .filter(|&t| {
             alignment.token_to_subwords[t]
