@@ -261,22 +261,7 @@ impl Backbone for Bert {
     }
 
     fn forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
-        if ids.is_empty() {
-            return Err(Error::Compute("no tokens to run".into()));
-        }
-        if ids.len() > self.window() {
-            return Err(Error::Compute(format!(
-                "{} tokens exceed the model window of {}",
-                ids.len(),
-                self.window()
-            )));
-        }
-        if let Some(&bad) = ids.iter().find(|&&i| i as usize >= self.cfg.vocab_size) {
-            return Err(Error::Compute(format!(
-                "token id {bad} outside the vocabulary ({})",
-                self.cfg.vocab_size
-            )));
-        }
+        super::check_ids(ids, self.window(), self.cfg.vocab_size)?;
         let heads = self.cfg.num_attention_heads;
         let d = self.cfg.hidden_size / heads;
         let scale = 1.0 / (d as f64).sqrt();

@@ -160,22 +160,7 @@ impl Gpt2 {
         opts: &ForwardOptions,
         sink: Option<&mut LogitsSink>,
     ) -> Result<Capture> {
-        if ids.is_empty() {
-            return Err(Error::Compute("no tokens to run".into()));
-        }
-        if ids.len() > self.cfg.n_positions {
-            return Err(Error::Compute(format!(
-                "{} tokens exceed the model window of {}",
-                ids.len(),
-                self.cfg.n_positions
-            )));
-        }
-        if let Some(&bad) = ids.iter().find(|&&i| i as usize >= self.cfg.vocab_size) {
-            return Err(Error::Compute(format!(
-                "token id {bad} outside the vocabulary ({})",
-                self.cfg.vocab_size
-            )));
-        }
+        super::check_ids(ids, self.cfg.n_positions, self.cfg.vocab_size)?;
         let n = ids.len();
         let (heads, h) = (self.cfg.n_head, self.cfg.n_embd);
         let d = h / heads;

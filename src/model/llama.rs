@@ -286,22 +286,7 @@ impl Llama {
         opts: &ForwardOptions,
         sink: Option<&mut LogitsSink>,
     ) -> Result<Capture> {
-        if ids.is_empty() {
-            return Err(Error::Compute("no tokens to run".into()));
-        }
-        if ids.len() > self.window() {
-            return Err(Error::Compute(format!(
-                "{} tokens exceed the model window of {}",
-                ids.len(),
-                self.window()
-            )));
-        }
-        if let Some(&bad) = ids.iter().find(|&&i| i as usize >= self.cfg.vocab_size) {
-            return Err(Error::Compute(format!(
-                "token id {bad} outside the vocabulary ({})",
-                self.cfg.vocab_size
-            )));
-        }
+        super::check_ids(ids, self.window(), self.cfg.vocab_size)?;
         let n = ids.len();
         let (heads, kv, d) = (
             self.cfg.num_attention_heads,

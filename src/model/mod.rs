@@ -94,6 +94,26 @@ impl Capture {
     }
 }
 
+/// Refuse ids a forward pass cannot take: none, more than the window, or outside the
+/// vocabulary (one message for every architecture).
+pub(crate) fn check_ids(ids: &[u32], window: usize, vocab: usize) -> Result<()> {
+    if ids.is_empty() {
+        return Err(Error::Compute("no tokens to run".into()));
+    }
+    if ids.len() > window {
+        return Err(Error::Compute(format!(
+            "{} tokens exceed the model window of {window}",
+            ids.len()
+        )));
+    }
+    if let Some(&bad) = ids.iter().find(|&&i| i as usize >= vocab) {
+        return Err(Error::Compute(format!(
+            "token id {bad} outside the vocabulary ({vocab})"
+        )));
+    }
+    Ok(())
+}
+
 /// One architecture's forward pass with capture.
 pub trait Backbone: Send + Sync {
     fn layers(&self) -> usize;
