@@ -892,7 +892,7 @@ pub(crate) fn categorize(
 // ---------------------------------------------------------------------------------------
 
 /// Kinds that only regroup assignment targets (`a, b = ...`, `[a, *b] = ...`).
-const PY_TARGET_CONTAINERS: [&str; 9] = [
+pub(crate) const PY_TARGET_CONTAINERS: [&str; 9] = [
     "pattern_list",
     "tuple_pattern",
     "list_pattern",

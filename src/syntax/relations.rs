@@ -349,18 +349,10 @@ struct Dfg<'a> {
     depth: usize,
 }
 
-const PY_BIND_CONTAINERS: [&str; 10] = [
-    "pattern_list",
-    "tuple_pattern",
-    "list_pattern",
-    "list_splat_pattern",
-    "tuple",
-    "list",
-    "expression_list",
-    "parenthesized_expression",
-    "list_splat",
-    "as_pattern_target",
-];
+/// Assignment-target containers (shared with role inference) plus `as` targets.
+fn py_bind_container(kind: &str) -> bool {
+    kind == "as_pattern_target" || super::parse::PY_TARGET_CONTAINERS.contains(&kind)
+}
 
 const PUNCT: [&str; 5] = [",", "(", ")", "[", "]"];
 
@@ -731,7 +723,7 @@ impl<'a> Dfg<'a> {
         }
         let k = a.kind(l);
         match (self.lang, k) {
-            (Language::Python, c) if PY_BIND_CONTAINERS.contains(&c) => {
+            (Language::Python, c) if py_bind_container(c) => {
                 for &ch in a.children(l) {
                     self.bind(ch, sources, aug);
                 }
