@@ -118,7 +118,7 @@ fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
     };
     if t.truncated > 0 {
         eprintln!(
-            "codescope: notice: input truncated to the model's window of {} tokens ({} tokens dropped)",
+            "codescope: notice: input truncated to the window of {} tokens ({} tokens dropped)",
             m.info.window, t.truncated
         );
     }
@@ -159,7 +159,7 @@ pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
     if t.truncated > 0 {
         writeln!(
             out,
-            "notice   truncated to the model's window of {} tokens: {} tokens dropped",
+            "notice   truncated to the window of {} tokens: {} tokens dropped",
             m.window, t.truncated
         )
         .map_err(w)?;
@@ -309,7 +309,7 @@ fn analyze_cmd(spec: Option<&str>, lang: Option<&str>, args: &AnalyzeArgs) -> Re
     )?;
     if a.trace.truncated > 0 {
         eprintln!(
-            "codescope: notice: input truncated to the model's window of {} tokens ({} dropped)",
+            "codescope: notice: input truncated to the window of {} tokens ({} dropped)",
             m.info.window, a.trace.truncated
         );
     }

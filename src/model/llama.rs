@@ -133,14 +133,18 @@ impl LlamaConfig {
 }
 
 /// A `[in, out]` (transposed, contiguous) weight with optional bias.
-struct Proj {
+pub(crate) struct Proj {
     w: Tensor,
     b: Option<Tensor>,
 }
 
 impl Proj {
     /// Fuse several checkpoint linears (same input) into one `[in, sum(out)]` matmul.
-    fn fused(vbs: &[VarBuilder], inp: usize, outs: &[usize]) -> candle_core::Result<Self> {
+    pub(crate) fn fused(
+        vbs: &[VarBuilder],
+        inp: usize,
+        outs: &[usize],
+    ) -> candle_core::Result<Self> {
         let mut ws = Vec::new();
         let mut bs = Vec::new();
         for (vb, &out) in vbs.iter().zip(outs) {
@@ -161,7 +165,7 @@ impl Proj {
             },
         })
     }
-    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+    pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let y = x.matmul(&self.w)?;
         match &self.b {
             Some(b) => y.broadcast_add(b),
@@ -265,21 +269,6 @@ impl Llama {
         candle_nn::ops::rms_norm(&x.contiguous()?, w, self.cfg.rms_norm_eps as f32)
     }
 
-    /// `(cos, sin)` tables `[n][d/2]` as HF builds them (f32 products and trig).
-    fn rope_tables(&self, n: usize) -> (Vec<f32>, Vec<f32>) {
-        let half = self.inv_freq.len();
-        let mut cos = vec![0.0f32; n * half];
-        let mut sin = vec![0.0f32; n * half];
-        for p in 0..n {
-            for (i, f) in self.inv_freq.iter().enumerate() {
-                let a = f * p as f32;
-                cos[p * half + i] = a.cos();
-                sin[p * half + i] = a.sin();
-            }
-        }
-        (cos, sin)
-    }
-
     fn run(
         &self,
         ids: &[u32],
@@ -294,27 +283,15 @@ impl Llama {
             self.cfg.head_dim(),
         );
         let rep = heads / kv;
-        let half = d / 2;
         let hd = heads * d;
         let scale = 1.0 / (d as f32).sqrt();
-        let (cos, sin) = self.rope_tables(n);
+        let (cos, sin) = rope_tables(&self.inv_freq, n);
         let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
         let mut x = self.embed.forward(&Tensor::new(ids, &self.device)?)?;
         if opts.hidden {
             capture.push_hidden(&x)?;
         }
-        // Rotate one head vector in place (HF `apply_rotary_pos_emb` with `rotate_half`).
-        let rotate = |v: &mut [f32], p: usize| {
-            let (c, s) = (
-                &cos[p * half..(p + 1) * half],
-                &sin[p * half..(p + 1) * half],
-            );
-            for i in 0..half {
-                let (a, b) = (v[i], v[i + half]);
-                v[i] = a * c[i] - b * s[i];
-                v[i + half] = b * c[i] + a * s[i];
-            }
-        };
+        let rotate = |v: &mut [f32], p: usize| rotate_half(v, &cos, &sin, p);
         let src_row = (heads + 2 * kv) * d;
         let mut fused = vec![0.0f32; n * 3 * hd];
         let mut k_rot = vec![0.0f32; kv * d];
@@ -368,6 +345,37 @@ impl Llama {
             super::lm::stream_logits(&last, &self.lm_head.t()?, sink)?;
         }
         Ok(capture)
+    }
+}
+
+/// `(cos, sin)` tables `[n][d/2]` as HF builds them (f32 products and trig), for the
+/// positions of one input only.
+pub(crate) fn rope_tables(inv_freq: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
+    let half = inv_freq.len();
+    let mut cos = vec![0.0f32; n * half];
+    let mut sin = vec![0.0f32; n * half];
+    for p in 0..n {
+        for (i, f) in inv_freq.iter().enumerate() {
+            let a = f * p as f32;
+            cos[p * half + i] = a.cos();
+            sin[p * half + i] = a.sin();
+        }
+    }
+    (cos, sin)
+}
+
+/// Rotate one head vector at position `p` in place (HF `apply_rotary_pos_emb` with
+/// `rotate_half`: pairs `(i, i + d/2)`).
+pub(crate) fn rotate_half(v: &mut [f32], cos: &[f32], sin: &[f32], p: usize) {
+    let half = v.len() / 2;
+    let (c, s) = (
+        &cos[p * half..(p + 1) * half],
+        &sin[p * half..(p + 1) * half],
+    );
+    for i in 0..half {
+        let (a, b) = (v[i], v[i + half]);
+        v[i] = a * c[i] - b * s[i];
+        v[i + half] = b * c[i] + a * s[i];
     }
 }
 

@@ -8,6 +8,9 @@
 //! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
 
 pub mod bert;
+pub mod gemma3;
+pub mod gguf;
+pub mod gguf_tokenizer;
 pub mod gpt2;
 pub mod kernels;
 pub mod llama;
@@ -27,12 +30,37 @@ use candle_nn::VarBuilder;
 use crate::error::{Error, Result};
 pub use lm::{Prediction, Surprisal};
 pub use source::{ModelFiles, Weights};
-pub use tokenizer::{CodeTokenizer, Encoded};
+pub use tokenizer::{CodeTokenizer, Encoded, TokenizerFiles};
 pub use trace::{Attention, Hidden, ModelInfo, Subword, Trace};
 
 /// Architectures codescope implements, as named in `config.json` `model_type`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] =
-    &["bert", "roberta", "xlm-roberta", "gpt2", "llama", "qwen2"];
+pub const SUPPORTED_ARCHITECTURES: &[&str] = &[
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "gpt2",
+    "llama",
+    "qwen2",
+    "gemma3_text",
+];
+
+/// Default memory budget for the captured attention of one input, in MiB.
+pub const ATTENTION_BUDGET_MB: usize = 2048;
+
+/// The longest input whose full attention capture (`layers * heads * n^2` f32) fits the
+/// budget (`CODESCOPE_ATTENTION_BUDGET_MB`, default [`ATTENTION_BUDGET_MB`]), capped by
+/// the model's own window. Decoders with 32k-token windows would otherwise need tens of
+/// GB for one trace; longer inputs are truncated with the usual visible notice.
+pub fn budget_window(model_window: usize, layers: usize, heads: usize) -> usize {
+    let mb = std::env::var("CODESCOPE_ATTENTION_BUDGET_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(ATTENTION_BUDGET_MB);
+    let per_pair = (layers.max(1) * heads.max(1) * 4) as f64;
+    let n = ((mb as f64 * 1024.0 * 1024.0) / per_pair).sqrt().floor() as usize;
+    model_window.min(n.max(16))
+}
 
 /// Receives LM-head logits in row blocks: `(first row, rows * vocab floats)`.
 pub type LogitsSink<'a> = dyn FnMut(usize, &[f32]) -> Result<()> + 'a;
@@ -204,6 +232,10 @@ fn var_builder(weights: &Weights) -> Result<VarBuilder<'static>> {
                 reason: e.to_string(),
             })
         }
+        Weights::Gguf(p) => Err(Error::CorruptWeights {
+            path: p.clone(),
+            reason: "a GGUF file is loaded through its own metadata, not a config.json".into(),
+        }),
     }
 }
 
@@ -257,88 +289,23 @@ impl LoadedModel {
     /// Load a model from resolved files.
     pub fn load(files: &ModelFiles) -> Result<Self> {
         let start = Instant::now();
-        let (cfg, model_type) = read_config(&files.config)?;
-        let supported = || SUPPORTED_ARCHITECTURES.join(", ");
-        let (backbone, arch): (Box<dyn Backbone>, &str) = match model_type.as_str() {
-            "bert" | "roberta" | "xlm-roberta" => {
-                let bcfg: bert::BertConfig =
-                    serde_json::from_value(cfg.clone()).map_err(|e| Error::BadConfig {
-                        path: files.config.clone(),
-                        reason: e.to_string(),
-                    })?;
-                let flavor = if model_type == "bert" {
-                    bert::Flavor::Bert
-                } else {
-                    bert::Flavor::Roberta
-                };
-                let vb = var_builder(&files.weights)?;
-                let m = bert::Bert::load(bcfg, flavor, vb).map_err(|e| match e {
-                    Error::Compute(reason) => Error::CorruptWeights {
-                        path: weights_path(&files.weights),
-                        reason,
-                    },
-                    e => e,
+        let (backbone, arch, tokenizer) = if let Weights::Gguf(path) = &files.weights {
+            let (backbone, arch, file) = load_gguf_backbone(path)?;
+            // A tokenizer.json beside the file wins; else the one in the GGUF metadata.
+            let tokenizer = match &files.tokenizer {
+                TokenizerFiles::Gguf(_) => CodeTokenizer::from_gguf(&file)?,
+                other => CodeTokenizer::load(other, &files.dir)?,
+            };
+            (backbone, arch, tokenizer)
+        } else {
+            let (cfg, model_type) = read_config(&files.config)?;
+            let (backbone, arch) =
+                build_backbone(&cfg, &model_type, &files.config, &files.weights, || {
+                    var_builder(&files.weights)
                 })?;
-                let name = if model_type == "bert" {
-                    "bert"
-                } else {
-                    "roberta"
-                };
-                (Box::new(m), name)
-            }
-            "gpt2" => {
-                let gcfg: gpt2::Gpt2Config =
-                    serde_json::from_value(cfg.clone()).map_err(|e| Error::BadConfig {
-                        path: files.config.clone(),
-                        reason: e.to_string(),
-                    })?;
-                gcfg.validate().map_err(|reason| Error::BadConfig {
-                    path: files.config.clone(),
-                    reason,
-                })?;
-                let vb = var_builder(&files.weights)?;
-                let m = gpt2::Gpt2::load(gcfg, vb).map_err(|e| match e {
-                    Error::Compute(reason) => Error::CorruptWeights {
-                        path: weights_path(&files.weights),
-                        reason,
-                    },
-                    e => e,
-                })?;
-                (Box::new(m), "gpt2")
-            }
-            "llama" | "qwen2" => {
-                let lcfg: llama::LlamaConfig =
-                    serde_json::from_value(cfg.clone()).map_err(|e| Error::BadConfig {
-                        path: files.config.clone(),
-                        reason: e.to_string(),
-                    })?;
-                lcfg.validate().map_err(|reason| Error::BadConfig {
-                    path: files.config.clone(),
-                    reason,
-                })?;
-                let name = if model_type == "llama" {
-                    "llama"
-                } else {
-                    "qwen2"
-                };
-                let vb = var_builder(&files.weights)?;
-                let m = llama::Llama::load(lcfg, name, vb).map_err(|e| match e {
-                    Error::Compute(reason) => Error::CorruptWeights {
-                        path: weights_path(&files.weights),
-                        reason,
-                    },
-                    e => e,
-                })?;
-                (Box::new(m), name)
-            }
-            other => {
-                return Err(Error::UnsupportedArchitecture {
-                    found: other.to_string(),
-                    supported: supported(),
-                })
-            }
+            let tokenizer = CodeTokenizer::load(&files.tokenizer, &files.dir)?;
+            (backbone, arch, tokenizer)
         };
-        let tokenizer = CodeTokenizer::load(&files.tokenizer, &files.dir)?;
         if tokenizer.vocab_size() > backbone.vocab_size() {
             tracing::warn!(
                 tokenizer = tokenizer.vocab_size(),
@@ -352,9 +319,16 @@ impl LoadedModel {
             layers: backbone.layers(),
             heads: backbone.heads(),
             hidden_size: backbone.hidden_size(),
-            window: backbone.window(),
+            window: budget_window(backbone.window(), backbone.layers(), backbone.heads()),
             causal: backbone.causal(),
         };
+        if info.window < backbone.window() {
+            tracing::info!(
+                model_window = backbone.window(),
+                window = info.window,
+                "window limited by the attention memory budget (CODESCOPE_ATTENTION_BUDGET_MB)"
+            );
+        }
         tracing::info!(source = %info.source, arch, ms = start.elapsed().as_millis() as u64, "model loaded");
         Ok(LoadedModel {
             info,
@@ -444,6 +418,110 @@ impl LoadedModel {
 fn weights_path(w: &Weights) -> std::path::PathBuf {
     match w {
         Weights::Safetensors(p) => p[0].clone(),
-        Weights::Pth(p) => p.clone(),
+        Weights::Pth(p) | Weights::Gguf(p) => p.clone(),
+    }
+}
+
+/// Build an architecture from an HF-style config value and a `VarBuilder` with HF
+/// checkpoint names. Returns the backbone and the family name.
+fn build_backbone(
+    cfg: &serde_json::Value,
+    model_type: &str,
+    config_path: &Path,
+    weights: &Weights,
+    vb: impl FnOnce() -> Result<VarBuilder<'static>>,
+) -> Result<(Box<dyn Backbone>, &'static str)> {
+    let bad_config = |reason: String| Error::BadConfig {
+        path: config_path.into(),
+        reason,
+    };
+    let corrupt = |e: Error| match e {
+        Error::Compute(reason) => Error::CorruptWeights {
+            path: weights_path(weights),
+            reason,
+        },
+        e => e,
+    };
+    fn parse<T: serde::de::DeserializeOwned>(
+        cfg: &serde_json::Value,
+        bad: impl Fn(String) -> Error,
+    ) -> Result<T> {
+        serde_json::from_value(cfg.clone()).map_err(|e| bad(e.to_string()))
+    }
+    Ok(match model_type {
+        "bert" | "roberta" | "xlm-roberta" => {
+            let bcfg: bert::BertConfig = parse(cfg, bad_config)?;
+            let (flavor, name) = if model_type == "bert" {
+                (bert::Flavor::Bert, "bert")
+            } else {
+                (bert::Flavor::Roberta, "roberta")
+            };
+            let m = bert::Bert::load(bcfg, flavor, vb()?).map_err(corrupt)?;
+            (Box::new(m), name)
+        }
+        "gpt2" => {
+            let gcfg: gpt2::Gpt2Config = parse(cfg, bad_config)?;
+            gcfg.validate().map_err(bad_config)?;
+            let m = gpt2::Gpt2::load(gcfg, vb()?).map_err(corrupt)?;
+            (Box::new(m), "gpt2")
+        }
+        "llama" | "qwen2" => {
+            let lcfg: llama::LlamaConfig = parse(cfg, bad_config)?;
+            lcfg.validate().map_err(bad_config)?;
+            let name = if model_type == "llama" {
+                "llama"
+            } else {
+                "qwen2"
+            };
+            let m = llama::Llama::load(lcfg, name, vb()?).map_err(corrupt)?;
+            (Box::new(m), name)
+        }
+        "gemma3_text" | "gemma3" => {
+            // A multimodal `gemma3` config nests the text model's settings.
+            let text = cfg.get("text_config").unwrap_or(cfg);
+            let gcfg: gemma3::Gemma3Config = parse(text, bad_config)?;
+            gcfg.validate().map_err(bad_config)?;
+            let m = gemma3::Gemma3::load(gcfg, vb()?).map_err(corrupt)?;
+            (Box::new(m), "gemma3")
+        }
+        other => {
+            return Err(Error::UnsupportedArchitecture {
+                found: other.to_string(),
+                supported: SUPPORTED_ARCHITECTURES.join(", "),
+            })
+        }
+    })
+}
+
+/// Load the backbone of a GGUF file (weights dequantized to f32 at load; see
+/// [`gguf`]). Returns the opened file too (its metadata holds the tokenizer).
+pub fn load_gguf_backbone(
+    path: &Path,
+) -> Result<(Box<dyn Backbone>, &'static str, gguf::GgufFile)> {
+    let file = gguf::GgufFile::open(path)?;
+    let cfg = file.hf_config()?;
+    let model_type = cfg["model_type"].as_str().unwrap_or_default().to_string();
+    let weights = Weights::Gguf(path.into());
+    let (backbone, arch) = build_backbone(&cfg, &model_type, path, &weights, || {
+        let tensors = file.hf_tensors(&cfg)?;
+        Ok(VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu))
+    })?;
+    Ok((backbone, arch, file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attention_budget_bounds_the_window() {
+        // 2 GiB / (18 layers * 4 heads * 4 bytes) = 7,456,540 pairs -> 2730 tokens.
+        if std::env::var("CODESCOPE_ATTENTION_BUDGET_MB").is_err() {
+            assert_eq!(budget_window(32_768, 18, 4), 2730);
+            assert_eq!(budget_window(512, 6, 12), 512);
+            let n = budget_window(1 << 20, 24, 16);
+            assert!((n * n * 24 * 16 * 4) as u64 <= 2048 << 20);
+            assert!(((n + 1) * (n + 1) * 24 * 16 * 4) as u64 > 2048 << 20);
+        }
     }
 }

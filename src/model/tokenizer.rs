@@ -29,6 +29,8 @@ pub enum TokenizerFiles {
     Bpe { vocab: PathBuf, merges: PathBuf },
     /// BERT WordPiece: `vocab.txt` (+ `tokenizer_config.json` for lower-casing).
     WordPiece { vocab: PathBuf },
+    /// Rebuilt from a GGUF file's `tokenizer.ggml.*` metadata.
+    Gguf(PathBuf),
 }
 
 impl TokenizerFiles {
@@ -82,6 +84,11 @@ impl CodeTokenizer {
             .map_err(|e| tk_err("disabling truncation", e))?;
         inner.with_padding(None);
         Ok(CodeTokenizer { inner })
+    }
+
+    /// The tokenizer stored in a GGUF file's metadata.
+    pub fn from_gguf(file: &super::gguf::GgufFile) -> Result<Self> {
+        Self::from_tokenizer(super::gguf_tokenizer::from_gguf(&file.content)?)
     }
 
     /// The vocabulary size including added tokens.
@@ -157,6 +164,10 @@ pub fn build(files: &TokenizerFiles, dir: &Path) -> Result<Tokenizer> {
         }
         TokenizerFiles::Bpe { vocab, merges } => build_bpe(vocab, merges),
         TokenizerFiles::WordPiece { vocab } => build_wordpiece(vocab, dir),
+        TokenizerFiles::Gguf(path) => {
+            let file = super::gguf::GgufFile::open(path)?;
+            super::gguf_tokenizer::from_gguf(&file.content)
+        }
     }
 }
 

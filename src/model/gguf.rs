@@ -1,0 +1,367 @@
+//! Quantized GGUF checkpoints (llama.cpp's format) for the Llama, Qwen2 and Gemma 3
+//! families.
+//!
+//! A GGUF file carries its own configuration (`{arch}.*` metadata), tokenizer
+//! (`tokenizer.ggml.*`, rebuilt by [`super::gguf_tokenizer`]) and tensors in llama.cpp's
+//! names and block-quantized types. Loading:
+//! 1. the header is read with candle's `gguf_file` reader and checked against the file
+//!    length (a truncated file fails here, naming the missing bytes);
+//! 2. an HF-style `config.json` value is built from the metadata, so the architectures
+//!    are configured exactly as from a hub checkpoint;
+//! 3. every tensor is dequantized to f32 at load (in parallel, one reader per task) and
+//!    renamed to the HF checkpoint name, undoing llama.cpp's conversion edits: Gemma's
+//!    RMSNorm weights are stored as `1 + w`, Llama's Q/K rows are permuted for
+//!    llama.cpp's interleaved rope (transformers' `reverse_permute_weights`).
+//!
+//! Dequantizing once at load is the measured choice for the CPU: candle's quantized
+//! matmuls run Q5_0 (most of Gemma 3 270M, whose 640-wide rows are not a multiple of
+//! the 256-element k-quant block) without SIMD and were ~10x slower than f32 gemm on
+//! the dequantized weights. The price is memory: f32 weights (1.1 GB for Gemma 3 270M).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::gguf_file::{Content, Value};
+use candle_core::{DType, Device, Tensor};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// GGUF `general.architecture` values codescope can run.
+pub const GGUF_ARCHITECTURES: &[&str] = &["gemma3", "llama", "qwen2"];
+
+/// An opened GGUF file: header, metadata and tensor directory (no tensor data yet).
+pub struct GgufFile {
+    pub path: PathBuf,
+    pub content: Content,
+}
+
+impl GgufFile {
+    /// Read and check the header.
+    pub fn open(path: &Path) -> Result<Self> {
+        let corrupt = |reason: String| Error::CorruptWeights {
+            path: path.into(),
+            reason,
+        };
+        let f = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
+        let mut r = BufReader::new(f);
+        let content =
+            Content::read(&mut r).map_err(|e| corrupt(format!("not a GGUF file: {e}")))?;
+        // Every tensor must fit inside the file.
+        let mut end = 0u64;
+        for (name, t) in &content.tensor_infos {
+            let elems = t.shape.elem_count();
+            let bs = t.ggml_dtype.block_size();
+            if elems % bs != 0 {
+                return Err(corrupt(format!(
+                    "tensor {name}: {elems} elements are not a multiple of the {bs}-element block"
+                )));
+            }
+            let bytes = (elems / bs * t.ggml_dtype.type_size()) as u64;
+            end = end.max(content.tensor_data_offset + t.offset + bytes);
+        }
+        if end > len {
+            return Err(corrupt(format!(
+                "truncated: tensors need {end} bytes, the file has {len}"
+            )));
+        }
+        Ok(GgufFile {
+            path: path.into(),
+            content,
+        })
+    }
+
+    fn meta(&self, key: &str) -> Option<&Value> {
+        self.content.metadata.get(key)
+    }
+
+    /// A numeric metadata value as f64 (any integer or float type).
+    pub fn num(&self, key: &str) -> Option<f64> {
+        Some(match self.meta(key)? {
+            Value::U8(v) => *v as f64,
+            Value::I8(v) => *v as f64,
+            Value::U16(v) => *v as f64,
+            Value::I16(v) => *v as f64,
+            Value::U32(v) => *v as f64,
+            Value::I32(v) => *v as f64,
+            Value::U64(v) => *v as f64,
+            Value::I64(v) => *v as f64,
+            Value::F32(v) => *v as f64,
+            Value::F64(v) => *v,
+            _ => return None,
+        })
+    }
+
+    /// A string metadata value.
+    pub fn string(&self, key: &str) -> Option<&str> {
+        match self.meta(key)? {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// `general.architecture`.
+    pub fn architecture(&self) -> Result<String> {
+        self.string("general.architecture")
+            .map(str::to_string)
+            .ok_or_else(|| Error::CorruptWeights {
+                path: self.path.clone(),
+                reason: "GGUF metadata has no general.architecture".into(),
+            })
+    }
+
+    fn need(&self, key: &str) -> Result<f64> {
+        self.num(key).ok_or_else(|| Error::BadConfig {
+            path: self.path.clone(),
+            reason: format!("GGUF metadata lacks {key}"),
+        })
+    }
+
+    /// The vocabulary size: `{arch}.vocab_size`, else the token list's length, else the
+    /// embedding's rows.
+    fn vocab_size(&self, arch: &str) -> Option<usize> {
+        if let Some(v) = self.num(&format!("{arch}.vocab_size")) {
+            return Some(v as usize);
+        }
+        if let Some(Value::Array(a)) = self.meta("tokenizer.ggml.tokens") {
+            return Some(a.len());
+        }
+        self.content
+            .tensor_infos
+            .get("token_embd.weight")
+            .map(|t| t.shape.dims()[0])
+    }
+
+    /// An HF `config.json` value for this file (`model_type` set), built from metadata.
+    pub fn hf_config(&self) -> Result<serde_json::Value> {
+        use serde_json::json;
+        let arch = self.architecture()?;
+        let a = |k: &str| format!("{arch}.{k}");
+        let hidden = self.need(&a("embedding_length"))? as usize;
+        let heads = self.need(&a("attention.head_count"))? as usize;
+        let kv = self
+            .num(&a("attention.head_count_kv"))
+            .map(|v| v as usize)
+            .unwrap_or(heads);
+        let head_dim = self
+            .num(&a("attention.key_length"))
+            .map(|v| v as usize)
+            .unwrap_or(hidden / heads.max(1));
+        let vocab = self.vocab_size(&arch).ok_or_else(|| Error::BadConfig {
+            path: self.path.clone(),
+            reason: "cannot tell the vocabulary size".into(),
+        })?;
+        let mut cfg = json!({
+            "vocab_size": vocab,
+            "hidden_size": hidden,
+            "intermediate_size": self.need(&a("feed_forward_length"))? as usize,
+            "num_hidden_layers": self.need(&a("block_count"))? as usize,
+            "num_attention_heads": heads,
+            "num_key_value_heads": kv,
+            "head_dim": head_dim,
+            "max_position_embeddings": self.need(&a("context_length"))? as usize,
+            "rms_norm_eps": self.need(&a("attention.layer_norm_rms_epsilon"))?,
+            "tie_word_embeddings": !self.content.tensor_infos.contains_key("output.weight"),
+        });
+        let theta = self.num(&a("rope.freq_base"));
+        match arch.as_str() {
+            "gemma3" => {
+                cfg["model_type"] = json!("gemma3_text");
+                cfg["hidden_activation"] = json!("gelu_pytorch_tanh");
+                cfg["query_pre_attn_scalar"] = json!(head_dim);
+                let layers = cfg["num_hidden_layers"].as_u64().unwrap_or(0) as usize;
+                // llama.cpp (and transformers' GGUF loader): every 6th layer is global.
+                let types: Vec<&str> = (0..layers)
+                    .map(|i| {
+                        if (i + 1) % 6 == 0 {
+                            "full_attention"
+                        } else {
+                            "sliding_attention"
+                        }
+                    })
+                    .collect();
+                cfg["layer_types"] = json!(types);
+                cfg["sliding_window"] = json!(self.need(&a("attention.sliding_window"))? as usize);
+                let mut global =
+                    json!({"rope_theta": theta.unwrap_or(1_000_000.0), "rope_type": "default"});
+                if let Some(f) = self.num(&a("rope.scaling.factor")) {
+                    if self.string(&a("rope.scaling.type")) == Some("linear") && f != 1.0 {
+                        global = json!({"rope_theta": theta.unwrap_or(1_000_000.0), "rope_type": "linear", "factor": f});
+                    }
+                }
+                cfg["rope_parameters"] = json!({
+                    "full_attention": global,
+                    "sliding_attention": {"rope_theta": 10_000.0, "rope_type": "default"},
+                });
+            }
+            "llama" | "qwen2" => {
+                cfg["model_type"] = json!(arch);
+                cfg["hidden_act"] = json!("silu");
+                cfg["rope_theta"] = json!(theta.unwrap_or(10_000.0));
+                if let Some(kind) = self.string(&a("rope.scaling.type")) {
+                    if kind != "none" {
+                        let f = self.num(&a("rope.scaling.factor")).unwrap_or(1.0);
+                        cfg["rope_scaling"] = json!({"rope_type": kind, "factor": f});
+                    }
+                }
+            }
+            other => {
+                return Err(Error::UnsupportedArchitecture {
+                    found: format!("{other} (GGUF)"),
+                    supported: GGUF_ARCHITECTURES.join(", "),
+                })
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// Every tensor dequantized to f32 under its HF checkpoint name.
+    pub fn hf_tensors(&self, cfg: &serde_json::Value) -> Result<HashMap<String, Tensor>> {
+        let arch = self.architecture()?;
+        let heads = cfg["num_attention_heads"].as_u64().unwrap_or(1) as usize;
+        let kv = cfg["num_key_value_heads"].as_u64().unwrap_or(1) as usize;
+        let names: Vec<&String> = self.content.tensor_infos.keys().collect();
+        let corrupt = |reason: String| Error::CorruptWeights {
+            path: self.path.clone(),
+            reason,
+        };
+        // Largest first, so the two cores finish together.
+        let mut names = names;
+        names.sort_by_key(|n| std::cmp::Reverse(self.content.tensor_infos[*n].shape.elem_count()));
+        let out: Vec<(String, Tensor)> = names
+            .par_iter()
+            .map_init(
+                || File::open(&self.path).map(BufReader::new),
+                |reader, name| {
+                    let reader = reader.as_mut().map_err(|e| {
+                        Error::io(&self.path, std::io::Error::new(e.kind(), e.to_string()))
+                    })?;
+                    let Some(hf) = hf_name(&arch, name) else {
+                        return Ok(None);
+                    };
+                    let q = self
+                        .content
+                        .tensor(reader, name, &Device::Cpu)
+                        .map_err(|e| corrupt(format!("tensor {name}: {e}")))?;
+                    let mut t = q
+                        .dequantize(&Device::Cpu)
+                        .and_then(|t| t.to_dtype(DType::F32))
+                        .map_err(|e| corrupt(format!("tensor {name}: {e}")))?;
+                    let edit = || -> candle_core::Result<Tensor> {
+                        if arch == "gemma3" && name.ends_with("norm.weight") {
+                            // llama.cpp stores Gemma's `1 + w`; HF checkpoints hold `w`.
+                            return t.affine(1.0, -1.0);
+                        }
+                        if arch == "llama" && name.ends_with("attn_q.weight") {
+                            return reverse_permute(&t, heads);
+                        }
+                        if arch == "llama" && name.ends_with("attn_k.weight") {
+                            return reverse_permute(&t, kv);
+                        }
+                        Ok(t.clone())
+                    };
+                    t = edit().map_err(|e| corrupt(format!("tensor {name}: {e}")))?;
+                    Ok(Some((hf, t)))
+                },
+            )
+            .filter_map(|r: Result<Option<(String, Tensor)>>| r.transpose())
+            .collect::<Result<Vec<_>>>()?;
+        Ok(out.into_iter().collect())
+    }
+}
+
+/// Undo llama.cpp's `permute` of Llama Q/K rows (`[heads, 2, d/2]` → `[heads, d/2, 2]`
+/// reversed): transformers' `reverse_permute_weights`.
+fn reverse_permute(w: &Tensor, heads: usize) -> candle_core::Result<Tensor> {
+    let (rows, cols) = w.dims2()?;
+    let d2 = rows / heads / 2;
+    w.reshape((heads, d2, 2, cols))?
+        .transpose(1, 2)?
+        .contiguous()?
+        .reshape((rows, cols))
+}
+
+/// llama.cpp tensor name → HF checkpoint name (`None`: not used by codescope, e.g.
+/// precomputed rope frequencies).
+pub fn hf_name(arch: &str, gguf: &str) -> Option<String> {
+    match gguf {
+        "token_embd.weight" => return Some("model.embed_tokens.weight".into()),
+        "output_norm.weight" => return Some("model.norm.weight".into()),
+        "output.weight" => return Some("lm_head.weight".into()),
+        _ => {}
+    }
+    let rest = gguf.strip_prefix("blk.")?;
+    let (layer, name) = rest.split_once('.')?;
+    let layer: usize = layer.parse().ok()?;
+    let (stem, kind) = name.rsplit_once('.')?;
+    let ffn_norm = if arch == "gemma3" {
+        "pre_feedforward_layernorm"
+    } else {
+        "post_attention_layernorm"
+    };
+    let hf = match stem {
+        "attn_q" => "self_attn.q_proj",
+        "attn_k" => "self_attn.k_proj",
+        "attn_v" => "self_attn.v_proj",
+        "attn_output" => "self_attn.o_proj",
+        "attn_q_norm" => "self_attn.q_norm",
+        "attn_k_norm" => "self_attn.k_norm",
+        "attn_norm" => "input_layernorm",
+        "post_attention_norm" => "post_attention_layernorm",
+        "ffn_norm" => ffn_norm,
+        "post_ffw_norm" => "post_feedforward_layernorm",
+        "ffn_gate" => "mlp.gate_proj",
+        "ffn_up" => "mlp.up_proj",
+        "ffn_down" => "mlp.down_proj",
+        _ => return None,
+    };
+    Some(format!("model.layers.{layer}.{hf}.{kind}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_map_to_hf() {
+        assert_eq!(
+            hf_name("gemma3", "blk.3.ffn_norm.weight").as_deref(),
+            Some("model.layers.3.pre_feedforward_layernorm.weight")
+        );
+        assert_eq!(
+            hf_name("llama", "blk.3.ffn_norm.weight").as_deref(),
+            Some("model.layers.3.post_attention_layernorm.weight")
+        );
+        assert_eq!(
+            hf_name("qwen2", "blk.0.attn_q.bias").as_deref(),
+            Some("model.layers.0.self_attn.q_proj.bias")
+        );
+        assert_eq!(hf_name("llama", "rope_freqs.weight"), None);
+    }
+
+    #[test]
+    fn reverse_permute_undoes_llama_cpp_permute() {
+        // llama.cpp: w.reshape(heads, 2, d/2, cols).swapaxes(1, 2).reshape(rows, cols)
+        let (heads, d, cols) = (2usize, 4usize, 3usize);
+        let rows = heads * d;
+        let orig: Vec<f32> = (0..rows * cols).map(|v| v as f32).collect();
+        let w = Tensor::from_vec(orig.clone(), (rows, cols), &Device::Cpu).unwrap();
+        let permuted = w
+            .reshape((heads, 2, d / 2, cols))
+            .unwrap()
+            .transpose(1, 2)
+            .unwrap()
+            .contiguous()
+            .unwrap()
+            .reshape((rows, cols))
+            .unwrap();
+        // Row order after permute, by hand: head 0 rows 0,2,1,3; head 1 rows 4,6,5,7.
+        let first: Vec<f32> = permuted.get(1).unwrap().to_vec1().unwrap();
+        assert_eq!(first, vec![6.0, 7.0, 8.0]);
+        let back = reverse_permute(&permuted, heads).unwrap();
+        assert_eq!(back.flatten_all().unwrap().to_vec1::<f32>().unwrap(), orig);
+    }
+}
