@@ -8,7 +8,9 @@
 //! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
 
 pub mod bert;
+pub mod codegen;
 pub mod gpt2;
+pub mod gpt_bigcode;
 pub mod kernels;
 pub mod llama;
 pub mod lm;
@@ -31,8 +33,16 @@ pub use tokenizer::{CodeTokenizer, Encoded};
 pub use trace::{Attention, Hidden, ModelInfo, Subword, Trace};
 
 /// Architectures codescope implements, as named in `config.json` `model_type`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] =
-    &["bert", "roberta", "xlm-roberta", "gpt2", "llama", "qwen2"];
+pub const SUPPORTED_ARCHITECTURES: &[&str] = &[
+    "bert",
+    "roberta",
+    "xlm-roberta",
+    "gpt2",
+    "codegen",
+    "gpt_bigcode",
+    "llama",
+    "qwen2",
+];
 
 /// Receives LM-head logits in row blocks: `(first row, rows * vocab floats)`.
 pub type LogitsSink<'a> = dyn FnMut(usize, &[f32]) -> Result<()> + 'a;
@@ -305,6 +315,46 @@ impl LoadedModel {
                     e => e,
                 })?;
                 (Box::new(m), "gpt2")
+            }
+            "codegen" => {
+                let ccfg: codegen::CodeGenConfig =
+                    serde_json::from_value(cfg.clone()).map_err(|e| Error::BadConfig {
+                        path: files.config.clone(),
+                        reason: e.to_string(),
+                    })?;
+                ccfg.validate().map_err(|reason| Error::BadConfig {
+                    path: files.config.clone(),
+                    reason,
+                })?;
+                let vb = var_builder(&files.weights)?;
+                let m = codegen::CodeGen::load(ccfg, vb).map_err(|e| match e {
+                    Error::Compute(reason) => Error::CorruptWeights {
+                        path: weights_path(&files.weights),
+                        reason,
+                    },
+                    e => e,
+                })?;
+                (Box::new(m), "codegen")
+            }
+            "gpt_bigcode" => {
+                let bcfg: gpt_bigcode::GptBigCodeConfig = serde_json::from_value(cfg.clone())
+                    .map_err(|e| Error::BadConfig {
+                        path: files.config.clone(),
+                        reason: e.to_string(),
+                    })?;
+                bcfg.validate().map_err(|reason| Error::BadConfig {
+                    path: files.config.clone(),
+                    reason,
+                })?;
+                let vb = var_builder(&files.weights)?;
+                let m = gpt_bigcode::GptBigCode::load(bcfg, vb).map_err(|e| match e {
+                    Error::Compute(reason) => Error::CorruptWeights {
+                        path: weights_path(&files.weights),
+                        reason,
+                    },
+                    e => e,
+                })?;
+                (Box::new(m), "gpt_bigcode")
             }
             "llama" | "qwen2" => {
                 let lcfg: llama::LlamaConfig =
