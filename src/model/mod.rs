@@ -14,6 +14,7 @@ pub mod gpt_bigcode;
 pub mod kernels;
 pub mod llama;
 pub mod lm;
+pub mod pth;
 pub mod source;
 #[doc(hidden)]
 pub mod testutil;
@@ -209,10 +210,11 @@ fn var_builder(weights: &Weights) -> Result<VarBuilder<'static>> {
             })
         }
         Weights::Pth(p) => {
-            VarBuilder::from_pth(p, DType::F32, &dev).map_err(|e| Error::CorruptWeights {
+            let w = pth::PthWeights::open(p).map_err(|e| Error::CorruptWeights {
                 path: p.clone(),
                 reason: e.to_string(),
-            })
+            })?;
+            Ok(VarBuilder::from_backend(Box::new(w), DType::F32, dev))
         }
     }
 }
