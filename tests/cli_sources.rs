@@ -252,6 +252,103 @@ fn hub_id_from_local_cache_and_offline_errors() {
     assert!(out.contains("bert, roberta"), "{out}");
 }
 
+/// The decoder presets resolve through the HF cache as the hub lays their repos out:
+/// CodeGen's fp16 `pytorch_model.bin` (with its boolean causal-mask buffers, skipped
+/// quietly) and `tokenizer.json`, StarCoder's `model.safetensors`; the tiny fixtures stand in for the
+/// real weights. Old preset names still resolve.
+#[test]
+fn decoder_presets_from_the_hf_cache() {
+    let env = Env::new();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let layouts: [(&str, &str, &[&str]); 2] = [
+        (
+            "Salesforce/codegen-350M-mono",
+            "tiny_codegen",
+            &["config.json", "tokenizer.json", "pytorch_model.bin"],
+        ),
+        (
+            "bigcode/tiny_starcoder_py",
+            "tiny_starcoder",
+            &["config.json", "tokenizer.json", "model.safetensors"],
+        ),
+    ];
+    for (repo, fixture, files) in layouts {
+        let m = env.root.join(fixture);
+        std::fs::create_dir_all(&m).unwrap();
+        for f in files {
+            std::fs::copy(fixtures.join(fixture).join(f), m.join(f)).unwrap();
+        }
+        hub_cache(&env.root.join("hf"), repo, &m);
+    }
+    for (preset, repo, arch, heads) in [
+        (
+            "codegen-350m-mono",
+            "Salesforce/codegen-350M-mono",
+            "codegen",
+            8,
+        ),
+        (
+            "tiny_starcoder",
+            "bigcode/tiny_starcoder_py",
+            "gpt_bigcode",
+            4,
+        ),
+    ] {
+        let o = env
+            .cmd()
+            .env("HF_HUB_OFFLINE", "1")
+            .env("RUST_BACKTRACE", "1")
+            .args(["trace", "--json", "--surprisal", "--model", preset])
+            .arg(env.sample())
+            .output()
+            .unwrap();
+        let out = ok(&o);
+        // CodeGen's unused boolean buffers are skipped without a word.
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("skipping") && !err.contains("Bool"), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["model"]["architecture"], arch);
+        assert_eq!(v["model"]["source"], repo);
+        assert_eq!(v["model"]["heads"], heads);
+        let n = v["tokens"].as_array().unwrap().len();
+        let s = v["surprisal"].as_array().unwrap();
+        assert_eq!(s.len(), n);
+        assert!(s[0].is_null() && s[1].as_f64().unwrap() > 0.0);
+    }
+    let out = ok(&env.cmd().arg("models").output().unwrap());
+    for (p, local) in [
+        ("codegen-350m-mono", "yes"),
+        ("tiny_starcoder", "yes"),
+        ("qwen2.5-coder-0.5b", "no"),
+        ("deepseek-coder-1.3b", "no"),
+    ] {
+        let line = out.lines().find(|l| l.starts_with(p)).unwrap_or("");
+        assert_eq!(line.split_whitespace().nth(2), Some(local), "{out}");
+    }
+    assert!(out.contains("codegen, gpt_bigcode"), "{out}");
+    assert!(out.contains("qwen2.5-coder = qwen2.5-coder-0.5b"), "{out}");
+    // An old preset name resolves to the same hub repo as the new one.
+    for old in ["qwen2.5-coder", "deepseek-coder"] {
+        let line = fails(
+            &env.cmd()
+                .env("HF_HUB_OFFLINE", "1")
+                .args(["trace", "--model", old])
+                .arg(env.sample())
+                .output()
+                .unwrap(),
+        );
+        let repo = if old == "qwen2.5-coder" {
+            "Qwen/Qwen2.5-Coder-0.5B"
+        } else {
+            "deepseek-ai/deepseek-coder-1.3b-base"
+        };
+        assert!(
+            line.contains(repo) && line.contains("HF_HUB_OFFLINE"),
+            "{line}"
+        );
+    }
+}
+
 /// A one-thread HTTP/1.1 server on loopback serving fixed paths; stops on drop.
 struct Server {
     port: u16,

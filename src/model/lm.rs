@@ -141,12 +141,25 @@ pub(crate) fn stream_logits(
     w_t: &candle_core::Tensor,
     sink: &mut super::LogitsSink,
 ) -> crate::error::Result<()> {
+    stream_logits_biased(last, w_t, None, sink)
+}
+
+/// [`stream_logits`] for an LM head with a bias (`[vocab]`; CodeGen's).
+pub(crate) fn stream_logits_biased(
+    last: &candle_core::Tensor,
+    w_t: &candle_core::Tensor,
+    bias: Option<&candle_core::Tensor>,
+    sink: &mut super::LogitsSink,
+) -> crate::error::Result<()> {
     const BLOCK: usize = 64;
     let n = last.dims2()?.0;
     let mut start = 0;
     while start < n {
         let rows = BLOCK.min(n - start);
-        let logits = last.narrow(0, start, rows)?.matmul(w_t)?;
+        let mut logits = last.narrow(0, start, rows)?.matmul(w_t)?;
+        if let Some(b) = bias {
+            logits = logits.broadcast_add(b)?;
+        }
         sink(start, &logits.flatten_all()?.to_vec1::<f32>()?)?;
         start += rows;
     }

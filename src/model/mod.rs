@@ -8,13 +8,16 @@
 //! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
 
 pub mod bert;
+pub mod codegen;
 pub mod gemma3;
 pub mod gguf;
 pub mod gguf_tokenizer;
 pub mod gpt2;
+pub mod gpt_bigcode;
 pub mod kernels;
 pub mod llama;
 pub mod lm;
+pub mod pth;
 pub mod source;
 #[doc(hidden)]
 pub mod testutil;
@@ -39,6 +42,8 @@ pub const SUPPORTED_ARCHITECTURES: &[&str] = &[
     "roberta",
     "xlm-roberta",
     "gpt2",
+    "codegen",
+    "gpt_bigcode",
     "llama",
     "qwen2",
     "gemma3_text",
@@ -227,10 +232,11 @@ fn var_builder(weights: &Weights) -> Result<VarBuilder<'static>> {
             })
         }
         Weights::Pth(p) => {
-            VarBuilder::from_pth(p, DType::F32, &dev).map_err(|e| Error::CorruptWeights {
+            let w = pth::PthWeights::open(p).map_err(|e| Error::CorruptWeights {
                 path: p.clone(),
                 reason: e.to_string(),
-            })
+            })?;
+            Ok(VarBuilder::from_backend(Box::new(w), DType::F32, dev))
         }
         Weights::Gguf(p) => Err(Error::CorruptWeights {
             path: p.clone(),
@@ -464,6 +470,18 @@ fn build_backbone(
             gcfg.validate().map_err(bad_config)?;
             let m = gpt2::Gpt2::load(gcfg, vb()?).map_err(corrupt)?;
             (Box::new(m), "gpt2")
+        }
+        "codegen" => {
+            let ccfg: codegen::CodeGenConfig = parse(cfg, bad_config)?;
+            ccfg.validate().map_err(bad_config)?;
+            let m = codegen::CodeGen::load(ccfg, vb()?).map_err(corrupt)?;
+            (Box::new(m), "codegen")
+        }
+        "gpt_bigcode" => {
+            let bcfg: gpt_bigcode::GptBigCodeConfig = parse(cfg, bad_config)?;
+            bcfg.validate().map_err(bad_config)?;
+            let m = gpt_bigcode::GptBigCode::load(bcfg, vb()?).map_err(corrupt)?;
+            (Box::new(m), "gpt_bigcode")
         }
         "llama" | "qwen2" => {
             let lcfg: llama::LlamaConfig = parse(cfg, bad_config)?;

@@ -63,19 +63,39 @@ pub const PRESETS: &[Preset] = &[
             "Gemma 3 270M Q4_K_M GGUF (Gemma 3 decoder, 18 x 4), packaged on PyPI in four parts",
     },
     Preset {
-        name: "qwen2.5-coder",
+        name: "codegen-350m-mono",
+        spec: "Salesforce/codegen-350M-mono",
+        description: "CodeGen-Mono 350M (CodeGen decoder, 20 x 16)",
+    },
+    Preset {
+        name: "tiny_starcoder",
+        spec: "bigcode/tiny_starcoder_py",
+        description: "TinyStarCoderPy (GPTBigCode, multi-query, 20 x 12)",
+    },
+    Preset {
+        name: "qwen2.5-coder-0.5b",
         spec: "Qwen/Qwen2.5-Coder-0.5B",
         description: "Qwen2.5-Coder-0.5B (Qwen2 decoder, 24 x 14)",
     },
     Preset {
-        name: "deepseek-coder",
+        name: "deepseek-coder-1.3b",
         spec: "deepseek-ai/deepseek-coder-1.3b-base",
         description: "deepseek-coder-1.3b-base (Llama, 24 x 16)",
     },
 ];
 
-/// Look up a preset by short name.
+/// Earlier short names that still work: `(alias, preset name)`.
+pub const PRESET_ALIASES: &[(&str, &str)] = &[
+    ("qwen2.5-coder", "qwen2.5-coder-0.5b"),
+    ("deepseek-coder", "deepseek-coder-1.3b"),
+];
+
+/// Look up a preset by short name (or one of its [`PRESET_ALIASES`]).
 pub fn preset(name: &str) -> Option<&'static Preset> {
+    let name = PRESET_ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == name)
+        .map_or(name, |(_, target)| target);
     PRESETS.iter().find(|p| p.name == name)
 }
 
@@ -1073,6 +1093,29 @@ mod tests {
                 revision: "main".into()
             }
         );
+        for (name, repo) in [
+            ("codegen-350m-mono", "Salesforce/codegen-350M-mono"),
+            ("tiny_starcoder", "bigcode/tiny_starcoder_py"),
+            ("qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B"),
+            ("qwen2.5-coder", "Qwen/Qwen2.5-Coder-0.5B"),
+            (
+                "deepseek-coder-1.3b",
+                "deepseek-ai/deepseek-coder-1.3b-base",
+            ),
+            ("deepseek-coder", "deepseek-ai/deepseek-coder-1.3b-base"),
+        ] {
+            assert_eq!(
+                ModelSpec::parse(name).unwrap(),
+                ModelSpec::Hub {
+                    repo: repo.into(),
+                    revision: "main".into()
+                },
+                "{name}"
+            );
+        }
+        for (alias, target) in PRESET_ALIASES {
+            assert!(preset(target).is_some_and(|p| p.name == *target), "{alias}");
+        }
         let err = ModelSpec::parse("no-such-thing").unwrap_err().to_string();
         assert!(
             err.contains("codebert, graphcodebert, unixcoder, minilm"),

@@ -155,7 +155,7 @@ pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
         } else {
             " "
         };
-        let text = format!("{mark} {:<14} {:<9} {}", it.name, local, it.description);
+        let text = format!("{mark} {:<19} {:<9} {}", it.name, local, it.description);
         let st = if i == p.sel { t.selected() } else { t.text() };
         lines.push(Line::from(Span::styled(clip(&text, cw), st)));
     }
