@@ -1027,3 +1027,43 @@ fn probe_line_for_pair_tasks_and_uncovered_tokens() {
     assert_eq!(app.token_probe(), Some(TokenProbe::PairTask));
     assert!(screen(&app).contains("pair task: no single-token label"));
 }
+
+#[test]
+fn surprisal_view_and_probe_label_draw_at_any_size() {
+    for mode in [ColorMode::TrueColor, ColorMode::Ansi256, ColorMode::None] {
+        let mut app = ready_decoder("tiny_qwen2", SHORT, 120, 40, theme(mode));
+        typed(&mut app, "Sl");
+        let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
+        let mut report = synthetic_report(2, "category");
+        report.probes = own_probes(&app, Task::Category);
+        app.update(probe_msg(WorkerMsg::Probed {
+            req: job.req,
+            report: Arc::new(report),
+        }));
+        assert!(matches!(
+            app.token_probe(),
+            Some(codescope::tui::app::TokenProbe::Label { .. })
+        ));
+        for (w, h) in [
+            (50, 12),
+            (60, 16),
+            (61, 17),
+            (64, 19),
+            (75, 20),
+            (76, 25),
+            (109, 31),
+            (110, 32),
+            (200, 60),
+        ] {
+            app.update(Msg::Resize {
+                width: w,
+                height: h,
+            });
+            for focus in 0..5 {
+                let s = screen(&app);
+                assert!(!s.is_empty(), "{w}x{h} focus {focus}");
+                press(&mut app, &[KeyCode::Tab]);
+            }
+        }
+    }
+}
