@@ -692,6 +692,13 @@ fn worker_thread_trains_probes_latest_wins() {
     assert_eq!(report.0, 2, "only the latest request is answered");
     assert!(report.1.results.iter().all(|r| r.task == "depth"));
     assert_eq!(report.1.results.len(), 3, "embeddings + 2 layers");
+    // The fitted probes come along, one per result, ready to label new tokens.
+    assert_eq!(report.1.probes.len(), 3);
+    for (p, r) in report.1.probes.iter().zip(&report.1.results) {
+        assert_eq!((p.task.name(), p.layer), (r.task.as_str(), r.layer));
+        assert_eq!(p.classifier.classes, Task::Depth.classes().len());
+        assert_eq!(p.classifier.width, 32);
+    }
     assert!(progress.iter().all(|(r, _)| *r == 2));
     assert!(
         progress.iter().any(|(_, t)| t.starts_with("tracing ")),
@@ -735,4 +742,328 @@ fn worker_thread_trains_probes_latest_wins() {
         other => panic!("unexpected {other:?}"),
     }
     w.join();
+}
+
+// ---- Surprisal view (causal models) ----
+
+/// The view's code-token surprisal is the sum of its subwords' bits, i.e. the joint
+/// `-log2 p` of the subwords given the prefix, checked against log-softmax of the raw
+/// LM-head logits.
+#[test]
+fn code_token_surprisal_sums_subword_bits_from_the_logits() {
+    for name in ["tiny_llama", "tiny_qwen2", "tiny_gpt2"] {
+        let app = ready_decoder(name, SHORT, 120, 40, theme(ColorMode::TrueColor));
+        let p = app.prepared().unwrap();
+        let sp = p
+            .surprisal
+            .as_ref()
+            .expect("a causal model gives surprisal");
+        let tr = &p.analysis.trace;
+        let ids: Vec<u32> = tr.tokens.iter().map(|t| t.id).collect();
+        let m = fixture(name);
+        let logits = m.logits_ids(&ids).unwrap();
+        let vocab = logits.len() / ids.len();
+        let bits_at = |k: usize| -> f64 {
+            let row = &logits[(k - 1) * vocab..k * vocab];
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+            let lse = max
+                + row
+                    .iter()
+                    .map(|&v| (v as f64 - max).exp())
+                    .sum::<f64>()
+                    .ln();
+            -(row[ids[k] as usize] as f64 - lse) / std::f64::consts::LN_2
+        };
+        assert_eq!(sp.bits.len(), app.doc.n_tokens());
+        let mut multi = 0;
+        for (t, subs) in sp.subwords.iter().enumerate() {
+            let want: Option<f64> = subs
+                .iter()
+                .map(|&k| (k > 0).then(|| bits_at(k)))
+                .sum::<Option<f64>>()
+                .filter(|_| !subs.is_empty());
+            match (sp.bits[t], want) {
+                (Some(got), Some(w)) => assert!((got as f64 - w).abs() < 1e-3, "{name} {t}"),
+                (None, None) => {}
+                other => panic!("{name} token {t}: {other:?}"),
+            }
+            multi += (subs.len() > 1) as usize;
+        }
+        assert!(multi > 0, "{name}: some token spans several subwords");
+        // Perplexity over subwords; the scale tops at the largest token.
+        let scored: Vec<f64> = (1..ids.len())
+            .filter(|&k| !tr.tokens[k].special)
+            .map(bits_at)
+            .collect();
+        let ppl = (scored.iter().sum::<f64>() / scored.len() as f64).exp2();
+        assert!((sp.perplexity.unwrap() - ppl).abs() / ppl < 1e-4, "{name}");
+        let max = sp.bits.iter().flatten().fold(0f32, |a, &b| a.max(b));
+        assert_eq!(sp.max_bits, max);
+        let above = sp
+            .bits
+            .iter()
+            .flatten()
+            .filter(|&&b| b >= sp.top_decile)
+            .count();
+        let scored_tokens = sp.bits.iter().flatten().count();
+        assert!(
+            above >= 1 && above * 10 <= scored_tokens + 9,
+            "{name}: top decile"
+        );
+        // What the model expected where a token starts: the previous position's top 5.
+        let t = app
+            .doc
+            .syntax
+            .as_ref()
+            .unwrap()
+            .tokens
+            .iter()
+            .position(|x| x.text == "return")
+            .unwrap();
+        let first = sp.subwords[t][0];
+        assert_eq!(
+            sp.expected(t).unwrap(),
+            &tr.surprisal.as_ref().unwrap().top_next[first - 1][..]
+        );
+        assert_eq!(sp.expected(t).unwrap().len(), 5);
+    }
+}
+
+#[test]
+fn s_toggles_the_surprisal_view_on_a_decoder() {
+    let mut app = ready_decoder("tiny_llama", SHORT, 120, 40, theme(ColorMode::TrueColor));
+    assert!(
+        screen(&app).contains("S surprisal"),
+        "the key is advertised"
+    );
+    assert!(
+        app.update(key(KeyCode::Char('S'))).is_empty(),
+        "no forward pass"
+    );
+    assert!(app.surprisal);
+    let s = screen(&app);
+    assert!(
+        s.contains("│ ppl ") && s.contains("Code · surprisal"),
+        "{s}"
+    );
+    assert!(s.contains("Expected at «def»"), "{s}");
+    assert!(s.contains("bits/subword"), "{s}");
+    // The box follows the cursor.
+    typed(&mut app, "l");
+    assert!(screen(&app).contains("Expected at «area»"));
+    // The code backgrounds change from attention to the surprisal ramp.
+    let buf_on = render(&app).backend().buffer().clone();
+    typed(&mut app, "S");
+    assert!(!app.surprisal);
+    let buf_off = render(&app).backend().buffer().clone();
+    assert_ne!(buf_on, buf_off);
+    assert!(!screen(&app).contains("Expected at"));
+}
+
+#[test]
+fn s_on_an_encoder_says_why_nothing_happens() {
+    let mut app = ready(SAMPLE, 120, 40);
+    assert!(!screen(&app).contains("S surprisal"));
+    typed(&mut app, "S");
+    assert!(!app.surprisal);
+    let (lvl, msg) = app.message.clone().unwrap();
+    assert_eq!(lvl, Level::Warn);
+    assert!(msg.contains("surprisal needs a causal model"), "{msg}");
+    assert!(screen(&app).contains("surprisal needs a causal model"));
+    // Switching from a decoder to an encoder turns the view off.
+    let mut app = ready_decoder("tiny_gpt2", SHORT, 120, 40, theme(ColorMode::TrueColor));
+    typed(&mut app, "S");
+    assert!(app.surprisal);
+    app.update(Msg::Worker(WorkerMsg::ModelLoaded {
+        info: model().info.clone(),
+        label: "tiny".into(),
+        notice: None,
+    }));
+    assert!(!app.surprisal);
+}
+
+#[test]
+fn first_token_without_bos_is_unscored_and_said_so() {
+    // GPT-2's tokenizer adds no BOS: nothing predicts the first subword.
+    let mut app = ready_decoder("tiny_gpt2", SHORT, 120, 40, theme(ColorMode::TrueColor));
+    let sp = app.prepared().unwrap().surprisal.clone().unwrap();
+    assert_eq!(sp.subwords[0][0], 0, "no BOS");
+    assert_eq!(sp.bits[0], None);
+    assert!(sp.expected(0).is_none());
+    typed(&mut app, "S");
+    assert!(screen(&app).contains("not scored"));
+}
+
+#[test]
+fn export_carries_surprisal_only_when_shown() {
+    let mut app = ready_decoder("tiny_qwen2", SHORT, 120, 40, theme(ColorMode::TrueColor));
+    typed(&mut app, "l");
+    let off = codescope::tui::export_view(&app).unwrap();
+    assert!(off.surprisal.is_none());
+    let json = codescope::export::json::render(&off).unwrap();
+    assert!(!json.contains("surprisal"));
+    typed(&mut app, "S");
+    let on = codescope::tui::export_view(&app).unwrap();
+    let sv = on.surprisal.as_ref().unwrap();
+    assert_eq!(sv.selected_expected.len(), 5);
+    let sp = app.prepared().unwrap().surprisal.as_ref().unwrap();
+    assert_eq!(on.tokens[1].surprisal, Some(sp.bits[1]));
+    let v: serde_json::Value =
+        serde_json::from_str(&codescope::export::json::render(&on).unwrap()).unwrap();
+    assert!(v["surprisal"]["perplexity"].as_f64().unwrap() > 1.0);
+    assert!(v["tokens"][1]["surprisal"].is_number());
+    let svg = codescope::export::svg::render(&on);
+    assert!(svg.contains("surprisal view") && svg.contains(" bits</title>"));
+    assert!(svg.contains("expected at the selected token"));
+}
+
+// ---- Per-token probe label ----
+
+#[test]
+fn probe_panel_labels_the_cursor_token_at_the_current_layer() {
+    use codescope::tui::app::TokenProbe;
+    let mut app = ready(SAMPLE, 120, 40);
+    assert_eq!(app.token_probe(), None, "no report, no line");
+    let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
+    let mut report = synthetic_report(3, "category");
+    report.probes = own_probes(&app, Task::Category);
+    app.update(probe_msg(WorkerMsg::Probed {
+        req: job.req,
+        report: Arc::new(report),
+    }));
+    // The first token is `import` (a keyword).
+    let tp = app.token_probe().unwrap();
+    let TokenProbe::Label {
+        token,
+        layer,
+        predicted,
+        gold,
+    } = &tp
+    else {
+        panic!("{tp:?}")
+    };
+    assert_eq!(
+        (token.as_str(), *layer, gold.as_str()),
+        ("import", 1, "keyword")
+    );
+    let shown = format!("L1 {predicted} gold keyword");
+    assert!(screen(&app).contains(&shown), "{}", screen(&app));
+    // The prediction is the fitted probe's on this token's features at that layer.
+    let p = app.prepared().unwrap().clone();
+    let feat = p.features.as_ref().unwrap();
+    let dim = feat.layers[2].len() / feat.tokens.len();
+    press(&mut app, &[KeyCode::Right]);
+    typed(&mut app, "l");
+    let k = feat.tokens.iter().position(|&t| t == app.cursor).unwrap();
+    let want = app.probe_report().unwrap().probes[2]
+        .classifier
+        .predict(&feat.layers[2][k * dim..(k + 1) * dim])
+        .unwrap();
+    match app.token_probe().unwrap() {
+        TokenProbe::Label {
+            layer, predicted, ..
+        } => {
+            assert_eq!(layer, 2);
+            assert_eq!(predicted, Task::Category.classes()[want]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Trained on these very tokens, the probe gets most of them right.
+    let n = feat.tokens.len();
+    let hits = (0..n)
+        .filter(|&i| {
+            app.cursor = feat.tokens[i];
+            matches!(app.token_probe(), Some(TokenProbe::Label { predicted, gold, .. }) if predicted == gold)
+        })
+        .count();
+    let mut counts = [0usize; 5];
+    for &t in &feat.tokens {
+        let c = app.doc.syntax.as_ref().unwrap().tokens[t].category;
+        counts[codescope::syntax::Category::ALL
+            .iter()
+            .position(|&x| x == c)
+            .unwrap()] += 1;
+    }
+    let majority = *counts.iter().max().unwrap();
+    assert!(
+        hits > majority + n / 10,
+        "{hits}/{n} (majority class {majority})"
+    );
+    // Paper mode has no source-mode features.
+    typed(&mut app, "m");
+    assert_eq!(app.token_probe(), Some(TokenProbe::NoFeatures));
+    assert!(screen(&app).contains("labels need source input (m)"));
+}
+
+#[test]
+fn probe_line_for_pair_tasks_and_uncovered_tokens() {
+    use codescope::tui::app::TokenProbe;
+    let text = long_snippet();
+    let mut app = ready(&text, 120, 40);
+    let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
+    let mut report = synthetic_report(3, "category");
+    report.probes = own_probes(&app, Task::Category);
+    app.update(probe_msg(WorkerMsg::Probed {
+        req: job.req,
+        report: Arc::new(report),
+    }));
+    press(&mut app, &[KeyCode::End]);
+    assert!(matches!(
+        app.token_probe(),
+        Some(TokenProbe::NotCovered { .. })
+    ));
+    assert!(screen(&app).contains("outside the window"));
+    // A pair task: no single-token label.
+    for _ in 0..2 {
+        let fx = app.update(key(KeyCode::Char('P')));
+        if let Some(j) = probe_job(&fx) {
+            app.update(probe_msg(WorkerMsg::Probed {
+                req: j.req,
+                report: Arc::new(synthetic_report(3, j.task.name())),
+            }));
+        }
+    }
+    assert_eq!(app.probe_task, Task::Distance);
+    assert_eq!(app.token_probe(), Some(TokenProbe::PairTask));
+    assert!(screen(&app).contains("pair task: no single-token label"));
+}
+
+#[test]
+fn surprisal_view_and_probe_label_draw_at_any_size() {
+    for mode in [ColorMode::TrueColor, ColorMode::Ansi256, ColorMode::None] {
+        let mut app = ready_decoder("tiny_qwen2", SHORT, 120, 40, theme(mode));
+        typed(&mut app, "Sl");
+        let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
+        let mut report = synthetic_report(2, "category");
+        report.probes = own_probes(&app, Task::Category);
+        app.update(probe_msg(WorkerMsg::Probed {
+            req: job.req,
+            report: Arc::new(report),
+        }));
+        assert!(matches!(
+            app.token_probe(),
+            Some(codescope::tui::app::TokenProbe::Label { .. })
+        ));
+        for (w, h) in [
+            (50, 12),
+            (60, 16),
+            (61, 17),
+            (64, 19),
+            (75, 20),
+            (76, 25),
+            (109, 31),
+            (110, 32),
+            (200, 60),
+        ] {
+            app.update(Msg::Resize {
+                width: w,
+                height: h,
+            });
+            for focus in 0..5 {
+                let s = screen(&app);
+                assert!(!s.is_empty(), "{w}x{h} focus {focus}");
+                press(&mut app, &[KeyCode::Tab]);
+            }
+        }
+    }
 }

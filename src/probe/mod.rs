@@ -184,6 +184,18 @@ pub struct ProbeReport {
     pub results: Vec<ProbeResult>,
     /// Structural-probe results per layer (empty unless requested).
     pub structural: Vec<structural::StructuralResult>,
+    /// The fitted task probes (not the control ones), one per result, for labelling
+    /// new snippets (the explorer's per-token prediction). Not serialized.
+    #[serde(skip)]
+    pub probes: Vec<LayerProbe>,
+}
+
+/// A fitted probe of one task at one hidden layer.
+#[derive(Debug, Clone)]
+pub struct LayerProbe {
+    pub task: Task,
+    pub layer: usize,
+    pub classifier: std::sync::Arc<train::Classifier>,
 }
 
 /// Everything [`run`] needs.
@@ -320,6 +332,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
     }
     let total = prepared.len() * layers.len();
     let mut results = Vec::with_capacity(total);
+    let mut probes = Vec::with_capacity(total);
     for (data, tr, te, control) in &prepared {
         let pick = |ids: &[usize]| -> Vec<Example> {
             ids.iter().map(|&i| data.examples[i].clone()).collect()
@@ -352,7 +365,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
                 ..spec.train
             };
             let fit = |ytr: &[u32], yte: &[u32]| {
-                train::train_eval(
+                train::train_eval_keep(
                     train::Split { x: &x_tr, y: ytr },
                     train::Split { x: &x_te, y: yte },
                     w,
@@ -360,8 +373,14 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
                     &opts,
                 )
             };
-            let acc = fit(&y_tr, &y_te)?.accuracy;
-            let ctl = fit(&c_tr, &c_te)?.accuracy;
+            let (task_fit, classifier) = fit(&y_tr, &y_te)?;
+            let acc = task_fit.accuracy;
+            let ctl = fit(&c_tr, &c_te)?.0.accuracy;
+            probes.push(LayerProbe {
+                task: data.task,
+                layer: l,
+                classifier: std::sync::Arc::new(classifier),
+            });
             let r = ProbeResult {
                 task: data.task.name().into(),
                 probe: spec.kind.name().into(),
@@ -421,6 +440,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
         pair_features: spec.pair_features,
         results,
         structural: structural_results,
+        probes,
     })
 }
 

@@ -187,6 +187,81 @@ fn accuracy(p: &Params, x: &Tensor, y: &Tensor) -> candle_core::Result<f64> {
     Ok(hits as f64 / n as f64)
 }
 
+/// A fitted probe outside candle: the training set's standardisation and the weights,
+/// to label new feature vectors (the explorer's per-token prediction).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Classifier {
+    pub width: usize,
+    pub classes: usize,
+    mean: Vec<f32>,
+    std: Vec<f32>,
+    /// Per layer: weights `[fan_in, fan_out]` row-major, bias, `fan_out`. ReLU between
+    /// layers (the MLP).
+    layers: Vec<(Vec<f32>, Vec<f32>, usize)>,
+}
+
+impl Classifier {
+    fn of(params: &Params, mean: Vec<f32>, std: Vec<f32>) -> Result<Self> {
+        let mut layers = Vec::new();
+        for pair in params.vars.chunks(2) {
+            let w = pair[0].as_tensor();
+            let fan_out = w.dims2()?.1;
+            layers.push((
+                w.flatten_all()?.to_vec1::<f32>()?,
+                pair[1].as_tensor().to_vec1::<f32>()?,
+                fan_out,
+            ));
+        }
+        let classes = layers.last().map_or(0, |l| l.2);
+        Ok(Classifier {
+            width: mean.len(),
+            classes,
+            mean,
+            std,
+            layers,
+        })
+    }
+
+    /// Logits of one feature vector (`None` when its width is not the probe's).
+    pub fn logits(&self, x: &[f32]) -> Option<Vec<f32>> {
+        if x.len() != self.width {
+            return None;
+        }
+        let mut h: Vec<f32> = x
+            .iter()
+            .zip(&self.mean)
+            .zip(&self.std)
+            .map(|((v, m), s)| (v - m) / s)
+            .collect();
+        for (k, (w, b, fan_out)) in self.layers.iter().enumerate() {
+            let mut out = b.clone();
+            for (i, &hi) in h.iter().enumerate() {
+                let row = &w[i * fan_out..(i + 1) * fan_out];
+                for (o, &wij) in out.iter_mut().zip(row) {
+                    *o += hi * wij;
+                }
+            }
+            if k + 1 < self.layers.len() {
+                out.iter_mut().for_each(|v| *v = v.max(0.0));
+            }
+            h = out;
+        }
+        Some(h)
+    }
+
+    /// The predicted label of one feature vector (first of ties, like `argmax`).
+    pub fn predict(&self, x: &[f32]) -> Option<usize> {
+        let l = self.logits(x)?;
+        let mut best = 0;
+        for (i, &v) in l.iter().enumerate() {
+            if v > l[best] {
+                best = i;
+            }
+        }
+        (!l.is_empty()).then_some(best)
+    }
+}
+
 /// Train a probe of `opts.kind` on `train` and return its accuracy on `test`.
 /// `classes` is the number of labels (every `y < classes`).
 pub fn train_eval(
@@ -196,6 +271,17 @@ pub fn train_eval(
     classes: usize,
     opts: &TrainOptions,
 ) -> Result<Fit> {
+    train_eval_keep(train, test, width, classes, opts).map(|(f, _)| f)
+}
+
+/// [`train_eval`] that also returns the fitted probe.
+pub fn train_eval_keep(
+    train: Split,
+    test: Split,
+    width: usize,
+    classes: usize,
+    opts: &TrainOptions,
+) -> Result<(Fit, Classifier)> {
     if train.y.is_empty() || width == 0 || classes == 0 {
         return Err(Error::Input {
             name: "probe".into(),
@@ -280,9 +366,71 @@ pub fn train_eval(
     if n_val > 0 {
         params.restore(&best.1)?;
     }
-    Ok(Fit {
+    let fit = Fit {
         accuracy: accuracy(&params, &xt, &yt)?,
         train_accuracy: accuracy(&params, &xf, &yf)?,
         epochs,
-    })
+    };
+    Ok((fit, Classifier::of(&params, mean, std)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plain-Rust classifier labels the test set exactly as candle's argmax did.
+    #[test]
+    fn classifier_reproduces_the_fitted_accuracy() {
+        for kind in [ProbeKind::Linear, ProbeKind::Mlp] {
+            let mut rng = Rng::new(3);
+            let (width, n) = (6, 300);
+            let mut x = Vec::new();
+            let mut y = Vec::new();
+            for _ in 0..n {
+                let row: Vec<f32> = (0..width).map(|_| rng.f64() as f32 * 2.0 - 1.0).collect();
+                // Three classes from two noisy directions.
+                let s = row[0] + 0.5 * row[1] + 0.3 * (rng.f64() as f32 - 0.5);
+                y.push(if s < -0.4 {
+                    0
+                } else if s < 0.4 {
+                    1
+                } else {
+                    2
+                });
+                x.extend(row);
+            }
+            let (tr, te) = (200 * width, 200);
+            let opts = TrainOptions {
+                kind,
+                hidden: 8,
+                lr: 0.05,
+                max_epochs: 200,
+                batch: 32,
+                ..TrainOptions::default()
+            };
+            let (fit, clf) = train_eval_keep(
+                Split {
+                    x: &x[..tr],
+                    y: &y[..te],
+                },
+                Split {
+                    x: &x[tr..],
+                    y: &y[te..],
+                },
+                width,
+                3,
+                &opts,
+            )
+            .unwrap();
+            let hits = x[tr..]
+                .chunks(width)
+                .zip(&y[te..])
+                .filter(|(row, &l)| clf.predict(row) == Some(l as usize))
+                .count();
+            assert_eq!(hits as f64 / 100.0, fit.accuracy, "{kind:?}");
+            assert!(fit.accuracy > 0.7, "{kind:?} {}", fit.accuracy);
+            assert_eq!(clf.classes, 3);
+            assert_eq!(clf.predict(&[0.0; 5]), None, "wrong width");
+        }
+    }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::data::{Doc, Metric, Prepared};
+use super::data::{Doc, Metric, Prepared, TokenSurprisal};
 use super::editor::{EditOutcome, Editor, LineInput};
 use super::msg::{AnalyseJob, Effect, Msg, ProbeJob, WorkerMsg};
 use super::theme::Theme;
@@ -112,6 +112,27 @@ pub enum Level {
     Error,
 }
 
+/// What the probe panel says about the token under the cursor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenProbe {
+    /// The probe's label for the token at hidden layer `layer` (0 = embeddings) and
+    /// the gold label.
+    Label {
+        token: String,
+        layer: usize,
+        predicted: String,
+        gold: String,
+    },
+    /// Pair tasks label token pairs; there is no single-token prediction.
+    PairTask,
+    /// The analysis shown has no token features (paper mode, or not analysed yet).
+    NoFeatures,
+    /// The token has no hidden state (beyond a truncated window).
+    NotCovered { token: String },
+    /// No fitted probe for this layer.
+    NoProbe,
+}
+
 /// What probe results are for: (model source, corpus language, task).
 pub type ProbeKey = (String, Language, Task);
 
@@ -186,6 +207,9 @@ pub struct App {
     pub probe_run: Option<ProbeRun>,
     /// The last probe failure, for the key it was for.
     pub probe_error: Option<(ProbeKey, String)>,
+    /// The surprisal view (`S`; causal models): the code coloured by per-token
+    /// surprisal and the cursor token's expected next tokens.
+    pub surprisal: bool,
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
@@ -241,6 +265,7 @@ impl App {
             probe_results: HashMap::new(),
             probe_run: None,
             probe_error: None,
+            surprisal: false,
             size: (120, 40),
             quit: false,
             next_req: 0,
@@ -370,6 +395,105 @@ impl App {
             .as_ref()
             .filter(|(k, _)| *k == key)
             .map(|(_, e)| e.as_str())
+    }
+
+    /// The surprisal to draw: the view is on and the analysis shown has it (and still
+    /// matches the document's tokens).
+    pub fn surprisal_shown(&self) -> Option<&TokenSurprisal> {
+        if !self.surprisal {
+            return None;
+        }
+        let p = self.prepared()?;
+        let s = p.surprisal.as_ref()?;
+        (s.bits.len() == self.doc.n_tokens()).then_some(s)
+    }
+
+    /// The cached probe's label for the cursor token at the current layer's output
+    /// (`None` when no report is cached for [`App::probe_key`]).
+    pub fn token_probe(&self) -> Option<TokenProbe> {
+        let report = self.probe_report()?;
+        if self.probe_task.is_pair() {
+            return Some(TokenProbe::PairTask);
+        }
+        let Some(feat) = self.prepared().and_then(|p| p.features.as_ref()) else {
+            return Some(TokenProbe::NoFeatures);
+        };
+        let syn = self.doc.syntax.as_ref()?;
+        if self.stale()
+            && self
+                .prepared()
+                .is_some_and(|p| p.pos.len() != syn.tokens.len())
+        {
+            return Some(TokenProbe::NoFeatures);
+        }
+        let tok = syn.tokens.get(self.cursor)?;
+        let token = tok.text.clone();
+        let Some(k) = feat.tokens.iter().position(|&t| t == self.cursor) else {
+            return Some(TokenProbe::NotCovered { token });
+        };
+        let layer = self.layer + 1;
+        let Some(probe) = report
+            .probes
+            .iter()
+            .find(|p| p.task == self.probe_task && p.layer == layer)
+        else {
+            return Some(TokenProbe::NoProbe);
+        };
+        let dim = feat
+            .layers
+            .get(layer)
+            .map_or(0, |l| l.len() / feat.tokens.len().max(1));
+        let x = feat.layers.get(layer)?.get(k * dim..(k + 1) * dim)?;
+        let classes = self.probe_task.classes();
+        let predicted = probe.classifier.predict(x)?;
+        let gold = crate::probe::dataset::label_snippet(
+            self.probe_task,
+            syn,
+            &feat.tokens,
+            0,
+            0,
+            &mut crate::probe::Rng::new(0),
+        )
+        .into_iter()
+        .find(|e| e.a == k)?
+        .label;
+        Some(TokenProbe::Label {
+            token,
+            layer,
+            predicted: classes.get(predicted)?.clone(),
+            gold: classes.get(gold)?.clone(),
+        })
+    }
+
+    /// Toggle the surprisal view; encoders get a notice instead.
+    fn toggle_surprisal(&mut self) {
+        if self.surprisal {
+            self.surprisal = false;
+            return;
+        }
+        match &self.model {
+            None => {
+                self.message = Some((Level::Warn, "no model is loaded yet".into()));
+            }
+            Some((label, info)) if !info.causal => {
+                self.message = Some((
+                    Level::Warn,
+                    format!(
+                        "surprisal needs a causal model; {label} ({}) is an encoder (M: switch model)",
+                        info.architecture
+                    ),
+                ));
+            }
+            Some(_) => {
+                self.surprisal = true;
+                if self.prepared().is_some_and(|p| p.surprisal.is_none()) {
+                    self.message = Some((
+                        Level::Info,
+                        "surprisal shows once the analysis is ready".into(),
+                    ));
+                }
+            }
+        }
     }
 
     /// Ask for the probe results of [`App::probe_key`] unless they are cached or
@@ -511,6 +635,9 @@ impl App {
                 label,
                 notice,
             } => {
+                if !info.causal {
+                    self.surprisal = false;
+                }
                 self.model = Some((label, info));
                 self.model_notice = notice;
                 let pending = self.stale() && self.doc.syntax.is_some();
@@ -702,6 +829,7 @@ impl App {
                 self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
             }
             KeyCode::Char('M') => self.open_picker(),
+            KeyCode::Char('S') => self.toggle_surprisal(),
             KeyCode::Char('p') => {
                 if self.focus != Focus::Code {
                     self.focus = Focus::Probes;

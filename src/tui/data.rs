@@ -2,17 +2,25 @@
 //! on screen) and a prepared analysis (the [`SnippetAnalysis`] plus what the views derive
 //! from it once: gold masks for re-thresholding, per-head entropy, token positions).
 //!
+//! Causal models add per-code-token surprisal ([`TokenSurprisal`]); source-mode analyses
+//! keep the code tokens' hidden states at every layer ([`Prepared::features`], what a
+//! trained probe labels).
+//!
 //! Memory: a prepared analysis keeps the code-token attention
 //! (`layers * heads * n^2 * 4` bytes, n = analysed code tokens) and drops the subword
 //! attention of the trace, which the views never read. MiniLM (6x12) on a full 512-subword
 //! window is at most 6*12*512^2*4 B = 75 MB of code-token attention; CodeBERT (12x12)
-//! twice that. At most two analyses are alive at once (the one shown and the one the
+//! twice that. The code-token hidden states are `(layers + 1) * n * hidden * 4` bytes:
+//! MiniLM 7*512*384*4 B = 5.5 MB, CodeBERT 13*512*768*4 B = 20 MB, small next to the
+//! attention. At most two analyses are alive at once (the one shown and the one the
 //! worker is handing over).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::analysis::{self, GoldMask, HeadScores, SnippetAnalysis, GRAPHS};
+use crate::analysis::{self, GoldMask, HeadScores, Mode, SnippetAnalysis, GRAPHS};
+use crate::model::{Prediction, Surprisal};
+use crate::probe::dataset::SnippetHidden;
 use crate::syntax::{self, Coarse, Language, Syntax};
 
 /// Display columns a tab advances to (multiples of this).
@@ -126,11 +134,121 @@ pub struct Prepared {
     pub gold_any: Vec<bool>,
     /// Wall time of parse + forward + analyses.
     pub elapsed: Duration,
+    /// Per-code-token surprisal (causal models).
+    pub surprisal: Option<TokenSurprisal>,
+    /// Code-token hidden states at every layer (source mode only: the probes are
+    /// trained on source-mode features).
+    pub features: Option<SnippetHidden>,
+}
+
+/// Surprisal aggregated from subwords to code tokens.
+///
+/// A code token's surprisal is `-log2 p(all its subwords | the subwords before them)`,
+/// the SUM of its subwords' bits (the chain rule). A subword that overlaps two code
+/// tokens (a merged `):`, say) counts for both, so summing code tokens would count it
+/// twice: the snippet's perplexity is therefore taken over subwords (scored,
+/// non-special), as the model sees it. A token is unscored (`None`) when one of its
+/// subwords is (the first subword of an input without BOS) or it has none (beyond a
+/// truncated window).
+#[derive(Debug, Clone)]
+pub struct TokenSurprisal {
+    /// Per syntax token: bits.
+    pub bits: Vec<Option<f32>>,
+    /// Per syntax token: its subwords (trace positions, in order).
+    pub subwords: Vec<Vec<usize>>,
+    /// Per syntax token: one of its subwords also covers another code token.
+    pub shared: Vec<bool>,
+    /// Per-subword perplexity `2^mean_bits` and mean bits (scored non-special subwords).
+    pub perplexity: Option<f64>,
+    pub mean_bits: Option<f64>,
+    /// Top of the colour scale: the largest code-token surprisal.
+    pub max_bits: f32,
+    /// The top decile starts here (the 90th percentile of the scored code tokens).
+    pub top_decile: f32,
+    /// The subword-level scores (for the predictions).
+    pub lm: Surprisal,
+    /// Subword texts as the model saw them.
+    pub subword_text: Vec<String>,
+}
+
+impl TokenSurprisal {
+    /// From a trace's surprisal and the subword → code-token alignment (`tokens` are the
+    /// syntax tokens, in the order of `token_to_subwords`).
+    pub fn new(a: &SnippetAnalysis) -> Option<Self> {
+        let s = a.trace.surprisal.as_ref()?;
+        let al = &a.alignment;
+        let n = al.token_to_subwords.len();
+        let mut bits = vec![None; n];
+        let mut shared = vec![false; n];
+        for t in 0..n {
+            let subs = &al.token_to_subwords[t];
+            if subs.is_empty() {
+                continue;
+            }
+            bits[t] = subs
+                .iter()
+                .map(|&k| s.bits.get(k).copied().flatten())
+                .sum::<Option<f32>>();
+            shared[t] = subs
+                .iter()
+                .any(|&k| al.subword_to_tokens.get(k).is_some_and(|v| v.len() > 1));
+        }
+        let mut scored: Vec<f32> = bits.iter().flatten().copied().collect();
+        scored.sort_by(f32::total_cmp);
+        let max_bits = scored.last().copied().unwrap_or(0.0);
+        let top_decile = if scored.is_empty() {
+            f32::INFINITY
+        } else {
+            scored[((scored.len() as f64 * 0.9).ceil() as usize).clamp(1, scored.len()) - 1]
+        };
+        Some(TokenSurprisal {
+            bits,
+            subwords: al.token_to_subwords.clone(),
+            shared,
+            perplexity: s.perplexity(&a.trace.tokens),
+            mean_bits: s.mean_bits(&a.trace.tokens),
+            max_bits,
+            top_decile,
+            lm: s.clone(),
+            subword_text: a.trace.tokens.iter().map(|t| t.text.clone()).collect(),
+        })
+    }
+
+    /// What the model expected where syntax token `t` starts: the top predictions at
+    /// the position before its first subword (`None` for the first position or an
+    /// uncovered token).
+    pub fn expected(&self, t: usize) -> Option<&[Prediction]> {
+        let first = *self.subwords.get(t)?.first()?;
+        let prev = first.checked_sub(1)?;
+        self.lm.top_next.get(prev).map(|v| v.as_slice())
+    }
+
+    /// The first subword of syntax token `t`: its text and probability.
+    pub fn first_subword(&self, t: usize) -> Option<(&str, Option<f32>)> {
+        let first = *self.subwords.get(t)?.first()?;
+        let p = self
+            .lm
+            .bits
+            .get(first)
+            .copied()
+            .flatten()
+            .map(|b| (-b).exp2());
+        Some((self.subword_text.get(first)?.as_str(), p))
+    }
 }
 
 impl Prepared {
-    /// Derive the view data. Drops the subword attention (see the module note).
+    /// Derive the view data. Drops the subword attention and hidden states (see the
+    /// module note).
     pub fn new(mut analysis: SnippetAnalysis, elapsed: Duration) -> Self {
+        let surprisal = TokenSurprisal::new(&analysis);
+        let features = (analysis.mode == Mode::Source && analysis.trace.hidden.is_some())
+            .then(|| {
+                crate::probe::dataset::token_hidden(&analysis.trace, &analysis.tokens)
+                    .map_err(|e| tracing::warn!(error = %e, "no token features"))
+                    .ok()
+            })
+            .flatten();
         analysis.trace.attention.layers = Vec::new();
         analysis.trace.hidden = None;
         let ta = &analysis.token_attention;
@@ -177,6 +295,8 @@ impl Prepared {
             pos,
             gold_any,
             elapsed,
+            surprisal,
+            features,
         }
     }
 

@@ -25,6 +25,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("s 1-5", "head grid score"),
     ("t T", "threshold -/+ 0.05"),
     ("m", "input: source / paper"),
+    ("S", "surprisal (causal models)"),
     ("p P", "probes: train / next task"),
     ("", "Input and output"),
     ("e", "edit (Esc applies)"),

@@ -254,6 +254,7 @@ pub fn export_view(app: &App) -> Option<export::View> {
     let l = app.layer.min(layers.saturating_sub(1));
     let h = app.head.min(heads.saturating_sub(1));
     let weights = app.token_weights().unwrap_or_default();
+    let surp = app.surprisal_shown();
     let tokens = syn
         .tokens
         .iter()
@@ -268,6 +269,7 @@ pub fn export_view(app: &App) -> Option<export::View> {
             category: t.category.name().to_string(),
             role: t.role.clone(),
             weight: weights.get(i).copied().flatten(),
+            surprisal: surp.map(|s| s.bits.get(i).copied().flatten()),
         })
         .collect();
     let n = ta.n();
@@ -349,5 +351,20 @@ pub fn export_view(app: &App) -> Option<export::View> {
             values: app.metric.values(p, &app.scores),
         },
         categories,
+        surprisal: surp.map(|s| export::SurprisalView {
+            perplexity: s.perplexity,
+            mean_bits: s.mean_bits,
+            max_bits: s.max_bits,
+            top_decile_bits: s.top_decile.is_finite().then_some(s.top_decile),
+            selected_expected: s
+                .expected(app.cursor)
+                .unwrap_or(&[])
+                .iter()
+                .map(|p| export::Expected {
+                    token: p.token.clone(),
+                    p: p.p,
+                })
+                .collect(),
+        }),
     })
 }

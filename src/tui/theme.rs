@@ -5,7 +5,9 @@
 //! by [`Theme::color`]: truecolor terminals get it as is, others the nearest entry of the
 //! xterm 256-colour palette (6x6x6 cube or grey ramp), and NO_COLOR gets `Reset`.
 //! Attention intensities are drawn on a blue ramp, gold (AST motif / data-flow) edges on
-//! a gold ramp, so the two never share a hue.
+//! a gold ramp, so the two never share a hue; surprisal on a purple-to-yellow ramp
+//! (dark; "inferno"-like) or yellow-to-red (light), both monotone in lightness so the
+//! 256-colour approximation keeps the order.
 
 use ratatui::style::{Color, Modifier, Style};
 
@@ -418,6 +420,45 @@ impl Theme {
         })
     }
 
+    /// Surprisal ramp RGB for `v` in `[0, 1]` (0 = not surprising).
+    pub fn surprisal_rgb(&self, v: f32) -> Rgb {
+        if self.light {
+            ramp(
+                &[
+                    (250, 250, 247),
+                    (254, 224, 144),
+                    (253, 174, 97),
+                    (244, 109, 67),
+                    (190, 30, 45),
+                ],
+                v,
+            )
+        } else {
+            ramp(
+                &[
+                    (22, 24, 32),
+                    (66, 30, 100),
+                    (150, 40, 100),
+                    (225, 95, 45),
+                    (252, 225, 90),
+                ],
+                v,
+            )
+        }
+    }
+
+    /// Foreground readable on a surprisal background of intensity `v`.
+    pub fn on_surprisal(&self, v: f32) -> Color {
+        let dark_text = if self.light { v < 0.7 } else { v > 0.72 };
+        self.color(if dark_text {
+            (15, 15, 20)
+        } else if self.light {
+            (255, 255, 255)
+        } else {
+            (235, 235, 240)
+        })
+    }
+
     /// Foreground that stays readable on a heat background of intensity `v`.
     pub fn on_heat(&self, v: f32) -> Option<Color> {
         if !self.colored() {
@@ -481,6 +522,16 @@ mod tests {
         assert_eq!(t.heat_rgb(0.0), t.background());
         assert_eq!(t.heat_rgb(1.0), (225, 245, 255));
         assert_ne!(t.gold_rgb(0.0), t.heat_rgb(0.0));
+        assert_eq!(t.surprisal_rgb(0.0), t.background());
+        // The surprisal ramp gets lighter as it rises, in the 256-colour palette too.
+        let lum = |c: Rgb| 0.2126 * c.0 as f32 + 0.7152 * c.1 as f32 + 0.0722 * c.2 as f32;
+        for k in 0..10 {
+            let (a, b) = (
+                t.surprisal_rgb(k as f32 / 10.0),
+                t.surprisal_rgb((k + 1) as f32 / 10.0),
+            );
+            assert!(lum(b) > lum(a), "step {k}");
+        }
         assert_eq!(
             Theme::new(ColorMode::None, false).heat(0.5, false),
             Color::Reset

@@ -1,6 +1,7 @@
 //! The one background thread that owns the model and tokenizer.
 //!
-//! Jobs: load a model, analyse a text. Latest wins: a new request replaces a pending one
+//! Jobs: load a model, analyse a text (causal models: with the LM head, for surprisal;
+//! source mode: with hidden states, for per-token probe labels). Latest wins: a new request replaces a pending one
 //! of the same kind, and an analysis that is running when a newer one arrives is stopped
 //! between layers (through `ForwardOptions::cancel`) and its result dropped. A pending
 //! model load runs before a pending analysis, so "switch model, then re-analyse" is one
@@ -12,7 +13,8 @@
 //! Probe jobs (train per-layer probes on the bundled corpus) have the lowest priority:
 //! they run only when no load or analysis is pending, and a running one is cancelled
 //! (between snippets / fits) when one arrives, then queued again unless a newer probe
-//! request superseded it. Features are cached on disk, so a repeat is quick.
+//! request superseded it. Features are cached on disk, so a repeat is quick. The report
+//! carries the fitted probes, which the explorer applies to the snippet's own features.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,10 +24,10 @@ use std::time::Instant;
 
 use super::data::Prepared;
 use super::msg::{AnalyseJob, ProbeJob, WorkerMsg};
-use crate::analysis::{self, Options, SnippetAnalysis};
-use crate::error::Result;
+use crate::analysis::{self, Mode, Options, SnippetAnalysis};
+use crate::error::{Error, Result};
 use crate::model::{source, ForwardOptions, LoadedModel};
-use crate::syntax::Language;
+use crate::syntax::{self, Language};
 
 /// The model the explorer falls back to when the default model cannot be loaded.
 pub const FALLBACK_MODEL: &str = "minilm";
@@ -395,7 +397,9 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
 
 /// [`analysis::analyze`] with a cancellation hook for the forward pass (checked before
 /// each layer). The same steps: parse, build the model input for the mode, trace, then
-/// [`analysis::analyze_trace`].
+/// [`analysis::analyze_trace`]. Causal models also run their LM head (surprisal and
+/// next-token predictions, for the surprisal view); source-mode traces keep hidden
+/// states (the token features a trained probe labels).
 pub fn analyze_cancellable(
     model: &LoadedModel,
     source_text: &str,
@@ -403,14 +407,16 @@ pub fn analyze_cancellable(
     opts: &Options,
     cancel: &(dyn Fn(usize) -> bool + Sync),
 ) -> Result<SnippetAnalysis> {
-    analysis::analyze_with(
-        model,
-        source_text,
-        lang,
-        opts,
-        &ForwardOptions {
-            hidden: false,
-            cancel: Some(cancel),
-        },
-    )
+    let syn = syntax::parse(source_text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
+    let (text, tokens) = analysis::model_input(&syn, opts.mode)?;
+    let fwd = ForwardOptions {
+        hidden: opts.mode == Mode::Source,
+        cancel: Some(cancel),
+    };
+    let trace = if model.info.causal {
+        model.trace_lm(&text, &fwd)?
+    } else {
+        model.trace(&text, &fwd)?
+    };
+    Ok(analysis::analyze_trace(syn, tokens, trace, opts))
 }

@@ -6,7 +6,6 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use codescope::analysis;
 use codescope::model::source::ModelFiles;
 use codescope::model::testutil::{write_tiny_model, Tiny};
 use codescope::model::LoadedModel;
@@ -16,6 +15,7 @@ use codescope::tui::data::{Doc, Prepared};
 use codescope::tui::msg::{Effect, Msg, WorkerMsg};
 use codescope::tui::theme::{ColorMode, Theme};
 use codescope::tui::widgets::draw;
+use codescope::tui::worker::analyze_cancellable;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -50,6 +50,26 @@ pub fn model() -> &'static LoadedModel {
     })
     .model
 }
+
+/// A tiny decoder fixture from `tests/fixtures/` (`tiny_llama`, `tiny_qwen2`,
+/// `tiny_gpt2`: 2 layers x 4 heads, 64-position window, 300-token vocabulary), loaded
+/// once per test binary.
+pub fn fixture(name: &str) -> &'static LoadedModel {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    static M: OnceLock<Mutex<HashMap<String, &'static LoadedModel>>> = OnceLock::new();
+    let mut m = M.get_or_init(Default::default).lock().unwrap();
+    m.entry(name.to_string()).or_insert_with(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(name);
+        let files = ModelFiles::from_dir(&dir, name.into()).unwrap();
+        Box::leak(Box::new(LoadedModel::load(&files).unwrap()))
+    })
+}
+
+/// A short function that fits the decoder fixtures' 64-position window.
+pub const SHORT: &str = "def area(w, h):\n    return w * h\n";
 
 /// A deterministic snippet of about 600 code tokens (longer than the tiny model's
 /// window, so it exercises truncation).
@@ -87,9 +107,14 @@ pub fn fresh(text: &str, w: u16, h: u16, theme: Theme) -> (App, Vec<Effect>) {
 }
 
 /// Serve effects like the runtime would, synchronously: model loads succeed with the
-/// tiny model, analyses run right away. Returns the effects it did not serve (Quit,
-/// Export).
+/// tiny model, analyses run right away (through the worker's analysis function).
+/// Returns the effects it did not serve (Quit, Export).
 pub fn serve(app: &mut App, fx: Vec<Effect>) -> Vec<Effect> {
+    serve_with(app, fx, model(), "tiny")
+}
+
+/// [`serve`] with another model.
+pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &str) -> Vec<Effect> {
     let mut left = Vec::new();
     let mut queue = fx;
     while !queue.is_empty() {
@@ -98,13 +123,14 @@ pub fn serve(app: &mut App, fx: Vec<Effect>) -> Vec<Effect> {
             match e {
                 Effect::LoadModel(_) => {
                     next.extend(app.update(Msg::Worker(WorkerMsg::ModelLoaded {
-                        info: model().info.clone(),
-                        label: "tiny".into(),
+                        info: model.info.clone(),
+                        label: label.into(),
                         notice: None,
                     })))
                 }
                 Effect::Analyse(job) => {
-                    let a = analysis::analyze(model(), &job.text, job.lang, &job.opts).unwrap();
+                    let a = analyze_cancellable(model, &job.text, job.lang, &job.opts, &|_| false)
+                        .unwrap();
                     let data = Arc::new(Prepared::new(a, Duration::from_millis(42)));
                     next.extend(
                         app.update(Msg::Worker(WorkerMsg::Analysed { req: job.req, data })),
@@ -135,6 +161,13 @@ pub fn key(c: KeyCode) -> Msg {
 
 pub fn ctrl(c: char) -> Msg {
     Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+}
+
+/// An analysed app on `text` with the decoder fixture `name`.
+pub fn ready_decoder(name: &str, text: &str, w: u16, h: u16, theme: Theme) -> App {
+    let (mut app, fx) = fresh(text, w, h, theme);
+    serve_with(&mut app, fx, fixture(name), name);
+    app
 }
 
 /// Send keys and serve the effects.
@@ -202,7 +235,47 @@ pub fn synthetic_report(layers: usize, task: &str) -> codescope::probe::ProbeRep
         pair_features: PairFeatures::Diff,
         results,
         structural: Vec::new(),
+        probes: Vec::new(),
     }
+}
+
+/// Fitted probes for `task` at every hidden layer of the app's analysis, trained on the
+/// snippet's own token features (train = test: a deterministic stand-in for the bundled
+/// corpus, enough to exercise the per-token label).
+pub fn own_probes(app: &App, task: codescope::probe::Task) -> Vec<codescope::probe::LayerProbe> {
+    use codescope::probe::train::{train_eval_keep, Split, TrainOptions};
+    let p = app.prepared().unwrap();
+    let feat = p.features.as_ref().expect("source-mode features");
+    let syn = app.doc.syntax.as_ref().unwrap();
+    let ex = codescope::probe::dataset::label_snippet(
+        task,
+        syn,
+        &feat.tokens,
+        0,
+        0,
+        &mut codescope::probe::Rng::new(0),
+    );
+    let y: Vec<u32> = ex.iter().map(|e| e.label as u32).collect();
+    let classes = task.classes().len();
+    (0..feat.layers.len())
+        .map(|l| {
+            let x = &feat.layers[l];
+            let width = x.len() / feat.tokens.len();
+            let (_, clf) = train_eval_keep(
+                Split { x, y: &y },
+                Split { x, y: &y },
+                width,
+                classes,
+                &TrainOptions::default(),
+            )
+            .unwrap();
+            codescope::probe::LayerProbe {
+                task,
+                layer: l,
+                classifier: Arc::new(clf),
+            }
+        })
+        .collect()
 }
 
 /// The probe job among `fx`.

@@ -2,6 +2,13 @@
 //! role, definitions bold), the cursor token, and for the current layer and head the
 //! attention from (or to) the cursor token as background intensity. With `d`, the
 //! cursor's data-flow neighbours are marked. While editing, the editor replaces it.
+//!
+//! Surprisal view (`S`, causal models): backgrounds show each token's surprisal instead
+//! (bits / the snippet's largest, on the theme's surprisal ramp; NO_COLOR: the top
+//! decile bold and underlined, unscored tokens dim), the legend line gives the scale and
+//! the snippet's perplexity, and a box under the code lists what the model expected
+//! where the cursor token starts (top 5 at the previous position, with p) and the
+//! token's own surprisal.
 
 use ratatui::layout::{Position, Rect};
 use ratatui::style::Modifier;
@@ -12,6 +19,7 @@ use ratatui::Frame;
 use super::{clip, one_line, panel};
 use crate::syntax::{Category, DfgKind};
 use crate::tui::app::{App, Direction, Focus};
+use crate::tui::data::TokenSurprisal;
 use crate::tui::data::{advance, TAB};
 
 /// Expand tabs in `s` placed at display column `col`; returns the text and the new column.
@@ -67,10 +75,12 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         }
         head.push_str(&sel);
     }
-    let title = vec![
-        Span::styled("Code", t.accent()),
-        Span::styled(clip(&head, room), t.dim()),
-    ];
+    let surp = app.surprisal_shown();
+    let mut title = vec![Span::styled("Code", t.accent())];
+    if surp.is_some() {
+        title.push(Span::styled(" · surprisal", t.warn()));
+    }
+    title.push(Span::styled(clip(&head, room), t.dim()));
     let block = panel(app, Focus::Code, title);
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -78,7 +88,12 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         return;
     }
     let legend_h = if inner.height >= 8 { 1 } else { 0 };
-    let text_h = inner.height - legend_h;
+    let pred_h = match surp {
+        Some(_) if inner.height >= 18 => 7,
+        Some(_) if inner.height >= 10 => 2,
+        _ => 0,
+    };
+    let text_h = inner.height - legend_h - pred_h;
     app.code_rows.set(text_h as usize);
     let lay = &doc.layout;
     let gutter = lay.lines.len().to_string().len() + 1;
@@ -176,7 +191,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 Some(i) => {
                     let tk = &tokens[i];
                     let mut st = t.token(tk);
-                    if let Some(Some(w)) = weights.as_ref().and_then(|ws| ws.get(i)) {
+                    if let Some(sp) = surp {
+                        st = surprisal_style(app, st, sp, i);
+                    } else if let Some(Some(w)) = weights.as_ref().and_then(|ws| ws.get(i)) {
                         if i != app.cursor && wmax > 0.0 {
                             let v = (w / wmax).clamp(0.0, 1.0);
                             if t.colored() {
@@ -244,6 +261,20 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let text_area = Rect::new(inner.x, inner.y, inner.width, text_h);
     f.render_widget(Paragraph::new(lines), text_area);
 
+    if let Some(sp) = surp {
+        if legend_h > 0 {
+            let y = inner.y + text_h;
+            f.render_widget(
+                Paragraph::new(surprisal_legend(app, sp, inner.width as usize)),
+                Rect::new(inner.x, y, inner.width, 1),
+            );
+        }
+        if pred_h > 0 {
+            let r = Rect::new(inner.x, inner.y + text_h + legend_h, inner.width, pred_h);
+            expected_box(app, f, r, sp);
+        }
+        return;
+    }
     if legend_h > 0 {
         let y = inner.y + text_h;
         let mut l = Vec::new();
@@ -281,6 +312,213 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             Rect::new(inner.x, y, inner.width, 1),
         );
     }
+}
+
+/// The style of token `i` in the surprisal view.
+fn surprisal_style(
+    app: &App,
+    st: ratatui::style::Style,
+    sp: &TokenSurprisal,
+    i: usize,
+) -> ratatui::style::Style {
+    let t = &app.theme;
+    let Some(b) = sp.bits.get(i).copied().flatten() else {
+        return st.add_modifier(Modifier::DIM);
+    };
+    if t.colored() {
+        let v = (b / sp.max_bits.max(1e-6)).clamp(0.0, 1.0);
+        st.bg(t.color(t.surprisal_rgb(v))).fg(t.on_surprisal(v))
+    } else if b >= sp.top_decile {
+        st.add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+    } else {
+        st
+    }
+}
+
+/// Scale and headline numbers of the surprisal view, one line.
+fn surprisal_legend<'a>(app: &App, sp: &TokenSurprisal, w: usize) -> Line<'a> {
+    let t = &app.theme;
+    let ppl = match (sp.perplexity, sp.mean_bits) {
+        (Some(p), Some(b)) => format!(" · ppl {p:.1} ({b:.2} bits/subword)"),
+        _ => " · nothing scored".to_string(),
+    };
+    let mut l = Vec::new();
+    if t.colored() {
+        l.push(Span::styled("0 ", t.dim()));
+        for k in 0..6 {
+            let v = k as f32 / 5.0;
+            l.push(Span::styled(
+                "  ",
+                ratatui::style::Style::default().bg(t.color(t.surprisal_rgb(v))),
+            ));
+        }
+        l.push(Span::styled(format!(" {:.1} bits", sp.max_bits), t.dim()));
+    } else {
+        let top = if sp.top_decile.is_finite() {
+            format!("{:.1}", sp.top_decile)
+        } else {
+            "-".into()
+        };
+        l.push(Span::styled(
+            "top 10%",
+            ratatui::style::Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+        ));
+        l.push(Span::styled(
+            format!(" ≥ {top} bits · max {:.1}", sp.max_bits),
+            t.dim(),
+        ));
+    }
+    let used: usize = l.iter().map(|s| s.content.chars().count()).sum();
+    l.push(Span::styled(clip(&ppl, w.saturating_sub(used)), t.text()));
+    Line::from(l)
+}
+
+/// A vocabulary string as shown: byte-level BPE and SentencePiece space markers as `␣`,
+/// newlines `↵`, tabs `⇥`, other control characters as spaces.
+pub(crate) fn show_subword(s: &str) -> String {
+    let s = s.replace("<0x0A>", "↵").replace("<0x09>", "⇥");
+    s.chars()
+        .map(|c| match c {
+            'Ġ' | '▁' | ' ' => '␣',
+            'Ċ' | '\n' => '↵',
+            'ĉ' | '\t' => '⇥',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+/// A probability in four columns or fewer: `.312`, `1.0`, `4e-4`.
+pub(crate) fn prob(p: f32) -> String {
+    if p >= 0.9995 {
+        "1.0".into()
+    } else if p >= 0.0005 {
+        format!("{p:.3}").trim_start_matches('0').to_string()
+    } else {
+        format!("{p:.0e}")
+    }
+}
+
+/// A bar of `w` cells for `v` in `[0, 1]` in eighths of a cell, so small values still
+/// show as a sliver.
+fn bar8(v: f32, w: usize) -> String {
+    const PART: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let e = ((v.clamp(0.0, 1.0) * (w * 8) as f32).round() as usize).max(usize::from(v > 0.0));
+    let mut out = "█".repeat((e / 8).min(w));
+    if e / 8 < w {
+        out.push(PART[e % 8]);
+        out.extend(std::iter::repeat_n(' ', w - e / 8 - 1));
+    }
+    out
+}
+
+/// What the model expected where the cursor token starts, and its surprisal.
+fn expected_box(app: &App, f: &mut Frame, r: Rect, sp: &TokenSurprisal) {
+    use ratatui::widgets::{Block, Borders};
+    let t = &app.theme;
+    let w = r.width as usize;
+    let tok = app
+        .doc
+        .syntax
+        .as_ref()
+        .and_then(|s| s.tokens.get(app.cursor));
+    let name = tok
+        .map(|x| clip(&one_line(&x.text), 16))
+        .unwrap_or_default();
+    let bits = sp.bits.get(app.cursor).copied().flatten();
+    let n_sub = sp.subwords.get(app.cursor).map_or(0, |v| v.len());
+    let actual = match (bits, n_sub) {
+        (_, 0) => "not analysed (beyond the model's window)".to_string(),
+        (None, _) => "not scored: no prefix predicts the first subword".to_string(),
+        (Some(b), n) => {
+            let mut s = format!("{b:.2} bits (p {})", prob((-b).exp2()));
+            if n > 1 {
+                s.push_str(&format!(" over {n} subwords"));
+            }
+            if sp.shared.get(app.cursor).copied().unwrap_or(false) {
+                s.push_str(" · shares a subword");
+            }
+            s
+        }
+    };
+    let first = sp.first_subword(app.cursor);
+    let expected = sp.expected(app.cursor).unwrap_or(&[]);
+    let first_id = sp
+        .subwords
+        .get(app.cursor)
+        .and_then(|v| v.first())
+        .and_then(|&k| app.prepared().and_then(|p| p.analysis.trace.tokens.get(k)))
+        .map(|s| s.id);
+    let item = |p: &crate::model::Prediction| -> String {
+        show_subword(p.token.as_deref().unwrap_or("?"))
+    };
+    if r.height < 3 {
+        // Compact: the token's surprisal, then the expected tokens on one line.
+        let mut l2 = vec![Span::styled("expected ", t.dim())];
+        for p in expected {
+            let st = if Some(p.id) == first_id {
+                t.accent()
+            } else {
+                t.text()
+            };
+            l2.push(Span::styled(clip(&item(p), 10), st));
+            l2.push(Span::styled(format!(" {}  ", prob(p.p)), t.dim()));
+        }
+        let lines = vec![
+            Line::from(vec![
+                Span::styled(format!("«{name}» "), t.warn()),
+                Span::styled(
+                    clip(&actual, w.saturating_sub(name.chars().count() + 3)),
+                    t.text(),
+                ),
+            ]),
+            Line::from(l2),
+        ];
+        f.render_widget(Paragraph::new(lines), r);
+        return;
+    }
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(t.border(false))
+        .title(Line::from(vec![
+            Span::styled(" Expected at ", t.accent()),
+            Span::styled(format!("«{name}»"), t.warn()),
+            Span::styled(" (top 5 before it) ", t.dim()),
+        ]));
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let mut lines = vec![Line::from(vec![
+        Span::styled("actual ", t.dim()),
+        Span::styled(
+            clip(&first.map(|(s, _)| show_subword(s)).unwrap_or_default(), 14),
+            t.accent(),
+        ),
+        Span::raw(" "),
+        Span::styled(clip(&actual, w.saturating_sub(22)), t.text()),
+    ])];
+    if expected.is_empty() && n_sub > 0 {
+        lines.push(Line::from(Span::styled(
+            "the first position has no prediction before it",
+            t.dim(),
+        )));
+    }
+    for (k, p) in expected.iter().enumerate() {
+        let hit = Some(p.id) == first_id;
+        let mut l = vec![
+            Span::styled(format!(" {} ", k + 1), t.dim()),
+            Span::styled(format!("{:>5} ", prob(p.p)), t.text()),
+            Span::styled(format!("{} ", bar8(p.p, 8)), t.accent()),
+            Span::styled(
+                clip(&item(p), 18),
+                if hit { t.selected() } else { t.text() },
+            ),
+        ];
+        if hit {
+            l.push(Span::styled(" ◂ actual", t.warn()));
+        }
+        lines.push(Line::from(l));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
 }
 
 fn short(c: Category) -> &'static str {
@@ -349,7 +587,22 @@ fn draw_editor(app: &App, f: &mut Frame, area: Rect) {
 
 #[cfg(test)]
 mod tests {
-    use super::expand;
+    use super::{bar8, expand, prob, show_subword};
+
+    #[test]
+    fn probability_bars_and_labels() {
+        assert_eq!(bar8(0.0, 4), "    ");
+        assert_eq!(bar8(1.0, 4), "████");
+        assert_eq!(bar8(0.5, 4), "██  ");
+        assert_eq!(bar8(0.01, 4), "▏   ", "a sliver for any p > 0");
+        assert_eq!(bar8(0.3, 8).chars().count(), 8);
+        assert_eq!(prob(0.3124), ".312");
+        assert_eq!(prob(1.0), "1.0");
+        assert_eq!(prob(0.0002), "2e-4");
+        assert_eq!(show_subword("Ġfoo"), "␣foo");
+        assert_eq!(show_subword("▁bar"), "␣bar");
+        assert_eq!(show_subword("Ċĉ<0x0A>"), "↵⇥↵");
+    }
 
     #[test]
     fn tabs_expand_to_stops() {

@@ -7,6 +7,10 @@
 //! selectivity (accuracy - control). The row of the current layer's output is
 //! highlighted (and marked `▸`). Rows come first when space is short; the legend and sizes follow if
 //! they fit, and a long stack of layers scrolls to keep the current one in view.
+//!
+//! With a report cached, the first line is the probe's label for the cursor token at the
+//! current layer's output beside the gold label (token-level tasks: category, depth).
+//! Pair tasks label token pairs, so they have no single-token line; the line says so.
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -15,7 +19,7 @@ use ratatui::Frame;
 
 use super::{clip, panel};
 use crate::probe::ProbeResult;
-use crate::tui::app::{App, Focus};
+use crate::tui::app::{App, Focus, TokenProbe};
 
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
@@ -86,6 +90,13 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     if show_status {
         room -= 1;
     }
+    let token_line = app
+        .token_probe()
+        .filter(|_| room >= 2)
+        .map(|tp| token_probe_line(app, &tp, w));
+    if token_line.is_some() {
+        room -= 1;
+    }
     let mut take = || {
         let ok = n > 0 && room > n;
         if ok {
@@ -106,6 +117,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     if show_status {
         lines.extend(status);
     }
+    lines.extend(token_line);
     if show_legend {
         let (acc, ctl) = if bw >= 13 {
             ("acc ", "control")
@@ -165,6 +177,51 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         }
     }
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The cursor token's probe label line.
+fn token_probe_line<'a>(app: &App, tp: &TokenProbe, w: usize) -> Line<'a> {
+    let t = &app.theme;
+    let dim = |s: &str| Line::from(Span::styled(clip(s, w), t.dim()));
+    match tp {
+        TokenProbe::Label {
+            token,
+            layer,
+            predicted,
+            gold,
+        } => {
+            let ok = predicted == gold;
+            let name = clip(&super::one_line(token), 10);
+            let at = if *layer == 0 {
+                "emb".to_string()
+            } else {
+                format!("L{layer}")
+            };
+            let mut spans = vec![
+                Span::styled(format!("«{name}» {at} "), t.dim()),
+                Span::styled(predicted.clone(), t.accent()),
+                Span::styled(format!(" gold {gold} "), t.dim()),
+                Span::styled(
+                    if ok { "✓" } else { "✗" },
+                    if ok { t.accent() } else { t.error() },
+                ),
+            ];
+            let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+            if used > w {
+                // Narrow: drop the token name first.
+                spans.remove(0);
+                spans.insert(0, Span::styled(format!("{at} "), t.dim()));
+            }
+            Line::from(spans)
+        }
+        TokenProbe::PairTask => dim("pair task: no single-token label"),
+        TokenProbe::NoFeatures => dim("labels need source input (m)"),
+        TokenProbe::NotCovered { token } => dim(&format!(
+            "«{}» outside the window",
+            clip(&super::one_line(token), 10)
+        )),
+        TokenProbe::NoProbe => dim("no probe fitted at this layer"),
+    }
 }
 
 /// `0.82` as `.82`, `1.0` as `1.0` (three columns).

@@ -1,5 +1,6 @@
 //! The status bar: model, `layer l/L`, `head h/H`, threshold, input mode, direction,
-//! compute time (line 1); worker progress, the last message and notices (line 2).
+//! the surprisal view (causal models: its perplexity when on, the key when off), compute
+//! time (line 1); worker progress, the last message and notices (line 2).
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -83,6 +84,17 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             true,
         ),
     ];
+    if let Some(sp) = app.surprisal_shown() {
+        // The code panel's title says "surprisal"; the bar gives the headline number.
+        let ppl = sp
+            .perplexity
+            .map_or("ppl -".to_string(), |p| format!("ppl {p:.1}"));
+        items.push((ppl, false));
+    } else if app.surprisal {
+        items.push(("surprisal…".into(), false));
+    } else if app.model.as_ref().is_some_and(|(_, i)| i.causal) {
+        items.push(("S surprisal".into(), true));
+    }
     if let Some(p) = app.prepared() {
         items.push((format!("{:.0} ms", p.elapsed.as_secs_f64() * 1e3), true));
     }
