@@ -8,6 +8,7 @@
 //! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
 
 pub mod bert;
+pub mod gguf_tokenizer;
 pub mod gpt2;
 pub mod kernels;
 pub mod llama;
