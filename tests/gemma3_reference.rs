@@ -162,3 +162,44 @@ fn gemma3_270m_gguf_matches_transformers() {
     assert!(worst[3] < 1e-3, "surprisal {}", worst[3]);
     assert!(corr >= 0.99, "surprisal correlation {corr}");
 }
+
+/// The whole path a user takes: preset → split GGUF in the cache → model + tokenizer
+/// rebuilt from the GGUF metadata → trace with surprisal; ids and bits as transformers.
+#[test]
+fn gemma3_270m_trace_end_to_end() {
+    let files = model::source::resolve("gemma3-270m").unwrap();
+    let m = model::LoadedModel::load(&files).unwrap();
+    assert_eq!(m.info.architecture, "gemma3");
+    assert!(m.info.causal);
+    assert_eq!(m.info.window, model::budget_window(32_768, 18, 4));
+    let r = reference();
+    let case = &r["cases"][1]; // py_textwrap_indent.py
+    let name = case["name"].as_str().unwrap();
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/snippets")
+            .join(name),
+    )
+    .unwrap();
+    let t = m.trace_lm(&text, &ForwardOptions::default()).unwrap();
+    let ids: Vec<u64> = t.tokens.iter().map(|s| s.id as u64).collect();
+    let want: Vec<u64> = case["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, want, "{name}: ids as transformers' GGUF tokenizer");
+    assert!(t.tokens[0].special, "BOS first");
+    let s = t.surprisal.as_ref().unwrap();
+    assert_eq!(s.bits[0], None);
+    for (i, b) in s.bits.iter().enumerate().skip(1) {
+        let d = (b.unwrap() as f64 - f(&case["surprisal"][i])).abs();
+        assert!(d < 1e-3, "{name} surprisal {i}: {d}");
+    }
+    assert_eq!(s.top_next.len(), ids.len());
+    assert_eq!(
+        s.top_next[0][0].id as u64,
+        case["top1"][0].as_u64().unwrap()
+    );
+}

