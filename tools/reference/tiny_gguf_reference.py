@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""GGUF files of the tiny random Llama and Qwen2 fixtures, written the way llama.cpp's
+convert_hf_to_gguf.py writes them (llama.cpp tensor names; Llama's Q/K rows permuted for
+llama.cpp's interleaved rope; f32 tensors so results are exact), for tests/gguf_models.rs.
+
+Each file is checked here first: transformers 5.24 loads it (undoing the permutation with
+its own code) and must reproduce the safetensors model's logits, so the files are what a
+real converter would produce. codescope's outputs from the GGUF are then compared with the
+fixtures' existing reference.json (transformers on the safetensors weights).
+
+  /work/ref/venv/bin/python tools/reference/tiny_gguf_reference.py
+"""
+import json
+import os
+import tempfile
+
+import gguf
+import numpy as np
+import torch
+from safetensors.numpy import load_file
+from transformers import AutoConfig, AutoModelForCausalLM
+
+OUT = "tests/fixtures/tiny_gguf"
+
+
+def permute(w, n_head):
+    # convert_hf_to_gguf.py LlamaModel.permute
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def convert(name):
+    src = os.path.join("tests/fixtures", f"tiny_{name}")
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    sd = load_file(os.path.join(src, "model.safetensors"))
+    arch = cfg["model_type"]
+    heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    path = os.path.join(OUT, f"{name}.gguf")
+    w = gguf.GGUFWriter(path, arch)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv)
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    rope = cfg.get("rope_parameters") or {}
+    w.add_rope_freq_base(rope.get("rope_theta", 10000.0))
+    if rope.get("rope_type") == "linear":
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(rope["factor"])
+    w.add_vocab_size(cfg["vocab_size"])
+    names = {
+        "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output", "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate",
+        "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+    }
+    for k, t in sd.items():
+        t = t.astype(np.float32)
+        if k == "model.embed_tokens.weight":
+            g = "token_embd.weight"
+        elif k == "model.norm.weight":
+            g = "output_norm.weight"
+        elif k == "lm_head.weight":
+            g = "output.weight"
+        else:
+            parts = k.split(".")
+            layer, rest, kind = parts[2], ".".join(parts[3:-1]), parts[-1]
+            g = f"blk.{layer}.{names[rest]}.{kind}"
+            if arch == "llama" and rest == "self_attn.q_proj":
+                t = permute(t, heads)
+            if arch == "llama" and rest == "self_attn.k_proj":
+                t = permute(t, kv)
+        w.add_tensor(g, np.ascontiguousarray(t))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    # Independent check: transformers' GGUF loader must give the safetensors model's logits.
+    ref = json.load(open(os.path.join(src, "reference.json")))
+    ids = torch.tensor([ref["ids"]])
+    a = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32).eval()
+    d, f = os.path.split(path)
+    # transformers' GGUF config mapping drops rope scaling, so give it the real config;
+    # the weights still come from the GGUF through its own (un)permutation.
+    b = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, config=AutoConfig.from_pretrained(src),
+                                             dtype=torch.float32).eval()
+    with torch.no_grad():
+        diff = (a(ids).logits - b(ids).logits).abs().max().item()
+    print(name, "->", path, os.path.getsize(path), "bytes; transformers GGUF vs safetensors logits", diff)
+    assert diff < 1e-5, diff
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    for n in ["llama", "qwen2"]:
+        convert(n)
