@@ -49,7 +49,7 @@ use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::pre_tokenizers::sequence::Sequence as PreTokenizerSequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::processors::template::{SpecialToken, TemplateProcessing};
-use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer, TokenizerImpl};
+use tokenizers::{AddedToken, Model, SplitDelimiterBehavior, Tokenizer, TokenizerImpl};
 
 use crate::error::{Error, Result};
 
@@ -387,7 +387,8 @@ fn sentencepiece(
 fn merges_from_ranking(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<(String, String)> {
     // Tokens to skip: later occurrences of a repeated token (none in a sane file).
     let mut skip = vec![false; tokens.len()];
-    if vocab.len() < tokens.len() {
+    let repeats = vocab.len() < tokens.len();
+    if repeats {
         let mut seen: HashSet<&str> = HashSet::new();
         for (i, t) in tokens.iter().enumerate() {
             skip[i] = !seen.insert(t.as_str());
@@ -400,10 +401,15 @@ fn merges_from_ranking(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<(S
         .map(|(c, chunk)| {
             let mut out = Vec::with_capacity(2 * chunk.len());
             for (j, t) in chunk.iter().enumerate() {
-                if skip[c * CHUNK + j] {
+                let i = c * CHUNK + j;
+                if skip[i] {
                     continue;
                 }
-                let last = vocab[t.as_str()];
+                let last = if repeats {
+                    vocab[t.as_str()] as usize
+                } else {
+                    i
+                };
                 let first = out.len();
                 let total = t.chars().count() as u32;
                 for (k, (b, _)) in t.char_indices().enumerate().skip(1) {
@@ -414,7 +420,7 @@ fn merges_from_ranking(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<(S
                         continue;
                     };
                     out.push(Candidate {
-                        rank: rank[last as usize],
+                        rank: rank[last],
                         left_chars: k as u32,
                         right_chars: total - k as u32,
                         left,
@@ -539,7 +545,6 @@ fn finish(
     kind: &str,
     sp: &Specials,
 ) -> Result<Tokenizer> {
-    let vocab: HashSet<&str> = vocab_tokens.iter().map(String::as_str).collect();
     let byte_alpha: Option<HashSet<char>> =
         (kind == "gpt2").then(|| byte_alphabet().into_iter().collect());
     let mut special: Vec<AddedToken> = Vec::new();
@@ -553,7 +558,7 @@ fn finish(
                 .is_none_or(|a| tok.chars().all(|c| a.contains(&c)));
             if ty == CONTROL && spelled {
                 special.push(AddedToken::from(*tok, true).normalized(false));
-            } else if ty == USER_DEFINED && vocab.contains(tok) {
+            } else if ty == USER_DEFINED && t.get_model().token_to_id(tok).is_some() {
                 user.push(AddedToken::from(*tok, false).normalized(false));
             }
         }
