@@ -3,8 +3,9 @@
 //!
 //! The reference is transformers' own GGUF conversion
 //! (`transformers/integrations/gguf/gguf_tokenizer_mapping.py`, 5.24): for the same file,
-//! [`from_gguf`] builds the same pipeline, so ids are identical (checked on the packaged
-//! Gemma 3 270M by `tests/gguf_tokenizer.rs`). Two `tokenizer.ggml.model` types:
+//! [`from_gguf`] builds the same pipeline, so ids and offsets are identical (checked by
+//! `tests/gguf_tokenizer.rs` on the packaged Gemma 3 270M and on two tiny tokenizer-only
+//! files for the `gpt2` and non-Gemma `llama` paths). Two `tokenizer.ggml.model` types:
 //!
 //! - `llama` — SentencePiece BPE with byte fallback. The file has tokens, scores and token
 //!   types but no merges: they are derived from the vocabulary as transformers'
@@ -15,14 +16,21 @@
 //!   scores do not follow the merge order; for Gemma 3's ordinary tokens score = −position
 //!   anyway) and store whitespace-run tokens with real spaces, respelled here as `▁` runs.
 //!   Text: Gemma replaces spaces by `▁` in a normalizer (no pre-tokenizer: the whole text
-//!   between added tokens is one BPE word); other llama-type files use `Metaspace`.
+//!   between added tokens is one BPE word); other llama-type files use `Metaspace`, and
+//!   `phi3` a prepend + replace normalizer (transformers' `phi3_tokenizer`; not checked
+//!   against a real file). The file's unknown token is the BPE's `unk` (transformers'
+//!   `LlamaTokenizer` sets none; it matters only if a `<0xNN>` byte token is missing).
 //! - `gpt2` — byte-level BPE with the file's `tokenizer.ggml.merges`, split by the regex
 //!   `tokenizer.ggml.pre` names (llama3, qwen2, gpt-4o families) or GPT-2's.
 //!
 //! Token types (llama.cpp): CONTROL tokens become special added tokens, USER_DEFINED ones
 //! plain added tokens (both matched whole in the raw text, e.g. Gemma's `\n\n` and
 //! `<start_of_turn>`); BOS/EOS/UNK/PAD are special too. `add_bos_token` (default: yes for
-//! `llama`, no for `gpt2`) and `add_eos_token` set the post-processor.
+//! `llama`, no for `gpt2`) and `add_eos_token` set the post-processor. As in transformers,
+//! a special token's text inside the input (`<bos>` typed in code) is that token, with
+//! real offsets and special mask 0. Gemma's whitespace-run tokens are *not* added tokens:
+//! transformers, and so codescope, lets BPE find them (llama.cpp matches them whole in the
+//! raw text, so its split of a long space run may differ).
 //!
 //! Prefix space: `tokenizer.ggml.add_space_prefix` is honoured (default: no for Gemma, as
 //! its tokenizer; yes for other `llama` files, as llama.cpp). transformers ignores the flag
@@ -94,6 +102,13 @@ type Wrapped = TokenizerImpl<
 
 fn bad(reason: impl std::fmt::Display) -> Error {
     Error::Tokenizer(format!("GGUF tokenizer metadata: {reason}"))
+}
+
+fn unsupported(kind: &str) -> Error {
+    Error::Tokenizer(format!(
+        "GGUF tokenizer type '{kind}' is not supported (supported: {})",
+        SUPPORTED_TYPES.join(", ")
+    ))
 }
 
 fn tk_err(context: &str, e: impl std::fmt::Display) -> Error {
@@ -187,6 +202,9 @@ pub fn from_gguf(content: &Content) -> Result<Tokenizer> {
     let kind = meta
         .str("tokenizer.ggml.model")?
         .ok_or_else(|| bad("no tokenizer.ggml.model (the file carries no tokenizer)"))?;
+    if !SUPPORTED_TYPES.contains(&kind) {
+        return Err(unsupported(kind));
+    }
     let arch = meta.str("general.architecture")?.unwrap_or("");
     let tokens = meta
         .strings("tokenizer.ggml.tokens")?
@@ -266,12 +284,7 @@ pub fn from_gguf(content: &Content) -> Result<Tokenizer> {
             let pre = meta.str("tokenizer.ggml.pre")?;
             byte_level(&tokens, &merges, pre)?
         }
-        other => {
-            return Err(Error::Tokenizer(format!(
-                "GGUF tokenizer type '{other}' is not supported (supported: {})",
-                SUPPORTED_TYPES.join(", ")
-            )))
-        }
+        other => return Err(unsupported(other)),
     };
     finish(
         tok,
@@ -834,10 +847,7 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_build() {
-        let c = content(&[
-            ("tokenizer.ggml.model", s("t5")),
-            ("tokenizer.ggml.tokens", Value::Array(vec![s("a")])),
-        ]);
+        let c = content(&[("tokenizer.ggml.model", s("t5"))]);
         let e = from_gguf(&c).unwrap_err().to_string();
         assert!(e.contains("'t5'") && e.contains("llama, gpt2"), "{e}");
         let c = content(&[
