@@ -314,3 +314,55 @@ fn synthetic_ggufs_match_transformers() {
         }
     }
 }
+
+/// The real syntax alignment on the Gemma subwords: every code token of every Python/Java
+/// case is covered by the subwords overlapping it, the BOS aligns to nothing, and a
+/// subword overlapping a code token lies within the text.
+#[test]
+fn syntax_alignment_covers_every_code_token() {
+    use codescope::syntax::{align, parse, Language, SubwordSpan};
+    let code = CodeTokenizer::from_tokenizer(tokenizer().clone()).unwrap();
+    let mut checked = 0;
+    for (name, text, c) in cases() {
+        let Some(lang) = c["file"]
+            .as_str()
+            .and_then(|f| Language::from_path(Path::new(f)))
+        else {
+            continue;
+        };
+        let syntax = parse(&text, lang).unwrap();
+        let enc = code.encode(&text, 1 << 20).unwrap();
+        let spans: Vec<SubwordSpan> = enc
+            .tokens
+            .iter()
+            .map(|s| {
+                if s.special {
+                    SubwordSpan::special()
+                } else {
+                    SubwordSpan::new(s.start, s.end)
+                }
+            })
+            .collect();
+        let a = align(&spans, &syntax.tokens);
+        assert!(
+            a.subword_to_tokens[0].is_empty(),
+            "{name}: BOS aligns to nothing"
+        );
+        assert!(
+            a.uncovered_tokens().is_empty(),
+            "{name}: uncovered code tokens"
+        );
+        for (i, tok) in syntax.tokens.iter().enumerate() {
+            let subs = &a.token_to_subwords[i];
+            let first = spans[subs[0]].start;
+            let last = spans[*subs.last().unwrap()].end;
+            assert!(
+                first <= tok.start && last >= tok.end,
+                "{name}: {:?} not spanned by its subwords",
+                tok.text
+            );
+        }
+        checked += syntax.tokens.len();
+    }
+    assert!(checked > 1000, "{checked} code tokens checked");
+}
