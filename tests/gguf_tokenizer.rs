@@ -62,6 +62,14 @@ fn tokenizer() -> &'static Tokenizer {
     static T: OnceLock<Tokenizer> = OnceLock::new();
     T.get_or_init(|| {
         let path = gemma_gguf();
+        let want = reference()["gguf"]["bytes"].as_u64().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(
+            len,
+            want,
+            "{} is not the GGUF the fixture was made from",
+            path.display()
+        );
         let t0 = Instant::now();
         let mut f = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
         let content = Content::read(&mut f).unwrap();
