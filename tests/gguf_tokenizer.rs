@@ -63,6 +63,14 @@ fn tokenizer() -> &'static Tokenizer {
     static T: OnceLock<Tokenizer> = OnceLock::new();
     T.get_or_init(|| {
         let path = gemma_gguf();
+        let want = reference()["gguf"]["bytes"].as_u64().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert_eq!(
+            len,
+            want,
+            "{} is not the GGUF the fixture was made from",
+            path.display()
+        );
         let t0 = Instant::now();
         let mut f = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
         let content = Content::read(&mut f).unwrap();
@@ -244,4 +252,126 @@ fn python_snippet_through_code_tokenizer() {
     assert_eq!(short.ids.len(), 5);
     assert_eq!(short.ids[0], 2);
     assert_eq!(short.truncated, enc.ids.len() - 5);
+}
+
+/// The converter paths the Gemma file does not take — `gpt2` type (byte-level BPE with the
+/// file's merges, Qwen2 pre-tokenizer regex, control + user-defined tokens, no BOS) and
+/// `llama` type on a non-Gemma architecture (scores ranking, Metaspace prefix space, BOS) —
+/// on tiny GGUFs written by the reference script, against transformers' conversion of the
+/// same files.
+#[test]
+fn synthetic_ggufs_match_transformers() {
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/fixtures/gguf_tokenizer_synthetic.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let files = r["files"].as_object().unwrap();
+    assert_eq!(files.len(), 2);
+    for (file, want) in files {
+        let mut f = std::fs::File::open(root().join("tests/fixtures").join(file)).unwrap();
+        let t = from_gguf(&Content::read(&mut f).unwrap()).unwrap();
+        assert_eq!(
+            t.get_vocab_size(true) as u64,
+            want["vocab_size_with_added"].as_u64().unwrap(),
+            "{file}"
+        );
+        let cases = want["cases"].as_array().unwrap();
+        assert!(cases.len() > 10);
+        for c in cases {
+            let name = c["name"].as_str().unwrap();
+            let text = match c["file"].as_str() {
+                Some(p) => std::fs::read_to_string(root().join(p)).unwrap(),
+                None => c["text"].as_str().unwrap().to_string(),
+            };
+            let enc = t.encode(text.as_str(), true).unwrap();
+            assert_eq!(
+                enc.get_ids(),
+                u32s(&c["ids"]).as_slice(),
+                "{file}: ids of {name}"
+            );
+            let offsets: Vec<(usize, usize)> = c["offsets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| {
+                    (
+                        o[0].as_u64().unwrap() as usize,
+                        o[1].as_u64().unwrap() as usize,
+                    )
+                })
+                .collect();
+            assert_eq!(
+                enc.get_offsets(),
+                offsets.as_slice(),
+                "{file}: offsets of {name}"
+            );
+            if !name.ends_with("_specials") {
+                // SentencePiece with a prefix space: a text that already starts with a
+                // space gets no extra ▁, and the decoder's strip then eats one of its
+                // spaces (transformers' LlamaTokenizer pipeline does the same).
+                let want = match text.strip_prefix(' ') {
+                    Some(rest) if file.contains("spm") => rest,
+                    _ => text.as_str(),
+                };
+                assert_eq!(
+                    t.decode(enc.get_ids(), true).unwrap(),
+                    want,
+                    "{file}: {name}"
+                );
+            }
+        }
+    }
+}
+
+/// The real syntax alignment on the Gemma subwords: every code token of every Python/Java
+/// case is covered by the subwords overlapping it, the BOS aligns to nothing, and a
+/// subword overlapping a code token lies within the text.
+#[test]
+fn syntax_alignment_covers_every_code_token() {
+    use codescope::syntax::{align, parse, Language, SubwordSpan};
+    let code = CodeTokenizer::from_tokenizer(tokenizer().clone()).unwrap();
+    let mut checked = 0;
+    for (name, text, c) in cases() {
+        let Some(lang) = c["file"]
+            .as_str()
+            .and_then(|f| Language::from_path(Path::new(f)))
+        else {
+            continue;
+        };
+        let syntax = parse(&text, lang).unwrap();
+        let enc = code.encode(&text, 1 << 20).unwrap();
+        let spans: Vec<SubwordSpan> = enc
+            .tokens
+            .iter()
+            .map(|s| {
+                if s.special {
+                    SubwordSpan::special()
+                } else {
+                    SubwordSpan::new(s.start, s.end)
+                }
+            })
+            .collect();
+        let a = align(&spans, &syntax.tokens);
+        assert!(
+            a.subword_to_tokens[0].is_empty(),
+            "{name}: BOS aligns to nothing"
+        );
+        assert!(
+            a.uncovered_tokens().is_empty(),
+            "{name}: uncovered code tokens"
+        );
+        for (i, tok) in syntax.tokens.iter().enumerate() {
+            let subs = &a.token_to_subwords[i];
+            let first = spans[subs[0]].start;
+            let last = spans[*subs.last().unwrap()].end;
+            assert!(
+                first <= tok.start && last >= tok.end,
+                "{name}: {:?} not spanned by its subwords",
+                tok.text
+            );
+        }
+        checked += syntax.tokens.len();
+    }
+    assert!(checked > 1000, "{checked} code tokens checked");
 }

@@ -3,8 +3,9 @@
 //!
 //! The reference is transformers' own GGUF conversion
 //! (`transformers/integrations/gguf/gguf_tokenizer_mapping.py`, 5.24): for the same file,
-//! [`from_gguf`] builds the same pipeline, so ids are identical (checked on the packaged
-//! Gemma 3 270M by `tests/gguf_tokenizer.rs`). Two `tokenizer.ggml.model` types:
+//! [`from_gguf`] builds the same pipeline, so ids and offsets are identical (checked by
+//! `tests/gguf_tokenizer.rs` on the packaged Gemma 3 270M and on two tiny tokenizer-only
+//! files for the `gpt2` and non-Gemma `llama` paths). Two `tokenizer.ggml.model` types:
 //!
 //! - `llama` — SentencePiece BPE with byte fallback. The file has tokens, scores and token
 //!   types but no merges: they are derived from the vocabulary as transformers'
@@ -15,14 +16,21 @@
 //!   scores do not follow the merge order; for Gemma 3's ordinary tokens score = −position
 //!   anyway) and store whitespace-run tokens with real spaces, respelled here as `▁` runs.
 //!   Text: Gemma replaces spaces by `▁` in a normalizer (no pre-tokenizer: the whole text
-//!   between added tokens is one BPE word); other llama-type files use `Metaspace`.
+//!   between added tokens is one BPE word); other llama-type files use `Metaspace`, and
+//!   `phi3` a prepend + replace normalizer (transformers' `phi3_tokenizer`; not checked
+//!   against a real file). The file's unknown token is the BPE's `unk` (transformers'
+//!   `LlamaTokenizer` sets none; it matters only if a `<0xNN>` byte token is missing).
 //! - `gpt2` — byte-level BPE with the file's `tokenizer.ggml.merges`, split by the regex
 //!   `tokenizer.ggml.pre` names (llama3, qwen2, gpt-4o families) or GPT-2's.
 //!
 //! Token types (llama.cpp): CONTROL tokens become special added tokens, USER_DEFINED ones
 //! plain added tokens (both matched whole in the raw text, e.g. Gemma's `\n\n` and
 //! `<start_of_turn>`); BOS/EOS/UNK/PAD are special too. `add_bos_token` (default: yes for
-//! `llama`, no for `gpt2`) and `add_eos_token` set the post-processor.
+//! `llama`, no for `gpt2`) and `add_eos_token` set the post-processor. As in transformers,
+//! a special token's text inside the input (`<bos>` typed in code) is that token, with
+//! real offsets and special mask 0. Gemma's whitespace-run tokens are *not* added tokens:
+//! transformers, and so codescope, lets BPE find them (llama.cpp matches them whole in the
+//! raw text, so its split of a long space run may differ).
 //!
 //! Prefix space: `tokenizer.ggml.add_space_prefix` is honoured (default: no for Gemma, as
 //! its tokenizer; yes for other `llama` files, as llama.cpp). transformers ignores the flag
@@ -49,7 +57,7 @@ use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
 use tokenizers::pre_tokenizers::sequence::Sequence as PreTokenizerSequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::processors::template::{SpecialToken, TemplateProcessing};
-use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer, TokenizerImpl};
+use tokenizers::{AddedToken, Model, SplitDelimiterBehavior, Tokenizer, TokenizerImpl};
 
 use crate::error::{Error, Result};
 
@@ -94,6 +102,13 @@ type Wrapped = TokenizerImpl<
 
 fn bad(reason: impl std::fmt::Display) -> Error {
     Error::Tokenizer(format!("GGUF tokenizer metadata: {reason}"))
+}
+
+fn unsupported(kind: &str) -> Error {
+    Error::Tokenizer(format!(
+        "GGUF tokenizer type '{kind}' is not supported (supported: {})",
+        SUPPORTED_TYPES.join(", ")
+    ))
 }
 
 fn tk_err(context: &str, e: impl std::fmt::Display) -> Error {
@@ -187,6 +202,9 @@ pub fn from_gguf(content: &Content) -> Result<Tokenizer> {
     let kind = meta
         .str("tokenizer.ggml.model")?
         .ok_or_else(|| bad("no tokenizer.ggml.model (the file carries no tokenizer)"))?;
+    if !SUPPORTED_TYPES.contains(&kind) {
+        return Err(unsupported(kind));
+    }
     let arch = meta.str("general.architecture")?.unwrap_or("");
     let tokens = meta
         .strings("tokenizer.ggml.tokens")?
@@ -266,12 +284,7 @@ pub fn from_gguf(content: &Content) -> Result<Tokenizer> {
             let pre = meta.str("tokenizer.ggml.pre")?;
             byte_level(&tokens, &merges, pre)?
         }
-        other => {
-            return Err(Error::Tokenizer(format!(
-                "GGUF tokenizer type '{other}' is not supported (supported: {})",
-                SUPPORTED_TYPES.join(", ")
-            )))
-        }
+        other => return Err(unsupported(other)),
     };
     finish(
         tok,
@@ -387,7 +400,8 @@ fn sentencepiece(
 fn merges_from_ranking(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<(String, String)> {
     // Tokens to skip: later occurrences of a repeated token (none in a sane file).
     let mut skip = vec![false; tokens.len()];
-    if vocab.len() < tokens.len() {
+    let repeats = vocab.len() < tokens.len();
+    if repeats {
         let mut seen: HashSet<&str> = HashSet::new();
         for (i, t) in tokens.iter().enumerate() {
             skip[i] = !seen.insert(t.as_str());
@@ -400,10 +414,15 @@ fn merges_from_ranking(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<(S
         .map(|(c, chunk)| {
             let mut out = Vec::with_capacity(2 * chunk.len());
             for (j, t) in chunk.iter().enumerate() {
-                if skip[c * CHUNK + j] {
+                let i = c * CHUNK + j;
+                if skip[i] {
                     continue;
                 }
-                let last = vocab[t.as_str()];
+                let last = if repeats {
+                    vocab[t.as_str()] as usize
+                } else {
+                    i
+                };
                 let first = out.len();
                 let total = t.chars().count() as u32;
                 for (k, (b, _)) in t.char_indices().enumerate().skip(1) {
@@ -414,7 +433,7 @@ fn merges_from_ranking(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<(S
                         continue;
                     };
                     out.push(Candidate {
-                        rank: rank[last as usize],
+                        rank: rank[last],
                         left_chars: k as u32,
                         right_chars: total - k as u32,
                         left,
@@ -539,7 +558,6 @@ fn finish(
     kind: &str,
     sp: &Specials,
 ) -> Result<Tokenizer> {
-    let vocab: HashSet<&str> = vocab_tokens.iter().map(String::as_str).collect();
     let byte_alpha: Option<HashSet<char>> =
         (kind == "gpt2").then(|| byte_alphabet().into_iter().collect());
     let mut special: Vec<AddedToken> = Vec::new();
@@ -553,7 +571,7 @@ fn finish(
                 .is_none_or(|a| tok.chars().all(|c| a.contains(&c)));
             if ty == CONTROL && spelled {
                 special.push(AddedToken::from(*tok, true).normalized(false));
-            } else if ty == USER_DEFINED && vocab.contains(tok) {
+            } else if ty == USER_DEFINED && t.get_model().token_to_id(tok).is_some() {
                 user.push(AddedToken::from(*tok, false).normalized(false));
             }
         }
@@ -829,10 +847,7 @@ mod tests {
 
     #[test]
     fn refuses_what_it_cannot_build() {
-        let c = content(&[
-            ("tokenizer.ggml.model", s("t5")),
-            ("tokenizer.ggml.tokens", Value::Array(vec![s("a")])),
-        ]);
+        let c = content(&[("tokenizer.ggml.model", s("t5"))]);
         let e = from_gguf(&c).unwrap_err().to_string();
         assert!(e.contains("'t5'") && e.contains("llama, gpt2"), "{e}");
         let c = content(&[
