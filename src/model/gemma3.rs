@@ -406,7 +406,8 @@ impl Gemma3 {
             let h = self.rms(&x, &layer.pre_ff_norm)?;
             let gu = layer.gate_up.forward(&h)?;
             let inter = self.cfg.intermediate_size;
-            let act = (gu.narrow(1, 0, inter)?.gelu()? * gu.narrow(1, inter, inter)?)?;
+            let act = kernels::gelu_tanh_mul(&gu.flatten_all()?.to_vec1::<f32>()?, inter);
+            let act = Tensor::from_vec(act, (n, inter), &self.device)?;
             let m = self.rms(&layer.down.forward(&act)?, &layer.post_ff_norm)?;
             x = (x + m)?;
             if opts.hidden && li + 1 < self.layers.len() {
