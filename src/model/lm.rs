@@ -151,11 +151,16 @@ pub(crate) fn stream_logits_biased(
     bias: Option<&candle_core::Tensor>,
     sink: &mut super::LogitsSink,
 ) -> crate::error::Result<()> {
-    const BLOCK: usize = 64;
+    // Rows per block: as many as fit 256 MiB of logits (at least 64). Every block re-reads
+    // (and gemm re-packs) the whole `[hidden, vocab]` head, so few large blocks are
+    // much faster than many small ones for big vocabularies (Gemma 3: 262,144).
+    const BLOCK_BYTES: usize = 256 << 20;
+    let vocab = w_t.dims2()?.1.max(1);
+    let block = (BLOCK_BYTES / (vocab * 4)).max(64);
     let n = last.dims2()?.0;
     let mut start = 0;
     while start < n {
-        let rows = BLOCK.min(n - start);
+        let rows = block.min(n - start);
         let mut logits = last.narrow(0, start, rows)?.matmul(w_t)?;
         if let Some(b) = bias {
             logits = logits.broadcast_add(b)?;
