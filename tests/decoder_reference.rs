@@ -38,9 +38,10 @@ fn check(name: &str, arch: &str, bos: bool) -> [f64; 4] {
     assert_eq!(m.info.architecture, arch);
     assert!(m.info.causal);
     assert_eq!(m.info.window, 64);
+    let layers = r["attention"].as_array().unwrap().len();
     assert_eq!(
         (m.info.layers, m.info.heads, m.info.hidden_size),
-        (2, 4, 32)
+        (layers, 4, 32)
     );
     let text = r["text"].as_str().unwrap();
     let t = m.trace_lm(text, &hidden_opts()).unwrap();
@@ -66,7 +67,7 @@ fn check(name: &str, arch: &str, bos: bool) -> [f64; 4] {
     }
     let n = ids.len();
     let mut worst = [0.0f64; 4];
-    for l in 0..2 {
+    for l in 0..layers {
         for h in 0..4 {
             for q in 0..n {
                 for k in 0..n {
@@ -79,8 +80,8 @@ fn check(name: &str, arch: &str, bos: bool) -> [f64; 4] {
         }
     }
     let hs = t.hidden.as_ref().unwrap();
-    assert_eq!(hs.layers.len(), 3);
-    for l in 0..3 {
+    assert_eq!(hs.layers.len(), layers + 1);
+    for l in 0..=layers {
         for p in 0..n {
             for (j, &v) in hs.vector(l, p).iter().enumerate() {
                 let d = (v as f64 - f(&r["hidden_states"][l][p][j])).abs();
@@ -136,6 +137,14 @@ fn tiny_llama_matches_transformers() {
     eprintln!("tiny_llama worst diffs (attention, hidden, logits, surprisal bits): {w:?}");
 }
 
+/// Gemma 3 from safetensors: sliding (window 8) / global (linear rope scaling) /
+/// sliding layers, qk-norm, `query_pre_attn_scalar` != head_dim, soft-capped logits.
+#[test]
+fn tiny_gemma3_matches_transformers() {
+    let w = check("tiny_gemma3", "gemma3", true);
+    eprintln!("tiny_gemma3 worst diffs (attention, hidden, logits, surprisal bits): {w:?}");
+}
+
 #[test]
 fn tiny_gpt2_matches_transformers() {
     let w = check("tiny_gpt2", "gpt2", false);
@@ -164,7 +173,7 @@ fn causal_invariants(t: &Trace) {
 
 #[test]
 fn causal_rows_sum_to_one_and_deterministic() {
-    for name in ["tiny_llama", "tiny_qwen2", "tiny_gpt2"] {
+    for name in ["tiny_llama", "tiny_qwen2", "tiny_gpt2", "tiny_gemma3"] {
         let (m, _) = load(name);
         let text = "for x in items:\n    total += x.price\n";
         let a = m.trace_lm(text, &hidden_opts()).unwrap();

@@ -12,6 +12,11 @@ and the top-5 next-token predictions).
 - tiny_gpt2: GPT-2 with scale_attn_by_inverse_layer_idx, tied head, no BOS.
 - tiny_qwen2: 4 query heads sharing 1 KV head, QKV biases, tied embeddings, rope_theta
   1e6, no BOS (a ByteLevel post-processor, as Qwen2.5-Coder).
+- tiny_gemma3: Gemma 3 text decoder, 3 layers (sliding window 8 / global with linear rope
+  scaling / sliding), 2 KV heads, head_dim 8 != query_pre_attn_scalar 16, qk-norm, final
+  logit soft-capping 5, tied embeddings, BOS.
+
+Arguments: the fixtures to (re)build (default: all), e.g. `... tiny_decoder_reference.py gemma3`.
 
 Run from the repository root:
   /work/ref/venv/bin/python tools/reference/tiny_decoder_reference.py
@@ -23,8 +28,8 @@ import os
 import torch
 import transformers
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, Qwen2Config,
-                          Qwen2ForCausalLM)
+from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, GPT2Config, GPT2LMHeadModel,
+                          LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM)
 
 TEXT = 'def total(self, items):\n    """Sum 合計 é."""\n    return sum(x.price for x in items)\n'
 CORPUS = [
@@ -76,6 +81,20 @@ def build(out, arch):
             bos_token_id=0, eos_token_id=1,
         )
         cls = LlamaForCausalLM
+    elif arch == "gemma3":
+        tk = tokenizer(["<pad>", "<eos>", "<bos>", "<unk>"], "<bos>")
+        cfg = Gemma3TextConfig(
+            vocab_size=tk.get_vocab_size(), hidden_size=32, intermediate_size=48,
+            num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+            max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=True,
+            query_pre_attn_scalar=16, sliding_window=8,
+            layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+            rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
+                             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+            final_logit_softcapping=5.0, hidden_activation="gelu_pytorch_tanh",
+            pad_token_id=0, eos_token_id=1, bos_token_id=2,
+        )
+        cls = Gemma3ForCausalLM
     elif arch == "gpt2":
         tk = tokenizer(["<|endoftext|>"], None)
         cfg = GPT2Config(
@@ -151,9 +170,10 @@ def build(out, arch):
 
 
 def main():
-    build("tests/fixtures/tiny_llama", "llama")
-    build("tests/fixtures/tiny_qwen2", "qwen2")
-    build("tests/fixtures/tiny_gpt2", "gpt2")
+    import sys
+    archs = sys.argv[1:] or ["llama", "qwen2", "gpt2", "gemma3"]
+    for arch in archs:
+        build(f"tests/fixtures/tiny_{arch}", arch)
 
 
 if __name__ == "__main__":
