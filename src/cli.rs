@@ -145,9 +145,15 @@ pub struct ProbeArgs {
     /// Tasks to run (repeatable; default: all).
     #[arg(long = "task", value_enum)]
     pub tasks: Vec<crate::probe::Task>,
-    /// Probe classifier.
+    /// Probe classifier (`directprobe`: clusters and nearest-hull accuracy, no classifier).
     #[arg(long, value_enum, default_value_t = crate::probe::ProbeKind::Linear)]
     pub probe: crate::probe::ProbeKind,
+    /// DirectProbe: at most this many training points per task and layer (sampled).
+    #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TRAIN)]
+    pub dp_max_train: usize,
+    /// DirectProbe: at most this many test points per task and layer (sampled).
+    #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TEST)]
+    pub dp_max_test: usize,
     /// Train/test split: whole snippets (default) or individual examples (the study's,
     /// leaky).
     #[arg(long, value_enum, default_value_t = crate::probe::Split::Snippet)]
@@ -173,6 +179,10 @@ pub struct ProbeArgs {
     /// Rank of the structural probe's projection B.
     #[arg(long, default_value_t = 64)]
     pub rank: usize,
+    /// Write features, examples and splits to this directory instead of probing (for the
+    /// scikit-learn reference, tools/reference/probe_sklearn.py).
+    #[arg(long, hide = true)]
+    pub dump: Option<PathBuf>,
     /// Print the JSON report.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,

@@ -446,6 +446,8 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
         cache_root: (!args.no_cache).then(source::cache_dir),
         train: probe::TrainOptions {
             kind: args.probe,
+            dp_max_train: args.dp_max_train.max(1),
+            dp_max_test: args.dp_max_test.max(1),
             ..Default::default()
         },
         structural: args
@@ -466,6 +468,19 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
         bar.set_style(style);
     }
     bar.set_message("tracing");
+    if let Some(dir) = &args.dump {
+        let n = probe::dump(&run, dir, &mut |p| {
+            if let probe::Progress::Traced { done, .. } = p {
+                bar.set_position(done as u64)
+            }
+        })?;
+        bar.finish_and_clear();
+        eprintln!(
+            "codescope: wrote features and {n} tasks to {}",
+            dir.display()
+        );
+        return Ok(());
+    }
     let report = probe::run(&run, &mut |p| match p {
         probe::Progress::Cached => bar.set_message("cached"),
         probe::Progress::Traced { done, .. } => bar.set_position(done as u64),
@@ -480,8 +495,14 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
             }
             bar.set_position(done as u64);
             bar.println(format!(
-                "{:<12} layer {:>2}: acc {:.3} control {:.3}",
-                result.task, result.layer, result.accuracy, result.control_accuracy
+                "{:<12} layer {:>2}: acc {:.3} control {:.3}{}",
+                result.task,
+                result.layer,
+                result.accuracy,
+                result.control_accuracy,
+                result
+                    .clusters
+                    .map_or(String::new(), |c| format!(" clusters {c}"))
             ));
         }
         probe::Progress::Structural(r) => bar.println(format!(

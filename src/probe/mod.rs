@@ -19,6 +19,7 @@
 pub mod bundled;
 pub mod cache;
 pub mod dataset;
+pub mod directprobe;
 pub mod structural;
 pub mod train;
 
@@ -147,8 +148,9 @@ pub fn split(
     }
 }
 
-/// One (task, probe, layer) measurement. `clusters` is reserved for DirectProbe (always
-/// `None` for now).
+/// One (task, probe, layer) measurement. `clusters` is DirectProbe's number of clusters
+/// on the task (`None` for the other probes); for DirectProbe, `train_size` / `test_size`
+/// are the sampled points actually used.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ProbeResult {
     pub task: String,
@@ -364,23 +366,44 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
                 seed: spec.seed ^ (l as u64) << 8,
                 ..spec.train
             };
-            let fit = |ytr: &[u32], yte: &[u32]| {
-                train::train_eval_keep(
+            // (accuracy, clusters, train points, test points, the fitted classifier)
+            type Fitted = (f64, Option<usize>, usize, usize, Option<train::Classifier>);
+            let fit = |ytr: &[u32], yte: &[u32]| -> Result<Fitted> {
+                let (tr_s, te_s) = (
                     train::Split { x: &x_tr, y: ytr },
                     train::Split { x: &x_te, y: yte },
-                    w,
-                    k,
-                    &opts,
-                )
+                );
+                if spec.kind == ProbeKind::DirectProbe {
+                    let f = directprobe::fit_eval(
+                        tr_s,
+                        te_s,
+                        w,
+                        &directprobe::DirectOptions {
+                            max_train: opts.dp_max_train,
+                            max_test: opts.dp_max_test,
+                            seed: opts.seed,
+                        },
+                    )?;
+                    return Ok((
+                        f.accuracy,
+                        Some(f.clusters),
+                        f.train_points,
+                        f.test_points,
+                        None,
+                    ));
+                }
+                let (f, classifier) = train::train_eval_keep(tr_s, te_s, w, k, &opts)?;
+                Ok((f.accuracy, None, ytr.len(), yte.len(), Some(classifier)))
             };
-            let (task_fit, classifier) = fit(&y_tr, &y_te)?;
-            let acc = task_fit.accuracy;
-            let ctl = fit(&c_tr, &c_te)?.0.accuracy;
-            probes.push(LayerProbe {
-                task: data.task,
-                layer: l,
-                classifier: std::sync::Arc::new(classifier),
-            });
+            let (acc, clusters, train_size, test_size, classifier) = fit(&y_tr, &y_te)?;
+            let ctl = fit(&c_tr, &c_te)?.0;
+            if let Some(classifier) = classifier {
+                probes.push(LayerProbe {
+                    task: data.task,
+                    layer: l,
+                    classifier: std::sync::Arc::new(classifier),
+                });
+            }
             let r = ProbeResult {
                 task: data.task.name().into(),
                 probe: spec.kind.name().into(),
@@ -388,9 +411,9 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
                 accuracy: acc,
                 control_accuracy: ctl,
                 selectivity: acc - ctl,
-                clusters: None,
-                train_size: tr.len(),
-                test_size: te.len(),
+                clusters,
+                train_size,
+                test_size,
                 seconds: start.elapsed().as_secs_f64(),
                 majority,
             };
@@ -444,6 +467,64 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
     })
 }
 
+/// Write the probing data of `spec` for outside tools (`tools/reference/probe_sklearn.py`)
+/// under `dir`, training nothing: `features/layer_<l>.safetensors` (the [`cache`] format:
+/// code-token hidden states per layer) and `tasks/<task>.json` with `classes`, `examples`
+/// (`[snippet, a, b, label, control_label]`, `a`/`b` = row of the token within its
+/// snippet in the features, `b = -1` for token tasks), and the `train` / `test` example
+/// indices of [`run`]'s split. Returns the number of tasks written.
+pub fn dump(
+    spec: &RunSpec,
+    dir: &std::path::Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<usize> {
+    let syntaxes = dataset::parse_all(spec.snippets);
+    let feats = features(spec, &syntaxes, progress)?;
+    cache::save(&dir.join("features"), &feats)?;
+    let tdir = dir.join("tasks");
+    std::fs::create_dir_all(&tdir).map_err(|e| crate::error::Error::io(&tdir, e))?;
+    let dopts = dataset::DatasetOptions {
+        max_pairs: spec.max_pairs,
+        seed: spec.seed,
+    };
+    let mut written = 0;
+    for &task in &spec.tasks {
+        let data = dataset::build_task(task, &syntaxes, &feats, &dopts);
+        let (tr, te) = split(&data.examples, spec.split, spec.test_fraction, spec.seed);
+        let control = control_labels(&data.examples, data.classes.len(), spec.seed ^ task as u64);
+        let examples: Vec<[i64; 5]> = data
+            .examples
+            .iter()
+            .zip(&control)
+            .map(|(e, &c)| {
+                [
+                    e.snippet as i64,
+                    e.a as i64,
+                    e.b.map_or(-1, |b| b as i64),
+                    e.label as i64,
+                    c as i64,
+                ]
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "task": task.name(),
+            "classes": data.classes,
+            "pair_features": spec.pair_features,
+            "layers": feats.layers,
+            "dim": feats.dim,
+            "examples": examples,
+            "train": tr,
+            "test": te,
+        });
+        let path = tdir.join(format!("{}.json", task.name()));
+        let text = serde_json::to_string(&doc)
+            .map_err(|e| crate::error::Error::io(&path, std::io::Error::other(e)))?;
+        std::fs::write(&path, text).map_err(|e| crate::error::Error::io(&path, e))?;
+        written += 1;
+    }
+    Ok(written)
+}
+
 /// The readable per-layer table: one block per task, one row per layer.
 pub fn table(r: &ProbeReport) -> String {
     use std::fmt::Write as _;
@@ -470,14 +551,20 @@ pub fn table(r: &ProbeReport) -> String {
         if x.task != last {
             let _ = writeln!(
                 out,
-                "\n{} ({} probe; train {}, test {}, majority {:.3})\nlayer  accuracy  control  selectivity  seconds",
-                x.task, x.probe, x.train_size, x.test_size, x.majority
+                "\n{} ({} probe; train {}, test {}, majority {:.3})\nlayer  accuracy  control  selectivity  {}seconds",
+                x.task,
+                x.probe,
+                x.train_size,
+                x.test_size,
+                x.majority,
+                if x.clusters.is_some() { "clusters  " } else { "" }
             );
             last = x.task.clone();
         }
+        let clusters = x.clusters.map_or(String::new(), |c| format!("{c:>8}  "));
         let _ = writeln!(
             out,
-            "{:>5}  {:>8.3}  {:>7.3}  {:>11.3}  {:>7.1}",
+            "{:>5}  {:>8.3}  {:>7.3}  {:>11.3}  {clusters}{:>7.1}",
             x.layer, x.accuracy, x.control_accuracy, x.selectivity, x.seconds
         );
     }
@@ -498,14 +585,15 @@ pub fn table(r: &ProbeReport) -> String {
     out
 }
 
-/// Long CSV: `task,probe,layer,accuracy,control_accuracy,selectivity,train_size,test_size,seconds,majority`.
+/// Long CSV: `task,probe,layer,accuracy,control_accuracy,selectivity,train_size,test_size,seconds,majority,clusters`
+/// (`clusters` empty except for DirectProbe).
 pub fn csv(r: &ProbeReport) -> String {
     let mut out = String::from(
-        "task,probe,layer,accuracy,control_accuracy,selectivity,train_size,test_size,seconds,majority\n",
+        "task,probe,layer,accuracy,control_accuracy,selectivity,train_size,test_size,seconds,majority,clusters\n",
     );
     for x in &r.results {
         out.push_str(&format!(
-            "{},{},{},{:.6},{:.6},{:.6},{},{},{:.3},{:.6}\n",
+            "{},{},{},{:.6},{:.6},{:.6},{},{},{:.3},{:.6},{}\n",
             x.task,
             x.probe,
             x.layer,
@@ -515,7 +603,8 @@ pub fn csv(r: &ProbeReport) -> String {
             x.train_size,
             x.test_size,
             x.seconds,
-            x.majority
+            x.majority,
+            x.clusters.map_or(String::new(), |c| c.to_string())
         ));
     }
     out

@@ -26,6 +26,10 @@ pub enum ProbeKind {
     Linear,
     /// One hidden ReLU layer of [`TrainOptions::hidden`] units.
     Mlp,
+    /// No classifier: DirectProbe's separable clusters and nearest-hull accuracy
+    /// ([`super::directprobe`]).
+    #[value(name = "directprobe")]
+    DirectProbe,
 }
 
 impl ProbeKind {
@@ -33,6 +37,7 @@ impl ProbeKind {
         match self {
             ProbeKind::Linear => "linear",
             ProbeKind::Mlp => "mlp",
+            ProbeKind::DirectProbe => "directprobe",
         }
     }
 }
@@ -52,6 +57,10 @@ pub struct TrainOptions {
     /// Share of the training examples held out for early stopping.
     pub val_fraction: f64,
     pub seed: u64,
+    /// DirectProbe: at most this many training points per task and layer.
+    pub dp_max_train: usize,
+    /// DirectProbe: at most this many test points per task and layer.
+    pub dp_max_test: usize,
 }
 
 impl Default for TrainOptions {
@@ -66,6 +75,8 @@ impl Default for TrainOptions {
             batch: 256,
             val_fraction: 0.1,
             seed: 0,
+            dp_max_train: super::directprobe::DEFAULT_MAX_TRAIN,
+            dp_max_test: super::directprobe::DEFAULT_MAX_TEST,
         }
     }
 }
@@ -107,13 +118,12 @@ impl Params {
                 Var::from_tensor(&Tensor::from_vec(b, fan_out, dev)?)?,
             ])
         };
-        let vars = match opts.kind {
-            ProbeKind::Linear => layer(width, classes)?.to_vec(),
-            ProbeKind::Mlp => {
-                let mut v = layer(width, opts.hidden)?.to_vec();
-                v.extend(layer(opts.hidden, classes)?);
-                v
-            }
+        let vars = if opts.kind == ProbeKind::Mlp {
+            let mut v = layer(width, opts.hidden)?.to_vec();
+            v.extend(layer(opts.hidden, classes)?);
+            v
+        } else {
+            layer(width, classes)?.to_vec()
         };
         Ok(Params { vars })
     }
@@ -263,7 +273,8 @@ impl Classifier {
 }
 
 /// Train a probe of `opts.kind` on `train` and return its accuracy on `test`.
-/// `classes` is the number of labels (every `y < classes`).
+/// `classes` is the number of labels (every `y < classes`). DirectProbe trains nothing:
+/// it is run by [`super::directprobe::fit_eval`] (an error here).
 pub fn train_eval(
     train: Split,
     test: Split,
@@ -286,6 +297,12 @@ pub fn train_eval_keep(
         return Err(Error::Input {
             name: "probe".into(),
             reason: "no training examples".into(),
+        });
+    }
+    if opts.kind == ProbeKind::DirectProbe {
+        return Err(Error::Input {
+            name: "probe".into(),
+            reason: "DirectProbe is not a trained classifier (use probe::directprobe)".into(),
         });
     }
     let dev = Device::Cpu;

@@ -1,0 +1,156 @@
+//! DirectProbe on synthetic data: linearly separable classes end as one cluster per
+//! label with perfect nearest-hull accuracy; XOR needs more clusters than labels; the
+//! exact separability test on hand-checked cases in higher dimension.
+
+use codescope::probe::directprobe::{
+    cluster, fit_eval, separable, DirectOptions, Points, Separation,
+};
+use codescope::probe::train::Split;
+use codescope::probe::Rng;
+
+fn gaussian(rng: &mut Rng) -> f64 {
+    let u1 = rng.f64().max(1e-12);
+    let u2 = rng.f64();
+    (-2.0f64 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+/// Two Gaussian blobs in `dim` dimensions, centres 8 apart along the first axis.
+fn blobs(n: usize, dim: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
+    let mut rng = Rng::new(seed);
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let label = (i % 2) as u32;
+        for d in 0..dim {
+            let c = if d == 0 { 8.0 * label as f64 } else { 0.0 };
+            x.push((c + gaussian(&mut rng)).clamp(c - 3.5, c + 3.5) as f32);
+        }
+        y.push(label);
+    }
+    (x, y)
+}
+
+/// XOR: four tight blobs at the corners of a square, opposite corners share a label.
+fn xor(n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
+    let mut rng = Rng::new(seed);
+    let corners = [
+        (0.0, 0.0, 0),
+        (10.0, 10.0, 0),
+        (10.0, 0.0, 1),
+        (0.0, 10.0, 1),
+    ];
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let (cx, cy, l) = corners[i % 4];
+        x.push((cx + gaussian(&mut rng).clamp(-3.0, 3.0)) as f32);
+        x.push((cy + gaussian(&mut rng).clamp(-3.0, 3.0)) as f32);
+        y.push(l);
+    }
+    (x, y)
+}
+
+#[test]
+fn separable_classes_give_one_cluster_per_label() {
+    let dim = 5;
+    let (x, y) = blobs(400, dim, 3);
+    let (xtr, xte) = x.split_at(300 * dim);
+    let (ytr, yte) = y.split_at(300);
+    let f = fit_eval(
+        Split { x: xtr, y: ytr },
+        Split { x: xte, y: yte },
+        dim,
+        &DirectOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(f.clusters, 2, "{f:?}");
+    assert_eq!(f.accuracy, 1.0, "{f:?}");
+    assert_eq!((f.train_points, f.test_points), (300, 100));
+}
+
+/// XOR needs more clusters than labels. Not 4: merging is greedy, so the first label whose
+/// two blobs are tried (both diagonals are equally long; ties go to the lower cluster
+/// ids, here label 0) joins them into one diagonal band, which each single blob of the
+/// other label can still be separated from; the other diagonal would cross that band, so
+/// label 1 stays two clusters: 3 in all (the paper's algorithm behaves the same).
+#[test]
+fn xor_needs_more_clusters_than_labels() {
+    let (x, y) = xor(200, 5);
+    let (xtr, xte) = x.split_at(160 * 2);
+    let (ytr, yte) = y.split_at(160);
+    let f = fit_eval(
+        Split { x: xtr, y: ytr },
+        Split { x: xte, y: yte },
+        2,
+        &DirectOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(f.clusters, 3, "{f:?}");
+    let mut labels = f.cluster_labels.clone();
+    labels.sort_unstable();
+    assert_eq!(labels, vec![0, 1, 1]);
+    assert_eq!(f.accuracy, 1.0, "{f:?}");
+    assert!(f.lps > 0, "XOR must reach the exact LP");
+}
+
+#[test]
+fn every_final_cluster_pair_is_separable() {
+    // Noisy 3-class data in 3 dimensions: whatever the count, every pair of final clusters
+    // of different labels must pass the exact test (the clustering's invariant).
+    let mut rng = Rng::new(9);
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for i in 0..150 {
+        let l = (i % 3) as u32;
+        for d in 0..3 {
+            x.push(gaussian(&mut rng) + if d == l as usize { 1.5 } else { 0.0 });
+        }
+        y.push(l);
+    }
+    let p = Points { x: &x, dim: 3 };
+    let (clusters, _) = cluster(p, &y).unwrap();
+    assert!(
+        clusters.len() > 3,
+        "overlapping classes need extra clusters"
+    );
+    let total: usize = clusters.iter().map(|c| c.1.len()).sum();
+    assert_eq!(total, 150);
+    for (i, (la, a)) in clusters.iter().enumerate() {
+        assert!(a.iter().all(|&k| y[k] == *la));
+        for (lb, b) in &clusters[i + 1..] {
+            if la != lb {
+                assert!(matches!(
+                    separable(p, a, b).unwrap(),
+                    Separation::Separable { .. }
+                ));
+            }
+        }
+    }
+}
+
+#[test]
+fn separability_in_high_dimension() {
+    // 30 points in 20 dimensions: a simplex's vertex set against its centroid is not
+    // separable; moved just outside along a facet normal it is.
+    let dim = 20;
+    let mut x = Vec::new();
+    for i in 0..=dim {
+        for d in 0..dim {
+            x.push(if i == d { 1.0 } else { 0.0 });
+        }
+    }
+    // Vertices: e_0..e_19 and the origin (21 points). Centroid 1/21 per coordinate.
+    x.extend(std::iter::repeat_n(1.0 / 21.0, dim));
+    // Outside the facet sum(x) = 1: every coordinate 1/19.
+    x.extend(std::iter::repeat_n(1.0 / 19.0, dim));
+    // On the facet (touching): every coordinate 1/20.
+    x.extend(std::iter::repeat_n(1.0 / 20.0, dim));
+    let p = Points { x: &x, dim };
+    let simplex: Vec<usize> = (0..=dim).collect();
+    let sep = |b: usize| {
+        matches!(
+            separable(p, &simplex, &[b]).unwrap(),
+            Separation::Separable { .. }
+        )
+    };
+    assert!(!sep(21), "centroid is inside");
+    assert!(sep(22), "beyond the facet");
+    assert!(!sep(23), "on the facet");
+}
