@@ -387,6 +387,7 @@ fn worker_thread_latest_wins() {
         text: text.into(),
         lang: Language::Python,
         opts: Options::default(),
+        surprisal: false,
     };
     w.analyse(job(1, "a = 1\n"));
     w.analyse(job(2, "b = 2\n"));
@@ -427,6 +428,7 @@ fn analysis_without_a_model_fails_cleanly() {
         text: "x = 1\n".into(),
         lang: Language::Python,
         opts: Options::default(),
+        surprisal: false,
     });
     match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
         WorkerMsg::AnalyseFailed { req, error } => {
@@ -714,6 +716,7 @@ fn worker_thread_trains_probes_latest_wins() {
         text: "x = 1\n".into(),
         lang: Language::Python,
         opts: Options::default(),
+        surprisal: false,
     });
     let mut order = Vec::new();
     while order.len() < 2 {
@@ -752,7 +755,8 @@ fn worker_thread_trains_probes_latest_wins() {
 #[test]
 fn code_token_surprisal_sums_subword_bits_from_the_logits() {
     for name in ["tiny_llama", "tiny_qwen2", "tiny_gpt2"] {
-        let app = ready_decoder(name, SHORT, 120, 40, theme(ColorMode::TrueColor));
+        let mut app = ready_decoder(name, SHORT, 120, 40, theme(ColorMode::TrueColor));
+        typed(&mut app, "S");
         let p = app.prepared().unwrap();
         let sp = p
             .surprisal
@@ -836,6 +840,18 @@ fn s_toggles_the_surprisal_view_on_a_decoder() {
         screen(&app).contains("S surprisal"),
         "the key is advertised"
     );
+    // The LM head runs only for the view: turning it on asks for one re-analysis with
+    // it, turning it off and on again does not.
+    assert!(app.prepared().unwrap().surprisal.is_none());
+    let fx = app.update(key(KeyCode::Char('S')));
+    assert!(
+        matches!(&fx[..], [Effect::Analyse(job)] if job.surprisal),
+        "{fx:?}"
+    );
+    assert!(app.surprisal);
+    serve(&mut app, fx);
+    assert!(app.prepared().unwrap().surprisal.is_some());
+    assert!(app.update(key(KeyCode::Char('S'))).is_empty());
     assert!(
         app.update(key(KeyCode::Char('S'))).is_empty(),
         "no forward pass"
@@ -886,11 +902,11 @@ fn s_on_an_encoder_says_why_nothing_happens() {
 fn first_token_without_bos_is_unscored_and_said_so() {
     // GPT-2's tokenizer adds no BOS: nothing predicts the first subword.
     let mut app = ready_decoder("tiny_gpt2", SHORT, 120, 40, theme(ColorMode::TrueColor));
+    typed(&mut app, "S");
     let sp = app.prepared().unwrap().surprisal.clone().unwrap();
     assert_eq!(sp.subwords[0][0], 0, "no BOS");
     assert_eq!(sp.bits[0], None);
     assert!(sp.expected(0).is_none());
-    typed(&mut app, "S");
     assert!(screen(&app).contains("not scored"));
 }
 

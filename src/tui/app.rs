@@ -24,6 +24,9 @@ use crate::model::{source, ModelInfo};
 use crate::probe::{ProbeReport, ProbeResult, Task};
 use crate::syntax::{Coarse, Language};
 
+/// Shown while the analysis with the LM head is computed (cleared when it arrives).
+const SURPRISAL_PENDING: &str = "surprisal shows once the analysis is ready";
+
 /// Threshold step and range (METHODS.md 3: the grid 0, 0.05, ..., 0.40).
 pub const T_STEP: f32 = 0.05;
 pub const T_MAX_STEPS: u8 = 8;
@@ -465,11 +468,12 @@ impl App {
         })
     }
 
-    /// Toggle the surprisal view; encoders get a notice instead.
-    fn toggle_surprisal(&mut self) {
+    /// Toggle the surprisal view; encoders get a notice instead. The LM head runs only
+    /// while the view is on: turning it on re-analyses when the shown analysis lacks it.
+    fn toggle_surprisal(&mut self) -> Vec<Effect> {
         if self.surprisal {
             self.surprisal = false;
-            return;
+            return Vec::new();
         }
         match &self.model {
             None => {
@@ -487,13 +491,12 @@ impl App {
             Some(_) => {
                 self.surprisal = true;
                 if self.prepared().is_some_and(|p| p.surprisal.is_none()) {
-                    self.message = Some((
-                        Level::Info,
-                        "surprisal shows once the analysis is ready".into(),
-                    ));
+                    self.message = Some((Level::Info, SURPRISAL_PENDING.into()));
+                    return self.request_analysis();
                 }
             }
         }
+        Vec::new()
     }
 
     /// Ask for the probe results of [`App::probe_key`] unless they are cached or
@@ -574,6 +577,7 @@ impl App {
                 threshold: self.threshold(),
                 sweep: false,
             },
+            surprisal: self.surprisal,
         })]
     }
 
@@ -657,6 +661,14 @@ impl App {
                 } else {
                     data.scores_at(self.threshold())
                 };
+                if data.surprisal.is_some()
+                    && self
+                        .message
+                        .as_ref()
+                        .is_some_and(|(_, m)| m == SURPRISAL_PENDING)
+                {
+                    self.message = None;
+                }
                 self.data = Some((req, data));
                 *self.mean_cache.borrow_mut() = None;
                 self.busy = None;
@@ -829,7 +841,7 @@ impl App {
                 self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
             }
             KeyCode::Char('M') => self.open_picker(),
-            KeyCode::Char('S') => self.toggle_surprisal(),
+            KeyCode::Char('S') => return self.toggle_surprisal(),
             KeyCode::Char('p') => {
                 if self.focus != Focus::Code {
                     self.focus = Focus::Probes;

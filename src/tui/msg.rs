@@ -80,6 +80,8 @@ pub struct AnalyseJob {
     pub text: String,
     pub lang: Language,
     pub opts: Options,
+    /// Run the LM head too (causal models, for the surprisal view).
+    pub surprisal: bool,
 }
 
 /// A probe request (latest wins; runs after any pending model load or analysis): a

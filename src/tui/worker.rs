@@ -284,7 +284,7 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
         }
         s
     };
-    let res = analyze_cancellable(m, &job.text, job.lang, &job.opts, &cancel);
+    let res = analyze_cancellable(m, &job.text, job.lang, &job.opts, job.surprisal, &cancel);
     if stale() {
         return; // superseded: drop whatever came out
     }
@@ -397,14 +397,15 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
 
 /// [`analysis::analyze`] with a cancellation hook for the forward pass (checked before
 /// each layer). The same steps: parse, build the model input for the mode, trace, then
-/// [`analysis::analyze_trace`]. Causal models also run their LM head (surprisal and
-/// next-token predictions, for the surprisal view); source-mode traces keep hidden
-/// states (the token features a trained probe labels).
+/// [`analysis::analyze_trace`]. With `surprisal`, causal models also run their LM head
+/// (surprisal and next-token predictions, for the surprisal view); source-mode traces
+/// keep hidden states (the token features a trained probe labels).
 pub fn analyze_cancellable(
     model: &LoadedModel,
     source_text: &str,
     lang: Language,
     opts: &Options,
+    surprisal: bool,
     cancel: &(dyn Fn(usize) -> bool + Sync),
 ) -> Result<SnippetAnalysis> {
     let syn = syntax::parse(source_text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
@@ -413,7 +414,7 @@ pub fn analyze_cancellable(
         hidden: opts.mode == Mode::Source,
         cancel: Some(cancel),
     };
-    let trace = if model.info.causal {
+    let trace = if surprisal && model.info.causal {
         model.trace_lm(&text, &fwd)?
     } else {
         model.trace(&text, &fwd)?

@@ -109,8 +109,12 @@ pub fn fresh(text: &str, w: u16, h: u16, theme: Theme) -> (App, Vec<Effect>) {
 /// Serve effects like the runtime would, synchronously: model loads succeed with the
 /// tiny model, analyses run right away (through the worker's analysis function).
 /// Returns the effects it did not serve (Quit, Export).
+/// A decoder fixture loaded by [`ready_decoder`] keeps serving its app's analyses.
 pub fn serve(app: &mut App, fx: Vec<Effect>) -> Vec<Effect> {
-    serve_with(app, fx, model(), "tiny")
+    match app.model.as_ref().map(|(l, _)| l.clone()) {
+        Some(l) if l.starts_with("tiny_") => serve_with(app, fx, fixture(&l), &l),
+        _ => serve_with(app, fx, model(), "tiny"),
+    }
 }
 
 /// [`serve`] with another model.
@@ -129,8 +133,15 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                     })))
                 }
                 Effect::Analyse(job) => {
-                    let a = analyze_cancellable(model, &job.text, job.lang, &job.opts, &|_| false)
-                        .unwrap();
+                    let a = analyze_cancellable(
+                        model,
+                        &job.text,
+                        job.lang,
+                        &job.opts,
+                        job.surprisal,
+                        &|_| false,
+                    )
+                    .unwrap();
                     let data = Arc::new(Prepared::new(a, Duration::from_millis(42)));
                     next.extend(
                         app.update(Msg::Worker(WorkerMsg::Analysed { req: job.req, data })),
