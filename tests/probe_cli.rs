@@ -75,3 +75,40 @@ fn probe_json_csv_and_cache() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn directprobe_reports_clusters() {
+    let root = tempfile::tempdir().unwrap();
+    let model = root.path().join("tiny");
+    write_tiny_model(&model, &Tiny::default()).unwrap();
+    let model = model.to_str().unwrap();
+    let out = cmd(root.path())
+        .args([
+            "--model", model, "probe", "--limit", "8", "--task", "category",
+        ])
+        .args([
+            "--probe",
+            "directprobe",
+            "--layer",
+            "1",
+            "--dp-max-train",
+            "120",
+        ])
+        .args(["--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["results"][0];
+    assert_eq!(r["probe"], "directprobe");
+    assert_eq!(r["layer"], 1);
+    // At least one cluster per label present in the (sampled) training points.
+    assert!(r["clusters"].as_u64().unwrap() >= 2, "{r}");
+    assert!(r["train_size"].as_u64().unwrap() <= 120);
+    let acc = r["accuracy"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&acc));
+}

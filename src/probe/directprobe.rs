@@ -51,9 +51,9 @@ use super::Rng;
 use crate::error::{Error, Result};
 
 /// Default cap on training points per task and layer.
-pub const DEFAULT_MAX_TRAIN: usize = 1500;
+pub const DEFAULT_MAX_TRAIN: usize = 600;
 /// Default cap on test points per task and layer.
-pub const DEFAULT_MAX_TEST: usize = 1000;
+pub const DEFAULT_MAX_TEST: usize = 500;
 /// Relative duality gap at which a point-to-hull distance is accepted.
 pub const HULL_GAP: f64 = 1e-6;
 /// Most Frank-Wolfe steps per point-to-hull distance.

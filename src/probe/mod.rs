@@ -468,7 +468,8 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
 }
 
 /// Write the probing data of `spec` for outside tools (`tools/reference/probe_sklearn.py`)
-/// under `dir`, training nothing: `features/layer_<l>.safetensors` (the [`cache`] format:
+/// under `dir`, training nothing: `snippets.json` (language and code of every snippet),
+/// `features/layer_<l>.safetensors` (the [`cache`] format:
 /// code-token hidden states per layer) and `tasks/<task>.json` with `classes`, `examples`
 /// (`[snippet, a, b, label, control_label]`, `a`/`b` = row of the token within its
 /// snippet in the features, `b = -1` for token tasks), and the `train` / `test` example
@@ -481,6 +482,15 @@ pub fn dump(
     let syntaxes = dataset::parse_all(spec.snippets);
     let feats = features(spec, &syntaxes, progress)?;
     cache::save(&dir.join("features"), &feats)?;
+    let texts: Vec<_> = spec
+        .snippets
+        .iter()
+        .map(|s| serde_json::json!({"language": s.language.to_string(), "code": s.code}))
+        .collect();
+    let path = dir.join("snippets.json");
+    let text = serde_json::to_string(&texts)
+        .map_err(|e| crate::error::Error::io(&path, std::io::Error::other(e)))?;
+    std::fs::write(&path, text).map_err(|e| crate::error::Error::io(&path, e))?;
     let tdir = dir.join("tasks");
     std::fs::create_dir_all(&tdir).map_err(|e| crate::error::Error::io(&tdir, e))?;
     let dopts = dataset::DatasetOptions {
