@@ -296,13 +296,23 @@ impl LoadedModel {
     pub fn load(files: &ModelFiles) -> Result<Self> {
         let start = Instant::now();
         let (backbone, arch, tokenizer) = if let Weights::Gguf(path) = &files.weights {
-            let (backbone, arch, file) = load_gguf_backbone(path)?;
-            // A tokenizer.json beside the file wins; else the one in the GGUF metadata.
-            let tokenizer = match &files.tokenizer {
-                TokenizerFiles::Gguf(_) => CodeTokenizer::from_gguf(&file)?,
-                other => CodeTokenizer::load(other, &files.dir)?,
-            };
-            (backbone, arch, tokenizer)
+            let file = gguf::GgufFile::open(path)?;
+            // The tokenizer (a 262k-entry vocabulary for Gemma 3) is rebuilt on its own
+            // thread while the weights are dequantized. A tokenizer.json beside the file
+            // wins; else the one in the GGUF metadata.
+            let (backbone, tokenizer) = std::thread::scope(|s| {
+                let tk = s.spawn(|| match &files.tokenizer {
+                    TokenizerFiles::Gguf(_) => CodeTokenizer::from_gguf(&file),
+                    other => CodeTokenizer::load(other, &files.dir),
+                });
+                let backbone = gguf_backbone(&file);
+                let tokenizer = tk
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::Compute("tokenizer build panicked".into())));
+                (backbone, tokenizer)
+            });
+            let (backbone, arch) = backbone?;
+            (backbone, arch, tokenizer?)
         } else {
             let (cfg, model_type) = read_config(&files.config)?;
             let (backbone, arch) =
@@ -517,14 +527,19 @@ pub fn load_gguf_backbone(
     path: &Path,
 ) -> Result<(Box<dyn Backbone>, &'static str, gguf::GgufFile)> {
     let file = gguf::GgufFile::open(path)?;
+    let (backbone, arch) = gguf_backbone(&file)?;
+    Ok((backbone, arch, file))
+}
+
+/// The backbone of an opened GGUF file.
+fn gguf_backbone(file: &gguf::GgufFile) -> Result<(Box<dyn Backbone>, &'static str)> {
     let cfg = file.hf_config()?;
     let model_type = cfg["model_type"].as_str().unwrap_or_default().to_string();
-    let weights = Weights::Gguf(path.into());
-    let (backbone, arch) = build_backbone(&cfg, &model_type, path, &weights, || {
+    let weights = Weights::Gguf(file.path.clone());
+    build_backbone(&cfg, &model_type, &file.path, &weights, || {
         let tensors = file.hf_tensors(&cfg)?;
         Ok(VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu))
-    })?;
-    Ok((backbone, arch, file))
+    })
 }
 
 #[cfg(test)]
