@@ -29,7 +29,7 @@ use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
 use super::gpt_bigcode::{layer_norm, Gelu, Lin};
-use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
+use super::{kernels, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
 /// HF's fixed number of model-parallel shards in `qkv_proj`.
@@ -276,37 +276,12 @@ impl CodeGen {
     }
 }
 
-impl Backbone for CodeGen {
-    fn layers(&self) -> usize {
-        self.cfg.n_layer
-    }
-    fn heads(&self) -> usize {
-        self.cfg.n_head
-    }
-    fn hidden_size(&self) -> usize {
-        self.cfg.n_embd
-    }
-    fn window(&self) -> usize {
-        self.cfg.n_positions
-    }
-    fn vocab_size(&self) -> usize {
-        self.cfg.vocab_size
-    }
-    fn causal(&self) -> bool {
-        true
-    }
-    fn forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
-        self.run(ids, opts, None)
-    }
-    fn forward_lm(
-        &self,
-        ids: &[u32],
-        opts: &ForwardOptions,
-        sink: &mut LogitsSink,
-    ) -> Result<Capture> {
-        self.run(ids, opts, Some(sink))
-    }
-}
+decoder_backbone!(CodeGen, |s|
+    layers: s.cfg.n_layer,
+    heads: s.cfg.n_head,
+    hidden: s.cfg.n_embd,
+    window: s.cfg.n_positions,
+    vocab: s.cfg.vocab_size);
 
 #[cfg(test)]
 mod tests {

@@ -444,37 +444,12 @@ fn head_rms(v: &mut [f32], m: &[f32], eps: f32) {
     }
 }
 
-impl Backbone for Gemma3 {
-    fn layers(&self) -> usize {
-        self.cfg.num_hidden_layers
-    }
-    fn heads(&self) -> usize {
-        self.cfg.num_attention_heads
-    }
-    fn hidden_size(&self) -> usize {
-        self.cfg.hidden_size
-    }
-    fn window(&self) -> usize {
-        self.cfg.window()
-    }
-    fn vocab_size(&self) -> usize {
-        self.cfg.vocab_size
-    }
-    fn causal(&self) -> bool {
-        true
-    }
-    fn forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
-        self.run(ids, opts, None)
-    }
-    fn forward_lm(
-        &self,
-        ids: &[u32],
-        opts: &ForwardOptions,
-        sink: &mut LogitsSink,
-    ) -> Result<Capture> {
-        self.run(ids, opts, Some(sink))
-    }
-}
+decoder_backbone!(Gemma3, |s|
+    layers: s.cfg.num_hidden_layers,
+    heads: s.cfg.num_attention_heads,
+    hidden: s.cfg.hidden_size,
+    window: s.cfg.window(),
+    vocab: s.cfg.vocab_size);
 
 #[cfg(test)]
 mod tests {

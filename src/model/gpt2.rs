@@ -16,7 +16,7 @@ use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
-use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
+use super::{kernels, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
 /// The fields of an HF GPT-2 `config.json` that codescope needs.
@@ -211,34 +211,9 @@ impl Gpt2 {
     }
 }
 
-impl Backbone for Gpt2 {
-    fn layers(&self) -> usize {
-        self.cfg.n_layer
-    }
-    fn heads(&self) -> usize {
-        self.cfg.n_head
-    }
-    fn hidden_size(&self) -> usize {
-        self.cfg.n_embd
-    }
-    fn window(&self) -> usize {
-        self.cfg.n_positions
-    }
-    fn vocab_size(&self) -> usize {
-        self.cfg.vocab_size
-    }
-    fn causal(&self) -> bool {
-        true
-    }
-    fn forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
-        self.run(ids, opts, None)
-    }
-    fn forward_lm(
-        &self,
-        ids: &[u32],
-        opts: &ForwardOptions,
-        sink: &mut LogitsSink,
-    ) -> Result<Capture> {
-        self.run(ids, opts, Some(sink))
-    }
-}
+decoder_backbone!(Gpt2, |s|
+    layers: s.cfg.n_layer,
+    heads: s.cfg.n_head,
+    hidden: s.cfg.n_embd,
+    window: s.cfg.n_positions,
+    vocab: s.cfg.vocab_size);

@@ -7,6 +7,56 @@
 //! weights) implement the same trait; the rest of codescope sees only [`Trace`].
 //! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
 
+/// `impl Backbone` for a decoder family: the dimensions as expressions of the model
+/// (bound to `$s`), and `forward` / `forward_lm` both through its
+/// `fn run(&self, ids, opts, Option<&mut LogitsSink>) -> Result<Capture>` (the LM head
+/// runs only when a sink is given).
+macro_rules! decoder_backbone {
+    ($ty:ty, |$s:ident| layers: $layers:expr, heads: $heads:expr, hidden: $hidden:expr,
+     window: $window:expr, vocab: $vocab:expr) => {
+        impl $crate::model::Backbone for $ty {
+            fn layers(&self) -> usize {
+                let $s = self;
+                $layers
+            }
+            fn heads(&self) -> usize {
+                let $s = self;
+                $heads
+            }
+            fn hidden_size(&self) -> usize {
+                let $s = self;
+                $hidden
+            }
+            fn window(&self) -> usize {
+                let $s = self;
+                $window
+            }
+            fn vocab_size(&self) -> usize {
+                let $s = self;
+                $vocab
+            }
+            fn causal(&self) -> bool {
+                true
+            }
+            fn forward(
+                &self,
+                ids: &[u32],
+                opts: &$crate::model::ForwardOptions,
+            ) -> $crate::error::Result<$crate::model::Capture> {
+                self.run(ids, opts, None)
+            }
+            fn forward_lm(
+                &self,
+                ids: &[u32],
+                opts: &$crate::model::ForwardOptions,
+                sink: &mut $crate::model::LogitsSink,
+            ) -> $crate::error::Result<$crate::model::Capture> {
+                self.run(ids, opts, Some(sink))
+            }
+        }
+    };
+}
+
 pub mod bert;
 pub mod codegen;
 pub mod gemma3;
