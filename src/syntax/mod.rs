@@ -41,7 +41,7 @@ pub use paper::{paper_text, paper_text_of, PaperText};
 pub use parse::{
     parse, parse_with, Binding, Category, Coarse, CodeToken, IdentRole, Limits, ParseIssue, Role,
 };
-pub use relations::{DfgKind, Graphs, MAX_GRAPH_EDGES};
+pub use relations::{DfgKind, Graph, Graphs, MAX_GRAPH_EDGES};
 
 /// Errors of the syntax layer. Broken code is NOT an error (see [`Syntax::errors`]).
 #[derive(Debug, thiserror::Error)]

@@ -64,7 +64,73 @@ pub struct Graphs {
     pub dfg: Vec<(usize, usize, DfgKind)>,
 }
 
+/// The gold graphs by name (METHODS.md 2). `ALL` is the report order; `name()` is the
+/// key used in every JSON, CSV and table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Graph {
+    /// AST motif graph G.
+    AstMotif,
+    /// Edges of G between two non-identifier tokens.
+    Syntactic,
+    /// Edges of G with exactly one identifier end.
+    SyntacticIdentifier,
+    /// Data-flow graph.
+    Dfg,
+}
+
+impl Graph {
+    /// Every graph, in report order.
+    pub const ALL: [Graph; 4] = [
+        Graph::AstMotif,
+        Graph::Syntactic,
+        Graph::SyntacticIdentifier,
+        Graph::Dfg,
+    ];
+
+    /// The key used in JSON, CSV and tables (`ast_motif`, `dfg`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Graph::AstMotif => "ast_motif",
+            Graph::Syntactic => "syntactic",
+            Graph::SyntacticIdentifier => "syntactic_identifier",
+            Graph::Dfg => "dfg",
+        }
+    }
+
+    /// A label for people (panel titles, figure captions).
+    pub fn label(self) -> &'static str {
+        match self {
+            Graph::AstMotif => "AST motif",
+            Graph::Syntactic => "syntactic",
+            Graph::SyntacticIdentifier => "syntactic-identifier",
+            Graph::Dfg => "data flow",
+        }
+    }
+
+    /// The graph called `name` (as [`Graph::name`] spells it).
+    pub fn from_name(name: &str) -> Option<Graph> {
+        Graph::ALL.into_iter().find(|g| g.name() == name)
+    }
+}
+
+impl std::fmt::Display for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Graphs {
+    /// Edges of graph `g` as `(i, j)` pairs (data-flow kinds dropped).
+    pub fn edges(&self, g: Graph) -> Vec<(usize, usize)> {
+        match g {
+            Graph::AstMotif => self.ast_motif.clone(),
+            Graph::Syntactic => self.syntactic.clone(),
+            Graph::SyntacticIdentifier => self.syntactic_identifier.clone(),
+            Graph::Dfg => self.dfg.iter().map(|&(i, j, _)| (i, j)).collect(),
+        }
+    }
+
     /// DFG edges without their kind, deduplicated (for P/R/F1 against attention).
     pub fn dfg_pairs(&self) -> Vec<(usize, usize)> {
         let mut v: Vec<_> = self.dfg.iter().map(|&(i, j, _)| (i, j)).collect();

@@ -22,7 +22,7 @@ fn model() -> LoadedModel {
 }
 
 fn fixture() -> Value {
-    let text = include_str!("fixtures/minilm_reference.json");
+    let text = include_str!("../fixtures/minilm_reference.json");
     serde_json::from_str(text).expect("fixture parses")
 }
 

@@ -4,7 +4,7 @@
 //! `tests/snapshots/`; after an intended change, re-run with `INSTA_UPDATE=always` and
 //! review the diff.
 
-mod tui_common;
+use crate::tui_common;
 
 use codescope::tui::theme::ColorMode;
 use crossterm::event::KeyCode;

@@ -5,7 +5,7 @@
 //! code, through the real loading path. Fixtures made by
 //! `tools/reference/tiny_codegen_bigcode_reference.py`.
 
-mod decoder_common;
+use crate::decoder_common;
 
 use codescope::model::source::{ModelFiles, Weights};
 use codescope::model::{ForwardOptions, LoadedModel};

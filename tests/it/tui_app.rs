@@ -1,7 +1,7 @@
 //! The explorer's update logic without a terminal: keys and worker reports in, state and
 //! effects out. Also the worker thread (latest wins) and the exporters.
 
-mod tui_common;
+use crate::tui_common;
 
 use std::sync::{mpsc, Arc};
 use std::time::Duration;

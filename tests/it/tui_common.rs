@@ -1,7 +1,6 @@
 //! Shared by the `tui_*` tests: a tiny random-weight model (written once per test binary
 //! to a temp dir and loaded through the real path), and an `App` driven to a ready state
 //! without a terminal or a worker thread: effects are served synchronously.
-#![allow(dead_code)]
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -28,7 +28,7 @@ fn linear_probe_agrees_with_sklearn_per_layer() {
     });
     let m = LoadedModel::load(&files).expect("MiniLM loads");
     let fx: serde_json::Value =
-        serde_json::from_str(include_str!("fixtures/probe_sklearn.json")).unwrap();
+        serde_json::from_str(include_str!("../fixtures/probe_sklearn.json")).unwrap();
     let mut snippets = bundled::snippets(None);
     snippets.truncate(200);
     let spec = RunSpec {

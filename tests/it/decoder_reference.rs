@@ -4,7 +4,7 @@
 //! transformers 5.24 (eager attention), through the real loading path. Fixtures made by
 //! `tools/reference/tiny_decoder_reference.py`.
 
-mod decoder_common;
+use crate::decoder_common;
 
 use codescope::model::ForwardOptions;
 use decoder_common::{causal_invariants, hidden_opts, load, reference};

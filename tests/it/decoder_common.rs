@@ -2,7 +2,6 @@
 //! `codegen_bigcode_reference.rs`): fixture loading and the comparison of one tiny model
 //! with its transformers reference (ids, offsets, attention, hidden states, logits,
 //! surprisal, top-5 predictions).
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 

@@ -33,7 +33,8 @@ fn arr2(v: &Value) -> Vec<Vec<f64>> {
 
 #[test]
 fn analysis_matches_independent_reference() {
-    let fx: Value = serde_json::from_str(include_str!("fixtures/analysis_reference.json")).unwrap();
+    let fx: Value =
+        serde_json::from_str(include_str!("../fixtures/analysis_reference.json")).unwrap();
     let m = model();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snippets");
     let mut worst = 0.0f64;

@@ -1,0 +1,27 @@
+//! The integration tests, one binary (one link of candle, tokenizers and ratatui instead
+//! of one per file). Each module is one former test file; `*_common` are shared helpers.
+
+mod analysis_reference;
+mod cli_sources;
+mod codegen_bigcode_reference;
+mod decoder_cli;
+#[allow(dead_code)]
+mod decoder_common;
+mod decoder_reference;
+mod gemma3_reference;
+mod gguf_models;
+mod gguf_tokenizer;
+mod minilm_reference;
+mod model_tiny;
+mod probe_cli;
+mod probe_dataset;
+mod probe_directprobe;
+mod probe_e2e;
+mod probe_sklearn_agreement;
+mod probe_train;
+mod tiny_roberta_reference;
+mod tui_app;
+#[allow(dead_code)]
+mod tui_common;
+mod tui_e2e;
+mod tui_snapshots;
