@@ -14,7 +14,7 @@ use codescope::model::testutil::{write_tiny_model, Tiny};
 use codescope::model::LoadedModel;
 use codescope::syntax::Language;
 use codescope::tui::app::{App, Config};
-use codescope::tui::data::{Doc, Prepared};
+use codescope::tui::data::Doc;
 use codescope::tui::msg::{Effect, Msg, WorkerMsg};
 use codescope::tui::theme::{ColorMode, Theme};
 use codescope::tui::widgets::draw;
@@ -53,12 +53,11 @@ fn setup() -> (tempfile::TempDir, App) {
     .unwrap();
     let model =
         LoadedModel::load(&ModelFiles::from_dir(dir.path(), "tiny".into()).unwrap()).unwrap();
-    let doc = Doc::new("bench.py", snippet(512), Language::Python);
+    let doc = Doc::parsed("bench.py", snippet(512), Language::Python);
     let mut app = App::new(
         Config {
             theme: Theme::new(ColorMode::TrueColor, false),
             model_spec: Some("tiny".into()),
-            probe_presets: false,
         },
         doc,
     );
@@ -73,8 +72,10 @@ fn setup() -> (tempfile::TempDir, App) {
     }));
     for fx in app.start() {
         if let Effect::Analyse(job) = fx {
-            let a = analysis::analyze(&model, &job.text, job.lang, &job.opts).unwrap();
-            let data = Arc::new(Prepared::new(a, Duration::from_millis(1)));
+            let mut a =
+                analysis::run(&model, job.syntax.clone(), &job.opts, &Default::default()).unwrap();
+            a.elapsed = Duration::from_millis(1);
+            let data = Arc::new(a);
             app.update(Msg::Worker(WorkerMsg::Analysed { req: job.req, data }));
         }
     }
@@ -105,7 +106,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("key_to_frame_512", |b| {
         b.iter(|| {
             let k = if right { KeyCode::Right } else { KeyCode::Left };
-            if app.layer == 0 || app.layer == 5 {
+            if app.view.layer == 0 || app.view.layer == 5 {
                 right = !right;
             }
             app.update(Msg::Key(KeyEvent::new(k, KeyModifiers::NONE)));

@@ -181,11 +181,10 @@ pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
         let mut col = vec![0.0f64; n];
         for h in 0..m.heads {
             for q in 0..n {
-                for (k, &a) in t.attention.row(l, h, q).iter().enumerate() {
+                let row = t.attention.row(l, h, q);
+                entropy += crate::analysis::entropy::row_entropy(row).unwrap_or(0.0);
+                for (k, &a) in row.iter().enumerate() {
                     let a = a as f64;
-                    if a > 0.0 {
-                        entropy -= a * a.log2();
-                    }
                     if t.tokens[k].special {
                         special += a;
                     }

@@ -48,6 +48,10 @@ pub enum Error {
     #[error("input {name}: {reason}")]
     Input { name: String, reason: String },
 
+    /// The work was stopped on request (a newer request superseded it).
+    #[error("cancelled")]
+    Cancelled,
+
     /// Numeric failure inside the model code.
     #[error("model computation failed: {0}")]
     Compute(String),
@@ -68,6 +72,12 @@ pub enum Error {
 impl From<candle_core::Error> for Error {
     fn from(e: candle_core::Error) -> Self {
         Error::Compute(e.to_string())
+    }
+}
+
+impl From<crate::syntax::SyntaxError> for Error {
+    fn from(e: crate::syntax::SyntaxError) -> Self {
+        Error::Syntax(e.to_string())
     }
 }
 

@@ -16,12 +16,11 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::relations::{threshold_grid, GoldMask, HeadScores};
-use super::{analyze_trace, graph_edges, model_input, Mode, Options, GRAPHS};
+use super::relations::{threshold_grid, HeadScores};
+use super::{Graph, Mode, Options};
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
-use crate::model::{ForwardOptions, LoadedModel};
-use crate::syntax;
+use crate::model::LoadedModel;
 
 const METRICS: [&str; 4] = ["precision", "recall", "f1", "ged_per_node"];
 
@@ -57,12 +56,12 @@ impl Aggregate {
             mode: mode.name().into(),
             layers,
             heads,
-            sums: vec![0.0; GRAPHS.len() * grid.len() * layers * heads * METRICS.len()],
+            sums: vec![0.0; Graph::ALL.len() * grid.len() * layers * heads * METRICS.len()],
             grid,
             next: 0,
             scored: 0,
             failed: 0,
-            empty_gold: vec![0; GRAPHS.len()],
+            empty_gold: vec![0; Graph::ALL.len()],
             seconds: 0.0,
         }
     }
@@ -159,6 +158,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                 fresh.layers,
                 fresh.heads,
             ) || a.grid != fresh.grid
+                || a.empty_gold.len() != fresh.empty_gold.len()
             {
                 return Err(Error::Input {
                     name: r.out.display().to_string(),
@@ -192,7 +192,6 @@ pub fn run(r: &Run) -> Result<Aggregate> {
         threshold: r.threshold,
         sweep: false,
     };
-    let grid = agg.grid.clone();
     // Snippets run concurrently, one per worker, each forward on a one-thread rayon
     // pool: on this kind of machine two single-threaded forwards finish more snippets
     // per second than one forward split over two threads. Results are applied in
@@ -206,7 +205,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let (cursor, grid, opts) = (&cursor, &grid, &opts);
+            let (cursor, opts) = (&cursor, &opts);
             scope.spawn(move || {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().ok();
                 loop {
@@ -214,7 +213,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                     if i >= total {
                         break;
                     }
-                    let run = || score_snippet(r.model, &r.snippets[i], opts, grid);
+                    let run = || score_snippet(r.model, &r.snippets[i], opts);
                     let out = match &pool {
                         Some(p) => p.install(run),
                         None => run(),
@@ -275,35 +274,26 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     Ok(agg)
 }
 
-/// Per graph: whether the gold graph was empty, and the sweep over the grid.
+/// Per graph (in [`Graph::ALL`] order): whether the gold graph was empty, and the
+/// scores at every threshold of the grid.
 fn score_snippet(
     model: &LoadedModel,
     s: &Snippet,
     opts: &Options,
-    grid: &[f32],
 ) -> Result<Vec<(bool, Vec<HeadScores>)>> {
-    let syn = syntax::parse(&s.code, s.language).map_err(|e| Error::Syntax(e.to_string()))?;
-    let (text, tokens) = model_input(&syn, opts.mode)?;
-    let trace = model.trace(&text, &ForwardOptions::default())?;
-    let a = analyze_trace(
-        syn,
-        tokens,
-        trace,
+    let mut a = super::analyze(
+        model,
+        &s.code,
+        s.language,
         &Options {
-            sweep: false,
+            sweep: true,
             ..*opts
         },
-    );
-    let n_all = a.tokens.len();
-    Ok(GRAPHS
+    )?;
+    let mut sweep = a.sweep.take().unwrap_or_default();
+    Ok(Graph::ALL
         .iter()
-        .map(|g| {
-            let gold = GoldMask::new(graph_edges(&a.syntax, g), &a.token_attention.tokens, n_all);
-            (
-                gold.edges == 0,
-                HeadScores::sweep(&a.token_attention, &gold, grid),
-            )
-        })
+        .map(|g| (a.golds[g].edges == 0, sweep.remove(g).unwrap_or_default()))
         .collect())
 }
 
@@ -312,7 +302,7 @@ fn write_tables(agg: &Aggregate, out: &Path, total: usize) -> Result<()> {
     let mut best =
         String::from("graph,threshold,layer,best_head,precision,recall,f1,ged_per_node\n");
     let mut summary_graphs = serde_json::Map::new();
-    for (g, name) in GRAPHS.iter().enumerate() {
+    for (g, name) in Graph::ALL.iter().map(|g| g.name()).enumerate() {
         let mut per_t = Vec::new();
         for (t, thr) in agg.grid.iter().enumerate() {
             for l in 0..agg.layers {
@@ -394,7 +384,7 @@ pub fn table(agg: &Aggregate, thr: f32) -> String {
         (agg.scored + agg.failed) as f64 / agg.seconds.max(1e-9),
         agg.grid[t]
     );
-    for (g, name) in GRAPHS.iter().enumerate() {
+    for (g, name) in Graph::ALL.iter().map(|g| g.name()).enumerate() {
         let bl = agg.best_per_layer(g, t);
         let (best_l, _) = bl
             .iter()

@@ -273,7 +273,7 @@ impl Backbone for Bert {
         }
         for (li, layer) in self.layers.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let qkv = x.matmul(&layer.qkv_w)?.broadcast_add(&layer.qkv_b)?;
             let qkv = qkv.flatten_all()?.to_vec1::<f32>()?;

@@ -229,7 +229,7 @@ impl CodeGen {
         }
         for (li, b) in self.blocks.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let hs = b.ln_1.forward(&x)?;
             let mut qkv = b.qkv.forward(&hs)?.flatten_all()?.to_vec1::<f32>()?;

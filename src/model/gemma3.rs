@@ -357,7 +357,7 @@ impl Gemma3 {
         let mut k_rot = vec![0.0f32; kv * d];
         for (li, layer) in self.layers.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let (cos, sin) = if layer.sliding { &local } else { &global };
             let q_norm = layer.q_norm.to_vec1::<f32>()?;

@@ -176,7 +176,7 @@ impl Gpt2 {
         }
         for (li, b) in self.blocks.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let mut scale = if self.cfg.scale_attn_weights {
                 1.0 / (d as f32).sqrt()

@@ -294,7 +294,7 @@ impl GptBigCode {
         };
         for (li, b) in self.blocks.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let qkv = b.c_attn.forward(&b.ln_1.forward(&x)?)?;
             let qkv = qkv.flatten_all()?.to_vec1::<f32>()?;

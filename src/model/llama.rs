@@ -299,7 +299,7 @@ impl Llama {
         let mut k_rot = vec![0.0f32; kv * d];
         for (li, layer) in self.layers.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let h = self.rms(&x, &layer.in_norm)?;
             let qkv = layer.qkv.forward(&h)?.flatten_all()?.to_vec1::<f32>()?;

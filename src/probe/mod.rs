@@ -20,6 +20,7 @@ pub mod bundled;
 pub mod cache;
 pub mod dataset;
 pub mod directprobe;
+pub mod label;
 pub mod structural;
 pub mod train;
 
@@ -220,14 +221,14 @@ pub struct RunSpec<'a> {
     /// Also run the structural probe (Hewitt & Manning) at every probed layer.
     pub structural: Option<structural::StructuralOptions>,
     /// Polled between snippets and between fits; returning `true` stops the run with
-    /// `Error::Compute("cancelled")` (the TUI's latest-wins worker).
+    /// `Error::Cancelled` (the explorer's latest-wins worker).
     pub cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
 }
 
 impl RunSpec<'_> {
     fn check_cancel(&self) -> Result<()> {
         if self.cancel.is_some_and(|f| f()) {
-            return Err(crate::error::Error::Compute("cancelled".into()));
+            return Err(crate::error::Error::Cancelled);
         }
         Ok(())
     }

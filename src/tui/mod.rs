@@ -5,9 +5,16 @@
 //!   it changes, and drawing ([`widgets::draw`]) reads `&App`. Both run without a
 //!   terminal, which is how the tests drive them.
 //! - Plain threads and one event enum ([`msg::Msg`]): an input thread (crossterm key and
-//!   resize events), a signal thread (SIGTERM/SIGINT/SIGHUP via signal-hook) and the
-//!   model [`worker::Worker`] all send into one channel. The UI thread blocks on it,
-//!   drains whatever else is queued, applies the batch and redraws once.
+//!   resize events), a signal thread (SIGTERM/SIGINT/SIGHUP via signal-hook), the I/O
+//!   thread ([`io::IoThread`]: parsing, file reads, preset checks) and the model
+//!   [`worker::Worker`] all send into one channel. The UI thread blocks on it, drains
+//!   whatever else is queued, applies the batch, carries out the effects and redraws
+//!   once.
+//! - From a key press to a frame: input thread -> `Msg::Key` -> `App::update` (state
+//!   changes, then `settle` brings scroll positions and derived state up to date) ->
+//!   effects (e.g. `Effect::Parse` to the I/O thread, then `Msg::Parsed` ->
+//!   `Effect::Analyse` to the worker -> `analysis::run` -> `WorkerMsg::Analysed`) ->
+//!   `widgets::draw(&App)` with the pure layout of [`layout`].
 //! - One worker thread owns the model and tokenizer; model loads, analyses and probe
 //!   training (the probe panel, `p`) are latest-wins jobs, cancelled between layers
 //!   (probes: between snippets and fits) when superseded; probes yield to the others.
@@ -18,7 +25,9 @@
 pub mod app;
 pub mod data;
 pub mod editor;
+pub mod io;
 pub mod keymap;
+pub mod layout;
 pub mod msg;
 pub mod theme;
 pub mod widgets;
@@ -124,16 +133,20 @@ pub fn run(opts: Options) -> Result<()> {
         Config {
             theme,
             model_spec: opts.model,
-            probe_presets: true,
         },
         doc,
     );
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let wtx = tx.clone();
-    let worker = Worker::spawn(move |m| {
+    let worker = Worker::spawn(source::cache_dir(), move |m| {
         let _ = wtx.send(Msg::Worker(m));
     });
+    let iotx = tx.clone();
+    let io_thread = io::IoThread::spawn(move |m| {
+        let _ = iotx.send(m);
+    })
+    .map_err(|e| Error::io("<thread>", e))?;
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
@@ -177,8 +190,9 @@ pub fn run(opts: Options) -> Result<()> {
         })
         .map_err(|e| Error::io("<thread>", e))?;
 
-    let result = event_loop(&mut terminal, &mut app, &rx, &worker);
+    let result = event_loop(&mut terminal, &mut app, &rx, &worker, &io_thread);
     worker.stop();
+    io_thread.stop();
     sig_handle.close();
     drop(guard);
     result
@@ -189,6 +203,7 @@ fn event_loop(
     app: &mut App,
     rx: &mpsc::Receiver<Msg>,
     worker: &Worker,
+    io_thread: &io::IoThread,
 ) -> Result<()> {
     let io = |e: std::io::Error| Error::io("<terminal>", e);
     let size = terminal.size().map_err(io)?;
@@ -198,14 +213,21 @@ fn event_loop(
     });
     let mut pending: Vec<Effect> = app.start();
     loop {
-        // Carry out effects; exports feed their result back as a message.
+        // Carry out effects; exports and labels feed their result back as a message.
         let mut follow = Vec::new();
         for fx in pending.drain(..) {
             match fx {
                 Effect::Quit => return Ok(()),
+                Effect::Parse(job) => io_thread.parse(job),
+                Effect::ReadFile(path) => io_thread.read(path),
+                Effect::CheckPresets(names) => io_thread.check_presets(names),
                 Effect::LoadModel(spec) => worker.load(spec),
                 Effect::Analyse(job) => worker.analyse(job),
                 Effect::Probe(job) => worker.probe(job),
+                Effect::LabelToken(key, job) => follow.push(Msg::TokenLabel {
+                    key,
+                    label: crate::probe::label::label_token(&job),
+                }),
                 Effect::Export => follow.push(Msg::Exported(export_current(app))),
             }
         }
@@ -246,13 +268,14 @@ fn export_current(app: &App) -> std::result::Result<Vec<String>, String> {
 
 /// The explorer's current view as export data (`None` before the first analysis).
 pub fn export_view(app: &App) -> Option<export::View> {
-    let (_, p) = app.data.as_ref()?;
-    let a = &p.analysis;
+    let a = app.prepared()?;
+    let p = a;
     let syn = app.doc.syntax.as_ref()?;
     let ta = &a.token_attention;
     let (layers, heads) = (ta.layers, ta.heads);
-    let l = app.layer.min(layers.saturating_sub(1));
-    let h = app.head.min(heads.saturating_sub(1));
+    let v = &app.view;
+    let l = v.layer.min(layers.saturating_sub(1));
+    let h = v.head.min(heads.saturating_sub(1));
     let weights = app.token_weights().unwrap_or_default();
     let surp = app.surprisal_shown();
     let tokens = syn
@@ -277,13 +300,14 @@ pub fn export_view(app: &App) -> Option<export::View> {
         .with_matrix(|m, n| m.chunks(n.max(1)).map(|r| r.to_vec()).collect())
         .unwrap_or_default();
     let gold_edges = (0..n * n)
-        .filter(|&k| p.gold_any[k])
+        .filter(|&k| a.gold_any[k])
         .map(|k| (k / n, k % n))
         .collect();
-    let scores = if app.mean {
+    let scores = if v.mean {
         BTreeMap::new()
     } else {
-        app.scores
+        app.shown
+            .scores
             .iter()
             .filter_map(|(g, s)| {
                 let sc = s.scores.get(l)?.get(h)?;
@@ -301,7 +325,7 @@ pub fn export_view(app: &App) -> Option<export::View> {
     };
     let names2 = &crate::analysis::categories::COARSE;
     let names5 = &crate::analysis::categories::FINE;
-    let (ch, fh) = if app.mean {
+    let (ch, fh) = if v.mean {
         (&a.coarse_layer[l], &a.fine_layer[l])
     } else {
         (&a.coarse[l][h], &a.fine[l][h])
@@ -319,6 +343,7 @@ pub fn export_view(app: &App) -> Option<export::View> {
     );
     let (label, info) = app
         .model
+        .loaded
         .clone()
         .unwrap_or_else(|| (a.trace.model.source.clone(), a.trace.model.clone()));
     Some(export::View {
@@ -330,25 +355,25 @@ pub fn export_view(app: &App) -> Option<export::View> {
         mode: a.mode.name().to_string(),
         layer: l + 1,
         layers,
-        head: (!app.mean).then_some(h + 1),
+        head: (!v.mean).then_some(h + 1),
         heads,
         threshold: app.threshold(),
-        direction: match app.direction {
+        direction: match v.direction {
             Direction::From => "from",
             Direction::To => "to",
         }
         .to_string(),
         source: app.doc.text.clone(),
         tokens,
-        selected: Some(app.cursor).filter(|&c| c < syn.tokens.len()),
+        selected: Some(v.cursor).filter(|&c| c < syn.tokens.len()),
         matrix_tokens: ta.tokens.clone(),
         matrix,
         gold_edges,
-        gold_overlay: app.gold,
+        gold_overlay: v.gold,
         scores,
         head_grid: export::HeadGrid {
-            metric: app.metric.key().to_string(),
-            values: app.metric.values(p, &app.scores),
+            metric: v.metric.key().to_string(),
+            values: v.metric.values(p, &app.shown.scores),
         },
         categories,
         surprisal: surp.map(|s| export::SurprisalView {
@@ -357,7 +382,7 @@ pub fn export_view(app: &App) -> Option<export::View> {
             max_bits: s.max_bits,
             top_decile_bits: s.top_decile.is_finite().then_some(s.top_decile),
             selected_expected: s
-                .expected(app.cursor)
+                .expected(v.cursor)
                 .unwrap_or(&[])
                 .iter()
                 .map(|p| export::Expected {

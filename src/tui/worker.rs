@@ -22,12 +22,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::data::Prepared;
 use super::msg::{AnalyseJob, ProbeJob, WorkerMsg};
-use crate::analysis::{self, Mode, Options, SnippetAnalysis};
-use crate::error::{Error, Result};
-use crate::model::{source, ForwardOptions, LoadedModel};
-use crate::syntax::{self, Language};
+use crate::analysis::{self, Mode, RunOptions};
+use crate::error::Result;
+use crate::model::{source, LoadedModel};
 
 /// The model the explorer falls back to when the default model cannot be loaded.
 pub const FALLBACK_MODEL: &str = "minilm";
@@ -49,6 +47,8 @@ impl Slot {
 }
 
 struct Shared {
+    /// Where probe features are cached (codescope's cache directory).
+    cache_root: std::path::PathBuf,
     slot: Mutex<Slot>,
     cv: Condvar,
     /// The newest analysis request id; anything older is superseded.
@@ -67,8 +67,13 @@ type Sender = dyn Fn(WorkerMsg) + Send + Sync;
 
 impl Worker {
     /// Start the worker; `send` receives its reports (called from the worker thread).
-    pub fn spawn(send: impl Fn(WorkerMsg) + Send + Sync + 'static) -> Self {
+    /// Probe features are cached under `cache_root` (codescope's cache directory).
+    pub fn spawn(
+        cache_root: std::path::PathBuf,
+        send: impl Fn(WorkerMsg) + Send + Sync + 'static,
+    ) -> Self {
         let shared = Arc::new(Shared {
+            cache_root,
             slot: Mutex::new(Slot::default()),
             cv: Condvar::new(),
             latest: AtomicU64::new(0),
@@ -272,7 +277,6 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
         });
         return;
     };
-    let start = Instant::now();
     let layers = m.info.layers;
     let cancel = |layer: usize| {
         let s = stale();
@@ -284,17 +288,21 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
         }
         s
     };
-    let res = analyze_cancellable(m, &job.text, job.lang, &job.opts, job.surprisal, &cancel);
+    // Source-mode analyses keep code-token hidden states: what a trained probe labels.
+    let ro = RunOptions {
+        lm: job.surprisal,
+        hidden: job.opts.mode == Mode::Source,
+        cancel: Some(&cancel),
+    };
+    let res = analysis::run(m, job.syntax.clone(), &job.opts, &ro);
     if stale() {
         return; // superseded: drop whatever came out
     }
     match res {
-        Ok(a) => {
-            let data = Arc::new(Prepared::new(a, start.elapsed()));
-            if !stale() {
-                send(WorkerMsg::Analysed { req, data });
-            }
-        }
+        Ok(a) => send(WorkerMsg::Analysed {
+            req,
+            data: Arc::new(a),
+        }),
         Err(e) => send(WorkerMsg::AnalyseFailed {
             req,
             error: e.to_string(),
@@ -303,7 +311,7 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
 }
 
 /// Train the probes of `job` (linear, all layers, the bundled corpus of its language;
-/// features cached under [`source::cache_dir`]). Yields to loads and analyses: the job
+/// features cached under the worker's cache root). Yields to loads and analyses: the job
 /// is cancelled and queued again.
 fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sender) {
     let req = job.req;
@@ -342,7 +350,7 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
         max_pairs: 40,
         test_fraction: 0.2,
         layers: None,
-        cache_root: Some(source::cache_dir()),
+        cache_root: Some(shared.cache_root.clone()),
         train: crate::probe::TrainOptions::default(),
         structural: None,
         cancel: Some(&cancel),
@@ -393,31 +401,4 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
         }
         Err(e) => fail(e.to_string()),
     }
-}
-
-/// [`analysis::analyze`] with a cancellation hook for the forward pass (checked before
-/// each layer). The same steps: parse, build the model input for the mode, trace, then
-/// [`analysis::analyze_trace`]. With `surprisal`, causal models also run their LM head
-/// (surprisal and next-token predictions, for the surprisal view); source-mode traces
-/// keep hidden states (the token features a trained probe labels).
-pub fn analyze_cancellable(
-    model: &LoadedModel,
-    source_text: &str,
-    lang: Language,
-    opts: &Options,
-    surprisal: bool,
-    cancel: &(dyn Fn(usize) -> bool + Sync),
-) -> Result<SnippetAnalysis> {
-    let syn = syntax::parse(source_text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
-    let (text, tokens) = analysis::model_input(&syn, opts.mode)?;
-    let fwd = ForwardOptions {
-        hidden: opts.mode == Mode::Source,
-        cancel: Some(cancel),
-    };
-    let trace = if surprisal && model.info.causal {
-        model.trace_lm(&text, &fwd)?
-    } else {
-        model.trace(&text, &fwd)?
-    };
-    Ok(analysis::analyze_trace(syn, tokens, trace, opts))
 }

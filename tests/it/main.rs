@@ -7,6 +7,7 @@ mod codegen_bigcode_reference;
 mod decoder_cli;
 #[allow(dead_code)]
 mod decoder_common;
+mod decoder_invariants;
 mod decoder_reference;
 mod gemma3_reference;
 mod gguf_models;

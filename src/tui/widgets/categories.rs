@@ -103,15 +103,16 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         );
         return;
     };
-    let a = &p.analysis;
-    let l = app.layer.min(a.coarse.len().saturating_sub(1));
+    let a = p;
+    let l = app.view.layer.min(a.coarse.len().saturating_sub(1));
     let h = app
+        .view
         .head
         .min(a.coarse.first().map_or(0, |r| r.len()).saturating_sub(1));
     if a.coarse.is_empty() {
         return;
     }
-    let (hc, hf, hname) = if app.mean {
+    let (hc, hf, hname) = if app.view.mean {
         (
             &a.coarse_layer[l],
             &a.fine_layer[l],

@@ -37,7 +37,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         Focus::Heads,
         vec![
             Span::styled("Heads", t.accent()),
-            Span::styled(format!(" · {} [s]", app.metric.name()), t.dim()),
+            Span::styled(format!(" · {} [s]", app.view.metric.name()), t.dim()),
         ],
     );
     let inner = block.inner(area);
@@ -49,20 +49,20 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         );
         return;
     };
-    let values = app.metric.values(p, &app.scores);
+    let values = app.view.metric.values(p, &app.shown.scores);
     let layers = values.len();
     let heads = values.first().map_or(0, |r| r.len());
     if layers == 0 || heads == 0 || inner.height < 3 {
         return;
     }
-    let smax = app.metric.scale_max(&values);
+    let smax = app.view.metric.scale_max(&values);
     let label_w = 4usize;
     let cw = if inner.width as usize >= label_w + layers * 3 {
         3
     } else {
         2
     };
-    let f1 = matches!(app.metric, Metric::F1Motif | Metric::F1Dfg);
+    let f1 = matches!(app.view.metric, Metric::F1Motif | Metric::F1Dfg);
     let best: Vec<Option<usize>> = values
         .iter()
         .map(|row| {
@@ -80,11 +80,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             b.map(|(h, _)| h)
         })
         .collect();
-    let focused = app.focus == Focus::Heads;
+    let focused = app.view.focus == Focus::Heads;
     let (gl, gh) = if focused {
-        app.grid
+        app.view.grid
     } else {
-        (app.layer, app.head)
+        (app.view.layer, app.view.head)
     };
     // Rows available for heads: header + footer take two lines.
     let rows = (inner.height as usize).saturating_sub(2).max(1);
@@ -101,13 +101,17 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         } else {
             format!("{:>2}", (l + 1) % 100)
         };
-        let st = if l == app.layer { t.accent() } else { t.dim() };
+        let st = if l == app.view.layer {
+            t.accent()
+        } else {
+            t.dim()
+        };
         header.push(Span::styled(s, st));
     }
     lines.push(Line::from(header));
     #[allow(clippy::needless_range_loop)] // rows are heads, `values` is [layer][head]
     for h in h0..(h0 + rows).min(heads) {
-        let st = if h == app.head && !app.mean {
+        let st = if h == app.view.head && !app.view.mean {
             t.accent()
         } else {
             t.dim()
@@ -134,18 +138,18 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             } else {
                 Style::default()
             };
-            let mut text = fmt_cell(app.metric, v, cw);
+            let mut text = fmt_cell(app.view.metric, v, cw);
             if !t.colored() {
                 // Shape instead of colour: the leading column carries a shade glyph.
                 let g = Theme::shade(x);
-                text = format!("{g}{}", &fmt_cell(app.metric, v, cw - 1));
+                text = format!("{g}{}", &fmt_cell(app.view.metric, v, cw - 1));
             }
             if best[l] == Some(h) {
                 style = style.add_modifier(Modifier::UNDERLINED);
             }
-            if l == app.layer && h == app.head && !app.mean {
+            if l == app.view.layer && h == app.view.head && !app.view.mean {
                 style = t.cursor();
-            } else if app.mean && l == app.layer {
+            } else if app.view.mean && l == app.view.layer {
                 style = style.add_modifier(Modifier::BOLD);
             }
             if focused && l == gl && h == gh {
@@ -157,16 +161,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     }
     // Footer: the value under the grid cursor (or the current head).
     let mut foot = format!("L{} H{}: ", gl + 1, gh + 1);
-    match app.metric {
+    match app.view.metric {
         Metric::F1Motif | Metric::F1Dfg => {
-            let g = if app.metric == Metric::F1Motif {
-                "ast_motif"
-            } else {
-                "dfg"
-            };
-            if let Some(s) = app
-                .scores
-                .get(g)
+            let g = app.view.metric.graph();
+            if let Some(s) = g
+                .and_then(|g| app.shown.scores.get(&g))
                 .and_then(|s| s.scores.get(gl))
                 .and_then(|r| r.get(gh))
             {

@@ -13,6 +13,7 @@ use ratatui::Frame;
 
 use super::{clip, one_line, panel};
 use crate::tui::app::{App, Focus};
+use crate::tui::layout;
 use crate::tui::theme::Theme;
 
 /// Max of `a` over the block of rows `r0..r1`, columns `c0..c1`, and whether any pair
@@ -43,24 +44,30 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let mut title = vec![Span::styled("Heatmap", t.accent())];
     let (layers, heads) = app.dims();
     if layers > 0 {
-        let h = if app.mean {
+        let h = if app.view.mean {
             "mean of heads".to_string()
         } else {
-            format!("H{}", app.head + 1)
+            format!("H{}", app.view.head + 1)
         };
-        title.push(Span::styled(format!(" · L{} {h}", app.layer + 1), t.dim()));
+        title.push(Span::styled(
+            format!(" · L{} {h}", app.view.layer + 1),
+            t.dim(),
+        ));
         let _ = heads;
     }
-    if app.gold {
+    if app.view.gold {
         title.push(Span::styled(" · gold: AST motif + data flow", t.warn()));
     }
     let block = panel(app, Focus::Heatmap, title);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let Some((_, p)) = app.data.as_ref() else {
+    let Some((_, p)) = app.shown.data.as_ref() else {
         f.render_widget(
             Paragraph::new(Span::styled(
-                app.busy.clone().unwrap_or_else(|| "no analysis yet".into()),
+                app.status
+                    .busy
+                    .clone()
+                    .unwrap_or_else(|| "no analysis yet".into()),
                 t.dim(),
             )),
             inner,
@@ -68,51 +75,33 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         return;
     };
     let n = p.n();
-    if n == 0 || inner.height < 4 || inner.width < 12 {
-        return;
-    }
-    let ta = &p.analysis.token_attention;
+    let ta = &p.token_attention;
     let labels: Vec<String> = ta
         .tokens
         .iter()
-        .map(|&i| one_line(&p.analysis.tokens[i].text))
+        .map(|&i| one_line(&p.tokens[i].text))
         .collect();
-    let sel = p.pos.get(app.cursor).copied().flatten();
+    let sel = p.pos.get(app.view.cursor).copied().flatten();
     let half = t.colored();
-    let gutter: usize = if inner.width >= 40 { 12 } else { 7 };
-    let label_rows: usize = if inner.height >= 14 { 3 } else { 1 };
-    let info_rows = 1usize;
-    let cols_avail = (inner.width as usize).saturating_sub(gutter).max(1);
-    let rows_avail = (inner.height as usize)
-        .saturating_sub(label_rows + info_rows)
-        .max(1);
-    let px_rows = if half { rows_avail * 2 } else { rows_avail };
-    let fit = n.div_ceil(cols_avail).max(n.div_ceil(px_rows)).max(1);
-    app.heat_fit.set(fit);
-    let z = if app.zoom == 0 { fit } else { app.zoom.min(n) };
+    let Some(g) = layout::heat_geom(app, area, n) else {
+        return;
+    };
+    let (gutter, label_rows, cols_avail, px_rows, fit) =
+        (g.gutter, g.label_rows, g.cols_avail, g.px_rows, g.fit);
+    let z = if app.view.zoom == 0 {
+        fit
+    } else {
+        app.view.zoom.min(n)
+    };
     let cells = n.div_ceil(z);
     let vis_c = cells.min(cols_avail);
     let vis_r = cells.min(px_rows);
-    // Keep the selected token's row and column in view.
-    let (mut r0, mut c0) = app.heat_origin.get();
-    if let Some(s) = sel {
-        let sc = s / z;
-        if sc < c0 {
-            c0 = sc;
-        } else if sc >= c0 + vis_c {
-            c0 = sc + 1 - vis_c;
-        }
-        if sc < r0 {
-            r0 = sc;
-        } else if sc >= r0 + vis_r {
-            r0 = sc + 1 - vis_r;
-        }
-    }
-    c0 = c0.min(cells - vis_c);
-    r0 = r0.min(cells - vis_r);
-    app.heat_origin.set((r0, c0));
+    // The origin that keeps the selected token in view was settled by `App::update`.
+    let (r0, c0) = app.view.heat_origin;
+    let r0 = r0.min(cells - vis_r);
+    let c0 = c0.min(cells - vis_c);
 
-    let gold = app.gold.then_some(&p.gold_any[..]);
+    let gold = app.view.gold.then_some(&p.gold_any[..]);
     let _ = app.with_matrix(|a, n| {
         let vmax = a.iter().copied().fold(0.0f32, f32::max).max(1e-9);
         let scale = |v: f32| (v / vmax).clamp(0.0, 1.0).sqrt();
@@ -123,7 +112,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         } else {
             format!("{z} tok/cell")
         };
-        let zoom = if app.zoom == 0 {
+        let zoom = if app.view.zoom == 0 {
             format!("fit {zoom}")
         } else {
             zoom

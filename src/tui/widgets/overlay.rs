@@ -143,7 +143,7 @@ pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
     f.render_widget(block, r);
     let cw = inner.width as usize;
     let mut lines = Vec::new();
-    let current = app.model.as_ref().map(|(l, _)| l.as_str());
+    let current = app.model.loaded.as_ref().map(|(l, _)| l.as_str());
     for (i, it) in p.items.iter().enumerate() {
         let local = match it.local {
             Some(true) => "local",

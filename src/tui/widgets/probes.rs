@@ -29,7 +29,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         vec![
             Span::styled("Probes", t.accent()),
             Span::raw(" "),
-            Span::styled(app.probe_task.name(), t.warn()),
+            Span::styled(app.probe.task.name(), t.warn()),
         ],
     );
     let inner = block.inner(area);
@@ -41,7 +41,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let mut results: Vec<&ProbeResult> = Vec::new();
     let mut status: Option<Line> = None;
     if let Some(r) = app.probe_report() {
-        results.extend(r.results.iter().filter(|x| x.task == app.probe_task.name()));
+        results.extend(r.results.iter().filter(|x| x.task == app.probe.task.name()));
         if results.is_empty() {
             status = Some(Line::from(Span::styled(
                 clip("too few examples for this task", w),
@@ -52,7 +52,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         results.extend(run.partial.iter());
         status = Some(Line::from(Span::styled(clip(&run.progress, w), t.warn())));
     } else {
-        let (text, style) = if app.model.is_none() {
+        let (text, style) = if app.model.loaded.is_none() {
             ("waiting for the model…".to_string(), t.dim())
         } else if let Some(e) = app.probe_failure() {
             (format!("probe failed: {e}"), t.error())
@@ -67,7 +67,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             Span::styled("p", t.warn()),
             Span::raw(format!(
                 ": train linear probes for {} on the bundled {} corpus (per-layer accuracy vs control; in the background, cached after)",
-                app.probe_task.name(),
+                app.probe.task.name(),
                 app.doc.lang.name()
             )),
         ]));
@@ -82,7 +82,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
 
     // Row layout: label(3) bar(bw) acc(3) sel(4), single spaces between.
     let bw = w.saturating_sub(13).max(3);
-    let current = app.layer + 1; // the current layer's output (0 = embeddings)
+    let current = app.view.layer + 1; // the current layer's output (0 = embeddings)
     let n = results.len();
     let mut room = h;
     // The progress line always shows; legend and sizes only if every row fits too.
