@@ -7,7 +7,7 @@
 use crate::decoder_common;
 
 use codescope::model::ForwardOptions;
-use decoder_common::{causal_invariants, hidden_opts, load, reference};
+use decoder_common::{causal_invariants, load, reference};
 
 /// Compare one fixture; returns the worst (attention, hidden, logits, surprisal) diffs.
 fn check(name: &str, arch: &str, bos: bool) -> [f64; 4] {
