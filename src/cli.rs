@@ -1,7 +1,8 @@
-//! Command line: clap definitions and the raw-args → validated-settings step.
+//! Command line: clap definitions (the raw arguments; [`crate::settings`] validates them
+//! into the settings the commands use).
 //!
-//! Every view has a headless form: `trace` (model core), more subcommands as the
-//! analyses land. Without a subcommand codescope runs its main job on FILE (or the
+//! Every view has a headless form (`trace`, `syntax`, `analyze`, `reproduce`, `probe`,
+//! ...). Without a subcommand codescope runs its main job, the explorer, on FILE (or the
 //! bundled sample).
 
 use std::path::PathBuf;
@@ -165,10 +166,10 @@ pub struct ProbeArgs {
     #[arg(long = "layer")]
     pub layers: Vec<usize>,
     /// Seed of pair sampling, splits, control labels and probe initialisation.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = crate::probe::DEFAULT_SEED)]
     pub seed: u64,
     /// At most this many pairs per snippet and pair task.
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = crate::probe::DEFAULT_MAX_PAIRS)]
     pub max_pairs: usize,
     /// Do not read or write the feature cache.
     #[arg(long)]
