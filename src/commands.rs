@@ -101,7 +101,7 @@ fn models() -> Result<()> {
             .map(|(alias, name)| format!("{alias} = {name}"))
             .collect::<Vec<_>>()
             .join(", "),
-        model::SUPPORTED_ARCHITECTURES.join(", "),
+        model::supported_architectures(),
         source::hf_cache_dir().display(),
         source::cache_dir().display()
     )
