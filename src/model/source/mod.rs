@@ -15,10 +15,10 @@
 //! Invariant: nothing half-written is left in codescope's cache. Extraction goes to a
 //! temporary sibling directory that is renamed into place only when complete.
 //!
-//! Rooms: [`presets`] (short names), [`spec`] (parsing `--model`), [`files`] (what a
-//! model directory holds), [`paths`] (every cache location, in one place), [`hub`],
-//! [`pypi`] and [`split_gguf`] (the remote sources), [`download`], [`tempdir`] and
-//! [`progress`] (their shared plumbing).
+//! Rooms: `presets` (short names), `spec` (parsing `--model`), `files` (what a
+//! model directory holds), `paths` (every cache location, in one place), `hub`,
+//! `pypi` and `split_gguf` (the remote sources), `download`, `tempdir` and
+//! `progress` (their shared plumbing).
 //! (Modelled on mistral.rs `pipeline/hf.rs`: local first, then cache, then hub.)
 
 use std::time::Duration;
