@@ -31,8 +31,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Fetch { spec }) => {
             let spec = spec.clone().or(cli.model.clone());
             let files = source::resolve(&spec_or_default(spec.as_deref()))?;
-            println!("{}\t{}", files.source, files.dir.display());
-            Ok(())
+            print(&format!("{}\t{}\n", files.source, files.dir.display()))
         }
         None => {
             let inp = match &cli.file {
@@ -66,7 +65,9 @@ fn spec_or_default(spec: Option<&str>) -> String {
         Some(s) => s.to_string(),
         None => {
             let (name, why) = source::default_model();
-            eprintln!("codescope: using model '{name}' ({why}); choose another with --model");
+            crate::logging::notice(format_args!(
+                "using model '{name}' ({why}); choose another with --model"
+            ));
             name
         }
     }
@@ -122,10 +123,10 @@ fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
         m.trace(&inp.text, &opts)?
     };
     if t.truncated > 0 {
-        eprintln!(
-            "codescope: notice: input truncated to the window of {} tokens ({} tokens dropped)",
+        crate::logging::notice(format_args!(
+            "notice: input truncated to the window of {} tokens ({} tokens dropped)",
             m.info.window, t.truncated
-        );
+        ));
     }
     if args.json {
         let stdout = std::io::stdout().lock();
@@ -293,12 +294,6 @@ fn syntax_cmd(lang: Option<&str>, args: &SyntaxArgs) -> Result<()> {
 }
 
 fn analyze_cmd(spec: Option<&str>, lang: Option<&str>, args: &AnalyzeArgs) -> Result<()> {
-    if !(0.0..1.0).contains(&args.threshold) {
-        return Err(Error::Input {
-            name: "--threshold".into(),
-            reason: format!("{} is outside [0, 1)", args.threshold),
-        });
-    }
     let inp = input::read(&args.file)?;
     let lang = language_for(lang, &args.file)?;
     let m = load_model(spec)?;
@@ -313,10 +308,10 @@ fn analyze_cmd(spec: Option<&str>, lang: Option<&str>, args: &AnalyzeArgs) -> Re
         },
     )?;
     if a.trace.truncated > 0 {
-        eprintln!(
-            "codescope: notice: input truncated to the window of {} tokens ({} dropped)",
+        crate::logging::notice(format_args!(
+            "notice: input truncated to the window of {} tokens ({} dropped)",
             m.info.window, a.trace.truncated
-        );
+        ));
     }
     if args.json {
         print(&format!("{}\n", analysis::report::to_json(&a)))
@@ -365,12 +360,12 @@ fn reproduce_cmd(spec: Option<&str>, lang: Option<&str>, args: &ReproduceArgs) -
             reason: "holds no usable snippet".into(),
         });
     }
-    eprintln!(
-        "codescope: {} snippets from {} ({} unusable files/records skipped)",
+    crate::logging::notice(format_args!(
+        "{} snippets from {} ({} unusable files/records skipped)",
         corpus.snippets.len(),
         path.display(),
         corpus.skipped
-    );
+    ));
     let m = load_model(spec)?;
     let agg = analysis::reproduce::run(&analysis::reproduce::Run {
         model: &m,
@@ -385,10 +380,10 @@ fn reproduce_cmd(spec: Option<&str>, lang: Option<&str>, args: &ReproduceArgs) -
         workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
     })?;
     print(&analysis::reproduce::table(&agg, args.threshold))?;
-    eprintln!(
-        "codescope: tables written to {} (scores.csv, best_heads.csv, summary.json)",
+    crate::logging::notice(format_args!(
+        "tables written to {} (scores.csv, best_heads.csv, summary.json)",
         args.out.display()
-    );
+    ));
     Ok(())
 }
 
@@ -421,10 +416,10 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
             reason: "holds no usable snippet".into(),
         });
     }
-    eprintln!(
-        "codescope: probing on {} snippets from {name}",
+    crate::logging::notice(format_args!(
+        "probing on {} snippets from {name}",
         snippets.len()
-    );
+    ));
     let m = load_model(spec)?;
     let tasks = if args.tasks.is_empty() {
         probe::Task::ALL.to_vec()
@@ -475,10 +470,10 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
             }
         })?;
         bar.finish_and_clear();
-        eprintln!(
-            "codescope: wrote features and {n} tasks to {}",
+        crate::logging::notice(format_args!(
+            "wrote features and {n} tasks to {}",
             dir.display()
-        );
+        ));
         return Ok(());
     }
     let report = probe::run(&run, &mut |p| match p {

@@ -14,6 +14,7 @@ pub mod input;
 pub mod logging;
 pub mod model;
 pub mod probe;
+pub mod signals;
 pub mod syntax;
 pub mod tui;
 

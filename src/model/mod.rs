@@ -72,6 +72,7 @@ pub mod gguf_tokenizer;
 pub mod gpt2;
 pub mod gpt_bigcode;
 pub mod kernels;
+pub mod limits;
 pub mod llama;
 pub mod lm;
 pub mod pth;
@@ -148,19 +149,20 @@ pub fn supported_architectures() -> String {
         .join(", ")
 }
 
-/// Default memory budget for the captured attention of one input, in MiB.
-pub const ATTENTION_BUDGET_MB: usize = 2048;
+pub use limits::ATTENTION_BUDGET_MB;
 
 /// The longest input whose full attention capture (`layers * heads * n^2` f32) fits the
 /// budget (`CODESCOPE_ATTENTION_BUDGET_MB`, default [`ATTENTION_BUDGET_MB`]), capped by
 /// the model's own window. Decoders with 32k-token windows would otherwise need tens of
-/// GB for one trace; longer inputs are truncated with the usual visible notice.
-pub fn budget_window(model_window: usize, layers: usize, heads: usize) -> usize {
-    let mb = std::env::var("CODESCOPE_ATTENTION_BUDGET_MB")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(ATTENTION_BUDGET_MB);
+/// GB for one trace; longer inputs are truncated with the usual visible notice. An
+/// invalid budget setting is an error.
+pub fn budget_window(model_window: usize, layers: usize, heads: usize) -> Result<usize> {
+    let mb = limits::attention_budget_mb()?;
+    Ok(window_within(model_window, layers, heads, mb))
+}
+
+/// [`budget_window`] for an explicit budget of `mb` MiB.
+pub fn window_within(model_window: usize, layers: usize, heads: usize, mb: usize) -> usize {
     let per_pair = (layers.max(1) * heads.max(1) * 4) as f64;
     let n = ((mb as f64 * 1024.0 * 1024.0) / per_pair).sqrt().floor() as usize;
     model_window.min(n.max(16))
@@ -434,7 +436,7 @@ impl LoadedModel {
             layers: backbone.layers(),
             heads: backbone.heads(),
             hidden_size: backbone.hidden_size(),
-            window: budget_window(backbone.window(), backbone.layers(), backbone.heads()),
+            window: budget_window(backbone.window(), backbone.layers(), backbone.heads())?,
             causal: backbone.causal(),
         };
         if info.window < backbone.window() {
@@ -640,12 +642,13 @@ mod tests {
     #[test]
     fn attention_budget_bounds_the_window() {
         // 2 GiB / (18 layers * 4 heads * 4 bytes) = 7,456,540 pairs -> 2730 tokens.
-        if std::env::var("CODESCOPE_ATTENTION_BUDGET_MB").is_err() {
-            assert_eq!(budget_window(32_768, 18, 4), 2730);
-            assert_eq!(budget_window(512, 6, 12), 512);
-            let n = budget_window(1 << 20, 24, 16);
-            assert!((n * n * 24 * 16 * 4) as u64 <= 2048 << 20);
-            assert!(((n + 1) * (n + 1) * 24 * 16 * 4) as u64 > 2048 << 20);
-        }
+        let mb = ATTENTION_BUDGET_MB;
+        assert_eq!(window_within(32_768, 18, 4, mb), 2730);
+        assert_eq!(window_within(512, 6, 12, mb), 512);
+        let n = window_within(1 << 20, 24, 16, mb);
+        assert!((n * n * 24 * 16 * 4) as u64 <= 2048 << 20);
+        assert!(((n + 1) * (n + 1) * 24 * 16 * 4) as u64 > 2048 << 20);
+        // A smaller budget shrinks the window: 64 MiB / 288 bytes -> 482 tokens.
+        assert_eq!(window_within(32_768, 18, 4, 64), 482);
     }
 }

@@ -557,9 +557,10 @@ impl App {
     /// Ask the worker for an analysis of the document as it is now.
     fn request_analysis(&mut self) -> Vec<Effect> {
         if self.doc.syntax.is_none() {
+            let why = self.doc.syntax_error.as_deref().unwrap_or("unknown reason");
             self.message = Some((
                 Level::Error,
-                "the snippet could not be parsed (too large or too slow)".into(),
+                format!("the snippet could not be parsed: {why}"),
             ));
             return Vec::new();
         }

@@ -34,6 +34,8 @@ pub struct Doc {
     pub lang: Language,
     /// `None` when the parser refused the text (too large, timeout).
     pub syntax: Option<Syntax>,
+    /// Why the parser refused it (names the limit), when it did.
+    pub syntax_error: Option<String>,
     pub layout: Layout,
 }
 
@@ -103,13 +105,17 @@ impl Doc {
     /// Parse `text` (fast, on the UI thread) and lay it out.
     pub fn new(name: impl Into<String>, text: impl Into<String>, lang: Language) -> Self {
         let text = text.into();
-        let syntax = syntax::parse(&text, lang).ok();
+        let (syntax, syntax_error) = match syntax::parse(&text, lang) {
+            Ok(s) => (Some(s), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
         let layout = Layout::new(&text, syntax.as_ref());
         Doc {
             name: name.into(),
             text,
             lang,
             syntax,
+            syntax_error,
             layout,
         }
     }

@@ -173,7 +173,7 @@ fn download_hub(repo: &str, revision: &str, source: &str) -> Result<ModelFiles> 
     let mut dir = None;
     for f in &wanted {
         if progress() {
-            eprintln!("codescope: fetching {source}/{f}");
+            crate::logging::notice(format_args!("fetching {source}/{f}"));
         }
         tracing::info!(source, file = %f, "fetching from the hub");
         let p = r.get(f).map_err(|e| net(&e))?;
