@@ -30,8 +30,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Fetch { spec }) => {
             let spec = spec.clone().or(s.model.clone());
             let files = source::resolve(&spec_or_default(spec.as_deref()))?;
-            println!("{}\t{}", files.source, files.dir.display());
-            Ok(())
+            print(&format!("{}\t{}\n", files.source, files.dir.display()))
         }
         None => {
             let inp = match &cli.file {
@@ -64,7 +63,9 @@ fn spec_or_default(spec: Option<&str>) -> String {
         Some(s) => s.to_string(),
         None => {
             let (name, why) = source::default_model();
-            eprintln!("codescope: using model '{name}' ({why}); choose another with --model");
+            crate::logging::notice(format_args!(
+                "using model '{name}' ({why}); choose another with --model"
+            ));
             name
         }
     }
@@ -99,7 +100,7 @@ fn models() -> Result<()> {
             .map(|(alias, name)| format!("{alias} = {name}"))
             .collect::<Vec<_>>()
             .join(", "),
-        model::SUPPORTED_ARCHITECTURES.join(", "),
+        model::supported_architectures(),
         source::hf_cache_dir().display(),
         source::cache_dir().display()
     )
@@ -120,10 +121,10 @@ fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
         m.trace(&inp.text, &opts)?
     };
     if t.truncated > 0 {
-        eprintln!(
-            "codescope: notice: input truncated to the window of {} tokens ({} tokens dropped)",
+        crate::logging::notice(format_args!(
+            "notice: input truncated to the window of {} tokens ({} tokens dropped)",
             m.info.window, t.truncated
-        );
+        ));
     }
     if args.json {
         let stdout = std::io::stdout().lock();
@@ -282,7 +283,7 @@ fn syntax_cmd(settings: &Settings, args: &SyntaxArgs) -> Result<()> {
 }
 
 fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()> {
-    let threshold = crate::settings::threshold("--threshold", args.threshold)?;
+    let threshold = args.threshold;
     let inp = input::read(&args.file)?;
     let lang = settings.language_for(&args.file);
     let m = load_model(settings.model.as_deref())?;
@@ -297,10 +298,10 @@ fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()> {
         },
     )?;
     if a.trace.truncated > 0 {
-        eprintln!(
-            "codescope: notice: input truncated to the window of {} tokens ({} dropped)",
+        crate::logging::notice(format_args!(
+            "notice: input truncated to the window of {} tokens ({} dropped)",
             m.info.window, a.trace.truncated
-        );
+        ));
     }
     if args.json {
         print(&format!("{}\n", analysis::report::to_json(&a)))
@@ -334,7 +335,7 @@ fn python_stdlib() -> Result<std::path::PathBuf> {
 }
 
 fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
-    let threshold = crate::settings::threshold("--threshold", args.threshold)?;
+    let threshold = args.threshold;
     let path = if args.data == "stdlib" {
         python_stdlib()?
     } else {
@@ -348,12 +349,12 @@ fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
             reason: "holds no usable snippet".into(),
         });
     }
-    eprintln!(
-        "codescope: {} snippets from {} ({} unusable files/records skipped)",
+    crate::logging::notice(format_args!(
+        "{} snippets from {} ({} unusable files/records skipped)",
         corpus.snippets.len(),
         path.display(),
         corpus.skipped
-    );
+    ));
     let m = load_model(settings.model.as_deref())?;
     let agg = analysis::reproduce::run(&analysis::reproduce::Run {
         model: &m,
@@ -368,10 +369,10 @@ fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
         workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
     })?;
     print(&analysis::reproduce::table(&agg, threshold))?;
-    eprintln!(
-        "codescope: tables written to {} (scores.csv, best_heads.csv, summary.json)",
+    crate::logging::notice(format_args!(
+        "tables written to {} (scores.csv, best_heads.csv, summary.json)",
         args.out.display()
-    );
+    ));
     Ok(())
 }
 
@@ -402,10 +403,10 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
             reason: "holds no usable snippet".into(),
         });
     }
-    eprintln!(
-        "codescope: probing on {} snippets from {name}",
+    crate::logging::notice(format_args!(
+        "probing on {} snippets from {name}",
         snippets.len()
-    );
+    ));
     let m = load_model(settings.model.as_deref())?;
     let tasks = if args.tasks.is_empty() {
         probe::Task::ALL.to_vec()
@@ -452,10 +453,10 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
             }
         })?;
         bar.finish_and_clear();
-        eprintln!(
-            "codescope: wrote features and {n} tasks to {}",
+        crate::logging::notice(format_args!(
+            "wrote features and {n} tasks to {}",
             dir.display()
-        );
+        ));
         return Ok(());
     }
     let report = probe::run(&run, &mut |p| match p {

@@ -5,7 +5,7 @@
 //! | module | owns |
 //! |---|---|
 //! | [`cli`] | the clap definitions: raw arguments, help text |
-//! | [`settings`] | raw arguments -> one validated [`settings::Settings`] (model spec, language, theme, cache directory; thresholds) shared by the commands and the explorer's worker |
+//! | [`settings`] | raw arguments -> one validated [`settings::Settings`] (model spec, language, theme, cache directory); per-argument checks are clap value parsers in `cli` shared by the commands and the explorer's worker |
 //! | [`commands`] | the subcommands' bodies: glue from settings to the library and to stdout |
 //! | [`input`] | reading a snippet (file or stdin) within the input limits |
 //! | [`corpus`] | corpora for `reproduce` and probes: directories, zips, `.jsonl(.gz)`, the standard library; one snippet per function |
@@ -15,6 +15,7 @@
 //! | [`probe`] | probing hidden states: datasets and tasks, linear/MLP/structural/DirectProbe probes, control tasks, feature cache, the bundled corpus, a trained probe's label for one token |
 //! | [`tui`] | the explorer: a pure [`tui::app::App`] (`update(Msg) -> Vec<Effect>`), the pure layout, widgets that only draw, the I/O thread (parse, file reads) and the model worker |
 //! | [`export`] | figures and data of the explorer's view (SVG, JSON) |
+//! | [`signals`] | signals for the headless commands: exit 128+n after removing registered temporary paths |
 //! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging, the error type |
 //!
 //! Boundaries: `syntax` uses nothing else of the crate; `model` only [`error`]; they meet
@@ -54,6 +55,7 @@ pub mod model;
 pub mod probe;
 pub mod rng;
 pub mod settings;
+pub mod signals;
 pub mod syntax;
 pub mod tui;
 

@@ -46,15 +46,3 @@ impl Settings {
             .unwrap_or(Language::Python)
     }
 }
-
-/// An attention threshold `t` of `P = [A > t]`: a finite number in `[0, 1)`.
-pub fn threshold(name: &str, t: f32) -> Result<f32> {
-    if t.is_finite() && (0.0..1.0).contains(&t) {
-        Ok(t)
-    } else {
-        Err(Error::Input {
-            name: name.into(),
-            reason: format!("{t} is not a threshold in [0, 1)"),
-        })
-    }
-}
