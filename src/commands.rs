@@ -3,7 +3,9 @@
 use std::io::Write;
 
 use crate::analysis;
-use crate::cli::{AnalyzeArgs, Cli, Command, ProbeArgs, ReproduceArgs, SyntaxArgs, TraceArgs};
+use crate::cli::{
+    AnalyzeArgs, Cli, Command, MergeArgs, ProbeArgs, ReproduceArgs, SyntaxArgs, TraceArgs,
+};
 use crate::error::{Error, Result};
 use crate::input;
 use crate::model::{self, source, ForwardOptions, LoadedModel, Trace};
@@ -22,6 +24,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let s = &settings;
     match &cli.command {
         Some(Command::Models) => models(),
+        Some(Command::Merge(args)) => merge_cmd(args),
         Some(Command::Syntax(args)) => syntax_cmd(s, args),
         Some(Command::Analyze(args)) => analyze_cmd(s, args),
         Some(Command::Reproduce(args)) => reproduce_cmd(s, args),
@@ -334,6 +337,24 @@ fn python_stdlib() -> Result<std::path::PathBuf> {
     Ok(p.into())
 }
 
+fn merge_cmd(args: &MergeArgs) -> Result<()> {
+    use crate::analysis::reproduce;
+    let shards = args
+        .dirs
+        .iter()
+        .map(|d| Ok((d.clone(), reproduce::load_state(d)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let agg = reproduce::merge(&shards)?;
+    reproduce::write_merged(&agg, &args.out)?;
+    print(&reproduce::table(&agg, args.threshold))?;
+    crate::logging::notice(format_args!(
+        "{} shards merged; tables written to {} (scores.csv, best_heads.csv, summary.json)",
+        shards.len(),
+        args.out.display()
+    ));
+    Ok(())
+}
+
 fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
     let threshold = args.threshold;
     let path = if args.data == "stdlib" {
@@ -367,6 +388,7 @@ fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
         mode: args.mode,
         threshold,
         workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: args.shard,
     })?;
     print(&analysis::reproduce::table(&agg, threshold))?;
     crate::logging::notice(format_args!(
