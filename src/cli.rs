@@ -200,6 +200,14 @@ pub struct ProbeArgs {
     /// Rank of the structural probe's projection B.
     #[arg(long, default_value_t = 64)]
     pub rank: usize,
+    /// Trace only shard K of N of the corpus (snippets i with i mod N = K-1) and write its
+    /// features to --out instead of probing; `codescope merge` joins the shards into the
+    /// feature cache, and the next `codescope probe` on the same corpus only trains.
+    #[arg(long, value_name = "K/N", requires = "out")]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+    /// The shard's output directory (with --shard).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Write features, examples and splits to this directory instead of probing (for the
     /// scikit-learn reference, tools/reference/probe_sklearn.py).
     #[arg(long, hide = true)]

@@ -24,7 +24,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let s = &settings;
     match &cli.command {
         Some(Command::Models) => models(),
-        Some(Command::Merge(args)) => merge_cmd(args),
+        Some(Command::Merge(args)) => merge_cmd(s, args),
         Some(Command::Syntax(args)) => syntax_cmd(s, args),
         Some(Command::Analyze(args)) => analyze_cmd(s, args),
         Some(Command::Reproduce(args)) => reproduce_cmd(s, args),
@@ -337,8 +337,21 @@ fn python_stdlib() -> Result<std::path::PathBuf> {
     Ok(p.into())
 }
 
-fn merge_cmd(args: &MergeArgs) -> Result<()> {
+fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
     use crate::analysis::reproduce;
+    if args.dirs.iter().all(|d| crate::probe::shard::is_shard(d)) {
+        let (dir, m) = crate::probe::shard::merge_shards(&args.dirs, &settings.cache_dir)?;
+        return print(&format!(
+            "{} probe shards of {} on {} ({} snippets) merged into the feature cache ({}); \
+             `codescope --model {} probe` on the same corpus now only trains\n",
+            args.dirs.len(),
+            m.model,
+            m.corpus,
+            m.snippets,
+            dir.display(),
+            m.model
+        ));
+    }
     let shards = args
         .dirs
         .iter()
@@ -468,6 +481,26 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         bar.set_style(style);
     }
     bar.set_message("tracing");
+    if let (Some(shard), Some(out)) = (args.shard, &args.out) {
+        bar.set_length(
+            snippets
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| shard.owns(*i))
+                .count() as u64,
+        );
+        let n = probe::shard::write_shard(&run, shard, out, &mut |p| {
+            if let probe::Progress::Traced { done, .. } = p {
+                bar.set_position(done as u64)
+            }
+        })?;
+        bar.finish_and_clear();
+        crate::logging::notice(format_args!(
+            "shard {shard}: features of {n} snippets written to {}; `codescope merge` joins the shards",
+            out.display()
+        ));
+        return Ok(());
+    }
     if let Some(dir) = &args.dump {
         let n = probe::dump(&run, dir, &mut |p| {
             if let probe::Progress::Traced { done, .. } = p {
@@ -482,7 +515,10 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         return Ok(());
     }
     let report = probe::run(&run, &mut |p| match p {
-        probe::Progress::Cached => bar.set_message("cached"),
+        probe::Progress::Cached => {
+            bar.set_message("cached");
+            bar.suspend(|| crate::logging::notice("features from the cache (no tracing needed)"));
+        }
         probe::Progress::Traced { done, .. } => bar.set_position(done as u64),
         probe::Progress::Fitted {
             done,

@@ -113,3 +113,57 @@ fn four_merged_shards_equal_one_run() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a shard K/N"));
 }
+
+/// `probe --shard K/N` traces a share of the corpus; `merge` joins the shards into the
+/// feature cache; the next `probe` only trains and reports what one process reports.
+#[test]
+fn probe_shards_merge_into_the_cache() {
+    let env = Env::new();
+    let model = env.root.join("tiny");
+    write_tiny_model(&model, &Tiny::default()).unwrap();
+    let model = model.display().to_string();
+    let probe = |extra: &[&str]| {
+        let mut c = env.cmd();
+        c.args([
+            "--model", &model, "probe", "--limit", "12", "--task", "category",
+        ])
+        .args(extra);
+        c.output().unwrap()
+    };
+    let strip = |out: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(out).unwrap();
+        for r in v["results"].as_array_mut().unwrap() {
+            r.as_object_mut().unwrap().remove("seconds");
+        }
+        v
+    };
+    let one = strip(&ok(&probe(&["--no-cache", "--json"])));
+    let dirs: Vec<_> = (1..=3)
+        .map(|k| {
+            let d = env.root.join(format!("pshard{k}"));
+            let o = probe(&["--shard", &format!("{k}/3"), "--out", d.to_str().unwrap()]);
+            ok(&o);
+            assert!(d.join("shard.json").is_file());
+            d
+        })
+        .collect();
+    let mut c = env.cmd();
+    c.arg("merge").args([&dirs[1], &dirs[2], &dirs[0]]);
+    let said = ok(&c.output().unwrap());
+    assert!(said.contains("3 probe shards"), "{said}");
+    let o = probe(&["--json"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("features from the cache"),
+        "the merged shards are found in the cache"
+    );
+    let merged = strip(&ok(&o));
+    assert_eq!(
+        one, merged,
+        "the merged features give the single run's report"
+    );
+    // A missing shard.
+    let mut c = env.cmd();
+    c.arg("merge").args([&dirs[0], &dirs[1]]);
+    let line = fails(&c.output().unwrap());
+    assert!(line.contains("shard 3/3 is missing"), "{line}");
+}
