@@ -13,6 +13,7 @@ mod gemma3_reference;
 mod gguf_models;
 mod gguf_tokenizer;
 mod hostile_inputs;
+mod hostile_models;
 mod minilm_reference;
 mod model_tiny;
 mod probe_cli;
