@@ -42,7 +42,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     text: DEFAULT_SAMPLE.1.into(),
                 },
             };
-            let lang = language_for(cli.lang.as_deref(), &inp.name)?;
+            let lang = language_for(cli.lang.as_deref(), &inp.name, &inp.text)?;
             crate::tui::run(crate::tui::Options {
                 name: inp.name,
                 text: inp.text,
@@ -257,11 +257,13 @@ fn print_surprisal(out: &mut impl Write, t: &Trace, s: &model::Surprisal) -> std
     Ok(())
 }
 
-/// The language of an input: `--lang`, else the file extension, else Python.
-pub fn language_for(lang: Option<&str>, file: &str) -> Result<Language> {
+/// The language of an input: `--lang`, else the file extension, else the text's look
+/// ([`Language::from_text`]).
+pub fn language_for(lang: Option<&str>, file: &str, text: &str) -> Result<Language> {
     match lang {
         Some(l) => Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())),
-        None => Ok(Language::from_path(std::path::Path::new(file)).unwrap_or(Language::Python)),
+        None => Ok(Language::from_path(std::path::Path::new(file))
+            .unwrap_or_else(|| Language::from_text(text))),
     }
 }
 
@@ -282,7 +284,7 @@ fn color_stdout() -> bool {
 
 fn syntax_cmd(lang: Option<&str>, args: &SyntaxArgs) -> Result<()> {
     let inp = input::read(&args.file)?;
-    let lang = language_for(lang, &args.file)?;
+    let lang = language_for(lang, &args.file, &inp.text)?;
     let syn = syntax::parse(&inp.text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
     if args.json {
         print(&format!("{}\n", syn.to_json()))
@@ -299,7 +301,7 @@ fn analyze_cmd(spec: Option<&str>, lang: Option<&str>, args: &AnalyzeArgs) -> Re
         });
     }
     let inp = input::read(&args.file)?;
-    let lang = language_for(lang, &args.file)?;
+    let lang = language_for(lang, &args.file, &inp.text)?;
     let m = load_model(spec)?;
     let a = analysis::analyze(
         &m,

@@ -18,7 +18,9 @@
 //! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
 
 mod model;
+mod mouse;
 mod probe;
+mod prompt;
 mod status;
 mod view;
 
@@ -100,6 +102,8 @@ pub struct App {
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
+    /// A quit key was pressed once with an edited snippet on screen: the next one quits.
+    quit_armed: bool,
     next_req: u64,
 }
 
@@ -125,6 +129,7 @@ impl App {
             editor: None,
             size: (120, 40),
             quit: false,
+            quit_armed: false,
             next_req: 0,
         }
     }
@@ -410,6 +415,11 @@ impl App {
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
         let mut fx = match msg {
             Msg::Key(k) => self.key(k),
+            Msg::Mouse(m) => self.mouse(m),
+            Msg::Completions { typed, candidates } => {
+                self.completions(typed, candidates);
+                Vec::new()
+            }
             Msg::Resize { width, height } => {
                 self.size = (width, height);
                 Vec::new()
@@ -470,6 +480,9 @@ impl App {
                 self.view.follow_heat(p.n(), sel, hg.cols_avail, hg.px_rows);
             }
         }
+        if let Some(gg) = g.panel(Focus::Heads).and_then(|r| layout::grid_geom(self, r)) {
+            self.view.follow_grid(dims, gg.lvis, gg.hvis);
+        }
         if self.view.mean {
             if let Some((req, p)) = &self.shown.data {
                 let l = self.view.layer.min(p.layers().saturating_sub(1));
@@ -511,8 +524,9 @@ impl App {
     fn file_read(&mut self, path: String, result: Result<Input, String>) -> Vec<Effect> {
         match result {
             Ok(inp) => {
-                let lang =
-                    Language::from_path(std::path::Path::new(&path)).unwrap_or(self.doc.lang);
+                // The extension, else the text's look (a Java file named .txt).
+                let lang = Language::from_path(std::path::Path::new(&path))
+                    .unwrap_or_else(|| Language::from_text(&inp.text));
                 self.view.cursor = 0;
                 self.status.info(format!("opened {path}"));
                 self.set_doc(Doc::new(inp.name, inp.text, lang))
@@ -541,6 +555,16 @@ impl App {
             } => {
                 if !info.causal {
                     self.view.surprisal = false;
+                }
+                // An analysis by another model no longer matches what the status bar
+                // names (its layer and head counts): the new model's arrives shortly.
+                if self
+                    .prepared()
+                    .is_some_and(|p| p.trace.model.source != info.source)
+                {
+                    self.shown.data = None;
+                    self.shown.scores.clear();
+                    self.shown.mean = None;
                 }
                 self.model.loaded = Some((label, info));
                 self.model.notice = notice;
@@ -616,6 +640,11 @@ impl App {
         match std::mem::replace(&mut self.overlay, Overlay::None) {
             Overlay::None => {}
             Overlay::Help => return Vec::new(),
+            Overlay::Prompt(PromptKind::Open, input) if k.code == KeyCode::Tab => {
+                let fx = self.request_completion(&input.text);
+                self.overlay = Overlay::Prompt(PromptKind::Open, input);
+                return fx;
+            }
             Overlay::Prompt(kind, mut input) => {
                 return match input.key(k) {
                     EditOutcome::Continue => {
@@ -635,8 +664,17 @@ impl App {
         let (layers, heads) = self.dims();
         let v = &mut self.view;
         let in_grid = v.focus == Focus::Heads;
+        let armed = std::mem::take(&mut self.quit_armed);
         match k.code {
             KeyCode::Char('q') | KeyCode::Esc => {
+                if self.doc.edited && !armed {
+                    // Quitting would lose the edit: say so once.
+                    self.quit_armed = true;
+                    self.status.warn(
+                        "the edited snippet is not saved (x exports it); press q or Esc again to quit",
+                    );
+                    return Vec::new();
+                }
                 self.quit = true;
                 return vec![Effect::Quit];
             }
@@ -708,11 +746,10 @@ impl App {
                 };
                 return self.request_analysis();
             }
+            // A fresh prompt each time: typing must not append to the last pattern
+            // (n / N repeat that one).
             KeyCode::Char('/') => {
-                self.overlay = Overlay::Prompt(
-                    PromptKind::Search,
-                    LineInput::new(v.search.as_deref().unwrap_or("")),
-                )
+                self.overlay = Overlay::Prompt(PromptKind::Search, LineInput::default())
             }
             KeyCode::Char('n') => self.search_next(1),
             KeyCode::Char('N') => self.search_next(-1),
@@ -730,6 +767,7 @@ impl App {
                 self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
             }
             KeyCode::Char('M') => return self.open_picker(),
+            KeyCode::Char('L') => return self.next_language(),
             KeyCode::Char('S') => return self.toggle_surprisal(),
             KeyCode::Char('p') => {
                 if v.focus != Focus::Code {
@@ -762,8 +800,19 @@ impl App {
     }
 
     fn search_next(&mut self, d: isize) {
-        if let Err(e) = self.view.search_next(&self.doc, d) {
-            self.status.warn(e);
+        match self.view.search_next(&self.doc, d) {
+            Err(e) => self.status.warn(e),
+            Ok(()) => {
+                // A found match replaces an earlier search's "no match".
+                if self
+                    .status
+                    .message
+                    .as_ref()
+                    .is_some_and(|(_, m)| m.starts_with(view::NO_MATCH))
+                {
+                    self.status.message = None;
+                }
+            }
         }
     }
 
@@ -813,7 +862,8 @@ impl App {
         } else {
             format!("{name} (edited)")
         };
-        let doc = Doc::new(name, text, self.doc.lang);
+        let mut doc = Doc::new(name, text, self.doc.lang);
+        doc.edited = true;
         self.set_doc(doc)
     }
 

@@ -19,6 +19,8 @@ use ratatui::Frame;
 use super::app::{App, Focus, Overlay};
 use super::layout;
 pub use super::layout::{FULL_H, FULL_W, MIN_H, MIN_W};
+pub use heads::unit as metric_unit;
+pub use probes::probe_rows;
 
 /// Draw the whole explorer.
 pub fn draw(app: &App, f: &mut Frame) {
