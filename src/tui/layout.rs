@@ -119,7 +119,7 @@ pub fn geometry_in(app: &App, area: Rect) -> Geometry {
 pub const CAT_WIDE_W: u16 = 54;
 pub const CAT_NARROW_W: u16 = 31;
 /// The probe panel's smallest width in the full layout.
-pub const PROBE_MIN_W: u16 = 24;
+pub const PROBE_MIN_W: u16 = 30;
 
 /// Widths of the head grid and the category panel in the full layout: the grid takes
 /// every layer's column if it can (narrowing the category panel first), else what is

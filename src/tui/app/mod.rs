@@ -32,7 +32,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 pub use self::model::{ModelState, Picker, PickerItem};
 pub use self::probe::{ProbeKey, ProbePanel, ProbeRun};
 pub use self::status::{Level, Status};
-pub use self::view::{Direction, Focus, View};
+pub use self::view::{follow_axis, Direction, Focus, View};
 use super::data::{Doc, Metric};
 use super::editor::{EditOutcome, Editor, LineInput};
 use super::layout;
@@ -764,6 +764,8 @@ impl App {
                 v.focus = Focus::Code;
             }
             KeyCode::Char('o') => {
+                // The line above the prompt shows its completions from now on.
+                self.status.message = None;
                 self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
             }
             KeyCode::Char('M') => return self.open_picker(),

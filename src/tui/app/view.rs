@@ -309,7 +309,7 @@ impl View {
 /// little as possible so that `sel` is visible with a margin of a quarter of the view
 /// (at most 3) from either edge where the axis allows it: the selection never sits on
 /// the edge while more lies beyond it.
-pub(crate) fn follow_axis(first: usize, sel: Option<usize>, len: usize, vis: usize) -> usize {
+pub fn follow_axis(first: usize, sel: Option<usize>, len: usize, vis: usize) -> usize {
     if vis == 0 || len <= vis {
         return 0;
     }

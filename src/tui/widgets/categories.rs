@@ -114,10 +114,13 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let block = panel(
         app,
         Focus::Categories,
-        vec![
-            Span::styled("Categories", t.accent()),
-            Span::styled(" · × uniform, % share", t.dim()),
-        ],
+        super::fit_title(
+            vec![
+                Span::styled("Categories", t.accent()),
+                Span::styled(" · × uniform, % share", t.dim()),
+            ],
+            area.width,
+        ),
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -192,9 +195,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             fmax,
         ));
     }
-    let foot = format!(
-        "×: pair weight ÷ uniform 1/{n} · %: share of the query class's attention"
-    );
+    let foot = format!("× = weight ÷ uniform 1/{n} · % = share of the row");
     lines.push(Line::from(Span::styled(clip(&foot, w), t.dim())));
     f.render_widget(Paragraph::new(lines), inner);
 }

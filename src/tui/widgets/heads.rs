@@ -17,18 +17,20 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{clip, panel};
+use super::{clip, fit_title, panel};
 use crate::tui::app::{App, Focus};
 use crate::tui::data::Metric;
 use crate::tui::layout::{self, GRID_LABEL_W};
 use crate::tui::theme::Theme;
 
-/// The unit of a metric's cells, for the panel title.
+/// What a metric's cells are, with their unit, for the panel title.
 pub fn unit(m: Metric) -> &'static str {
     match m {
-        Metric::F1Motif | Metric::F1Dfg => "F1×100",
-        Metric::SynToId | Metric::IdToSyn => "% of attention",
-        Metric::Entropy => "bits",
+        Metric::F1Motif => "F1×100 vs AST motif",
+        Metric::F1Dfg => "F1×100 vs data flow",
+        Metric::SynToId => "syn→id, % of attention",
+        Metric::IdToSyn => "id→syn, % of attention",
+        Metric::Entropy => "entropy, bits",
     }
 }
 
@@ -54,10 +56,13 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let block = panel(
         app,
         Focus::Heads,
-        vec![
-            Span::styled("Heads", t.accent()),
-            Span::styled(format!(" · {} · {} [s]", m.name(), unit(m)), t.dim()),
-        ],
+        fit_title(
+            vec![
+                Span::styled("Heads", t.accent()),
+                Span::styled(format!(" · {} [s]", unit(m)), t.dim()),
+            ],
+            area.width,
+        ),
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -108,7 +113,8 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     // Header: one right-aligned layer number per column; ◂ / ▸ where layers are hidden.
     let lw = GRID_LABEL_W as usize;
     let left = if g.more_left() { "◂" } else { " " };
-    let mut header = vec![Span::styled(format!("{:<lw$}", format!("L{left}")), t.dim())];
+    // "H\L": heads down, layers across.
+    let mut header = vec![Span::styled(format!("{:<lw$}", format!("H\\L{left}")), t.dim())];
     for l in layer_range.clone() {
         let st = if l == app.view.layer {
             t.accent().add_modifier(Modifier::BOLD)

@@ -5,7 +5,7 @@
 //!
 //! Rows: one query row per text row, labelled with its token, whenever that shows every
 //! row at the zoom shown; otherwise two rows per character with `▀` (fg = upper row, bg
-//! = lower row, so cells are square) and labels `upper/lower`. The legend line under the
+//! = lower row, so cells are square) and labels `upper¦lower`. The legend line under the
 //! map is the colour bar (from 0 to the matrix's largest weight, with the middle's
 //! value: the scale is a square root) and says how rows are labelled. NO_COLOR: one row
 //! per character, intensity as ` ░▒▓█`, gold cells as `○`/`●`. `◂ ▸` beside the column
@@ -84,7 +84,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     if app.view.gold {
         title.push(Span::styled(" · gold: AST motif + data flow", t.warn()));
     }
-    let block = panel(app, Focus::Heatmap, title);
+    let block = panel(app, Focus::Heatmap, super::fit_title(title, area.width));
     let inner = block.inner(area);
     f.render_widget(block, area);
     let Some((_, p)) = app.shown.data.as_ref() else {
@@ -176,7 +176,8 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             let lab = if half && lab_w >= 11 {
                 let lw = label(upper, 5);
                 match lower {
-                    Some(lo) => format!("{lw:>5}/{:<5}", label(lo, 5)),
+                    // `¦`, not `/`: a slash is a token of its own.
+                    Some(lo) => format!("{lw:>5}¦{:<5}", label(lo, 5)),
                     None => format!("{lw:>5}{:6}", ""),
                 }
             } else {
@@ -241,14 +242,21 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 (false, true) => " ▾",
                 (false, false) => "",
             };
-            lines.push(legend(app, vmax, half, more, w));
+            lines.push(legend(app, vmax, (half, lab_w >= 11), more, w));
         }
         f.render_widget(Paragraph::new(lines), inner);
     });
 }
 
-/// The colour bar with its values and how rows are labelled, one line of `w` columns.
-fn legend<'a>(app: &App, vmax: f32, half: bool, more: &str, w: usize) -> Line<'a> {
+/// The colour bar with its values and how rows are labelled (`half`: two query rows a
+/// text row; `labels_both`: both are labelled), one line of `w` columns.
+fn legend<'a>(
+    app: &App,
+    vmax: f32,
+    (half, labels_both): (bool, bool),
+    more: &str,
+    w: usize,
+) -> Line<'a> {
     let t = &app.theme;
     let mut l = vec![Span::styled(" 0 ", t.dim())];
     if t.colored() {
@@ -263,13 +271,13 @@ fn legend<'a>(app: &App, vmax: f32, half: bool, more: &str, w: usize) -> Line<'a
     }
     // The scale is a square root: the bar's middle is a quarter of the largest weight.
     let text = format!(
-        " {} (mid {}, √ scale){}{more}",
+        " {} √ (mid {}){more}{}",
         weight(vmax),
         weight(vmax / 4.0),
-        if half {
-            " · labels: upper/lower row"
-        } else {
-            ""
+        match (half, labels_both) {
+            (true, true) => " · 2 rows a line, labels top¦bottom",
+            (true, false) => " · 2 rows a line, label: top",
+            (false, _) => "",
         }
     );
     let used: usize = l.iter().map(|s| s.content.chars().count()).sum();

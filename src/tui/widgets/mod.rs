@@ -105,6 +105,29 @@ fn too_small(app: &App, f: &mut Frame, area: Rect) {
     );
 }
 
+/// Title spans clipped to a panel `width` wide (borders and the spaces around the title
+/// taken off), the last one kept ending in `…` when something was cut: ratatui would cut
+/// a long title silently.
+pub(crate) fn fit_title(spans: Vec<Span<'_>>, width: u16) -> Vec<Span<'_>> {
+    let mut room = (width as usize).saturating_sub(4);
+    let total: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    if total <= room {
+        return spans;
+    }
+    let mut out = Vec::new();
+    for s in spans {
+        let n = s.content.chars().count();
+        if n < room {
+            room -= n;
+            out.push(s);
+        } else {
+            out.push(Span::styled(clip(&s.content, room), s.style));
+            break;
+        }
+    }
+    out
+}
+
 /// Clip `s` to `w` display chars with an ellipsis.
 pub(crate) fn clip(s: &str, w: usize) -> String {
     let n = s.chars().count();

@@ -131,6 +131,27 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
         .style(t.text()),
         row,
     );
+    // The open prompt covers the status line's messages: its completions ("3 matches:
+    // …", "no file matches") go on the line above it.
+    if let (PromptKind::Open, Some((lvl, msg))) = (kind, &app.status.message) {
+        if status.height >= 2 {
+            let above = Rect::new(status.x, status.y + status.height - 2, status.width, 1);
+            let style = match lvl {
+                crate::tui::app::Level::Info => t.dim(),
+                crate::tui::app::Level::Warn => t.warn(),
+                crate::tui::app::Level::Error => t.error(),
+            };
+            f.render_widget(Clear, above);
+            f.render_widget(
+                Paragraph::new(Span::styled(
+                    clip(&format!(" {msg}"), status.width as usize),
+                    style,
+                ))
+                .style(t.text()),
+                above,
+            );
+        }
+    }
     let x = row.x + label.chars().count() as u16 + (input.cursor - start) as u16;
     f.set_cursor_position(Position::new(x.min(row.right().saturating_sub(1)), row.y));
 }

@@ -127,12 +127,15 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let block = panel(
         app,
         Focus::Probes,
-        vec![
-            Span::styled("Probes", t.accent()),
-            Span::raw(" "),
-            Span::styled(app.probe.task.name(), t.warn()),
-            Span::styled(" · accuracy vs control", t.dim()),
-        ],
+        super::fit_title(
+            vec![
+                Span::styled("Probes", t.accent()),
+                Span::raw(" "),
+                Span::styled(app.probe.task.name(), t.warn()),
+                Span::styled(" · accuracy vs control", t.dim()),
+            ],
+            area.width,
+        ),
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -241,7 +244,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         let down = if r.start + r.rows < n { "▾" } else { " " };
         lines.push(Line::from(Span::styled(
             clip(
-                &format!("{up}{down} layers {}–{} of {n} rows · ← → scroll", name(first), name(last)),
+                &format!("{up}{down} {}–{} of {n} · ← → scroll", name(first), name(last)),
                 w,
             ),
             t.dim(),
