@@ -158,10 +158,12 @@ pub fn grid_cell_w(app: &App) -> u16 {
     1 + u16::from(!app.theme.colored()) + digits
 }
 
-/// The head grid's geometry in panel rectangle `r`: which layers (columns) and heads
-/// (rows) are visible, and where. The origin comes from `app.view.grid_origin`, which
-/// `App::settle` keeps so that the followed cell (the grid cursor when the grid has the
-/// focus, else the current head) is visible.
+/// The head grid's geometry in panel rectangle `r`: its orientation, which layers and
+/// heads are visible, and where. Layers are columns and heads rows, unless the panel
+/// shows more cells the other way round (few heads, many layers, a narrow panel:
+/// Gemma 3's 18 x 4 at 80x24), when it is transposed. The origin comes from
+/// `app.view.grid_origin`, which `App::settle` keeps so that the followed cell (the grid
+/// cursor when the grid has the focus, else the current head) is visible.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GridGeom {
     pub inner: Rect,
@@ -170,69 +172,99 @@ pub struct GridGeom {
     /// Layers and heads of the model.
     pub layers: usize,
     pub heads: usize,
-    /// First visible layer and how many fit.
+    /// First visible layer and how many are visible.
     pub l0: usize,
     pub lvis: usize,
-    /// First visible head and how many fit.
+    /// First visible head and how many are visible.
     pub h0: usize,
     pub hvis: usize,
     /// Rows of the footer (the value under the cursor) below the grid.
     pub footer_h: u16,
+    /// Layers as rows, heads as columns.
+    pub transposed: bool,
 }
 
 impl GridGeom {
-    /// Screen row of the header (layer numbers).
+    /// (first visible, visible, total) along the columns.
+    pub fn cols(&self) -> (usize, usize, usize) {
+        if self.transposed {
+            (self.h0, self.hvis, self.heads)
+        } else {
+            (self.l0, self.lvis, self.layers)
+        }
+    }
+    /// (first visible, visible, total) along the rows.
+    pub fn rows(&self) -> (usize, usize, usize) {
+        if self.transposed {
+            (self.l0, self.lvis, self.layers)
+        } else {
+            (self.h0, self.hvis, self.heads)
+        }
+    }
+    /// Screen row of the header (layer numbers; head numbers when transposed).
     pub fn header_y(&self) -> u16 {
         self.inner.y
     }
-    /// Screen column where layer `l`'s cell starts (if visible).
-    pub fn cell_x(&self, l: usize) -> Option<u16> {
-        (l >= self.l0 && l < self.l0 + self.lvis)
-            .then(|| self.inner.x + GRID_LABEL_W + (l - self.l0) as u16 * self.cw)
+    /// Screen column where column `c` (a layer; a head when transposed) starts, if it
+    /// is visible.
+    pub fn cell_x(&self, c: usize) -> Option<u16> {
+        let (c0, cvis, _) = self.cols();
+        (c >= c0 && c < c0 + cvis)
+            .then(|| self.inner.x + GRID_LABEL_W + (c - c0) as u16 * self.cw)
+    }
+    /// The column (a layer; a head when transposed) at screen column `x`.
+    pub fn col_at(&self, x: u16) -> Option<usize> {
+        let x0 = self.inner.x + GRID_LABEL_W;
+        let (c0, cvis, _) = self.cols();
+        let c = c0 + (x.checked_sub(x0)? / self.cw) as usize;
+        (c < c0 + cvis).then_some(c)
     }
     /// The (layer, head) of the cell at screen position (x, y), if any.
     pub fn cell_at(&self, x: u16, y: u16) -> Option<(usize, usize)> {
-        let x0 = self.inner.x + GRID_LABEL_W;
-        let y0 = self.inner.y + 1;
-        if x < x0 || y < y0 {
+        let c = self.col_at(x)?;
+        let (r0, rvis, _) = self.rows();
+        let r = r0 + y.checked_sub(self.inner.y + 1)? as usize;
+        if r >= r0 + rvis {
             return None;
         }
-        let l = self.l0 + ((x - x0) / self.cw) as usize;
-        let h = self.h0 + (y - y0) as usize;
-        (l < self.l0 + self.lvis && h < self.h0 + self.hvis).then_some((l, h))
+        Some(if self.transposed { (r, c) } else { (c, r) })
     }
-    /// Whether layers or heads lie beyond the visible ones.
+    /// Whether columns or rows lie beyond the visible ones.
     pub fn more_left(&self) -> bool {
-        self.l0 > 0
+        self.cols().0 > 0
     }
     pub fn more_right(&self) -> bool {
-        self.l0 + self.lvis < self.layers
+        let (c0, cvis, n) = self.cols();
+        c0 + cvis < n
     }
     pub fn more_up(&self) -> bool {
-        self.h0 > 0
+        self.rows().0 > 0
     }
     pub fn more_down(&self) -> bool {
-        self.h0 + self.hvis < self.heads
+        let (r0, rvis, n) = self.rows();
+        r0 + rvis < n
     }
 }
 
-/// Visible layers and heads of a grid with `layers` x `heads` cells of `cw` columns in
-/// `inner` (rows: header, heads, footer of `footer_h`).
-pub fn grid_fit(inner: Rect, cw: u16, layers: usize, heads: usize) -> (usize, usize, u16) {
-    let cols = inner.width.saturating_sub(GRID_LABEL_W) as usize / cw.max(1) as usize;
-    // A marker column on the right when not every layer fits.
-    let lvis = if cols >= layers {
-        layers
+/// Visible columns and rows of a grid of `cols` x `rows` cells of `cw` columns in
+/// `inner` (rows: header, grid rows, footer of `footer_h`).
+pub fn grid_fit(inner: Rect, cw: u16, cols: usize, rows: usize) -> (usize, usize, u16) {
+    let fit = inner.width.saturating_sub(GRID_LABEL_W) as usize / cw.max(1) as usize;
+    // A marker column on the right when not every column fits.
+    let cvis = if fit >= cols {
+        cols
     } else {
         (inner.width.saturating_sub(GRID_LABEL_W + 1) as usize / cw.max(1) as usize).max(1)
     };
-    let footer_h: u16 = if inner.height >= 6 && inner.width < 44 {
+    // A second footer line (the value and the keys on their own lines) in a narrow
+    // panel, if it costs no grid row.
+    let footer_h: u16 = if inner.width < 44 && inner.height as usize >= rows + 3 {
         2
     } else {
         1
     };
-    let rows = (inner.height.saturating_sub(1 + footer_h) as usize).max(1);
-    (lvis.min(layers), rows.min(heads), footer_h)
+    let rvis = (inner.height.saturating_sub(1 + footer_h) as usize).max(1);
+    (cvis.min(cols), rvis.min(rows), footer_h)
 }
 
 /// The head grid's geometry (`None` before an analysis or without room).
@@ -243,7 +275,10 @@ pub fn grid_geom(app: &App, r: Rect) -> Option<GridGeom> {
         return None;
     }
     let cw = grid_cell_w(app);
-    let (lvis, hvis, footer_h) = grid_fit(inner, cw, layers, heads);
+    let (lv, hv, footer_h) = grid_fit(inner, cw, layers, heads);
+    let (ht, lt, _) = grid_fit(inner, cw, heads, layers);
+    let transposed = lv * hv < layers * heads && ht * lt > lv * hv;
+    let (lvis, hvis) = if transposed { (lt, ht) } else { (lv, hv) };
     let (l0, h0) = app.view.grid_origin;
     Some(GridGeom {
         inner,
@@ -255,6 +290,7 @@ pub fn grid_geom(app: &App, r: Rect) -> Option<GridGeom> {
         h0: h0.min(heads - hvis),
         hvis,
         footer_h,
+        transposed,
     })
 }
 

@@ -66,7 +66,8 @@ fn press_deep(app: &mut App, shape: (usize, usize, usize), keys: &[KeyCode]) {
     }
 }
 
-/// The head grid's header row (the layer numbers) as shown, and the numbers in it.
+/// The head grid's header row (layer numbers; head numbers when transposed) as shown,
+/// and the numbers in it.
 fn grid_header(app: &App) -> Option<(String, Vec<usize>)> {
     let g = layout::geometry(app);
     let r = g.panel(Focus::Heads)?;
@@ -86,28 +87,35 @@ fn grid_header(app: &App) -> Option<(String, Vec<usize>)> {
     Some((row, nums))
 }
 
-/// Every visible layer number is there, in order, each right-aligned over its own
-/// column with at least one space before it, and the current layer is among them.
+/// Every visible column number is there, in order, each right-aligned over its own
+/// column with at least one space before it; the current layer and head are in view
+/// (as a column or as a row label).
 fn check_header(app: &App, what: &str) {
     let g = layout::geometry(app);
     let r = g.panel(Focus::Heads).expect("the head grid is shown");
     let gg = layout::grid_geom(app, r).expect("grid geometry");
     let (row, nums) = grid_header(app).unwrap();
-    let want: Vec<usize> = (gg.l0 + 1..=gg.l0 + gg.lvis).collect();
+    let (c0, cvis, total) = gg.cols();
+    let want: Vec<usize> = (c0 + 1..=c0 + cvis).collect();
     assert_eq!(nums, want, "{what}: header {row:?}");
-    assert!(
-        want.contains(&(app.view.layer + 1)),
-        "{what}: current layer {} not in {want:?}",
-        app.view.layer + 1
-    );
+    let (l, h) = (app.view.layer, app.view.head);
+    assert!(l >= gg.l0 && l < gg.l0 + gg.lvis, "{what}: layer {l} not in view");
+    assert!(h >= gg.h0 && h < gg.h0 + gg.hvis, "{what}: head {h} not in view");
     let cw = gg.cw as usize;
     let chars: Vec<char> = row.chars().collect();
-    for (k, l) in want.iter().enumerate() {
+    for (k, n) in want.iter().enumerate() {
         let cell: String = chars[k * cw..(k + 1) * cw].iter().collect();
-        assert_eq!(cell, format!("{l:>cw$}"), "{what}: column {k} of {row:?}");
-        assert!(cell.starts_with(' '), "{what}: {l} touches its neighbour");
+        assert_eq!(cell, format!("{n:>cw$}"), "{what}: column {k} of {row:?}");
+        assert!(cell.starts_with(' '), "{what}: {n} touches its neighbour");
     }
-    assert_eq!(gg.lvis < gg.layers, gg.more_right() || gg.more_left());
+    assert_eq!(cvis < total, gg.more_right() || gg.more_left());
+    // Row labels name the rows shown.
+    let s = screen(app);
+    let (r0, rvis, _) = gg.rows();
+    let tag = if gg.transposed { 'L' } else { 'H' };
+    for k in r0..r0 + rvis {
+        assert!(s.contains(&format!("│{tag}{}", k + 1)), "{what}: row {tag}{}", k + 1);
+    }
 }
 
 #[test]
@@ -123,8 +131,10 @@ fn head_grid_numbers_are_separated_for_6_18_32_layers() {
             check_header(&app, &name);
             insta::assert_snapshot!(name.clone(), screen(&app));
             // Walk to the last layer and the last head: both stay in view.
-            let right = vec![KeyCode::Right; shape.0];
-            let down = vec![KeyCode::Down; shape.1];
+            // (Both axes saturate, whichever way the grid is turned.)
+            let most = shape.0.max(shape.1);
+            let right = vec![KeyCode::Right; most];
+            let down = vec![KeyCode::Down; most];
             press_deep(&mut app, shape, &right);
             press_deep(&mut app, shape, &down);
             if app.view.focus == Focus::Heads {
@@ -133,10 +143,6 @@ fn head_grid_numbers_are_separated_for_6_18_32_layers() {
             assert_eq!((app.view.layer, app.view.head), (shape.0 - 1, shape.1 - 1));
             check_header(&app, &format!("{name} at the last layer"));
             let s = screen(&app);
-            assert!(
-                s.contains(&format!("H{}", shape.1)),
-                "{name}: the last head's row is shown\n{s}"
-            );
             assert!(s.contains("? help"), "{name}: ? help\n{s}");
             if shape.0 > 12 && w < 200 {
                 insta::assert_snapshot!(format!("{name}_last"), s);
@@ -243,4 +249,31 @@ fn styled_heatmap_colour_bar_and_grid() {
         let grid = g.panel(Focus::Heads).unwrap();
         insta::assert_snapshot!(format!("styled_deep_grid_{name}"), styled(&app, grid));
     }
+}
+
+/// Gemma 3's shape (18 layers x 4 heads) at 80x24: the grid turns (layers as rows) and
+/// shows every cell; inside it ↑ ↓ move along layers, ← → along heads.
+#[test]
+fn transposed_grid_shows_every_cell_and_moves_spatially() {
+    let shape = SHAPES[1];
+    let mut app = ready_deep(shape, 80, 24, ColorMode::TrueColor);
+    press_deep(&mut app, shape, &[KeyCode::Tab, KeyCode::Tab]);
+    let g = layout::geometry(&app);
+    let gg = layout::grid_geom(&app, g.panel(Focus::Heads).unwrap()).unwrap();
+    assert!(gg.transposed);
+    assert_eq!((gg.lvis, gg.hvis), (18, 4), "every cell");
+    press_deep(&mut app, shape, &[KeyCode::Down, KeyCode::Down, KeyCode::Right]);
+    assert_eq!(app.view.grid, (2, 1));
+    press_deep(&mut app, shape, &[KeyCode::Enter]);
+    assert_eq!((app.view.layer, app.view.head), (2, 1));
+    // A click on a cell: row = layer, column = head.
+    let (x, y) = (gg.cell_x(3).unwrap() + 1, gg.header_y() + 1 + 9);
+    let fx = app.update(codescope::tui::msg::Msg::Mouse(crossterm::event::MouseEvent {
+        kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
+        column: x,
+        row: y,
+        modifiers: crossterm::event::KeyModifiers::NONE,
+    }));
+    assert!(fx.is_empty());
+    assert_eq!((app.view.layer, app.view.head), (9, 3));
 }

@@ -662,8 +662,26 @@ impl App {
 
     fn normal_key(&mut self, k: KeyEvent) -> Vec<Effect> {
         let (layers, heads) = self.dims();
+        // Inside a transposed head grid (layers as rows) ↑ ↓ move along layers.
+        let transposed = self.view.focus == Focus::Heads
+            && layout::geometry(self)
+                .panel(Focus::Heads)
+                .and_then(|r| layout::grid_geom(self, r))
+                .is_some_and(|g| g.transposed);
         let v = &mut self.view;
         let in_grid = v.focus == Focus::Heads;
+        let k = if transposed {
+            let code = match k.code {
+                KeyCode::Left => KeyCode::Up,
+                KeyCode::Right => KeyCode::Down,
+                KeyCode::Up => KeyCode::Left,
+                KeyCode::Down => KeyCode::Right,
+                c => c,
+            };
+            KeyEvent::new(code, k.modifiers)
+        } else {
+            k
+        };
         let armed = std::mem::take(&mut self.quit_armed);
         match k.code {
             KeyCode::Char('q') | KeyCode::Esc => {

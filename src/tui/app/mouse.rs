@@ -3,12 +3,12 @@
 //! - Click a token in the code panel: it becomes the token cursor.
 //! - Click a heatmap cell: its query (row) token becomes the cursor, and the status line
 //!   gives the attention from that query to the key (column) token.
-//! - Click a head-grid cell: that layer and head are opened (a layer number in the
-//!   header opens the layer).
+//! - Click a head-grid cell: that layer and head are opened (a number in the header
+//!   opens that layer, or head when the grid is transposed).
 //! - Click a probe row: that layer's output is shown.
 //! - Click a panel elsewhere: it gets the focus. A click closes the help.
 //! - Wheel: scrolls the code (three lines), the heatmap (its query rows), the head grid
-//!   (heads) and the probe panel (layers).
+//!   (its rows: heads, or layers when transposed) and the probe panel (layers).
 //!
 //! Where things are comes from the pure layout (`tui::layout`), the same functions that
 //! drawing uses, so a click lands on what is shown.
@@ -78,11 +78,20 @@ impl App {
 
     fn wheel(&mut self, panel: Focus, d: isize) {
         let (layers, heads) = self.dims();
+        // A transposed grid (layers as rows) scrolls along layers.
+        let transposed = layout::geometry(self)
+            .panel(Focus::Heads)
+            .and_then(|r| layout::grid_geom(self, r))
+            .is_some_and(|g| g.transposed);
         let v = &mut self.view;
         let step = |x: usize, n: usize| (x as isize + d).clamp(0, n.saturating_sub(1) as isize) as usize;
         match panel {
             Focus::Code => v.move_lines(&self.doc, 3 * d),
             Focus::Heatmap => v.move_cursor(&self.doc, 3 * d),
+            Focus::Heads if transposed && v.focus == Focus::Heads => {
+                v.grid.0 = step(v.grid.0, layers)
+            }
+            Focus::Heads if transposed => v.layer = step(v.layer, layers),
             Focus::Heads if v.focus == Focus::Heads => v.grid.1 = step(v.grid.1, heads),
             Focus::Heads => {
                 v.mean = false;
@@ -195,13 +204,15 @@ impl App {
             return;
         };
         if y == gg.header_y() {
-            // A layer number: open that layer.
-            for l in gg.l0..gg.l0 + gg.lvis {
-                let cx = gg.cell_x(l).expect("visible");
-                if x >= cx && x < cx + gg.cw {
-                    self.view.layer = l;
-                    self.view.grid.0 = l;
-                    self.status.info(format!("layer {}", l + 1));
+            // A layer number (a head number when transposed): open that layer (head).
+            if let Some(c) = gg.col_at(x) {
+                let v = &mut self.view;
+                if gg.transposed {
+                    (v.head, v.grid.1, v.mean) = (c, c, false);
+                    self.status.info(format!("head {}", c + 1));
+                } else {
+                    (v.layer, v.grid.0) = (c, c);
+                    self.status.info(format!("layer {}", c + 1));
                 }
             }
             return;

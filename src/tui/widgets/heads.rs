@@ -1,5 +1,7 @@
 //! The head grid: small multiples of one per-head score, heads as rows and layers as
-//! columns (so ← → and ↑ ↓ mean the same here as everywhere). The current head is
+//! columns (so ← → and ↑ ↓ mean the same here as everywhere), transposed (layers as
+//! rows) when the panel shows more cells that way ([`layout::grid_geom`]; inside the
+//! transposed grid ↑ ↓ move along layers and ← → along heads). The current head is
 //! highlighted; in this panel the arrows move the grid's own cursor and Enter jumps.
 //! For F1 scores the best head of each layer is underlined (METHODS.md 3: "per layer,
 //! report the best head by F1").
@@ -108,41 +110,52 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     } else {
         (app.view.layer, app.view.head)
     };
-    let layer_range = g.l0..g.l0 + g.lvis;
+    let (c0, cvis, _) = g.cols();
+    let (r0, rvis, _) = g.rows();
+    // (layer, head) of the cell in column c, row r.
+    let at = |c: usize, r: usize| if g.transposed { (r, c) } else { (c, r) };
     let mut lines = Vec::new();
-    // Header: one right-aligned layer number per column; ◂ / ▸ where layers are hidden.
+    // Header: one right-aligned number per column (layers; heads when transposed);
+    // ◂ / ▸ where columns are hidden.
     let lw = GRID_LABEL_W as usize;
     let left = if g.more_left() { "◂" } else { " " };
-    // "H\L": heads down, layers across.
-    let mut header = vec![Span::styled(format!("{:<lw$}", format!("H\\L{left}")), t.dim())];
-    for l in layer_range.clone() {
-        let st = if l == app.view.layer {
+    let corner = if g.transposed { "L\\H" } else { "H\\L" };
+    let mut header = vec![Span::styled(format!("{:<lw$}", format!("{corner}{left}")), t.dim())];
+    for c in c0..c0 + cvis {
+        let current = if g.transposed {
+            c == app.view.head && !app.view.mean
+        } else {
+            c == app.view.layer
+        };
+        let st = if current {
             t.accent().add_modifier(Modifier::BOLD)
         } else {
             t.dim()
         };
-        header.push(Span::styled(format!("{:>cw$}", l + 1), st));
+        header.push(Span::styled(format!("{:>cw$}", c + 1), st));
     }
     if g.more_right() {
         header.push(Span::styled("▸", t.warn()));
     }
     lines.push(Line::from(header));
-    for h in g.h0..g.h0 + g.hvis {
-        let st = if h == app.view.head && !app.view.mean {
-            t.accent()
+    for r in r0..r0 + rvis {
+        let (current, name) = if g.transposed {
+            (r == app.view.layer, format!("L{}", r + 1))
         } else {
-            t.dim()
+            (r == app.view.head && !app.view.mean, format!("H{}", r + 1))
         };
-        let mark = if h == g.h0 && g.more_up() {
+        let st = if current { t.accent() } else { t.dim() };
+        let mark = if r == r0 && g.more_up() {
             "▴"
-        } else if h + 1 == g.h0 + g.hvis && g.more_down() {
+        } else if r + 1 == r0 + rvis && g.more_down() {
             "▾"
         } else {
             " "
         };
-        let label = format!("{:<w$}{mark}", format!("H{}", h + 1), w = lw - 1);
+        let label = format!("{name:<w$}{mark}", w = lw - 1);
         let mut spans = vec![Span::styled(label, st)];
-        for l in layer_range.clone() {
+        for c in c0..c0 + cvis {
+            let (l, h) = at(c, r);
             let v = values[l][h];
             let x = v.map_or(0.0, |v| (v / smax) as f32);
             let mut style = if t.colored() {
@@ -160,9 +173,6 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             } else {
                 Style::default()
             };
-            // The separating space keeps the panel's background: columns stay apart
-            // even where neighbouring cells have the same colour.
-            let sep = Span::raw(" ");
             let text = if t.colored() {
                 fmt_cell(m, v, digits)
             } else {
@@ -180,7 +190,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             if focused && l == gl && h == gh {
                 style = t.selected().add_modifier(Modifier::BOLD);
             }
-            spans.push(sep);
+            // The separating space keeps the panel's background: columns stay apart
+            // even where neighbouring cells have the same colour.
+            spans.push(Span::raw(" "));
             spans.push(Span::styled(text, style));
         }
         lines.push(Line::from(spans));
