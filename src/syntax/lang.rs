@@ -62,8 +62,14 @@ impl Language {
                 py += 1;
             }
             for w in [
-                "public ", "private ", "protected ", "static void ", "import java", "System.",
-                "@Override", "package ",
+                "public ",
+                "private ",
+                "protected ",
+                "static void ",
+                "import java",
+                "System.",
+                "@Override",
+                "package ",
             ] {
                 if l.starts_with(w) || l.contains(&format!(" {w}")) {
                     java += 2;
@@ -282,13 +288,34 @@ mod tests {
         assert_eq!(Language::from_text(py), Language::Python);
         assert_eq!(Language::from_text(""), Language::Python);
         let samples = [
-            (Language::Python, include_str!("../../assets/samples/python/word_count.py")),
-            (Language::Python, include_str!("../../assets/samples/python/binary_search.py")),
-            (Language::Python, include_str!("../../assets/samples/python/inventory.py")),
-            (Language::Python, include_str!("../../assets/samples/python/async_fetch.py")),
-            (Language::Java, include_str!("../../assets/samples/java/BinarySearch.java")),
-            (Language::Java, include_str!("../../assets/samples/java/Inventory.java")),
-            (Language::Java, include_str!("../../assets/samples/java/Shapes.java")),
+            (
+                Language::Python,
+                include_str!("../../assets/samples/python/word_count.py"),
+            ),
+            (
+                Language::Python,
+                include_str!("../../assets/samples/python/binary_search.py"),
+            ),
+            (
+                Language::Python,
+                include_str!("../../assets/samples/python/inventory.py"),
+            ),
+            (
+                Language::Python,
+                include_str!("../../assets/samples/python/async_fetch.py"),
+            ),
+            (
+                Language::Java,
+                include_str!("../../assets/samples/java/BinarySearch.java"),
+            ),
+            (
+                Language::Java,
+                include_str!("../../assets/samples/java/Inventory.java"),
+            ),
+            (
+                Language::Java,
+                include_str!("../../assets/samples/java/Shapes.java"),
+            ),
         ];
         for (l, text) in samples {
             assert_eq!(Language::from_text(text), l, "{text}");

@@ -209,8 +209,7 @@ impl GridGeom {
     /// is visible.
     pub fn cell_x(&self, c: usize) -> Option<u16> {
         let (c0, cvis, _) = self.cols();
-        (c >= c0 && c < c0 + cvis)
-            .then(|| self.inner.x + GRID_LABEL_W + (c - c0) as u16 * self.cw)
+        (c >= c0 && c < c0 + cvis).then(|| self.inner.x + GRID_LABEL_W + (c - c0) as u16 * self.cw)
     }
     /// The column (a layer; a head when transposed) at screen column `x`.
     pub fn col_at(&self, x: u16) -> Option<usize> {
@@ -382,7 +381,13 @@ impl HeatGeom {
     }
     /// The (query cell, key cell) under screen position (x, y) given the origin
     /// `(r0, c0)` and `cells` per side; with half blocks the upper row of the character.
-    pub fn cell_at(&self, x: u16, y: u16, origin: (usize, usize), cells: usize) -> Option<(usize, usize)> {
+    pub fn cell_at(
+        &self,
+        x: u16,
+        y: u16,
+        origin: (usize, usize),
+        cells: usize,
+    ) -> Option<(usize, usize)> {
         let x0 = self.inner.x + self.gutter as u16;
         let y0 = self.map_y();
         if x < x0 || y < y0 || y >= y0 + self.map_rows() as u16 {

@@ -241,10 +241,7 @@ fn load(spec: Option<String>, send: &Sender) -> Option<LoadedModel> {
 /// A loaded model with its label, or (label, error).
 type Loaded = std::result::Result<(LoadedModel, String), (String, String)>;
 
-fn load_with(
-    spec: Option<String>,
-    progress: &(dyn Fn(String) + Sync),
-) -> (Loaded, Option<String>) {
+fn load_with(spec: Option<String>, progress: &(dyn Fn(String) + Sync)) -> (Loaded, Option<String>) {
     let (label, mut notice, default) = match spec {
         Some(s) => (s, None, false),
         None => {
@@ -342,8 +339,7 @@ fn with_heartbeat<R>(
 ) -> R {
     // (text, since) of the step under way; `None` once `f` has returned. Reports are
     // sent while holding the lock.
-    let step: Mutex<Option<(String, Instant)>> =
-        Mutex::new(Some((String::new(), Instant::now())));
+    let step: Mutex<Option<(String, Instant)>> = Mutex::new(Some((String::new(), Instant::now())));
     let lock = || step.lock().unwrap_or_else(|e| e.into_inner());
     let progress = |text: String| {
         let mut g = lock();

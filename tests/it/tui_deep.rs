@@ -99,8 +99,14 @@ fn check_header(app: &App, what: &str) {
     let want: Vec<usize> = (c0 + 1..=c0 + cvis).collect();
     assert_eq!(nums, want, "{what}: header {row:?}");
     let (l, h) = (app.view.layer, app.view.head);
-    assert!(l >= gg.l0 && l < gg.l0 + gg.lvis, "{what}: layer {l} not in view");
-    assert!(h >= gg.h0 && h < gg.h0 + gg.hvis, "{what}: head {h} not in view");
+    assert!(
+        l >= gg.l0 && l < gg.l0 + gg.lvis,
+        "{what}: layer {l} not in view"
+    );
+    assert!(
+        h >= gg.h0 && h < gg.h0 + gg.hvis,
+        "{what}: head {h} not in view"
+    );
     let cw = gg.cw as usize;
     let chars: Vec<char> = row.chars().collect();
     for (k, n) in want.iter().enumerate() {
@@ -114,7 +120,11 @@ fn check_header(app: &App, what: &str) {
     let (r0, rvis, _) = gg.rows();
     let tag = if gg.transposed { 'L' } else { 'H' };
     for k in r0..r0 + rvis {
-        assert!(s.contains(&format!("│{tag}{}", k + 1)), "{what}: row {tag}{}", k + 1);
+        assert!(
+            s.contains(&format!("│{tag}{}", k + 1)),
+            "{what}: row {tag}{}",
+            k + 1
+        );
     }
 }
 
@@ -156,7 +166,12 @@ fn every_layer_fits_at_200_columns() {
     for shape in SHAPES {
         let app = ready_deep(shape, 200, 50, ColorMode::TrueColor);
         let (_, nums) = grid_header(&app).unwrap();
-        assert_eq!(nums, (1..=shape.0).collect::<Vec<_>>(), "{} layers", shape.0);
+        assert_eq!(
+            nums,
+            (1..=shape.0).collect::<Vec<_>>(),
+            "{} layers",
+            shape.0
+        );
     }
 }
 
@@ -172,9 +187,8 @@ fn grid_scroll_keeps_every_cell_reachable_up_to_48_layers_64_heads() {
                 for cw in [3u16, 4] {
                     let (lvis, hvis, footer) = layout::grid_fit(inner, cw, layers, heads);
                     assert!(lvis >= 1 && hvis >= 1, "{w}x{h} {layers}x{heads}");
-                    let used_w = GRID_LABEL_W as usize
-                        + lvis * cw as usize
-                        + usize::from(lvis < layers);
+                    let used_w =
+                        GRID_LABEL_W as usize + lvis * cw as usize + usize::from(lvis < layers);
                     assert!(used_w <= w as usize, "{w}x{h} {layers}x{heads}: {used_w}");
                     assert!(1 + hvis + footer as usize <= h as usize);
                     let mut l0 = 0;
@@ -220,7 +234,10 @@ fn probe_panel_scrolls_to_the_current_layer() {
                     "{layers} layers {w}x{h}: row of layer {} shown\n{s}",
                     l + 1
                 );
-                assert!(s.contains("█acc ▒control") || s.contains("█▒ctl"), "legend\n{s}");
+                assert!(
+                    s.contains("█acc ▒control") || s.contains("█▒ctl"),
+                    "legend\n{s}"
+                );
                 if layers == 32 {
                     assert!(s.contains(" of 33"), "the range line\n{s}");
                 }
@@ -262,18 +279,24 @@ fn transposed_grid_shows_every_cell_and_moves_spatially() {
     let gg = layout::grid_geom(&app, g.panel(Focus::Heads).unwrap()).unwrap();
     assert!(gg.transposed);
     assert_eq!((gg.lvis, gg.hvis), (18, 4), "every cell");
-    press_deep(&mut app, shape, &[KeyCode::Down, KeyCode::Down, KeyCode::Right]);
+    press_deep(
+        &mut app,
+        shape,
+        &[KeyCode::Down, KeyCode::Down, KeyCode::Right],
+    );
     assert_eq!(app.view.grid, (2, 1));
     press_deep(&mut app, shape, &[KeyCode::Enter]);
     assert_eq!((app.view.layer, app.view.head), (2, 1));
     // A click on a cell: row = layer, column = head.
     let (x, y) = (gg.cell_x(3).unwrap() + 1, gg.header_y() + 1 + 9);
-    let fx = app.update(codescope::tui::msg::Msg::Mouse(crossterm::event::MouseEvent {
-        kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
-        column: x,
-        row: y,
-        modifiers: crossterm::event::KeyModifiers::NONE,
-    }));
+    let fx = app.update(codescope::tui::msg::Msg::Mouse(
+        crossterm::event::MouseEvent {
+            kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
+            column: x,
+            row: y,
+            modifiers: crossterm::event::KeyModifiers::NONE,
+        },
+    ));
     assert!(fx.is_empty());
     assert_eq!((app.view.layer, app.view.head), (9, 3));
 }

@@ -281,7 +281,10 @@ fn default_model_reason_is_printed_on_stderr() {
     let exit = start_cmd(
         &tmux,
         dir.path(),
-        &format!("HF_HOME='{}' HF_HUB_CACHE='' HF_HUB_OFFLINE=1", hf.path().display()),
+        &format!(
+            "HF_HOME='{}' HF_HUB_CACHE='' HF_HUB_OFFLINE=1",
+            hf.path().display()
+        ),
         "",
     );
     tmux.wait_for("the explorer with MiniLM", 180, |s| {

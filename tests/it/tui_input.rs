@@ -69,7 +69,11 @@ fn click_a_token_selects_it() {
         click(&mut app, x + 1, y);
         assert_eq!(app.view.cursor, i);
         assert_eq!(app.view.focus, Focus::Code);
-        assert!(status_line(&app).contains("selected «path»"), "{}", status_line(&app));
+        assert!(
+            status_line(&app).contains("selected «path»"),
+            "{}",
+            status_line(&app)
+        );
         // Past the end of a line: the nearest token on it.
         let eol = token_index(&app, "re", 0);
         let (_, y) = token_xy(&app, eol);
@@ -97,7 +101,11 @@ fn click_a_heatmap_cell_selects_its_query_and_names_the_key() {
         "attention «{}» → «{}»: {w:.3}",
         p.tokens[q].text, p.tokens[k].text
     );
-    assert!(status_line(&app).contains(&want), "{want}\n{}", status_line(&app));
+    assert!(
+        status_line(&app).contains(&want),
+        "{want}\n{}",
+        status_line(&app)
+    );
     // The gutter and the labels are not cells.
     let before = app.view.cursor;
     click(&mut app, hg.inner.x + 1, hg.map_y());
@@ -155,10 +163,20 @@ fn wheel_scrolls_the_panel_under_it() {
     mouse(&mut app, MouseEventKind::ScrollUp, code.x + 5, code.y + 5);
     assert_eq!(line(&app), l0);
     let heads = g.panel(Focus::Heads).unwrap();
-    mouse(&mut app, MouseEventKind::ScrollDown, heads.x + 6, heads.y + 3);
+    mouse(
+        &mut app,
+        MouseEventKind::ScrollDown,
+        heads.x + 6,
+        heads.y + 3,
+    );
     assert_eq!(app.view.head, 1);
     let probes = g.panel(Focus::Probes).unwrap();
-    mouse(&mut app, MouseEventKind::ScrollDown, probes.x + 3, probes.y + 3);
+    mouse(
+        &mut app,
+        MouseEventKind::ScrollDown,
+        probes.x + 3,
+        probes.y + 3,
+    );
     assert_eq!(app.view.layer, 1);
     // Nothing under the pointer (the status bar): nothing happens.
     let before = (app.view.layer, app.view.head, app.view.cursor);
@@ -238,10 +256,18 @@ fn open_prompt_completes_with_tab_and_expands_tilde() {
         Overlay::Prompt(PromptKind::Open, i) => i.text.clone(),
         _ => panic!("the open prompt closed"),
     };
-    assert_eq!(text(&app), format!("{base}/pkg/"), "a directory gets its slash");
+    assert_eq!(
+        text(&app),
+        format!("{base}/pkg/"),
+        "a directory gets its slash"
+    );
     typed(&mut app, "a");
     press(&mut app, &[KeyCode::Tab]);
-    assert_eq!(text(&app), format!("{base}/pkg/alpha_"), "the common prefix");
+    assert_eq!(
+        text(&app),
+        format!("{base}/pkg/alpha_"),
+        "the common prefix"
+    );
     assert!(status_line(&app).contains("2 matches: alpha_one.py, alpha_two.py"));
     typed(&mut app, "t");
     press(&mut app, &[KeyCode::Tab]);
@@ -253,13 +279,19 @@ fn open_prompt_completes_with_tab_and_expands_tilde() {
     assert_eq!(app.doc.text, "b = 2\n");
     // `~` is the home directory, in completion and when reading.
     let home = std::env::var("HOME").unwrap();
-    assert_eq!(codescope::tui::io::expand_tilde("~/x/y.py"), format!("{}/x/y.py", home.trim_end_matches('/')));
+    assert_eq!(
+        codescope::tui::io::expand_tilde("~/x/y.py"),
+        format!("{}/x/y.py", home.trim_end_matches('/'))
+    );
     assert_eq!(codescope::tui::io::expand_tilde("~"), home);
     assert_eq!(codescope::tui::io::expand_tilde("a/~/b"), "a/~/b");
     match codescope::tui::io::complete("~/") {
         Msg::Completions { typed, candidates } => {
             assert_eq!(typed, "~/");
-            assert!(candidates.iter().all(|c| c.starts_with("~/")), "{candidates:?}");
+            assert!(
+                candidates.iter().all(|c| c.starts_with("~/")),
+                "{candidates:?}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -289,7 +321,11 @@ fn search_error_clears_on_success() {
     assert!(status_line(&app).contains("no token matches 'zzzz'"));
     typed(&mut app, "/path");
     press(&mut app, &[KeyCode::Enter]);
-    assert!(!status_line(&app).contains("no token matches"), "{}", status_line(&app));
+    assert!(
+        !status_line(&app).contains("no token matches"),
+        "{}",
+        status_line(&app)
+    );
 }
 
 /// After switching model the status bar showed the old model's layer and head counts
@@ -307,8 +343,14 @@ fn status_bar_counts_follow_the_new_model() {
     }));
     let _ = fx;
     let s = status_line(&app);
-    assert!(s.contains("tiny_llama (llama) │ layer 2/2 │ head 2/4"), "{s}");
-    assert!(app.prepared().is_none(), "the other model's analysis is not shown");
+    assert!(
+        s.contains("tiny_llama (llama) │ layer 2/2 │ head 2/4"),
+        "{s}"
+    );
+    assert!(
+        app.prepared().is_none(),
+        "the other model's analysis is not shown"
+    );
 }
 
 /// Long code lines, the head detail line, the heatmap header and the picker's
@@ -389,8 +431,14 @@ fn zoomed_cursor_keeps_a_margin() {
     let (r0, c0) = app.view.heat_origin;
     let vis_r = hg.px_rows.min(p.n());
     let vis_c = hg.cols_avail.min(p.n());
-    assert!(sel > r0 && sel + 1 < r0 + vis_r, "row {sel} in {r0}+{vis_r}");
-    assert!(sel > c0 && sel + 1 < c0 + vis_c, "col {sel} in {c0}+{vis_c}");
+    assert!(
+        sel > r0 && sel + 1 < r0 + vis_r,
+        "row {sel} in {r0}+{vis_r}"
+    );
+    assert!(
+        sel > c0 && sel + 1 < c0 + vis_c,
+        "col {sel} in {c0}+{vis_c}"
+    );
 }
 
 /// Esc after an edit quit at once and lost the edit.
@@ -403,7 +451,11 @@ fn quitting_after_an_edit_asks_once() {
     assert!(app.editor.is_none() && app.doc.edited);
     let fx = press(&mut app, &[KeyCode::Esc]);
     assert!(!app.quit && fx.is_empty());
-    assert!(status_line(&app).contains("not saved"), "{}", status_line(&app));
+    assert!(
+        status_line(&app).contains("not saved"),
+        "{}",
+        status_line(&app)
+    );
     // Another key disarms it; then two presses quit.
     typed(&mut app, "l");
     press(&mut app, &[KeyCode::Esc]);
@@ -451,7 +503,10 @@ fn worker_reports_the_lm_head() {
     });
     let mut progress = Vec::new();
     loop {
-        match rx.recv_timeout(Duration::from_secs(60)).expect("worker answers") {
+        match rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("worker answers")
+        {
             WorkerMsg::Progress { req: 1, text } => progress.push(text),
             WorkerMsg::Analysed { data, .. } => {
                 assert!(data.surprisal.is_some());
@@ -463,7 +518,10 @@ fn worker_reports_the_lm_head() {
             _ => {}
         }
     }
-    assert!(progress.iter().any(|t| t == "analysing: layer 2/2"), "{progress:?}");
+    assert!(
+        progress.iter().any(|t| t == "analysing: layer 2/2"),
+        "{progress:?}"
+    );
     let last = progress.last().unwrap();
     assert!(last.starts_with("analysing: LM head"), "{progress:?}");
     // Nothing after the result.

@@ -480,7 +480,10 @@ impl App {
                 self.view.follow_heat(p.n(), sel, hg.cols_avail, hg.px_rows);
             }
         }
-        if let Some(gg) = g.panel(Focus::Heads).and_then(|r| layout::grid_geom(self, r)) {
+        if let Some(gg) = g
+            .panel(Focus::Heads)
+            .and_then(|r| layout::grid_geom(self, r))
+        {
             self.view.follow_grid(dims, gg.lvis, gg.hvis);
         }
         if self.view.mean {

@@ -84,7 +84,8 @@ impl App {
             .and_then(|r| layout::grid_geom(self, r))
             .is_some_and(|g| g.transposed);
         let v = &mut self.view;
-        let step = |x: usize, n: usize| (x as isize + d).clamp(0, n.saturating_sub(1) as isize) as usize;
+        let step =
+            |x: usize, n: usize| (x as isize + d).clamp(0, n.saturating_sub(1) as isize) as usize;
         match panel {
             Focus::Code => v.move_lines(&self.doc, 3 * d),
             Focus::Heatmap => v.move_cursor(&self.doc, 3 * d),

@@ -25,7 +25,9 @@ impl App {
             return; // typed on since
         }
         match candidates.len() {
-            0 => self.status.warn(format!("no file or directory matches '{typed}'")),
+            0 => self
+                .status
+                .warn(format!("no file or directory matches '{typed}'")),
             1 => {
                 *input = crate::tui::editor::LineInput::new(&candidates[0]);
                 self.status.message = None;

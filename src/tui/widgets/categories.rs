@@ -141,9 +141,17 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         .head
         .min(a.coarse.first().map_or(0, |r| r.len()).saturating_sub(1));
     let (hc, hf, hname) = if app.view.mean {
-        (&a.coarse_layer[l], &a.fine_layer[l], format!("L{} mean", l + 1))
+        (
+            &a.coarse_layer[l],
+            &a.fine_layer[l],
+            format!("L{} mean", l + 1),
+        )
     } else {
-        (&a.coarse[l][h], &a.fine[l][h], format!("L{} H{}", l + 1, h + 1))
+        (
+            &a.coarse[l][h],
+            &a.fine[l][h],
+            format!("L{} H{}", l + 1, h + 1),
+        )
     };
     let lname = format!("L{} avg", l + 1);
     let (cl, fl) = (&a.coarse_layer[l], &a.fine_layer[l]);
@@ -162,8 +170,22 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let three = w >= 3 * (4 + 2 * CW) + 6;
     let mut lines = Vec::new();
     let mut coarse = vec![
-        one(app, &COARSE, &r_of(hc), Cells::Ratio, &format!("{hname} ×"), cmax),
-        one(app, &COARSE, &s_of(hc), Cells::Share, &format!("{hname} %"), 1.0),
+        one(
+            app,
+            &COARSE,
+            &r_of(hc),
+            Cells::Ratio,
+            &format!("{hname} ×"),
+            cmax,
+        ),
+        one(
+            app,
+            &COARSE,
+            &s_of(hc),
+            Cells::Share,
+            &format!("{hname} %"),
+            1.0,
+        ),
     ];
     if three {
         coarse.push(one(
@@ -176,14 +198,29 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         ));
     }
     lines.extend(beside(coarse));
-    let room_blank = inner.height as usize >= 4 + 1 + 7 + 1;
+    // coarse (4 lines) + fine (7) + footer (1), and a blank line between if it fits
+    let room_blank = inner.height as usize > 4 + 7 + 1;
     if room_blank {
         lines.push(Line::from(""));
     }
     if wide {
         lines.extend(beside(vec![
-            one(app, &FINE, &r_of(hf), Cells::Ratio, &format!("{hname} ×"), fmax),
-            one(app, &FINE, &r_of(fl), Cells::Ratio, &format!("{lname} ×"), fmax),
+            one(
+                app,
+                &FINE,
+                &r_of(hf),
+                Cells::Ratio,
+                &format!("{hname} ×"),
+                fmax,
+            ),
+            one(
+                app,
+                &FINE,
+                &r_of(fl),
+                Cells::Ratio,
+                &format!("{lname} ×"),
+                fmax,
+            ),
         ]));
     } else {
         lines.extend(one(

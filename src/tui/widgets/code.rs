@@ -273,7 +273,12 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
 /// The part of a line's `body` spans from display column `left`, at most `w` columns:
 /// a line cut on the right ends with `›`, one scrolled on the left starts with `‹`, so a
 /// clipped line never looks whole.
-fn hscroll<'a>(body: Vec<Span<'a>>, left: usize, w: usize, marker: ratatui::style::Style) -> Vec<Span<'a>> {
+fn hscroll<'a>(
+    body: Vec<Span<'a>>,
+    left: usize,
+    w: usize,
+    marker: ratatui::style::Style,
+) -> Vec<Span<'a>> {
     let total: usize = body.iter().map(|s| s.content.chars().count()).sum();
     let cut_right = total > left + w;
     // Columns of text kept after `left` (one fewer on each clipped side for its marker).
@@ -599,10 +604,19 @@ mod tests {
         use ratatui::text::Span;
         let text = |v: Vec<Span>| v.iter().map(|s| s.content.to_string()).collect::<String>();
         let body = || vec![Span::raw("abcdef"), Span::raw("ghij")];
-        assert_eq!(text(super::hscroll(body(), 0, 10, Style::default())), "abcdefghij");
-        assert_eq!(text(super::hscroll(body(), 0, 6, Style::default())), "abcde›");
+        assert_eq!(
+            text(super::hscroll(body(), 0, 10, Style::default())),
+            "abcdefghij"
+        );
+        assert_eq!(
+            text(super::hscroll(body(), 0, 6, Style::default())),
+            "abcde›"
+        );
         assert_eq!(text(super::hscroll(body(), 3, 4, Style::default())), "‹ef›");
-        assert_eq!(text(super::hscroll(body(), 4, 6, Style::default())), "‹fghij");
+        assert_eq!(
+            text(super::hscroll(body(), 4, 6, Style::default())),
+            "‹fghij"
+        );
     }
 
     #[test]

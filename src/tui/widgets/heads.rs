@@ -120,7 +120,10 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let lw = GRID_LABEL_W as usize;
     let left = if g.more_left() { "◂" } else { " " };
     let corner = if g.transposed { "L\\H" } else { "H\\L" };
-    let mut header = vec![Span::styled(format!("{:<lw$}", format!("{corner}{left}")), t.dim())];
+    let mut header = vec![Span::styled(
+        format!("{:<lw$}", format!("{corner}{left}")),
+        t.dim(),
+    )];
     for c in c0..c0 + cvis {
         let current = if g.transposed {
             c == app.view.head && !app.view.mean

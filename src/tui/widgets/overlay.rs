@@ -105,7 +105,9 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
     };
     let last = app.view.search.as_deref().map(|s| clip(s, 16));
     let hint = match (kind, last) {
-        (PromptKind::Open, _) => "  (Tab: complete · ~ home · Enter: open · Esc: cancel)".to_string(),
+        (PromptKind::Open, _) => {
+            "  (Tab: complete · ~ home · Enter: open · Esc: cancel)".to_string()
+        }
         (PromptKind::Search, Some(l)) => {
             format!("  (Enter: find · n/N repeat «{l}» · empty Enter: clear · Esc: cancel)")
         }
@@ -227,7 +229,10 @@ pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
     if let Some(n) = notice {
         // Why the current model: the status line may have cut it.
         lines.push(Line::from(""));
-        lines.push(Line::from(Span::styled(clip(&format!("  {n}"), cw), t.dim())));
+        lines.push(Line::from(Span::styled(
+            clip(&format!("  {n}"), cw),
+            t.dim(),
+        )));
     }
     f.render_widget(Paragraph::new(lines), inner);
     if typed_sel {

@@ -108,11 +108,15 @@ pub fn probe_rows(app: &App, area: Rect) -> Option<Vec<(u16, usize)>> {
         return None;
     }
     let hl = current_row(app, &results);
-    let r = rows_for(app, results.len(), hl, status.is_some(), inner.height as usize);
-    let y0 = inner.y
-        + u16::from(r.show_status)
-        + u16::from(r.token_line)
-        + u16::from(r.show_legend);
+    let r = rows_for(
+        app,
+        results.len(),
+        hl,
+        status.is_some(),
+        inner.height as usize,
+    );
+    let y0 =
+        inner.y + u16::from(r.show_status) + u16::from(r.token_line) + u16::from(r.show_legend);
     Some(
         results[r.start..r.start + r.rows]
             .iter()
@@ -244,7 +248,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         let down = if r.start + r.rows < n { "▾" } else { " " };
         lines.push(Line::from(Span::styled(
             clip(
-                &format!("{up}{down} {}–{} of {n} · ← → scroll", name(first), name(last)),
+                &format!(
+                    "{up}{down} {}–{} of {n} · ← → scroll",
+                    name(first),
+                    name(last)
+                ),
                 w,
             ),
             t.dim(),
