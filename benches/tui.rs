@@ -6,6 +6,9 @@
 //! - `frame_544_32l_mean`: the same with the mean over heads (cached per layer);
 //! - `key_to_frame_544_32l`: a navigation key (next layer) through `App::update` plus
 //!   the redraw it causes (target <= 16 ms, one frame at 60 Hz).
+//!
+//! Beside criterion's wall times it prints the UI thread's CPU time per frame and per key
+//! (`/proc/thread-self/schedstat`), the figure to trust on a machine shared with builds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,6 +91,30 @@ fn setup() -> (tempfile::TempDir, App) {
     (dir, app)
 }
 
+/// This thread's CPU time (Linux: `/proc/thread-self/schedstat`), which a loaded
+/// machine (other builds on the same cores) inflates far less than wall time.
+fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// Mean CPU time of `f` over `n` runs, printed beside criterion's wall times.
+fn cpu_per_run(name: &str, n: u32, mut f: impl FnMut()) {
+    let Some(t0) = thread_cpu() else { return };
+    let w0 = std::time::Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    if let Some(t1) = thread_cpu() {
+        eprintln!(
+            "{name}: {:.3} ms CPU per run ({:.3} ms wall), mean of {n}",
+            (t1 - t0).as_secs_f64() * 1e3 / n as f64,
+            w0.elapsed().as_secs_f64() * 1e3 / n as f64
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let (_dir, mut app) = setup();
     let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
@@ -97,6 +124,9 @@ fn bench(c: &mut Criterion) {
     for _ in 0..24 {
         app.update(Msg::Key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE)));
     }
+    cpu_per_run("frame_544_32l", 200, || {
+        term.draw(|f| draw(&app, f)).unwrap();
+    });
     c.bench_function("frame_544_32l", |b| {
         b.iter(|| {
             term.draw(|f| draw(&app, f)).unwrap();
@@ -125,6 +155,14 @@ fn bench(c: &mut Criterion) {
     });
     app.type_keys("a");
     let mut right = true;
+    cpu_per_run("key_to_frame_544_32l", 200, || {
+        let k = if right { KeyCode::Right } else { KeyCode::Left };
+        if app.view.layer == 0 || app.view.layer == LAYERS - 1 {
+            right = !right;
+        }
+        app.update(Msg::Key(KeyEvent::new(k, KeyModifiers::NONE)));
+        term.draw(|f| draw(&app, f)).unwrap();
+    });
     c.bench_function("key_to_frame_544_32l", |b| {
         b.iter(|| {
             let k = if right { KeyCode::Right } else { KeyCode::Left };

@@ -126,7 +126,8 @@ pub const PROBE_MIN_W: u16 = 30;
 /// left beside the categories and the probes, and scrolls.
 fn bottom_widths(app: &App, width: u16, layers: usize) -> (u16, u16) {
     let need = GRID_LABEL_W + grid_cell_w(app) * layers as u16 + 2;
-    let need = need.max(32);
+    // At least room for the title with its unit ("Heads · F1×100 vs AST motif [s]").
+    let need = need.max(36);
     if need + CAT_WIDE_W + PROBE_MIN_W <= width {
         return (need, CAT_WIDE_W);
     }

@@ -293,7 +293,7 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
                 } else {
                     format!(
                         "analysing: LM head (next-token probabilities over {} words)",
-                        m.tokenizer.vocab_size()
+                        thousands(m.tokenizer.vocab_size())
                     )
                 });
             }
@@ -321,6 +321,19 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
             error: e.to_string(),
         }),
     }
+}
+
+/// `262144` as `262,144`.
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// How long a step may run before its progress line shows the time it has taken.
@@ -449,5 +462,16 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
             }
         }
         Err(e) => fail(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(super::thousands(262_144), "262,144");
+        assert_eq!(super::thousands(300), "300");
+        assert_eq!(super::thousands(1_000), "1,000");
+        assert_eq!(super::thousands(0), "0");
     }
 }

@@ -219,7 +219,10 @@ fn language_switch_and_detection() {
             .any(|e| matches!(e, Effect::Parse(j) if j.lang == Language::Java)),
         "{fx:?}"
     );
+    // The parse (off the UI thread) is a step of its own on the status line.
+    assert_eq!(app.status.busy.as_deref(), Some("parsing…"));
     serve(&mut app, fx);
+    assert_eq!(app.status.busy, None);
     assert_eq!(app.doc.lang, Language::Java);
     assert!(screen(&app).contains("(java)"));
     typed(&mut app, "L");

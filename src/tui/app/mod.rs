@@ -46,6 +46,9 @@ pub use crate::probe::label::TokenProbe;
 use crate::probe::ProbeReport;
 use crate::syntax::{Language, Syntax};
 
+/// Worker-line text while the I/O thread parses the document.
+const PARSING: &str = "parsing…";
+
 /// Shown while the analysis with the LM head is computed (cleared when it arrives).
 const SURPRISAL_PENDING: &str = "surprisal shows once the analysis is ready";
 
@@ -356,6 +359,11 @@ impl App {
     fn request_parse(&mut self) -> Vec<Effect> {
         let req = self.new_req();
         self.shown.parse_req = req;
+        // A huge file can take the parser a while: say so (unless a model load, which
+        // says more, is under way).
+        if self.status.busy.is_none() {
+            self.status.busy = Some(PARSING.into());
+        }
         vec![Effect::Parse(ParseJob {
             req,
             text: self.doc.text.clone(),
@@ -508,6 +516,9 @@ impl App {
     fn parsed(&mut self, req: u64, result: Result<Arc<Syntax>, String>) -> Vec<Effect> {
         if req != self.shown.parse_req {
             return Vec::new(); // superseded
+        }
+        if self.status.busy.as_deref() == Some(PARSING) {
+            self.status.busy = None;
         }
         match result {
             Ok(syn) => {

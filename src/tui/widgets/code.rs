@@ -262,7 +262,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 info.push_str(" · not analysed");
             }
         }
-        l.push(Span::styled(info, t.dim()));
+        let used: usize = l.iter().map(|s| s.content.chars().count()).sum();
+        l.push(Span::styled(
+            clip(&info, (inner.width as usize).saturating_sub(used)),
+            t.dim(),
+        ));
         f.render_widget(
             Paragraph::new(Line::from(l)),
             Rect::new(inner.x, y, inner.width, 1),
