@@ -58,6 +58,9 @@ pub enum Command {
     Reproduce(ReproduceArgs),
     /// Probe hidden states per layer: linear/MLP/DirectProbe, control tasks, selectivity.
     Probe(ProbeArgs),
+    /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
+    /// the tables one process would have written.
+    Merge(MergeArgs),
     /// List the model presets and whether each is available locally.
     Models,
     /// Download a model into the local cache (if needed) and print its directory.
@@ -132,6 +135,23 @@ pub struct ReproduceArgs {
     /// Input mode, as for analyze (the study used `paper`).
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+    /// Score only shard K of N (snippets i with i mod N = K-1), for runs split over
+    /// machines or processes; `codescope merge` adds the shards up.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The shards' output directories (each `--out` of one `--shard K/N` run).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the merged tables.
+    #[arg(long, default_value = "codescope-merged")]
+    pub out: PathBuf,
+    /// Threshold of the printed table.
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
+    pub threshold: f32,
 }
 
 #[derive(Debug, clap::Args)]
@@ -180,6 +200,14 @@ pub struct ProbeArgs {
     /// Rank of the structural probe's projection B.
     #[arg(long, default_value_t = 64)]
     pub rank: usize,
+    /// Trace only shard K of N of the corpus (snippets i with i mod N = K-1) and write its
+    /// features to --out instead of probing; `codescope merge` joins the shards into the
+    /// feature cache, and the next `codescope probe` on the same corpus only trains.
+    #[arg(long, value_name = "K/N", requires = "out")]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+    /// The shard's output directory (with --shard).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Write features, examples and splits to this directory instead of probing (for the
     /// scikit-learn reference, tools/reference/probe_sklearn.py).
     #[arg(long, hide = true)]

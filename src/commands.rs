@@ -3,7 +3,9 @@
 use std::io::Write;
 
 use crate::analysis;
-use crate::cli::{AnalyzeArgs, Cli, Command, ProbeArgs, ReproduceArgs, SyntaxArgs, TraceArgs};
+use crate::cli::{
+    AnalyzeArgs, Cli, Command, MergeArgs, ProbeArgs, ReproduceArgs, SyntaxArgs, TraceArgs,
+};
 use crate::error::{Error, Result};
 use crate::input;
 use crate::model::{self, source, ForwardOptions, LoadedModel, Trace};
@@ -22,6 +24,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let s = &settings;
     match &cli.command {
         Some(Command::Models) => models(),
+        Some(Command::Merge(args)) => merge_cmd(s, args),
         Some(Command::Syntax(args)) => syntax_cmd(s, args),
         Some(Command::Analyze(args)) => analyze_cmd(s, args),
         Some(Command::Reproduce(args)) => reproduce_cmd(s, args),
@@ -334,6 +337,37 @@ fn python_stdlib() -> Result<std::path::PathBuf> {
     Ok(p.into())
 }
 
+fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
+    use crate::analysis::reproduce;
+    if args.dirs.iter().all(|d| crate::probe::shard::is_shard(d)) {
+        let (dir, m) = crate::probe::shard::merge_shards(&args.dirs, &settings.cache_dir)?;
+        return print(&format!(
+            "{} probe shards of {} on {} ({} snippets) merged into the feature cache ({}); \
+             `codescope --model {} probe` on the same corpus now only trains\n",
+            args.dirs.len(),
+            m.model,
+            m.corpus,
+            m.snippets,
+            dir.display(),
+            m.model
+        ));
+    }
+    let shards = args
+        .dirs
+        .iter()
+        .map(|d| Ok((d.clone(), reproduce::load_state(d)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let agg = reproduce::merge(&shards)?;
+    reproduce::write_merged(&agg, &args.out)?;
+    print(&reproduce::table(&agg, args.threshold))?;
+    crate::logging::notice(format_args!(
+        "{} shards merged; tables written to {} (scores.csv, best_heads.csv, summary.json)",
+        shards.len(),
+        args.out.display()
+    ));
+    Ok(())
+}
+
 fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
     let threshold = args.threshold;
     let path = if args.data == "stdlib" {
@@ -367,6 +401,7 @@ fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
         mode: args.mode,
         threshold,
         workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: args.shard,
     })?;
     print(&analysis::reproduce::table(&agg, threshold))?;
     crate::logging::notice(format_args!(
@@ -446,6 +481,26 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         bar.set_style(style);
     }
     bar.set_message("tracing");
+    if let (Some(shard), Some(out)) = (args.shard, &args.out) {
+        bar.set_length(
+            snippets
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| shard.owns(*i))
+                .count() as u64,
+        );
+        let n = probe::shard::write_shard(&run, shard, out, &mut |p| {
+            if let probe::Progress::Traced { done, .. } = p {
+                bar.set_position(done as u64)
+            }
+        })?;
+        bar.finish_and_clear();
+        crate::logging::notice(format_args!(
+            "shard {shard}: features of {n} snippets written to {}; `codescope merge` joins the shards",
+            out.display()
+        ));
+        return Ok(());
+    }
     if let Some(dir) = &args.dump {
         let n = probe::dump(&run, dir, &mut |p| {
             if let probe::Progress::Traced { done, .. } = p {
@@ -460,7 +515,10 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         return Ok(());
     }
     let report = probe::run(&run, &mut |p| match p {
-        probe::Progress::Cached => bar.set_message("cached"),
+        probe::Progress::Cached => {
+            bar.set_message("cached");
+            bar.suspend(|| crate::logging::notice("features from the cache (no tracing needed)"));
+        }
         probe::Progress::Traced { done, .. } => bar.set_position(done as u64),
         probe::Progress::Fitted {
             done,

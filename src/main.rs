@@ -15,6 +15,8 @@ fn main() {
     codescope::signals::install();
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "started");
     let result = codescope::commands::run(cli);
+    let peak = codescope::logging::peak_rss_mib().unwrap_or(0);
+    tracing::info!(ok = result.is_ok(), peak_rss_mib = peak, "finished");
     if let Some(status) = codescope::signals::exit_status() {
         std::process::exit(status);
     }

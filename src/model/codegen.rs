@@ -69,6 +69,7 @@ impl CodeGenConfig {
 
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("layer_norm_epsilon", self.layer_norm_epsilon)?;
         Gelu::parse(&self.activation_function)?;
         if self.n_head == 0 || self.n_embd % self.n_head != 0 {
             return Err(format!(
@@ -243,6 +244,7 @@ impl CodeGen {
             let attn = b.out_proj.forward(&ctx)?;
             let ff = b.fc_out.forward(&self.act.apply(&b.fc_in.forward(&hs)?)?)?;
             x = ((attn + ff)? + x)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.blocks.len() {
                 capture.push_hidden(&x)?;
             }

@@ -110,6 +110,7 @@ impl Gemma3Config {
 
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("rms_norm_eps", self.rms_norm_eps)?;
         if !matches!(
             self.hidden_activation.as_str(),
             "gelu_pytorch_tanh" | "gelu_new"
@@ -118,6 +119,14 @@ impl Gemma3Config {
                 "unsupported hidden_activation '{}' (only gelu_pytorch_tanh)",
                 self.hidden_activation
             ));
+        }
+        for (name, v) in [
+            ("query_pre_attn_scalar", self.query_pre_attn_scalar),
+            ("final_logit_softcapping", self.final_logit_softcapping),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(format!("{name} is {v}; it must be a positive number"));
+            }
         }
         if self.attn_logit_softcapping.is_some() {
             return Err("attention logit soft-capping is not supported".into());
@@ -378,6 +387,7 @@ impl Gemma3 {
             let act = Tensor::from_vec(act, (n, inter), &self.device)?;
             let m = self.rms(&layer.down.forward(&act)?, &layer.post_ff_norm)?;
             x = (x + m)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.layers.len() {
                 capture.push_hidden(&x)?;
             }

@@ -42,6 +42,7 @@ pub struct Gpt2Config {
 impl Gpt2Config {
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("layer_norm_epsilon", self.layer_norm_epsilon)?;
         if !matches!(
             self.activation_function.as_str(),
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast"
@@ -196,6 +197,7 @@ impl Gpt2 {
             x = (x + b.c_proj.forward(&ctx)?)?;
             let m = b.c_fc.forward(&b.ln_2.forward(&x)?)?.gelu()?;
             x = (x + b.mlp_proj.forward(&m)?)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.blocks.len() {
                 capture.push_hidden(&x)?;
             }

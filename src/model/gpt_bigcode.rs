@@ -75,6 +75,7 @@ impl GptBigCodeConfig {
 
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("layer_norm_epsilon", self.layer_norm_epsilon)?;
         Gelu::parse(&self.activation_function)?;
         if self.n_head == 0 || self.n_embd % self.n_head != 0 {
             return Err(format!(
@@ -326,6 +327,7 @@ impl GptBigCode {
             x = (x + b.c_proj.forward(&ctx)?)?;
             let m = self.act.apply(&b.c_fc.forward(&b.ln_2.forward(&x)?)?)?;
             x = (x + b.mlp_proj.forward(&m)?)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.blocks.len() {
                 capture.push_hidden(&x)?;
             }

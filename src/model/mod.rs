@@ -75,6 +75,7 @@ pub mod kernels;
 pub mod limits;
 pub mod llama;
 pub mod lm;
+pub mod pickle;
 pub mod pth;
 pub mod rope;
 pub mod source;
@@ -82,6 +83,7 @@ pub mod source;
 pub mod testutil;
 pub mod tokenizer;
 pub mod trace;
+pub mod weights;
 
 use std::path::Path;
 use std::time::Instant;
@@ -229,6 +231,31 @@ impl Capture {
     }
 }
 
+/// A normalisation epsilon from a config: finite and not negative (a negative one takes
+/// the square root of a negative number on a constant row: NaN everywhere after it).
+pub(crate) fn check_eps(name: &str, v: f64) -> std::result::Result<(), String> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{name} is {v}; it must be a finite number >= 0"))
+    }
+}
+
+/// Refuse non-finite activations after layer `layer` (0-based), naming it: a model
+/// whose weights or config make it diverge must not show uniform attention as if it
+/// worked. Cheap: `n x hidden` values per layer against `n^2` attention work.
+pub(crate) fn check_layer(x: &Tensor, layer: usize) -> Result<()> {
+    let bad = weights::count_non_finite(&x.flatten_all()?)?;
+    if bad > 0 {
+        return Err(Error::Compute(format!(
+            "layer {}: {bad} hidden-state values are NaN or infinite (the weights or the \
+             config make the model diverge)",
+            layer + 1
+        )));
+    }
+    Ok(())
+}
+
 /// Refuse ids a forward pass cannot take: none, more than the window, or outside the
 /// vocabulary (one message for every architecture).
 pub(crate) fn check_ids(ids: &[u32], window: usize, vocab: usize) -> Result<()> {
@@ -317,82 +344,6 @@ fn read_config(path: &Path) -> Result<(serde_json::Value, String)> {
     Ok((v, model_type))
 }
 
-fn var_builder(weights: &Weights) -> Result<VarBuilder<'static>> {
-    let dev = Device::Cpu;
-    match weights {
-        Weights::Safetensors(paths) => {
-            for p in paths {
-                check_safetensors(p)?;
-            }
-            // SAFETY: the files are memory-mapped read-only; codescope never writes them,
-            // and a concurrent truncation by another process is outside what we can guard.
-            unsafe { VarBuilder::from_mmaped_safetensors(paths, DType::F32, &dev) }.map_err(|e| {
-                Error::CorruptWeights {
-                    path: paths[0].clone(),
-                    reason: e.to_string(),
-                }
-            })
-        }
-        Weights::Pth(p) => {
-            let w = pth::PthWeights::open(p).map_err(|e| Error::CorruptWeights {
-                path: p.clone(),
-                reason: e.to_string(),
-            })?;
-            Ok(VarBuilder::from_backend(Box::new(w), DType::F32, dev))
-        }
-        Weights::Gguf(p) => Err(Error::CorruptWeights {
-            path: p.clone(),
-            reason: "a GGUF file is loaded through its own metadata, not a config.json".into(),
-        }),
-    }
-}
-
-/// Validate a safetensors header and that the file holds every byte it promises, so a
-/// truncated download fails at load with a clear message instead of deep in the forward.
-fn check_safetensors(p: &Path) -> Result<()> {
-    use std::io::Read;
-    let corrupt = |reason: String| Error::CorruptWeights {
-        path: p.into(),
-        reason,
-    };
-    let mut f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
-    let len = f.metadata().map_err(|e| Error::io(p, e))?.len();
-    let mut n = [0u8; 8];
-    f.read_exact(&mut n)
-        .map_err(|_| corrupt("file shorter than a safetensors header".into()))?;
-    let hlen = u64::from_le_bytes(n);
-    if hlen > 100_000_000 || 8 + hlen > len {
-        return Err(corrupt(format!(
-            "header length {hlen} does not fit a {len}-byte file"
-        )));
-    }
-    let mut header = vec![0u8; hlen as usize];
-    f.read_exact(&mut header)
-        .map_err(|e| corrupt(e.to_string()))?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&header).map_err(|e| corrupt(format!("header is not JSON: {e}")))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| corrupt("header is not a JSON object".into()))?;
-    let mut end = 0u64;
-    for (name, t) in obj {
-        if name == "__metadata__" {
-            continue;
-        }
-        let e = t["data_offsets"][1]
-            .as_u64()
-            .ok_or_else(|| corrupt(format!("tensor {name} has no data_offsets")))?;
-        end = end.max(e);
-    }
-    if 8 + hlen + end > len {
-        return Err(corrupt(format!(
-            "truncated: tensors need {} bytes, file has {len}",
-            8 + hlen + end
-        )));
-    }
-    Ok(())
-}
-
 impl LoadedModel {
     /// Load a model from resolved files.
     pub fn load(files: &ModelFiles) -> Result<Self> {
@@ -419,7 +370,7 @@ impl LoadedModel {
             let (cfg, model_type) = read_config(&files.config)?;
             let (backbone, arch) =
                 build_backbone(&cfg, &model_type, &files.config, &files.weights, || {
-                    var_builder(&files.weights)
+                    weights::var_builder(&files.weights)
                 })?;
             let tokenizer = CodeTokenizer::load(&files.tokenizer, &files.dir)?;
             (backbone, arch, tokenizer)
@@ -533,13 +484,6 @@ impl LoadedModel {
     }
 }
 
-fn weights_path(w: &Weights) -> std::path::PathBuf {
-    match w {
-        Weights::Safetensors(p) => p[0].clone(),
-        Weights::Pth(p) | Weights::Gguf(p) => p.clone(),
-    }
-}
-
 /// Build an architecture from an HF-style config value and a `VarBuilder` with HF
 /// checkpoint names. Returns the backbone and the family name.
 fn build_backbone(
@@ -555,7 +499,7 @@ fn build_backbone(
     };
     let corrupt = |e: Error| match e {
         Error::Compute(reason) => Error::CorruptWeights {
-            path: weights_path(weights),
+            path: weights::first_path(weights),
             reason,
         },
         e => e,
@@ -577,6 +521,7 @@ fn build_backbone(
     let backbone: Box<dyn Backbone> = match family {
         Family::Bert | Family::Roberta => {
             let bcfg: bert::BertConfig = parse(cfg, bad_config)?;
+            bcfg.validate().map_err(bad_config)?;
             let flavor = if family == Family::Bert {
                 bert::Flavor::Bert
             } else {
@@ -612,6 +557,19 @@ fn build_backbone(
             Box::new(gemma3::Gemma3::load(gcfg, vb()?).map_err(corrupt)?)
         }
     };
+    // A model without layers (or heads, ...) loads but has nothing to show: the
+    // explorer and the analyses index its first layer. Refuse it here, once.
+    for (what, n) in [
+        ("layers", backbone.layers()),
+        ("attention heads", backbone.heads()),
+        ("hidden features", backbone.hidden_size()),
+        ("positions in its window", backbone.window()),
+        ("vocabulary entries", backbone.vocab_size()),
+    ] {
+        if n == 0 {
+            return Err(bad_config(format!("the model has 0 {what}")));
+        }
+    }
     Ok((backbone, family.name()))
 }
 
@@ -632,7 +590,11 @@ fn gguf_backbone(file: &gguf::GgufFile) -> Result<(Box<dyn Backbone>, &'static s
     let weights = Weights::Gguf(file.path.clone());
     build_backbone(&cfg, &model_type, &file.path, &weights, || {
         let tensors = file.hf_tensors(&cfg)?;
-        Ok(VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu))
+        Ok(VarBuilder::from_backend(
+            Box::new(weights::Finite(tensors)),
+            DType::F32,
+            Device::Cpu,
+        ))
     })
 }
 

@@ -21,6 +21,7 @@ pub mod cache;
 pub mod dataset;
 pub mod directprobe;
 pub mod label;
+pub mod shard;
 pub mod structural;
 pub mod train;
 

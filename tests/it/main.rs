@@ -13,6 +13,7 @@ mod gemma3_reference;
 mod gguf_models;
 mod gguf_tokenizer;
 mod hostile_inputs;
+mod hostile_models;
 mod minilm_reference;
 mod model_tiny;
 mod probe_cli;
@@ -21,6 +22,7 @@ mod probe_directprobe;
 mod probe_e2e;
 mod probe_sklearn_agreement;
 mod probe_train;
+mod reproduce_shards;
 mod tiny_roberta_reference;
 mod tui_app;
 #[allow(dead_code)]
