@@ -43,7 +43,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     text: DEFAULT_SAMPLE.1.into(),
                 },
             };
-            let lang = s.language_for(&inp.name);
+            let lang = s.language_for(&inp.name, &inp.text);
             crate::tui::run(crate::tui::Options {
                 name: inp.name,
                 text: inp.text,
@@ -276,7 +276,7 @@ fn color_stdout() -> bool {
 
 fn syntax_cmd(settings: &Settings, args: &SyntaxArgs) -> Result<()> {
     let inp = input::read(&args.file)?;
-    let lang = settings.language_for(&args.file);
+    let lang = settings.language_for(&args.file, &inp.text);
     let syn = syntax::parse(&inp.text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
     if args.json {
         print(&format!("{}\n", syn.to_json()))
@@ -288,7 +288,7 @@ fn syntax_cmd(settings: &Settings, args: &SyntaxArgs) -> Result<()> {
 fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()> {
     let threshold = args.threshold;
     let inp = input::read(&args.file)?;
-    let lang = settings.language_for(&args.file);
+    let lang = settings.language_for(&args.file, &inp.text);
     let m = load_model(settings.model.as_deref())?;
     let a = analysis::analyze(
         &m,

@@ -13,7 +13,7 @@
 //! | [`model`] | everything about *models*, no tree-sitter: model sources (presets, local, hub, PyPI, GGUF), one file per architecture family, the host kernels, the LM head, [`model::Trace`] (subwords, attention, hidden states, surprisal) |
 //! | [`analysis`] | THE pipeline every front end calls ([`analysis::analyze`] / [`analysis::run`]): code-token attention, gold masks and head scores (P/R/F1/GED, sweeps), category attention, entropy, code-token surprisal, code-token hidden states; report forms (JSON/CSV/text) and `reproduce`'s corpus tables |
 //! | [`probe`] | probing hidden states: datasets and tasks, linear/MLP/structural/DirectProbe probes, control tasks, feature cache, the bundled corpus, a trained probe's label for one token |
-//! | [`tui`] | the explorer: a pure [`tui::app::App`] (`update(Msg) -> Vec<Effect>`), the pure layout, widgets that only draw, the I/O thread (parse, file reads) and the model worker |
+//! | [`tui`] | the explorer: a pure [`tui::app::App`] (`update(Msg) -> Vec<Effect>`; keys and mouse), the pure layout (panels, head-grid and heatmap geometry shared by drawing and clicks), widgets that only draw, the I/O thread (parse, file reads, path completion) and the model worker |
 //! | [`export`] | figures and data of the explorer's view (SVG, JSON) |
 //! | [`signals`] | signals for the headless commands: exit 128+n after removing registered temporary paths |
 //! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging, the error type |

@@ -39,10 +39,11 @@ impl Settings {
         })
     }
 
-    /// The language of an input named `file`: `--lang`, else its extension, else Python.
-    pub fn language_for(&self, file: &str) -> Language {
+    /// The language of an input named `file`: `--lang`, else its extension, else the
+    /// look of its `text` ([`Language::from_text`]: a Java file named `.txt` is Java).
+    pub fn language_for(&self, file: &str, text: &str) -> Language {
         self.lang
             .or_else(|| Language::from_path(std::path::Path::new(file)))
-            .unwrap_or(Language::Python)
+            .unwrap_or_else(|| Language::from_text(text))
     }
 }

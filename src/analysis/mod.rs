@@ -159,8 +159,9 @@ pub struct RunOptions<'a> {
     pub lm: bool,
     /// Keep code-token hidden states ([`SnippetAnalysis::features`]).
     pub hidden: bool,
-    /// Called before each layer of the forward pass; `true` stops it with
-    /// [`Error::Cancelled`] (the explorer's latest-wins worker).
+    /// Called before each layer of the forward pass (and, with the layer count, before
+    /// the LM head); `true` stops it with [`Error::Cancelled`] (the explorer's
+    /// latest-wins worker, which also reports progress from it).
     pub cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
 }
 

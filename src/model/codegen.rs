@@ -254,6 +254,10 @@ impl CodeGen {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
+            // The LM head is a step of its own (seconds for big vocabularies).
+            if opts.cancelled(self.blocks.len()) {
+                return Err(Error::Cancelled);
+            }
             super::lm::stream_logits_biased(
                 &last,
                 &self.lm_head.t()?,

@@ -397,6 +397,10 @@ impl Gemma3 {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
+            // The LM head is a step of its own (seconds for big vocabularies).
+            if opts.cancelled(self.layers.len()) {
+                return Err(Error::Cancelled);
+            }
             match self.cfg.final_logit_softcapping {
                 Some(cap) if cap > 0.0 => {
                     let cap = cap as f32;

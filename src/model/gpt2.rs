@@ -207,6 +207,10 @@ impl Gpt2 {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
+            // The LM head is a step of its own (seconds for big vocabularies).
+            if opts.cancelled(self.blocks.len()) {
+                return Err(Error::Cancelled);
+            }
             super::lm::stream_logits(&last, &self.wte.embeddings().t()?, sink)?;
         }
         Ok(capture)

@@ -328,6 +328,10 @@ impl Llama {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
+            // The LM head is a step of its own (seconds for big vocabularies).
+            if opts.cancelled(self.layers.len()) {
+                return Err(Error::Cancelled);
+            }
             super::lm::stream_logits(&last, &self.lm_head.t()?, sink)?;
         }
         Ok(capture)

@@ -181,8 +181,9 @@ pub const TOP_NEXT: usize = 5;
 pub struct ForwardOptions<'a> {
     /// Also return hidden states (`[layer+1][pos][dim]`).
     pub hidden: bool,
-    /// Called before each layer with its index; returning `true` cancels the pass
-    /// (the TUI's latest-wins worker uses it).
+    /// Called before each layer with its index, and with the layer count before the LM
+    /// head of a causal model when it runs; returning `true` cancels the pass (the TUI's
+    /// latest-wins worker uses it, and reports progress from it).
     pub cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
 }
 

@@ -31,6 +31,8 @@ pub struct Doc {
     /// Why the parser refused the text (too large, timeout).
     pub parse_error: Option<String>,
     pub layout: Layout,
+    /// Changed in the editor since it was opened (quitting asks once).
+    pub edited: bool,
 }
 
 /// Where lines and tokens are, in display columns (tabs expanded to [`TAB`]).
@@ -107,6 +109,7 @@ impl Doc {
             syntax: None,
             parse_error: None,
             layout,
+            edited: false,
         }
     }
 

@@ -3,7 +3,7 @@
 //! pathological file keeps this thread busy, not the screen; a newer request supersedes
 //! a pending one of the same kind).
 //!
-//! The job functions ([`parse`], [`read_file`], [`check_presets`]) are plain functions
+//! The job functions ([`parse`], [`read_file`], [`complete`], [`check_presets`]) are plain functions
 //! of their inputs returning the [`Msg`] to feed back; the test harness calls them
 //! directly to serve effects synchronously.
 
@@ -24,11 +24,60 @@ pub fn parse(job: &ParseJob) -> Msg {
     }
 }
 
-/// Read a file with the input limits (size, UTF-8, not binary).
+/// Read a file with the input limits (size, UTF-8, not binary); a leading `~` is the
+/// home directory.
 pub fn read_file(path: &str) -> Msg {
     Msg::FileRead {
         path: path.to_string(),
-        result: crate::input::read(path).map_err(|e| e.to_string()),
+        result: crate::input::read(&expand_tilde(path)).map_err(|e| e.to_string()),
+    }
+}
+
+/// `~` and `~/rest` with `$HOME` put in (other text unchanged).
+pub fn expand_tilde(path: &str) -> String {
+    let home = || std::env::var("HOME").ok().filter(|h| !h.is_empty());
+    if path == "~" {
+        return home().unwrap_or_else(|| path.into());
+    }
+    match (path.strip_prefix("~/"), home()) {
+        (Some(rest), Some(h)) => format!("{}/{rest}", h.trim_end_matches('/')),
+        _ => path.to_string(),
+    }
+}
+
+/// The paths that complete `typed` (as typed: a `~` stays), sorted, directories with a
+/// trailing `/`; hidden entries only when the typed name starts with a dot. At most 200.
+pub fn complete(typed: &str) -> Msg {
+    let (dir, prefix) = match typed.rfind('/') {
+        Some(i) => (&typed[..=i], &typed[i + 1..]),
+        None if typed == "~" => ("~/", ""),
+        None => ("", typed),
+    };
+    let list_dir = if dir.is_empty() {
+        ".".to_string()
+    } else {
+        expand_tilde(dir)
+    };
+    let mut candidates: Vec<String> = std::fs::read_dir(&list_dir)
+        .map(|rd| {
+            rd.filter_map(|e| {
+                let e = e.ok()?;
+                let name = e.file_name().into_string().ok()?;
+                if !name.starts_with(prefix) || (name.starts_with('.') && !prefix.starts_with('.'))
+                {
+                    return None;
+                }
+                let is_dir = std::fs::metadata(e.path()).is_ok_and(|m| m.is_dir());
+                Some(format!("{dir}{name}{}", if is_dir { "/" } else { "" }))
+            })
+            .take(200)
+            .collect()
+        })
+        .unwrap_or_default();
+    candidates.sort();
+    Msg::Completions {
+        typed: typed.to_string(),
+        candidates,
     }
 }
 
@@ -51,6 +100,7 @@ pub fn check_presets(names: &[String]) -> Msg {
 struct Slot {
     parse: Option<ParseJob>,
     read: Option<String>,
+    complete: Option<String>,
     presets: Option<Vec<String>>,
     stop: bool,
 }
@@ -89,6 +139,9 @@ impl IoThread {
                         if let Some(p) = s.read.take() {
                             break Job::Read(p);
                         }
+                        if let Some(p) = s.complete.take() {
+                            break Job::Complete(p);
+                        }
                         if let Some(n) = s.presets.take() {
                             break Job::Presets(n);
                         }
@@ -98,6 +151,7 @@ impl IoThread {
                 let msg = std::panic::catch_unwind(|| match &job {
                     Job::Parse(j) => parse(j),
                     Job::Read(p) => read_file(p),
+                    Job::Complete(p) => complete(p),
                     Job::Presets(n) => check_presets(n),
                 })
                 .unwrap_or_else(|_| match job {
@@ -108,6 +162,10 @@ impl IoThread {
                     Job::Read(p) => Msg::FileRead {
                         path: p,
                         result: Err("internal error while reading".into()),
+                    },
+                    Job::Complete(typed) => Msg::Completions {
+                        typed,
+                        candidates: Vec::new(),
                     },
                     Job::Presets(n) => Msg::PresetsChecked(vec![false; n.len()]),
                 });
@@ -135,6 +193,11 @@ impl IoThread {
         self.with_slot(|s| s.read = Some(path));
     }
 
+    /// Queue a path completion (replaces a pending one).
+    pub fn complete(&self, typed: String) {
+        self.with_slot(|s| s.complete = Some(typed));
+    }
+
     /// Queue a check of which presets are on disk.
     pub fn check_presets(&self, names: Vec<String>) {
         self.with_slot(|s| s.presets = Some(names));
@@ -157,5 +220,6 @@ impl Drop for IoThread {
 enum Job {
     Parse(ParseJob),
     Read(String),
+    Complete(String),
     Presets(Vec<String>),
 }

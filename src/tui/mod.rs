@@ -4,9 +4,9 @@
 //! - [`app::App`] holds all state; `App::update(Msg) -> Vec<Effect>` is the only place
 //!   it changes, and drawing ([`widgets::draw`]) reads `&App`. Both run without a
 //!   terminal, which is how the tests drive them.
-//! - Plain threads and one event enum ([`msg::Msg`]): an input thread (crossterm key and
-//!   resize events), a signal thread (SIGTERM/SIGINT/SIGHUP via signal-hook), the I/O
-//!   thread ([`io::IoThread`]: parsing, file reads, preset checks) and the model
+//! - Plain threads and one event enum ([`msg::Msg`]): an input thread (crossterm key,
+//!   mouse click / wheel and resize events), a signal thread (SIGTERM/SIGINT/SIGHUP via signal-hook), the I/O
+//!   thread ([`io::IoThread`]: parsing, file reads, path completion, preset checks) and the model
 //!   [`worker::Worker`] all send into one channel. The UI thread blocks on it, drains
 //!   whatever else is queued, applies the batch, carries out the effects and redraws
 //!   once.
@@ -38,7 +38,9 @@ use std::io::IsTerminal;
 use std::panic::PanicHookInfo;
 use std::sync::{mpsc, Arc};
 
-use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
+};
 use crossterm::execute;
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
@@ -79,6 +81,7 @@ fn restore_terminal() {
     let _ = disable_raw_mode();
     let _ = execute!(
         std::io::stdout(),
+        DisableMouseCapture,
         LeaveAlternateScreen,
         crossterm::cursor::Show
     );
@@ -100,7 +103,9 @@ impl TerminalGuard {
             }
         }));
         enable_raw_mode()?;
-        if let Err(e) = execute!(std::io::stdout(), EnterAlternateScreen) {
+        // Mouse reports (clicks, wheel) on: the keyboard stays first, the mouse is a
+        // shortcut; terminals forward it over SSH too.
+        if let Err(e) = execute!(std::io::stdout(), EnterAlternateScreen, EnableMouseCapture) {
             restore_terminal();
             return Err(e);
         }
@@ -179,6 +184,16 @@ pub fn run(opts: Options) -> Result<()> {
             let m = match event::read() {
                 Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Msg::Key(k),
                 Ok(Event::Resize(width, height)) => Msg::Resize { width, height },
+                Ok(Event::Mouse(m))
+                    if matches!(
+                        m.kind,
+                        MouseEventKind::Down(_)
+                            | MouseEventKind::ScrollUp
+                            | MouseEventKind::ScrollDown
+                    ) =>
+                {
+                    Msg::Mouse(m)
+                }
                 Ok(_) => continue,
                 Err(e) => {
                     tracing::error!("terminal input: {e}");
@@ -196,6 +211,11 @@ pub fn run(opts: Options) -> Result<()> {
     io_thread.stop();
     sig_handle.close();
     drop(guard);
+    // Why this model (the default choice, a fallback): the status bar may have cut it,
+    // and the README promises it on stderr.
+    if let Some(n) = &app.model.notice {
+        eprintln!("codescope: {n}");
+    }
     result
 }
 
@@ -221,6 +241,7 @@ fn event_loop(
                 Effect::Quit => return Ok(()),
                 Effect::Parse(job) => io_thread.parse(job),
                 Effect::ReadFile(path) => io_thread.read(path),
+                Effect::Complete(typed) => io_thread.complete(typed),
                 Effect::CheckPresets(names) => io_thread.check_presets(names),
                 Effect::LoadModel(spec) => worker.load(spec),
                 Effect::Analyse(job) => worker.analyse(job),

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::analysis::{Options, SnippetAnalysis};
 use crate::input::Input;
@@ -22,6 +22,13 @@ use crate::syntax::{Language, Syntax};
 pub enum Msg {
     /// A key press (from the input thread).
     Key(KeyEvent),
+    /// A mouse click or wheel turn (from the input thread; moves and drags are dropped).
+    Mouse(MouseEvent),
+    /// Tab completions of the open prompt's `typed` path ([`Effect::Complete`]).
+    Completions {
+        typed: String,
+        candidates: Vec<String>,
+    },
     /// The terminal was resized.
     Resize { width: u16, height: u16 },
     /// The model worker reports.
@@ -140,6 +147,8 @@ pub enum Effect {
     Parse(ParseJob),
     /// Read a file (the open prompt) with the input limits.
     ReadFile(String),
+    /// List the paths that complete a partly typed path (the open prompt's Tab).
+    Complete(String),
     /// Check which of these preset names are on local disk.
     CheckPresets(Vec<String>),
     /// Load a model (`None`: the default model) in the worker.

@@ -20,7 +20,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::msg::{AnalyseJob, ProbeJob, WorkerMsg};
 use crate::analysis::{self, Mode, RunOptions};
@@ -221,7 +221,27 @@ fn load_spec(spec: &str) -> Result<LoadedModel> {
 
 /// Load `spec` (or the default model, falling back to [`FALLBACK_MODEL`]).
 fn load(spec: Option<String>, send: &Sender) -> Option<LoadedModel> {
-    let progress = |text: String| send(WorkerMsg::Progress { req: 0, text });
+    let (res, notice) = with_heartbeat(0, send, || false, |progress| load_with(spec, progress));
+    match res {
+        Ok((m, label)) => {
+            send(WorkerMsg::ModelLoaded {
+                info: m.info.clone(),
+                label,
+                notice,
+            });
+            Some(m)
+        }
+        Err((label, error)) => {
+            send(WorkerMsg::ModelFailed { label, error });
+            None
+        }
+    }
+}
+
+/// A loaded model with its label, or (label, error).
+type Loaded = std::result::Result<(LoadedModel, String), (String, String)>;
+
+fn load_with(spec: Option<String>, progress: &(dyn Fn(String) + Sync)) -> (Loaded, Option<String>) {
     let (label, mut notice, default) = match spec {
         Some(s) => (s, None, false),
         None => {
@@ -244,24 +264,10 @@ fn load(spec: Option<String>, send: &Sender) -> Option<LoadedModel> {
         }
         r => r.map(|m| (m, label.clone())),
     };
-    match res {
-        Ok((m, label)) => {
-            tracing::info!(%label, ms = t.elapsed().as_millis() as u64, "explorer model ready");
-            send(WorkerMsg::ModelLoaded {
-                info: m.info.clone(),
-                label,
-                notice,
-            });
-            Some(m)
-        }
-        Err(e) => {
-            send(WorkerMsg::ModelFailed {
-                label,
-                error: e.to_string(),
-            });
-            None
-        }
+    if let Ok((_, label)) = &res {
+        tracing::info!(%label, ms = t.elapsed().as_millis() as u64, "explorer model ready");
     }
+    (res.map_err(|e| (label, e.to_string())), notice)
 }
 
 fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: &Sender) {
@@ -278,23 +284,30 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
         return;
     };
     let layers = m.info.layers;
-    let cancel = |layer: usize| {
-        let s = stale();
-        if !s {
-            send(WorkerMsg::Progress {
-                req,
-                text: format!("analysing: layer {}/{}", layer + 1, layers),
-            });
-        }
-        s
-    };
-    // Source-mode analyses keep code-token hidden states: what a trained probe labels.
-    let ro = RunOptions {
-        lm: job.surprisal,
-        hidden: job.opts.mode == Mode::Source,
-        cancel: Some(&cancel),
-    };
-    let res = analysis::run(m, job.syntax.clone(), &job.opts, &ro);
+    let res = with_heartbeat(req, send, stale, |progress| {
+        let cancel = |layer: usize| {
+            let s = stale();
+            if !s {
+                progress(if layer < layers {
+                    format!("analysing: layer {}/{}", layer + 1, layers)
+                } else {
+                    format!(
+                        "analysing: LM head (next-token probabilities over {} words)",
+                        thousands(m.tokenizer.vocab_size())
+                    )
+                });
+            }
+            s
+        };
+        // Source-mode analyses keep code-token hidden states: what a trained probe
+        // labels.
+        let ro = RunOptions {
+            lm: job.surprisal,
+            hidden: job.opts.mode == Mode::Source,
+            cancel: Some(&cancel),
+        };
+        analysis::run(m, job.syntax.clone(), &job.opts, &ro)
+    });
     if stale() {
         return; // superseded: drop whatever came out
     }
@@ -308,6 +321,66 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
             error: e.to_string(),
         }),
     }
+}
+
+/// `262144` as `262,144`.
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// How long a step may run before its progress line shows the time it has taken.
+const HEARTBEAT: Duration = Duration::from_millis(300);
+
+/// Run `f`, giving it a `progress(text)` reporter for request `req`; while a step (the
+/// time since the last report) takes longer than [`HEARTBEAT`], a second thread repeats
+/// its text with the seconds elapsed, so no step over ~300 ms looks frozen (the LM head
+/// of a 262k-word vocabulary takes seconds). Nothing is sent once `stale()` holds, and
+/// nothing after `f` returns: the caller's result message is always the last word.
+fn with_heartbeat<R>(
+    req: u64,
+    send: &Sender,
+    stale: impl Fn() -> bool + Sync,
+    f: impl FnOnce(&(dyn Fn(String) + Sync)) -> R,
+) -> R {
+    // (text, since) of the step under way; `None` once `f` has returned. Reports are
+    // sent while holding the lock.
+    let step: Mutex<Option<(String, Instant)>> = Mutex::new(Some((String::new(), Instant::now())));
+    let lock = || step.lock().unwrap_or_else(|e| e.into_inner());
+    let progress = |text: String| {
+        let mut g = lock();
+        if g.is_some() {
+            *g = Some((text.clone(), Instant::now()));
+            send(WorkerMsg::Progress { req, text });
+        }
+    };
+    std::thread::scope(|sc| {
+        let beat = sc.spawn(|| loop {
+            std::thread::park_timeout(Duration::from_millis(100));
+            let g = lock();
+            let Some((text, since)) = g.as_ref() else {
+                return;
+            };
+            let el = since.elapsed();
+            if el >= HEARTBEAT && !text.is_empty() && !stale() {
+                send(WorkerMsg::Progress {
+                    req,
+                    text: format!("{text} · {:.1} s", el.as_secs_f64()),
+                });
+            }
+        });
+        let r = f(&progress);
+        *lock() = None;
+        beat.thread().unpark();
+        r
+    })
 }
 
 /// Train the probes of `job` (linear, all layers, the bundled corpus of its language;
@@ -389,5 +462,16 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
             }
         }
         Err(e) => fail(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(super::thousands(262_144), "262,144");
+        assert_eq!(super::thousands(300), "300");
+        assert_eq!(super::thousands(1_000), "1,000");
+        assert_eq!(super::thousands(0), "0");
     }
 }

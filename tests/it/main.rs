@@ -27,5 +27,7 @@ mod tiny_roberta_reference;
 mod tui_app;
 #[allow(dead_code)]
 mod tui_common;
+mod tui_deep;
 mod tui_e2e;
+mod tui_input;
 mod tui_snapshots;

@@ -104,8 +104,8 @@ pub fn fresh(text: &str, w: u16, h: u16, theme: Theme) -> (App, Vec<Effect>) {
     (app, fx)
 }
 
-/// Serve effects like the runtime would, synchronously: parses and file reads run right
-/// away (the I/O thread's functions), model loads succeed with the tiny model, analyses
+/// Serve effects like the runtime would, synchronously: parses, file reads and path
+/// completions run right away (the I/O thread's functions), model loads succeed with the tiny model, analyses
 /// run through the pipeline with the worker's options, probe labels are computed.
 /// Preset checks are dropped (the picker shows no availability, independent of the
 /// machine's cache). Returns the effects it did not serve (Quit, Export, Probe).
@@ -135,6 +135,9 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                 Effect::Parse(job) => next.extend(app.update(codescope::tui::io::parse(&job))),
                 Effect::ReadFile(path) => {
                     next.extend(app.update(codescope::tui::io::read_file(&path)))
+                }
+                Effect::Complete(typed) => {
+                    next.extend(app.update(codescope::tui::io::complete(&typed)))
                 }
                 Effect::CheckPresets(_) => {}
                 Effect::LabelToken(key, job) => next.extend(app.update(Msg::TokenLabel {

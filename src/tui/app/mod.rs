@@ -18,7 +18,9 @@
 //! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
 
 mod model;
+mod mouse;
 mod probe;
+mod prompt;
 mod status;
 mod view;
 
@@ -30,7 +32,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 pub use self::model::{ModelState, Picker, PickerItem};
 pub use self::probe::{ProbeKey, ProbePanel, ProbeRun};
 pub use self::status::{Level, Status};
-pub use self::view::{Direction, Focus, View};
+pub use self::view::{follow_axis, Direction, Focus, View};
 use super::data::{Doc, Metric};
 use super::editor::{EditOutcome, Editor, LineInput};
 use super::layout;
@@ -43,6 +45,9 @@ use crate::probe::label::LabelJob;
 pub use crate::probe::label::TokenProbe;
 use crate::probe::ProbeReport;
 use crate::syntax::{Language, Syntax};
+
+/// Worker-line text while the I/O thread parses the document.
+const PARSING: &str = "parsing…";
 
 /// Shown while the analysis with the LM head is computed (cleared when it arrives).
 const SURPRISAL_PENDING: &str = "surprisal shows once the analysis is ready";
@@ -100,6 +105,8 @@ pub struct App {
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
+    /// A quit key was pressed once with an edited snippet on screen: the next one quits.
+    quit_armed: bool,
     next_req: u64,
 }
 
@@ -125,6 +132,7 @@ impl App {
             editor: None,
             size: (120, 40),
             quit: false,
+            quit_armed: false,
             next_req: 0,
         }
     }
@@ -347,6 +355,11 @@ impl App {
     fn request_parse(&mut self) -> Vec<Effect> {
         let req = self.new_req();
         self.shown.parse_req = req;
+        // A huge file can take the parser a while: say so (unless a model load, which
+        // says more, is under way).
+        if self.status.busy.is_none() {
+            self.status.busy = Some(PARSING.into());
+        }
         vec![Effect::Parse(ParseJob {
             req,
             text: self.doc.text.clone(),
@@ -406,6 +419,11 @@ impl App {
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
         let mut fx = match msg {
             Msg::Key(k) => self.key(k),
+            Msg::Mouse(m) => self.mouse(m),
+            Msg::Completions { typed, candidates } => {
+                self.completions(typed, candidates);
+                Vec::new()
+            }
             Msg::Resize { width, height } => {
                 self.size = (width, height);
                 Vec::new()
@@ -466,6 +484,12 @@ impl App {
                 self.view.follow_heat(p.n(), sel, hg.cols_avail, hg.px_rows);
             }
         }
+        if let Some(gg) = g
+            .panel(Focus::Heads)
+            .and_then(|r| layout::grid_geom(self, r))
+        {
+            self.view.follow_grid(dims, gg.lvis, gg.hvis);
+        }
         if self.view.mean {
             if let Some((req, p)) = &self.shown.data {
                 let l = self.view.layer.min(p.layers().saturating_sub(1));
@@ -489,6 +513,9 @@ impl App {
         if req != self.shown.parse_req {
             return Vec::new(); // superseded
         }
+        if self.status.busy.as_deref() == Some(PARSING) {
+            self.status.busy = None;
+        }
         match result {
             Ok(syn) => {
                 self.doc.set_syntax(syn);
@@ -507,8 +534,9 @@ impl App {
     fn file_read(&mut self, path: String, result: Result<Input, String>) -> Vec<Effect> {
         match result {
             Ok(inp) => {
-                let lang =
-                    Language::from_path(std::path::Path::new(&path)).unwrap_or(self.doc.lang);
+                // The extension, else the text's look (a Java file named .txt).
+                let lang = Language::from_path(std::path::Path::new(&path))
+                    .unwrap_or_else(|| Language::from_text(&inp.text));
                 self.view.cursor = 0;
                 self.status.info(format!("opened {path}"));
                 self.set_doc(Doc::new(inp.name, inp.text, lang))
@@ -537,6 +565,16 @@ impl App {
             } => {
                 if !info.causal {
                     self.view.surprisal = false;
+                }
+                // An analysis by another model no longer matches what the status bar
+                // names (its layer and head counts): the new model's arrives shortly.
+                if self
+                    .prepared()
+                    .is_some_and(|p| p.trace.model.source != info.source)
+                {
+                    self.shown.data = None;
+                    self.shown.scores.clear();
+                    self.shown.mean = None;
                 }
                 self.model.loaded = Some((label, info));
                 self.model.notice = notice;
@@ -612,6 +650,11 @@ impl App {
         match std::mem::replace(&mut self.overlay, Overlay::None) {
             Overlay::None => {}
             Overlay::Help => return Vec::new(),
+            Overlay::Prompt(PromptKind::Open, input) if k.code == KeyCode::Tab => {
+                let fx = self.request_completion(&input.text);
+                self.overlay = Overlay::Prompt(PromptKind::Open, input);
+                return fx;
+            }
             Overlay::Prompt(kind, mut input) => {
                 return match input.key(k) {
                     EditOutcome::Continue => {
@@ -629,10 +672,37 @@ impl App {
 
     fn normal_key(&mut self, k: KeyEvent) -> Vec<Effect> {
         let (layers, heads) = self.dims();
+        // Inside a transposed head grid (layers as rows) ↑ ↓ move along layers.
+        let transposed = self.view.focus == Focus::Heads
+            && layout::geometry(self)
+                .panel(Focus::Heads)
+                .and_then(|r| layout::grid_geom(self, r))
+                .is_some_and(|g| g.transposed);
         let v = &mut self.view;
         let in_grid = v.focus == Focus::Heads;
+        let k = if transposed {
+            let code = match k.code {
+                KeyCode::Left => KeyCode::Up,
+                KeyCode::Right => KeyCode::Down,
+                KeyCode::Up => KeyCode::Left,
+                KeyCode::Down => KeyCode::Right,
+                c => c,
+            };
+            KeyEvent::new(code, k.modifiers)
+        } else {
+            k
+        };
+        let armed = std::mem::take(&mut self.quit_armed);
         match k.code {
             KeyCode::Char('q') | KeyCode::Esc => {
+                if self.doc.edited && !armed {
+                    // Quitting would lose the edit: say so once.
+                    self.quit_armed = true;
+                    self.status.warn(
+                        "the edited snippet is not saved (x exports it); press q or Esc again to quit",
+                    );
+                    return Vec::new();
+                }
                 self.quit = true;
                 return vec![Effect::Quit];
             }
@@ -704,11 +774,10 @@ impl App {
                 };
                 return self.request_analysis();
             }
+            // A fresh prompt each time: typing must not append to the last pattern
+            // (n / N repeat that one).
             KeyCode::Char('/') => {
-                self.overlay = Overlay::Prompt(
-                    PromptKind::Search,
-                    LineInput::new(v.search.as_deref().unwrap_or("")),
-                )
+                self.overlay = Overlay::Prompt(PromptKind::Search, LineInput::default())
             }
             KeyCode::Char('n') => self.search_next(1),
             KeyCode::Char('N') => self.search_next(-1),
@@ -723,9 +792,12 @@ impl App {
                 v.focus = Focus::Code;
             }
             KeyCode::Char('o') => {
+                // The line above the prompt shows its completions from now on.
+                self.status.message = None;
                 self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
             }
             KeyCode::Char('M') => return self.open_picker(),
+            KeyCode::Char('L') => return self.next_language(),
             KeyCode::Char('S') => return self.toggle_surprisal(),
             KeyCode::Char('p') => {
                 if v.focus != Focus::Code {
@@ -758,8 +830,19 @@ impl App {
     }
 
     fn search_next(&mut self, d: isize) {
-        if let Err(e) = self.view.search_next(&self.doc, d) {
-            self.status.warn(e);
+        match self.view.search_next(&self.doc, d) {
+            Err(e) => self.status.warn(e),
+            Ok(()) => {
+                // A found match replaces an earlier search's "no match".
+                if self
+                    .status
+                    .message
+                    .as_ref()
+                    .is_some_and(|(_, m)| m.starts_with(view::NO_MATCH))
+                {
+                    self.status.message = None;
+                }
+            }
         }
     }
 
@@ -809,7 +892,8 @@ impl App {
         } else {
             format!("{name} (edited)")
         };
-        let doc = Doc::new(name, text, self.doc.lang);
+        let mut doc = Doc::new(name, text, self.doc.lang);
+        doc.edited = true;
         self.set_doc(doc)
     }
 

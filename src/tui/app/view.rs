@@ -8,6 +8,9 @@ use crate::analysis::Mode;
 use crate::syntax::Coarse;
 use crate::tui::data::{Doc, Metric};
 
+/// How the "nothing matches" search message starts.
+pub(super) const NO_MATCH: &str = "no token matches";
+
 /// Panels that can have the focus (and, on small terminals, be the one shown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
@@ -86,6 +89,8 @@ pub struct View {
     /// cell.
     pub heat_fit: usize,
     pub heat_origin: (usize, usize),
+    /// Head grid: the first visible (layer, head).
+    pub grid_origin: (usize, usize),
 }
 
 impl Default for View {
@@ -111,6 +116,7 @@ impl Default for View {
             code_rows: 20,
             heat_fit: 1,
             heat_origin: (0, 0),
+            grid_origin: (0, 0),
         }
     }
 }
@@ -224,7 +230,7 @@ impl View {
                 return Ok(());
             }
         }
-        Err(format!("no token matches '{pat}'"))
+        Err(format!("{NO_MATCH} '{pat}'"))
     }
 
     /// Keep the cursor token visible in a code area of `rows` x `text_w` (a margin of 2
@@ -253,9 +259,10 @@ impl View {
             top = cl + margin + 1 - h;
         }
         top = top.min(lay.lines.len().saturating_sub(h.min(lay.lines.len())));
-        if cc < left {
+        // The first and last visible columns carry the ‹ › clip markers.
+        if cc < left || (left > 0 && cc == left) {
             left = cc.saturating_sub(4);
-        } else if cc + cw > left + text_w {
+        } else if cc + cw >= left + text_w {
             left = cc + cw - text_w + 4;
         }
         if cc + cw <= text_w {
@@ -274,24 +281,48 @@ impl View {
         }
         .max(1);
         let cells = n.div_ceil(z);
-        let vis_c = cells.min(cols);
-        let vis_r = cells.min(rows);
-        let (mut r0, mut c0) = self.heat_origin;
-        if let Some(s) = sel {
-            let sc = s / z;
-            if sc < c0 {
-                c0 = sc;
-            } else if sc >= c0 + vis_c {
-                c0 = sc + 1 - vis_c;
-            }
-            if sc < r0 {
-                r0 = sc;
-            } else if sc >= r0 + vis_r {
-                r0 = sc + 1 - vis_r;
-            }
-        }
-        c0 = c0.min(cells - vis_c);
-        r0 = r0.min(cells - vis_r);
-        self.heat_origin = (r0, c0);
+        let (r0, c0) = self.heat_origin;
+        let sc = sel.map(|s| s / z);
+        self.heat_origin = (
+            follow_axis(r0, sc, cells, rows.min(cells)),
+            follow_axis(c0, sc, cells, cols.min(cells)),
+        );
     }
+
+    /// Keep the followed head-grid cell (the grid cursor when the grid has the focus,
+    /// else the current layer and head) inside `lvis` x `hvis` visible cells.
+    pub(super) fn follow_grid(&mut self, dims: (usize, usize), lvis: usize, hvis: usize) {
+        let (l, h) = if self.focus == Focus::Heads {
+            self.grid
+        } else {
+            (self.layer, self.head)
+        };
+        let (l0, h0) = self.grid_origin;
+        self.grid_origin = (
+            follow_axis(l0, Some(l), dims.0, lvis.min(dims.0)),
+            follow_axis(h0, Some(h), dims.1, hvis.min(dims.1)),
+        );
+    }
+}
+
+/// The first visible index of a scrolled axis of `len` items showing `vis`, moved as
+/// little as possible so that `sel` is visible with a margin of a quarter of the view
+/// (at most 3) from either edge where the axis allows it: the selection never sits on
+/// the edge while more lies beyond it.
+pub fn follow_axis(first: usize, sel: Option<usize>, len: usize, vis: usize) -> usize {
+    if vis == 0 || len <= vis {
+        return 0;
+    }
+    let max_first = len - vis;
+    let mut f = first.min(max_first);
+    if let Some(s) = sel {
+        let s = s.min(len - 1);
+        let m = (vis / 4).min(3);
+        if s < f + m {
+            f = s.saturating_sub(m);
+        } else if s + m >= f + vis {
+            f = s + m + 1 - vis;
+        }
+    }
+    f.min(max_first)
 }

@@ -211,22 +211,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 }
             }
         }
-        // Horizontal scroll: drop `left` display columns from the body.
-        let mut skip = left;
-        for sp in body {
-            let n = sp.content.chars().count();
-            if skip >= n {
-                skip -= n;
-                continue;
-            }
-            if skip > 0 {
-                let rest: String = sp.content.chars().skip(skip).collect();
-                skip = 0;
-                spans.push(Span::styled(rest, sp.style));
-            } else {
-                spans.push(sp);
-            }
-        }
+        spans.extend(hscroll(body, left, g.text_w, t.warn()));
         lines.push(Line::from(spans));
     }
     let text_area = Rect::new(inner.x, inner.y, inner.width, text_h);
@@ -277,12 +262,55 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 info.push_str(" · not analysed");
             }
         }
-        l.push(Span::styled(info, t.dim()));
+        let used: usize = l.iter().map(|s| s.content.chars().count()).sum();
+        l.push(Span::styled(
+            clip(&info, (inner.width as usize).saturating_sub(used)),
+            t.dim(),
+        ));
         f.render_widget(
             Paragraph::new(Line::from(l)),
             Rect::new(inner.x, y, inner.width, 1),
         );
     }
+}
+
+/// The part of a line's `body` spans from display column `left`, at most `w` columns:
+/// a line cut on the right ends with `›`, one scrolled on the left starts with `‹`, so a
+/// clipped line never looks whole.
+fn hscroll<'a>(
+    body: Vec<Span<'a>>,
+    left: usize,
+    w: usize,
+    marker: ratatui::style::Style,
+) -> Vec<Span<'a>> {
+    let total: usize = body.iter().map(|s| s.content.chars().count()).sum();
+    let cut_right = total > left + w;
+    // Columns of text kept after `left` (one fewer on each clipped side for its marker).
+    let mut skip = left + usize::from(left > 0);
+    let mut room = w.saturating_sub(usize::from(cut_right) + usize::from(left > 0));
+    let mut out = Vec::new();
+    if left > 0 && total > left {
+        out.push(Span::styled("‹", marker));
+    }
+    for sp in body {
+        if room == 0 {
+            break;
+        }
+        let n = sp.content.chars().count();
+        if skip >= n {
+            skip -= n;
+            continue;
+        }
+        let take = (n - skip).min(room);
+        let text: String = sp.content.chars().skip(skip).take(take).collect();
+        skip = 0;
+        room -= take;
+        out.push(Span::styled(text, sp.style));
+    }
+    if cut_right {
+        out.push(Span::styled("›", marker));
+    }
+    out
 }
 
 /// The style of token `i` in the surprisal view.
@@ -572,6 +600,27 @@ mod tests {
         assert_eq!(show_subword("Ġfoo"), "␣foo");
         assert_eq!(show_subword("▁bar"), "␣bar");
         assert_eq!(show_subword("Ċĉ<0x0A>"), "↵⇥↵");
+    }
+
+    #[test]
+    fn clipped_lines_are_marked() {
+        use ratatui::style::Style;
+        use ratatui::text::Span;
+        let text = |v: Vec<Span>| v.iter().map(|s| s.content.to_string()).collect::<String>();
+        let body = || vec![Span::raw("abcdef"), Span::raw("ghij")];
+        assert_eq!(
+            text(super::hscroll(body(), 0, 10, Style::default())),
+            "abcdefghij"
+        );
+        assert_eq!(
+            text(super::hscroll(body(), 0, 6, Style::default())),
+            "abcde›"
+        );
+        assert_eq!(text(super::hscroll(body(), 3, 4, Style::default())), "‹ef›");
+        assert_eq!(
+            text(super::hscroll(body(), 4, 6, Style::default())),
+            "‹fghij"
+        );
     }
 
     #[test]

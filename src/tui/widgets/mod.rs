@@ -19,6 +19,8 @@ use ratatui::Frame;
 use super::app::{App, Focus, Overlay};
 use super::layout;
 pub use super::layout::{FULL_H, FULL_W, MIN_H, MIN_W};
+pub use heads::unit as metric_unit;
+pub use probes::probe_rows;
 
 /// Draw the whole explorer.
 pub fn draw(app: &App, f: &mut Frame) {
@@ -101,6 +103,29 @@ fn too_small(app: &App, f: &mut Frame, area: Rect) {
             .style(Style::default()),
         Rect::new(area.x, y, area.width, h.max(1)),
     );
+}
+
+/// Title spans clipped to a panel `width` wide (borders and the spaces around the title
+/// taken off), the last one kept ending in `…` when something was cut: ratatui would cut
+/// a long title silently.
+pub(crate) fn fit_title(spans: Vec<Span<'_>>, width: u16) -> Vec<Span<'_>> {
+    let mut room = (width as usize).saturating_sub(4);
+    let total: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    if total <= room {
+        return spans;
+    }
+    let mut out = Vec::new();
+    for s in spans {
+        let n = s.content.chars().count();
+        if n < room {
+            room -= n;
+            out.push(s);
+        } else {
+            out.push(Span::styled(clip(&s.content, room), s.style));
+            break;
+        }
+    }
+    out
 }
 
 /// Clip `s` to `w` display chars with an ellipsis.

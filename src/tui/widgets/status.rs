@@ -101,7 +101,8 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     if app.editor.is_some() {
         items.push(("EDIT".into(), false));
     }
-    items.push(("? help".into(), true));
+    // Always shown: the way to every other key.
+    items.push(("? help".into(), false));
     let width = area.width as usize;
     let total = |it: &[(String, bool)]| -> usize {
         it.iter().map(|(s, _)| s.chars().count()).sum::<usize>() + 3 * it.len().saturating_sub(1)
@@ -111,6 +112,13 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             break;
         };
         items.remove(i);
+    }
+    // Still too wide: the model's name gives way (with a marker), never `? help`.
+    let over = total(&items).saturating_sub(width);
+    if over > 0 {
+        let m = &mut items[0].0;
+        let keep = m.chars().count().saturating_sub(over).max(4);
+        *m = clip(m, keep);
     }
     let mut l1 = Vec::new();
     for (i, (s, _)) in items.into_iter().enumerate() {
