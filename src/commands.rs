@@ -286,7 +286,8 @@ fn syntax_cmd(lang: Option<&str>, args: &SyntaxArgs) -> Result<()> {
     let lang = language_for(lang, &args.file)?;
     let syn = syntax::parse(&inp.text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
     if args.json {
-        print(&format!("{}\n", syn.to_json()))
+        let doc = syn.to_json().map_err(|e| Error::Syntax(e.to_string()))?;
+        print(&format!("{doc}\n"))
     } else {
         print(&syn.render_table(color_stdout()))
     }

@@ -45,15 +45,12 @@ impl Mode {
 /// The gold graphs scored, in report order.
 pub const GRAPHS: [&str; 4] = ["ast_motif", "syntactic", "syntactic_identifier", "dfg"];
 
-/// Edges of one named gold graph over syntax-token indices.
-pub fn graph_edges(syn: &Syntax, name: &str) -> Vec<(usize, usize)> {
-    let g = &syn.graphs;
-    match name {
-        "ast_motif" => g.ast_motif.clone(),
-        "syntactic" => g.syntactic.clone(),
-        "syntactic_identifier" => g.syntactic_identifier.clone(),
-        "dfg" => g.dfg.iter().map(|&(i, j, _)| (i, j)).collect(),
-        _ => Vec::new(),
+/// Edges of one named gold graph over syntax-token indices, between the given tokens
+/// (the analysed window: a huge flat list's motif graph is never listed whole).
+pub fn graph_edges(syn: &Syntax, name: &str, tokens: &[usize]) -> Vec<(usize, usize)> {
+    match syntax::Graph::from_name(name) {
+        Some(g) => syn.graphs.edges_within(g, tokens),
+        None => Vec::new(),
     }
 }
 
@@ -169,7 +166,12 @@ pub fn analyze_trace(
     let n_all = tokens.len();
     let golds: Vec<(&'static str, GoldMask)> = GRAPHS
         .iter()
-        .map(|&g| (g, GoldMask::new(graph_edges(&syn, g), &ta.tokens, n_all)))
+        .map(|&g| {
+            (
+                g,
+                GoldMask::new(graph_edges(&syn, g, &ta.tokens), &ta.tokens, n_all),
+            )
+        })
         .collect();
     let relations = golds
         .iter()

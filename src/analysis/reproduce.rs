@@ -298,7 +298,11 @@ fn score_snippet(
     Ok(GRAPHS
         .iter()
         .map(|g| {
-            let gold = GoldMask::new(graph_edges(&a.syntax, g), &a.token_attention.tokens, n_all);
+            let gold = GoldMask::new(
+                graph_edges(&a.syntax, g, &a.token_attention.tokens),
+                &a.token_attention.tokens,
+                n_all,
+            );
             (
                 gold.edges == 0,
                 HeadScores::sweep(&a.token_attention, &gold, grid),

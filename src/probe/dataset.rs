@@ -24,7 +24,7 @@
 //! and task. Pair features are `h_a - h_b` (METHODS.md 4), [`PairFeatures::Concat`]
 //! gives `[h_a; h_b]`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::Serialize;
 
@@ -32,7 +32,7 @@ use super::Rng;
 use crate::analysis::{attention::aggregate_hidden, model_input, Mode};
 use crate::error::{Error, Result};
 use crate::model::{ForwardOptions, LoadedModel};
-use crate::syntax::{self, Category, Coarse, CodeToken, DfgKind, Syntax};
+use crate::syntax::{self, Category, Coarse, CodeToken, DfgKind, Graph, Syntax};
 
 /// A probing task (METHODS.md 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -289,14 +289,13 @@ pub fn label_snippet(
         }
         Task::Siblings | Task::SiblingsId => {
             let want_id = task == Task::SiblingsId;
-            let edges: HashSet<(usize, usize)> = syn.graphs.ast_motif.iter().copied().collect();
             let (mut pos_p, mut neg_p) = (Vec::new(), Vec::new());
             for &a in covered.iter().filter(|&&a| is_kw(a)) {
                 for &b in covered {
                     if b == a || (want_id && !is_id(b)) {
                         continue;
                     }
-                    if edges.contains(&(a, b)) {
+                    if syn.graphs.contains(Graph::AstMotif, a, b) {
                         pos_p.push((a, b));
                     } else {
                         neg_p.push((a, b));

@@ -77,9 +77,10 @@ pub enum SyntaxError {
     /// tree-sitter did not finish within [`Limits::timeout`].
     #[error("parsing did not finish within {0:?}")]
     Timeout(std::time::Duration),
-    /// The gold graphs would exceed [`MAX_GRAPH_EDGES`] edges (e.g. a huge flat list
-    /// literal: the motif graph is quadratic in the number of siblings).
-    #[error("the relation graphs would have {edges} edges, over the limit of {max}")]
+    /// A graph has more than [`MAX_GRAPH_EDGES`] edges: a data-flow graph (refused at
+    /// parse time), or a motif graph asked to be listed whole (a huge flat literal: the
+    /// motif graph is quadratic in the number of siblings; windows of it stay available).
+    #[error("a relation graph would have {edges} edges, over the limit of {max}")]
     TooManyEdges {
         /// Number of edges the graph would have (lower bound).
         edges: usize,
@@ -169,15 +170,20 @@ impl Syntax {
     /// The JSON export, exactly:
     /// `{"language", "tokens": [{text,start,end,kind,category,coarse,role,depth}],
     ///   "graphs": {"ast_motif": [[i,j]], "syntactic": [[i,j]],
-    ///   "syntactic_identifier": [[i,j]], "dfg": [[i,j,"comesFrom"|"computedFrom"]]},
-    ///   "errors": [{start,end,message}]}`.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+    ///   "syntactic_identifier": [[i,j]], "dfg": [[i,j,"comesFrom"|"computedFrom"]],
+    ///   "dfg_refined": [[i,j,kind]]}, "errors": [{start,end,message}]}` (keys sorted).
+    ///
+    /// # Errors
+    /// [`SyntaxError::TooManyEdges`] when the motif graph has more than
+    /// [`MAX_GRAPH_EDGES`] edges (a huge flat literal): too many to list.
+    pub fn to_json(&self) -> Result<serde_json::Value, SyntaxError> {
+        self.graphs.check_listable()?;
+        Ok(serde_json::json!({
             "language": self.language,
             "tokens": self.tokens,
             "graphs": self.graphs,
             "errors": self.errors,
-        })
+        }))
     }
 
     /// A readable token table (index, byte span, depth, category, kind, role, text).

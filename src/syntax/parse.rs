@@ -118,7 +118,7 @@ pub fn parse_with(source: &str, lang: Language, limits: &Limits) -> Result<Synta
         .map(|(s, e)| (s - prefix, e - prefix))
         .collect();
     let tree_info = TreeInfo::new(&arena, container_id, base, token_node);
-    let graphs = graph::build_graphs(&arena, &tokens, &tree_info, lang, container_id)?;
+    let graphs = graph::build_graphs(&arena, source, &tokens, &tree_info, lang, container_id)?;
 
     Ok(Syntax {
         language: lang,

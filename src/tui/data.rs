@@ -259,7 +259,7 @@ impl Prepared {
                 (
                     g,
                     GoldMask::new(
-                        analysis::graph_edges(&analysis.syntax, g),
+                        analysis::graph_edges(&analysis.syntax, g, &ta.tokens),
                         &ta.tokens,
                         n_all,
                     ),

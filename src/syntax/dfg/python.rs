@@ -3,9 +3,11 @@
 
 use super::super::roles::python::python_is_method;
 use super::super::token::Role;
-use super::{Dfg, DfgKind, ScopeKind, PUNCT};
+use super::refined::{Refined, ScopeKind, PUNCT};
+use super::study::Study;
+use super::DfgKind;
 
-impl Dfg<'_> {
+impl Refined<'_> {
     pub(super) fn visit_python(&mut self, n: u32) {
         let a = self.a;
         match a.kind(n) {
@@ -341,5 +343,111 @@ impl Dfg<'_> {
         }
         ends.push(before);
         self.restore_merged(ends);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The study's graph: DFG_python (GraphCodeBERT, attention/dfg/DFG.py), rule for rule
+// ---------------------------------------------------------------------------------------
+
+impl Study<'_> {
+    /// `DFG_python` on a non-leaf node (leaves are handled by the engine).
+    pub(super) fn python(&mut self, n: u32) {
+        let a = self.a;
+        match a.kind(n) {
+            "default_parameter" => {
+                let name = a.child_by_field(n, "name");
+                let value = a.child_by_field(n, "value");
+                self.declarator(name, value);
+            }
+            "assignment" | "augmented_assignment" | "for_in_clause" => self.py_assignment(n),
+            "if_statement" => {
+                let kids = self.kids(n);
+                let is_alt = |c: u32| matches!(a.kind(c), "elif_clause" | "else_clause");
+                let main: Vec<u32> = kids.iter().copied().filter(|&c| !is_alt(c)).collect();
+                let alts: Vec<u32> = kids.iter().copied().filter(|&c| is_alt(c)).collect();
+                let has_else = kids.iter().any(|&c| a.kind(c).contains("else"));
+                self.branches(&main, &alts, !has_else);
+            }
+            "for_statement" => {
+                let body = self
+                    .kids(n)
+                    .last()
+                    .copied()
+                    .filter(|&c| a.kind(c) == "block");
+                for _ in 0..self.twice() {
+                    let (left, right) = (a.child_by_field(n, "left"), a.child_by_field(n, "right"));
+                    if let (Some(l), Some(r)) = (left, right) {
+                        self.py_pairs(l, r);
+                    }
+                    if let Some(b) = body {
+                        self.visit(b);
+                    }
+                }
+            }
+            "while_statement" => {
+                for _ in 0..self.twice() {
+                    self.children(n, &[]);
+                }
+            }
+            _ => self.children(n, &["for_in_clause"]),
+        }
+    }
+
+    /// `assignment`, `augmented_assignment` and `for_in_clause`.
+    fn py_assignment(&mut self, n: u32) {
+        let a = self.a;
+        if a.kind(n) == "for_in_clause" {
+            // right_nodes = [children[-1]], left_nodes = [left]
+            let right = self.kids(n).last().copied();
+            let left = a.child_by_field(n, "left");
+            if let Some(r) = right {
+                self.visit(r);
+                if let Some(l) = left {
+                    let (t, s) = (self.vars(l), self.vars(r));
+                    self.assign(&t, &s, DfgKind::ComputedFrom);
+                }
+            }
+            return;
+        }
+        // `x: int` (no right side): no edges, no definition.
+        let (Some(l), Some(r)) = (a.child_by_field(n, "left"), a.child_by_field(n, "right")) else {
+            return;
+        };
+        self.py_pairs(l, r);
+    }
+
+    /// The pairing of DFG_python's assignment and `for` rules: the non-comma children of
+    /// both sides pairwise when there are as many on each side (and at least one),
+    /// otherwise the two sides whole; the right nodes walked first, then each left
+    /// token `computedFrom` every token of its right node.
+    fn py_pairs(&mut self, left: u32, right: u32) {
+        let a = self.a;
+        let split = |s: &Self, x: u32| -> Vec<u32> {
+            s.kids(x)
+                .iter()
+                .copied()
+                .filter(|&c| a.kind(c) != ",")
+                .collect()
+        };
+        let mut ls = split(self, left);
+        let mut rs = split(self, right);
+        if ls.len() != rs.len() {
+            ls = vec![left];
+            rs = vec![right];
+        }
+        if ls.is_empty() {
+            ls = vec![left];
+        }
+        if rs.is_empty() {
+            rs = vec![right];
+        }
+        for &r in &rs {
+            self.visit(r);
+        }
+        for (&l, &r) in ls.iter().zip(&rs) {
+            let (t, s) = (self.vars(l), self.vars(r));
+            self.assign(&t, &s, DfgKind::ComputedFrom);
+        }
     }
 }
