@@ -1193,6 +1193,82 @@ fn py_pasted_methods_get_their_class_back() {
     assert!(has_dfg(&m, "key#1", "key", CF));
 }
 
+// ---------------------------------------------------------------------------------------
+// The study's data-flow graph: cases checked against its code (study_graphs.py --raw)
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn study_dfg_hand_checked_cases() {
+    let s = py("def f(o, n):\n    y = o.attr\n    g(key=n)\n    while n:\n        n = n - 1\n    r = [v for v in o]\n    return v\n");
+    #[rustfmt::skip]
+    let expected = vec![
+        (8, 10, CP), (8, 12, CP),   // y <- o, attr (attribute names are values)
+        (10, 3, CF), (17, 5, CF),
+        (20, 5, CF), (20, 22, CF),  // `while n` sees the loop's own `n = ...` (second walk)
+        (22, 24, CP), (22, 26, CP), // n <- n, 1 (literal source)
+        (24, 5, CF), (24, 22, CF),
+        (27, 30, CP), (27, 32, CP), (27, 34, CP),
+        (30, 32, CF), (32, 34, CP), (34, 3, CF),
+        (37, 32, CF),               // the comprehension variable after the comprehension
+    ];
+    assert_eq!(s.graphs.dfg, expected);
+    // A use in a loop body walked twice comes from itself.
+    let s = py("while c:\n    print(x)\n");
+    assert_eq!(s.graphs.dfg, vec![(1, 1, CF), (3, 3, CF), (5, 5, CF)]);
+    assert!(s.graphs.dfg_refined.iter().all(|&(i, j, _)| i != j));
+    // The study slices a token out of its line with byte columns as character indices:
+    // after a non-ASCII character on the line the "text" shifts (`+` reads as `a`), and
+    // its graph follows; so does this one.
+    let s = py("def f(a):\n    s = \"\u{e9}\u{e9}\" + a\n    t = s\n    u = \"\u{e9}\" if a else b\n    return u + t\n");
+    #[rustfmt::skip]
+    let expected = vec![
+        (6, 8, CP), (6, 9, CP), (6, 10, CP), (9, 3, CF), (11, 13, CP), (13, 6, CF),
+        (14, 16, CP), (14, 17, CP), (14, 18, CP), (14, 19, CP), (14, 20, CP), (20, 10, CF),
+        (22, 14, CF), (24, 11, CF),
+    ];
+    assert_eq!(s.graphs.dfg, expected);
+}
+
+#[test]
+fn dedented_method_with_a_multi_line_signature_keeps_its_body() {
+    // Issue #12, defect 1: the continuation line was taken as the body's indentation, the
+    // first line re-indented, and the body fell outside an empty def.
+    let s = py("def m(self, a,\n        b):\n    return a + b\n");
+    assert!(!s.wrapped);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(s.tokens[0].depth, 2); // module > function_definition > def
+    assert_eq!(s.tokens[t(&s, "return")].depth, 4); // ... > block > return_statement
+    assert_eq!(role(&s, "a#0"), Some("definition:parameter"));
+    assert_eq!(role(&s, "b#1"), Some("use:variable"));
+    assert!(has_dfg(&s, "a#1", "a#0", CF));
+    assert!(has_dfg(&s, "b#1", "b#0", CF));
+    assert!(s.graphs.dfg.contains(&(t(&s, "a#1"), t(&s, "a#0"), CF)));
+    // The same with the method still indented is wrapped in its class and agrees.
+    let w = py("    def m(self, a,\n            b):\n        return a + b\n");
+    assert!(w.wrapped && w.errors.is_empty());
+    assert_eq!(w.graphs.dfg_refined, s.graphs.dfg_refined);
+    assert_eq!(w.graphs.dfg, s.graphs.dfg);
+}
+
+#[test]
+fn self_fields_flow_in_a_bare_method() {
+    // Issue #12, defect 2: with no enclosing class (a corpus snippet), `self.x` flows
+    // vanished.
+    let s = py("def m(self, a):\n    self.x = a\n    return self.x\n");
+    assert!(!s.wrapped);
+    assert!(has_dfg(&s, "x#0", "a#1", CP)); // self.x = a
+    assert!(has_dfg(&s, "x#1", "x#0", CF)); // return self.x
+                                            // Across the methods of one snippet, as in a class.
+    let s = py("def __init__(self, n):\n    self.n = n\n\ndef get(self):\n    return self.n\n");
+    assert!(has_dfg(&s, "n#3", "n#1", CF));
+    // A plain function's first parameter is no receiver.
+    let f = py("def f(obj, a):\n    obj.x = a\n    return obj.x\n");
+    assert!(!has_dfg(&f, "x#1", "x#0", CF));
+    // A static method has no receiver either.
+    let st = py("@staticmethod\ndef m(self, a):\n    self.x = a\n    return self.x\n");
+    assert!(!has_dfg(&st, "x#1", "x#0", CF));
+}
+
 #[test]
 fn empty_and_whitespace_sources() {
     for lang in Language::ALL {

@@ -143,7 +143,7 @@ impl Refined<'_> {
             self.leaf(name);
         }
         let receiver = if a.kind(n) == "function_definition"
-            && python_is_method(a, n)
+            && (python_is_method(a, n) || self.py_is_bare_method(n))
             && !self.py_is_static(n)
         {
             params
@@ -161,6 +161,59 @@ impl Refined<'_> {
         }
         self.visit_opt(a.child_by_field(n, "body"));
         self.pop();
+    }
+
+    /// Is the snippet made only of `def`s (comments aside), at least one taking `self` or
+    /// `cls` first: methods pasted without their class?
+    pub(super) fn py_bare_methods(&self, root: u32) -> bool {
+        let a = self.a;
+        let mut any = false;
+        for &c in a.children(root) {
+            let func = match a.kind(c) {
+                "comment" => continue,
+                "function_definition" => c,
+                "decorated_definition" => match a.child_by_field(c, "definition") {
+                    Some(d) if a.kind(d) == "function_definition" => d,
+                    _ => return false,
+                },
+                _ => return false,
+            };
+            any |= self
+                .py_first_param(func)
+                .is_some_and(|t| matches!(self.tokens[t].text.as_str(), "self" | "cls"));
+        }
+        any
+    }
+
+    /// The token of a function's first parameter name.
+    fn py_first_param(&self, func: u32) -> Option<usize> {
+        let a = self.a;
+        let ps = a.child_by_field(func, "parameters")?;
+        let first = a
+            .children(ps)
+            .iter()
+            .copied()
+            .find(|&c| !matches!(a.kind(c), "(" | ")" | "," | "comment"))?;
+        let name = match a.kind(first) {
+            "identifier" => first,
+            "typed_parameter" => *a.children(first).first()?,
+            "default_parameter" | "typed_default_parameter" => a.child_by_field(first, "name")?,
+            _ => return None,
+        };
+        self.ident(name)
+    }
+
+    /// A top-level `def` of a snippet of bare methods (see `py_bare_methods`).
+    fn py_is_bare_method(&self, func: u32) -> bool {
+        let a = self.a;
+        let Some(root) = self.bare_methods_of else {
+            return false;
+        };
+        let mut p = a.parent(func);
+        if p.is_some_and(|p| a.kind(p) == "decorated_definition") {
+            p = p.and_then(|p| a.parent(p));
+        }
+        p == Some(root)
     }
 
     fn py_param(&mut self, p: u32, out: &mut Vec<(u32, Vec<usize>)>) {

@@ -29,6 +29,11 @@ pub(super) fn run(
     if lang == Language::Python && a.parent_kind(root) == "class_definition" {
         // Wrapped pasted methods: the wrapper's class scope.
         d.push(ScopeKind::Class, None);
+    } else if lang == Language::Python && d.py_bare_methods(root) {
+        // Methods without their class (a corpus snippet is one dedented method): the
+        // class they came from, so `self.x = a` reaches `return self.x`.
+        d.push(ScopeKind::Class, None);
+        d.bare_methods_of = Some(root);
     }
     d.visit(root);
     d.finish()
@@ -109,6 +114,8 @@ pub(super) struct Refined<'a> {
     pub(super) log: Vec<usize>,
     /// Subject identifiers while visiting a pattern (`case`, Java patterns).
     pub(super) pattern_sources: Option<Vec<usize>>,
+    /// Python: the root whose top-level `def`s are methods of an implicit class.
+    pub(super) bare_methods_of: Option<u32>,
     pub(super) depth: usize,
 }
 
@@ -131,6 +138,7 @@ impl<'a> Refined<'a> {
             edges: Vec::new(),
             log: Vec::new(),
             pattern_sources: None,
+            bare_methods_of: None,
             depth: 0,
         }
     }
