@@ -78,6 +78,7 @@ pub fn parse_with(source: &str, lang: Language, limits: &Limits) -> Result<Synta
     };
     let base = arena.nodes[container_id as usize].depth;
 
+    let role_cx = roles::Context::new(&arena, lang);
     let mut tokens = Vec::with_capacity(raw.len());
     let mut token_node = Vec::with_capacity(raw.len());
     for r in &raw {
@@ -90,10 +91,7 @@ pub fn parse_with(source: &str, lang: Language, limits: &Limits) -> Result<Synta
             arena.parent_kind(r.node),
         );
         let role = (category == Category::Identifier)
-            .then(|| match lang {
-                Language::Python => roles::python::role(&arena, r.node),
-                Language::Java => roles::java::role(&arena, r.node),
-            })
+            .then(|| role_cx.role(&arena, r.node))
             .map(|r| r.to_string());
         tokens.push(CodeToken {
             text: text[r.start..r.end].to_string(),
