@@ -22,7 +22,8 @@
 //! - `graph.rs`: the [`Graph`] names and the [`Graphs`] of a snippet;
 //! - `motif.rs`: the AST motif graph;
 //! - `dfg/{mod,python,java}.rs`: the data-flow graph (engine + per-language rules);
-//! - `align.rs`: subword <-> code token alignment; `paper.rs`: paper-mode text.
+//! - `align.rs`: subword <-> code token alignment; `paper.rs`: paper-mode text;
+//! - `clean.rs`: the study's comment and docstring removal (paper mode, `reproduce`).
 //!
 //! Invariants (checked by the tests in `tests.rs`):
 //! - every offset is a BYTE offset into [`Syntax::source`] (the text the caller passed,
@@ -38,6 +39,7 @@
 
 mod align;
 mod arena;
+mod clean;
 mod dfg;
 mod graph;
 mod lang;
@@ -53,6 +55,7 @@ mod tests;
 use std::fmt::Write as _;
 
 pub use align::{align, Alignment, SubwordSpan};
+pub use clean::{remove_comments_and_docstrings, CleanError};
 pub use dfg::DfgKind;
 pub use graph::{Graph, Graphs, MAX_GRAPH_EDGES};
 pub use lang::Language;

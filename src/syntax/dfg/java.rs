@@ -92,17 +92,16 @@ impl Refined<'_> {
             }
             "if_statement" => {
                 self.visit_opt(a.child_by_field(n, "condition"));
-                let before = self.snapshot();
+                let m = self.mark();
                 self.visit_opt(a.child_by_field(n, "consequence"));
-                let then_end = self.snapshot();
+                let then_end = self.take(m);
                 match a.child_by_field(n, "alternative") {
                     Some(alt) => {
-                        self.scopes = before;
                         self.visit(alt);
-                        let else_end = self.snapshot();
-                        self.restore_merged(vec![then_end, else_end]);
+                        let else_end = self.take(m);
+                        self.merge_ends(&[m, m], vec![then_end, else_end], false);
                     }
-                    None => self.restore_merged(vec![then_end, before]),
+                    None => self.merge_ends(&[m], vec![then_end], true),
                 }
             }
             "for_statement" => {
@@ -145,32 +144,34 @@ impl Refined<'_> {
                 // The body runs at least once: no "not entered" state.
                 self.visit_opt(body);
                 self.visit_opt(cond);
-                let first = self.snapshot();
+                let m = self.mark();
                 self.visit_opt(body);
                 self.visit_opt(cond);
-                let second = self.snapshot();
-                self.restore_merged(vec![first, second]);
+                let second = self.take(m);
+                self.merge_ends(&[m], vec![second], true);
             }
             "switch_expression" | "switch_statement" => self.java_switch(n),
             "try_statement" | "try_with_resources_statement" => {
                 self.visit_opt(a.child_by_field(n, "resources"));
-                let before = self.snapshot();
+                let before = self.mark();
                 self.visit_opt(a.child_by_field(n, "body"));
-                let after_try = self.snapshot();
-                let mut ends = vec![after_try.clone()];
+                let (mut marks, mut diffs) = (Vec::new(), Vec::new());
                 let mut finally = None;
                 for &c in a.children(n) {
                     match a.kind(c) {
                         "catch_clause" => {
-                            self.scopes = Self::merge(vec![before.clone(), after_try.clone()]);
+                            let m = self.mark();
+                            self.merge_with_mark(before);
                             self.visit(c);
-                            ends.push(self.snapshot());
+                            diffs.push(self.take(m));
+                            marks.push(m);
                         }
                         "finally_clause" => finally = Some(c),
                         _ => {}
                     }
                 }
-                self.restore_merged(ends);
+                // The ends: every catch, and the body's own end.
+                self.merge_ends(&marks, diffs, true);
                 self.visit_opt(finally);
             }
             "instanceof_expression" => {
@@ -264,8 +265,7 @@ impl Refined<'_> {
     fn java_switch(&mut self, n: u32) {
         let a = self.a;
         let srcs = self.sources_of(a.child_by_field(n, "condition"));
-        let before = self.snapshot();
-        let mut ends = Vec::new();
+        let (mut marks, mut diffs) = (Vec::new(), Vec::new());
         let mut has_default = false;
         let groups: Vec<u32> = a
             .child_by_field(n, "body")
@@ -280,7 +280,7 @@ impl Refined<'_> {
             })
             .unwrap_or_default();
         for g in groups {
-            self.scopes = before.clone();
+            let m = self.mark();
             for &c in a.children(g) {
                 if a.kind(c) == "switch_label" {
                     has_default |= a
@@ -294,12 +294,11 @@ impl Refined<'_> {
                     self.visit(c);
                 }
             }
-            ends.push(self.snapshot());
+            diffs.push(self.take(m));
+            marks.push(m);
         }
-        if !has_default || ends.is_empty() {
-            ends.push(before);
-        }
-        self.restore_merged(ends);
+        let fall_through = !has_default || diffs.is_empty();
+        self.merge_ends(&marks, diffs, fall_through);
     }
 }
 

@@ -26,6 +26,7 @@ use super::SyntaxError;
 mod java;
 mod python;
 mod refined;
+mod state;
 mod study;
 
 /// Kind of a data-flow edge `i -> j` (GraphCodeBERT's two relations).

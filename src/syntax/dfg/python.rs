@@ -113,7 +113,7 @@ impl Refined<'_> {
                         let mut owner = None;
                         for i in funcs {
                             first.get_or_insert(i);
-                            if self.scopes[i].vars.contains_key(&s) {
+                            if self.bound((i, s)) {
                                 owner = Some(i);
                                 break;
                             }
@@ -305,63 +305,72 @@ impl Refined<'_> {
         self.bind(left, &srcs, aug);
     }
 
+    /// `if` / `elif` / `else`: each branch starts from the state after its condition
+    /// (and the conditions before it); the state after is the union of the branch ends,
+    /// plus the state after the last condition when there is no `else`.
     fn py_if(&mut self, n: u32) {
         let a = self.a;
         self.visit_opt(a.child_by_field(n, "condition"));
-        let mut cur = self.snapshot();
+        let (mut marks, mut diffs) = (Vec::new(), Vec::new());
+        let m = self.mark();
         self.visit_opt(a.child_by_field(n, "consequence"));
-        let mut ends = vec![self.snapshot()];
+        diffs.push(self.take(m));
+        marks.push(m);
         let mut has_else = false;
         for alt in a.children_by_field(n, "alternative") {
-            self.scopes = cur.clone();
             if a.kind(alt) == "elif_clause" {
                 self.visit_opt(a.child_by_field(alt, "condition"));
-                cur = self.snapshot();
+                let m = self.mark();
                 self.visit_opt(a.child_by_field(alt, "consequence"));
+                diffs.push(self.take(m));
+                marks.push(m);
             } else {
                 has_else = true;
+                let m = self.mark();
                 self.visit_children(alt);
+                diffs.push(self.take(m));
+                marks.push(m);
             }
-            ends.push(self.snapshot());
         }
-        if !has_else {
-            ends.push(cur);
-        }
-        self.restore_merged(ends);
+        self.merge_ends(&marks, diffs, !has_else);
     }
 
+    /// `try`: an `except` starts from the union of the states before and after the body;
+    /// `else` from the state after it; the state after is the union of the ends (and of
+    /// the body's end when there is no `else`), then `finally` runs.
     fn py_try(&mut self, n: u32) {
         let a = self.a;
-        let before = self.snapshot();
+        let before = self.mark();
         self.visit_opt(a.child_by_field(n, "body"));
-        let after_try = self.snapshot();
-        let mut ends = Vec::new();
+        let (mut marks, mut diffs) = (Vec::new(), Vec::new());
         let mut has_else = false;
         let mut finally = None;
         for &c in a.children(n) {
             match a.kind(c) {
                 "except_clause" | "except_group_clause" => {
-                    self.scopes = Self::merge(vec![before.clone(), after_try.clone()]);
+                    let m = self.mark();
+                    self.merge_with_mark(before);
                     self.visit_children(c);
-                    ends.push(self.snapshot());
+                    diffs.push(self.take(m));
+                    marks.push(m);
                 }
                 "else_clause" => {
-                    self.scopes = after_try.clone();
+                    let m = self.mark();
                     self.visit(c);
-                    ends.push(self.snapshot());
+                    diffs.push(self.take(m));
+                    marks.push(m);
                     has_else = true;
                 }
                 "finally_clause" => finally = Some(c),
                 _ => {}
             }
         }
-        if !has_else {
-            ends.push(after_try);
-        }
-        self.restore_merged(ends);
+        self.merge_ends(&marks, diffs, !has_else);
         self.visit_opt(finally);
     }
 
+    /// `match`: each case from the state after the subject; the union of the case ends
+    /// and that state.
     fn py_match(&mut self, n: u32) {
         let a = self.a;
         let mark = self.log.len();
@@ -369,8 +378,7 @@ impl Refined<'_> {
             self.visit(s);
         }
         let srcs = self.since(mark);
-        let before = self.snapshot();
-        let mut ends = Vec::new();
+        let (mut marks, mut diffs) = (Vec::new(), Vec::new());
         let cases: Vec<u32> = a
             .child_by_field(n, "body")
             .map(|b| {
@@ -382,7 +390,7 @@ impl Refined<'_> {
             })
             .unwrap_or_default();
         for case in cases {
-            self.scopes = before.clone();
+            let m = self.mark();
             let old = self.pattern_sources.replace(srcs.clone());
             for &c in a.children(case) {
                 if a.kind(c) == "case_pattern" {
@@ -392,10 +400,10 @@ impl Refined<'_> {
             self.pattern_sources = old;
             self.visit_opt(a.child_by_field(case, "guard"));
             self.visit_opt(a.child_by_field(case, "consequence"));
-            ends.push(self.snapshot());
+            diffs.push(self.take(m));
+            marks.push(m);
         }
-        ends.push(before);
-        self.restore_merged(ends);
+        self.merge_ends(&marks, diffs, true);
     }
 }
 

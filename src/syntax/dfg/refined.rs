@@ -11,6 +11,8 @@ use super::super::arena::Arena;
 use super::super::lang::Language;
 use super::super::roles::java::java_is_target;
 use super::super::token::{Binding, Category, CodeToken, IdentRole, Role};
+use super::state::{Diff, Key, States};
+use super::study::VISIT_BUDGET_PER_NODE;
 use super::DfgKind;
 
 /// Deepest syntax nesting the walker follows; deeper subtrees add no edges.
@@ -47,26 +49,18 @@ pub(super) enum ScopeKind {
     Class,
 }
 
+/// One open scope. Its variables live in [`Refined::vars`] under keys made of the
+/// scope's `uid` and the symbol, so that branches can be undone without copying scopes.
 #[derive(Debug, Clone)]
 pub(super) struct Scope {
     pub(super) kind: ScopeKind,
-    /// symbol -> tokens of the reaching definitions (sorted).
-    pub(super) vars: HashMap<u32, Vec<u32>>,
+    /// Unique over the walk (a scope index is reused after a pop; a uid never is).
+    pub(super) uid: u32,
     /// Python: the receiver parameter (`self`) of a method scope.
     pub(super) receiver: Option<u32>,
-    /// Python `global` / `nonlocal`: symbol -> scope index that owns it.
+    /// Python `global` / `nonlocal`: symbol -> scope index that owns it (function-wide,
+    /// as in Python, so not undone with a branch).
     pub(super) redirect: HashMap<u32, usize>,
-}
-
-impl Scope {
-    pub(super) fn new(kind: ScopeKind) -> Self {
-        Scope {
-            kind,
-            vars: HashMap::new(),
-            receiver: None,
-            redirect: HashMap::new(),
-        }
-    }
 }
 
 pub(super) type Loc = (usize, u32);
@@ -108,6 +102,12 @@ pub(super) struct Refined<'a> {
     pub(super) lang: Language,
     pub(super) syms: HashMap<&'a str, u32>,
     pub(super) scopes: Vec<Scope>,
+    /// Reaching definitions of every scope's variables (key: scope uid, symbol).
+    pub(super) vars: States,
+    next_uid: u32,
+    /// Nodes visited, for the loop budget.
+    visits: usize,
+    budget: usize,
     pub(super) edges: Vec<(usize, usize, DfgKind)>,
     /// Identifier tokens touched (used or defined), in visit order; a slice of it is
     /// the set of "identifiers of an expression".
@@ -134,7 +134,18 @@ impl<'a> Refined<'a> {
             roles: tokens.iter().map(CodeToken::ident_role).collect(),
             lang,
             syms: HashMap::new(),
-            scopes: vec![Scope::new(ScopeKind::Module)],
+            scopes: vec![Scope {
+                kind: ScopeKind::Module,
+                uid: 0,
+                receiver: None,
+                redirect: HashMap::new(),
+            }],
+            vars: States::default(),
+            next_uid: 1,
+            visits: 0,
+            budget: VISIT_BUDGET_PER_NODE
+                .saturating_mul(a.nodes.len())
+                .max(100_000),
             edges: Vec::new(),
             log: Vec::new(),
             pattern_sources: None,
@@ -191,37 +202,54 @@ impl<'a> Refined<'a> {
         self.since(mark)
     }
 
-    pub(super) fn snapshot(&self) -> Vec<Scope> {
-        self.scopes.clone()
+    /// The variables key of a location.
+    pub(super) fn key(&self, (i, k): Loc) -> Key {
+        (u64::from(self.scopes[i].uid) << 32) | u64::from(k)
     }
 
-    pub(super) fn merge(states: Vec<Vec<Scope>>) -> Vec<Scope> {
-        let mut it = states.into_iter();
-        let mut base = it.next().unwrap_or_default();
-        for st in it {
-            for (i, sc) in st.into_iter().enumerate().take(base.len()) {
-                for (k, v) in sc.vars {
-                    let e = base[i].vars.entry(k).or_default();
-                    e.extend(v);
-                    e.sort_unstable();
-                    e.dedup();
-                }
-            }
-        }
-        base
+    pub(super) fn bound(&self, loc: Loc) -> bool {
+        self.vars.contains(self.key(loc))
     }
 
-    pub(super) fn restore_merged(&mut self, states: Vec<Vec<Scope>>) {
-        let merged = Self::merge(states);
-        if merged.len() == self.scopes.len() {
-            self.scopes = merged;
-        }
+    pub(super) fn defs(&self, loc: Loc) -> Option<Vec<u32>> {
+        self.vars.get(self.key(loc)).cloned()
+    }
+
+    pub(super) fn set_defs(&mut self, loc: Loc, v: Vec<u32>) {
+        let k = self.key(loc);
+        self.vars.set(k, v);
+    }
+
+    /// A point to walk a branch from.
+    pub(super) fn mark(&self) -> usize {
+        self.vars.mark()
+    }
+
+    /// The branch walked since `mark`, undone.
+    pub(super) fn take(&mut self, mark: usize) -> Diff {
+        self.vars.take_diff(mark)
+    }
+
+    /// Merge branch ends into the current state (see [`States::merge`]).
+    pub(super) fn merge_ends(&mut self, marks: &[usize], diffs: Vec<Diff>, with_current: bool) {
+        self.vars.merge(marks, diffs, with_current);
+    }
+
+    /// Set the state to the union of the state at `mark` and the current one (an
+    /// `except` clause may start before or after any statement of the `try` body).
+    pub(super) fn merge_with_mark(&mut self, mark: usize) {
+        self.vars.merge(&[mark], vec![Diff::new()], true);
     }
 
     pub(super) fn push(&mut self, kind: ScopeKind, receiver: Option<u32>) {
-        let mut s = Scope::new(kind);
-        s.receiver = receiver;
-        self.scopes.push(s);
+        let uid = self.next_uid;
+        self.next_uid += 1;
+        self.scopes.push(Scope {
+            kind,
+            uid,
+            receiver,
+            redirect: HashMap::new(),
+        });
     }
 
     pub(super) fn pop(&mut self) {
@@ -240,18 +268,18 @@ impl<'a> Refined<'a> {
     pub(super) fn resolve(&self, s: u32) -> Option<Loc> {
         let inner = self.inner();
         if let Some(&t) = self.scopes[inner].redirect.get(&s) {
-            return self.scopes[t].vars.contains_key(&s).then_some((t, s));
+            return self.bound((t, s)).then_some((t, s));
         }
         for (i, sc) in self.scopes.iter().enumerate().rev() {
             match (self.lang, sc.kind) {
                 (Language::Python, ScopeKind::Class) if i != inner => continue,
                 (Language::Java, ScopeKind::Class) => {
-                    if sc.vars.contains_key(&(s | FIELD)) {
+                    if self.bound((i, s | FIELD)) {
                         return Some((i, s | FIELD));
                     }
                 }
                 _ => {
-                    if sc.vars.contains_key(&s) {
+                    if self.bound((i, s)) {
                         return Some((i, s));
                     }
                 }
@@ -329,18 +357,14 @@ impl<'a> Refined<'a> {
     /// A read of `tok` at `loc`; unbound -> the occurrence becomes the definition at
     /// `fallback` (DFG.py).
     pub(super) fn read(&mut self, tok: usize, loc: Option<Loc>, fallback: Loc) {
-        let defs = loc.and_then(|(i, k)| self.scopes[i].vars.get(&k).cloned());
+        let defs = loc.and_then(|l| self.defs(l));
         match defs {
             Some(defs) => {
                 for d in defs {
                     self.edge(tok, d as usize, DfgKind::ComesFrom);
                 }
             }
-            None => {
-                self.scopes[fallback.0]
-                    .vars
-                    .insert(fallback.1, vec![tok as u32]);
-            }
+            None => self.set_defs(fallback, vec![tok as u32]),
         }
         self.log.push(tok);
     }
@@ -362,8 +386,8 @@ impl<'a> Refined<'a> {
         kind: DfgKind,
     ) {
         if aug {
-            for &(i, k) in locs {
-                if let Some(defs) = self.scopes[i].vars.get(&k).cloned() {
+            for &l in locs {
+                if let Some(defs) = self.defs(l) {
                     for d in defs {
                         self.edge(tok, d as usize, DfgKind::ComesFrom);
                     }
@@ -373,8 +397,8 @@ impl<'a> Refined<'a> {
         for &s in sources {
             self.edge(tok, s, kind);
         }
-        for &(i, k) in locs {
-            self.scopes[i].vars.insert(k, vec![tok as u32]);
+        for &l in locs {
+            self.set_defs(l, vec![tok as u32]);
         }
         self.log.push(tok);
     }
@@ -446,6 +470,7 @@ impl<'a> Refined<'a> {
         if self.depth >= MAX_DFG_DEPTH {
             return;
         }
+        self.visits += 1;
         self.depth += 1;
         if self.a.is_leaf(n) {
             self.leaf(n);
@@ -570,13 +595,15 @@ impl<'a> Refined<'a> {
     }
 
     /// Walk `body` twice (loop-carried flow); afterwards the state is the union of
-    /// "not entered" and "after the body".
+    /// "not entered" and "after the body". Past the visit budget (hostile nesting: k
+    /// nested loops walk the innermost body 2^k times), once.
     pub(super) fn loop_twice(&mut self, mut body: impl FnMut(&mut Self)) {
-        let before = self.snapshot();
-        for _ in 0..2 {
+        let m = self.mark();
+        let passes = if self.visits < self.budget { 2 } else { 1 };
+        for _ in 0..passes {
             body(self);
-            let after = self.snapshot();
-            self.restore_merged(vec![before.clone(), after]);
+            let after = self.take(m);
+            self.merge_ends(&[m], vec![after], true);
         }
     }
 }

@@ -16,7 +16,7 @@
 //!   it is not, and the study's graph follows the shifted text, so this port does too
 //!   (`Lines::study_text`);
 //! - `states` (text -> definition tokens) is threaded through the walk and copied at
-//!   every branch; here it is one map with an undo log ([`States`]): a branch is run,
+//!   every branch; here it is one map with an undo log (`state.rs`): a branch is run,
 //!   its changes are taken as a diff and undone, and the branches' diffs are merged the
 //!   way `DFG_python` merges its state copies (per text, the union of the branch ends).
 //!   A walk costs the size of the tree and of the changes, not of the state;
@@ -40,88 +40,13 @@ use super::super::graph::MAX_GRAPH_EDGES;
 use super::super::lang::Language;
 use super::super::token::CodeToken;
 use super::super::SyntaxError;
+use super::state::States;
 use super::DfgKind;
 
 /// Deepest tree level the walk follows.
 pub(super) const MAX_DEPTH: usize = 1500;
 /// Loops are walked twice while the walk has made fewer visits than this many per node.
 pub(super) const VISIT_BUDGET_PER_NODE: usize = 64;
-
-/// Text -> definition tokens, with an undo log for branches.
-#[derive(Debug, Default)]
-pub(super) struct States {
-    map: HashMap<u32, Vec<u32>>,
-    /// (key, value before the change).
-    log: Vec<(u32, Option<Vec<u32>>)>,
-}
-
-/// Changes of one branch: key -> value at the branch's end.
-pub(super) type Diff = HashMap<u32, Vec<u32>>;
-
-impl States {
-    pub fn get(&self, k: u32) -> Option<&Vec<u32>> {
-        self.map.get(&k)
-    }
-
-    pub fn set(&mut self, k: u32, v: Vec<u32>) {
-        let old = self.map.insert(k, v);
-        self.log.push((k, old));
-    }
-
-    pub fn mark(&self) -> usize {
-        self.log.len()
-    }
-
-    /// The changes since `mark` (current values), undone.
-    pub fn take_diff(&mut self, mark: usize) -> Diff {
-        let mut diff = Diff::new();
-        while self.log.len() > mark {
-            let Some((k, old)) = self.log.pop() else {
-                break;
-            };
-            // Popping newest first: the first time a key is seen its value is current.
-            let cur = match old {
-                Some(v) => self.map.insert(k, v),
-                None => self.map.remove(&k),
-            };
-            if let Some(cur) = cur {
-                diff.entry(k).or_insert(cur);
-            }
-        }
-        diff
-    }
-
-    /// Set every key changed in some branch to the union over the branches of its value
-    /// at that branch's end (the base value where the branch left it alone); with
-    /// `with_base`, the base state is one more branch (DFG_python's fall-through).
-    pub fn merge(&mut self, diffs: Vec<Diff>, with_base: bool) {
-        let mut keys: Vec<u32> = diffs.iter().flat_map(|d| d.keys().copied()).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        for k in keys {
-            let base = self.map.get(&k);
-            let mut all: Vec<u32> = Vec::new();
-            let mut base_used = with_base;
-            for d in &diffs {
-                match d.get(&k) {
-                    Some(v) => all.extend_from_slice(v),
-                    None => base_used = true,
-                }
-            }
-            if base_used {
-                if let Some(b) = base {
-                    all.extend_from_slice(b);
-                }
-            }
-            all.sort_unstable();
-            all.dedup();
-            if base.is_some_and(|b| *b == all) {
-                continue;
-            }
-            self.set(k, all);
-        }
-    }
-}
 
 /// The walk's state.
 pub(super) struct Study<'a> {
@@ -364,7 +289,7 @@ impl<'a> Study<'a> {
         if self.skip[t] {
             return;
         }
-        let s = self.sym[t];
+        let s = self.sym[t] as u64;
         match self.states.get(s) {
             Some(defs) => {
                 let defs = defs.clone();
@@ -409,7 +334,7 @@ impl<'a> Study<'a> {
             for &s in sources {
                 self.edge(t, s, kind);
             }
-            self.states.set(self.sym[t], vec![t as u32]);
+            self.states.set(self.sym[t] as u64, vec![t as u32]);
         }
     }
 
@@ -420,7 +345,7 @@ impl<'a> Study<'a> {
         match value {
             None => {
                 for t in self.vars(name) {
-                    self.states.set(self.sym[t], vec![t as u32]);
+                    self.states.set(self.sym[t] as u64, vec![t as u32]);
                 }
             }
             Some(v) => {
@@ -445,6 +370,7 @@ impl<'a> Study<'a> {
             self.visit(c);
             diffs.push(self.states.take_diff(m));
         }
-        self.states.merge(diffs, fall_through);
+        let marks = vec![m; diffs.len()];
+        self.states.merge(&marks, diffs, fall_through);
     }
 }
