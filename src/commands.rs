@@ -442,6 +442,7 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
         pair_features: args.pair_features,
         seed: args.seed,
         max_pairs: args.max_pairs,
+        dfg_graph: args.graph,
         test_fraction: 0.2,
         layers: (!args.layers.is_empty()).then(|| args.layers.clone()),
         cache_root: (!args.no_cache).then(source::cache_dir),

@@ -215,6 +215,9 @@ pub struct DatasetOptions {
     /// At most this many pairs per snippet and pair task.
     pub max_pairs: usize,
     pub seed: u64,
+    /// The data-flow graph the `dfg` task's labels come from (`Graph::Dfg`, the study's,
+    /// or `Graph::DfgRefined`).
+    pub dfg_graph: Graph,
 }
 
 impl Default for DatasetOptions {
@@ -222,19 +225,35 @@ impl Default for DatasetOptions {
         DatasetOptions {
             max_pairs: 40,
             seed: 0,
+            dfg_graph: Graph::Dfg,
         }
     }
 }
 
 /// Label the tokens / pairs of one snippet for `task`. `covered` are the syntax-token
 /// indices that have hidden states (position k in `covered` = row k of the features);
-/// returned examples use those positions.
+/// returned examples use those positions. The `dfg` task's labels come from the study's
+/// data-flow graph ([`label_snippet_with`] picks another).
 pub fn label_snippet(
     task: Task,
     syn: &Syntax,
     covered: &[usize],
     snippet: usize,
     max_pairs: usize,
+    rng: &mut Rng,
+) -> Vec<Example> {
+    label_snippet_with(task, syn, covered, snippet, max_pairs, Graph::Dfg, rng)
+}
+
+/// [`label_snippet`] with the `dfg` task's labels taken from `dfg_graph` (`Graph::Dfg`
+/// or `Graph::DfgRefined`; any other graph gives the `dfg` task no edges).
+pub fn label_snippet_with(
+    task: Task,
+    syn: &Syntax,
+    covered: &[usize],
+    snippet: usize,
+    max_pairs: usize,
+    dfg_graph: Graph,
     rng: &mut Rng,
 ) -> Vec<Example> {
     let toks = &syn.tokens;
@@ -310,7 +329,7 @@ pub fn label_snippet(
         Task::Dfg => {
             let ids: Vec<usize> = covered.iter().copied().filter(|&i| is_id(i)).collect();
             let mut kinds: HashMap<(usize, usize), DfgKind> = HashMap::new();
-            for &(i, j, k) in &syn.graphs.dfg {
+            for &(i, j, k) in syn.graphs.dfg_edges(dfg_graph).unwrap_or(&[]) {
                 kinds.entry((i, j)).or_insert(k);
             }
             let (mut cf, mut cp, mut none) = (Vec::new(), Vec::new(), Vec::new());
@@ -375,12 +394,13 @@ pub fn build_task(
         // change the pairs sampled for the others.
         let mut rng =
             Rng::new(opts.seed ^ (task as u64 + 1).wrapping_mul(0x9E37_79B9) ^ (s as u64) << 20);
-        examples.extend(label_snippet(
+        examples.extend(label_snippet_with(
             task,
             syn,
             &features.snippets[s].tokens,
             s,
             opts.max_pairs,
+            opts.dfg_graph,
             &mut rng,
         ));
     }

@@ -29,8 +29,11 @@
 //! - every offset is a BYTE offset into [`Syntax::source`] (the text the caller passed,
 //!   never the wrapped text), and `&source[t.start..t.end] == t.text` for every token;
 //! - tokens are in source order, non-overlapping, non-empty; comments are never tokens;
-//! - every graph is sorted and deduplicated, with indices into `tokens`, and has no self
-//!   edges;
+//! - every graph is sorted and deduplicated, with indices into `tokens`; none has self
+//!   edges but the study's `dfg` (its loop bodies are walked twice);
+//! - the whole layer is linear in the input on any shape (no per-token climb of the tree;
+//!   branch states cost their changes; the motif graph is stored as bicliques and listed
+//!   per window), within the documented caps (walk depth, loop visit budget, edge limit);
 //! - parsing never panics, whatever the input: broken code yields `errors` plus the best
 //!   tokens and graphs tree-sitter's error recovery allows.
 //!

@@ -340,6 +340,7 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
         pair_features: crate::probe::PairFeatures::Diff,
         seed: 0,
         max_pairs: 40,
+        dfg_graph: crate::syntax::Graph::Dfg,
         test_fraction: 0.2,
         layers: None,
         cache_root: Some(source::cache_dir()),

@@ -92,7 +92,7 @@ impl Refined<'_> {
             }
             "if_statement" => {
                 self.visit_opt(a.child_by_field(n, "condition"));
-                let m = self.mark();
+                let m = self.open();
                 self.visit_opt(a.child_by_field(n, "consequence"));
                 let then_end = self.take(m);
                 match a.child_by_field(n, "alternative") {
@@ -144,7 +144,7 @@ impl Refined<'_> {
                 // The body runs at least once: no "not entered" state.
                 self.visit_opt(body);
                 self.visit_opt(cond);
-                let m = self.mark();
+                let m = self.open();
                 self.visit_opt(body);
                 self.visit_opt(cond);
                 let second = self.take(m);
@@ -153,7 +153,7 @@ impl Refined<'_> {
             "switch_expression" | "switch_statement" => self.java_switch(n),
             "try_statement" | "try_with_resources_statement" => {
                 self.visit_opt(a.child_by_field(n, "resources"));
-                let before = self.mark();
+                let before = self.open();
                 self.visit_opt(a.child_by_field(n, "body"));
                 let (mut marks, mut diffs) = (Vec::new(), Vec::new());
                 let mut finally = None;
@@ -279,8 +279,8 @@ impl Refined<'_> {
                     .collect()
             })
             .unwrap_or_default();
+        let m = self.open();
         for g in groups {
-            let m = self.mark();
             for &c in a.children(g) {
                 if a.kind(c) == "switch_label" {
                     has_default |= a

@@ -312,7 +312,7 @@ impl Refined<'_> {
         let a = self.a;
         self.visit_opt(a.child_by_field(n, "condition"));
         let (mut marks, mut diffs) = (Vec::new(), Vec::new());
-        let m = self.mark();
+        let m = self.open();
         self.visit_opt(a.child_by_field(n, "consequence"));
         diffs.push(self.take(m));
         marks.push(m);
@@ -340,7 +340,7 @@ impl Refined<'_> {
     /// the body's end when there is no `else`), then `finally` runs.
     fn py_try(&mut self, n: u32) {
         let a = self.a;
-        let before = self.mark();
+        let before = self.open();
         self.visit_opt(a.child_by_field(n, "body"));
         let (mut marks, mut diffs) = (Vec::new(), Vec::new());
         let mut has_else = false;
@@ -389,8 +389,8 @@ impl Refined<'_> {
                     .collect()
             })
             .unwrap_or_default();
+        let m = self.open();
         for case in cases {
-            let m = self.mark();
             let old = self.pattern_sources.replace(srcs.clone());
             for &c in a.children(case) {
                 if a.kind(c) == "case_pattern" {

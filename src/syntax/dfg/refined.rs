@@ -220,7 +220,12 @@ impl<'a> Refined<'a> {
         self.vars.set(k, v);
     }
 
-    /// A point to walk a branch from.
+    /// Open a branch construct (closed by [`Refined::merge_ends`]); its first mark.
+    pub(super) fn open(&mut self) -> usize {
+        self.vars.open()
+    }
+
+    /// A point to walk a branch from, inside an open construct.
     pub(super) fn mark(&self) -> usize {
         self.vars.mark()
     }
@@ -230,8 +235,10 @@ impl<'a> Refined<'a> {
         self.vars.take_diff(mark)
     }
 
-    /// Merge branch ends into the current state (see [`States::merge`]).
+    /// Close the construct and merge its branch ends into the current state (see
+    /// [`States::merge`]).
     pub(super) fn merge_ends(&mut self, marks: &[usize], diffs: Vec<Diff>, with_current: bool) {
+        self.vars.close();
         self.vars.merge(marks, diffs, with_current);
     }
 
@@ -598,12 +605,17 @@ impl<'a> Refined<'a> {
     /// "not entered" and "after the body". Past the visit budget (hostile nesting: k
     /// nested loops walk the innermost body 2^k times), once.
     pub(super) fn loop_twice(&mut self, mut body: impl FnMut(&mut Self)) {
-        let m = self.mark();
+        let m = self.open();
         let passes = if self.visits < self.budget { 2 } else { 1 };
-        for _ in 0..passes {
+        for pass in 0..passes {
             body(self);
             let after = self.take(m);
-            self.merge_ends(&[m], vec![after], true);
+            if pass + 1 < passes {
+                // Still open: the second pass is undone back to the state before the loop.
+                self.vars.merge(&[m], vec![after], true);
+            } else {
+                self.merge_ends(&[m], vec![after], true);
+            }
         }
     }
 }

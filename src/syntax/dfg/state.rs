@@ -16,11 +16,31 @@ pub(super) type Key = u64;
 pub(super) type Diff = HashMap<Key, Vec<u32>>;
 
 /// Key -> definition tokens, with an undo log.
+///
+/// Changes are logged only while a branch is open ([`States::open`] .. [`States::close`]):
+/// outside every branch nothing will be undone, so a long run of `if`s adding to one name
+/// grows its definitions in place instead of copying them at each `if`.
 #[derive(Debug, Default)]
 pub(super) struct States {
     map: HashMap<Key, Vec<u32>>,
     /// (key, value before the change), oldest first.
     log: Vec<(Key, Option<Vec<u32>>)>,
+    /// Open branch constructs.
+    open: usize,
+}
+
+/// `dst ∪ add` into `dst` (both sorted, without duplicates).
+fn union_in_place(dst: &mut Vec<u32>, add: &[u32]) {
+    if add.is_empty() {
+        return;
+    }
+    if dst.last().is_none_or(|&l| l < add[0]) {
+        dst.extend_from_slice(add);
+        return;
+    }
+    dst.extend_from_slice(add);
+    dst.sort_unstable();
+    dst.dedup();
 }
 
 impl States {
@@ -34,10 +54,24 @@ impl States {
 
     pub fn set(&mut self, k: Key, v: Vec<u32>) {
         let old = self.map.insert(k, v);
-        self.log.push((k, old));
+        if self.open > 0 {
+            self.log.push((k, old));
+        }
     }
 
-    /// A point to take a diff from.
+    /// Open a branch construct (its changes are logged until the matching
+    /// [`States::close`]); returns a mark.
+    pub fn open(&mut self) -> usize {
+        self.open += 1;
+        self.log.len()
+    }
+
+    /// Close the innermost branch construct.
+    pub fn close(&mut self) {
+        self.open = self.open.saturating_sub(1);
+    }
+
+    /// A point to take a diff from, inside an open construct.
     pub fn mark(&self) -> usize {
         self.log.len()
     }
@@ -91,7 +125,9 @@ impl States {
         };
         let mut updates = Vec::new();
         for k in keys {
+            let logging = self.open > 0;
             let mut vals: Vec<u32> = Vec::new();
+            let mut with_cur = false;
             // Branches that changed k (sorted indices) contribute their end value.
             let changed: Vec<usize> = (0..n).filter(|&j| diffs[j].contains_key(&k)).collect();
             for &j in &changed {
@@ -114,22 +150,39 @@ impl States {
                 prev = Some(p);
             }
             if include_current || others_in(range(prev, None)) {
-                if let Some(cur) = self.map.get(&k) {
-                    vals.extend_from_slice(cur);
-                }
+                with_cur = true;
             }
             vals.sort_unstable();
             vals.dedup();
-            let same = match self.map.get(&k) {
-                Some(cur) => *cur == vals,
-                None => vals.is_empty(),
-            };
-            if !same && !vals.is_empty() {
-                updates.push((k, vals));
+            match self.map.get_mut(&k) {
+                // Nothing logged: add to the current list in place (usually an append:
+                // branch definitions come after the ones before the branch).
+                Some(cur) if with_cur && !logging => union_in_place(cur, &vals),
+                Some(cur) if with_cur => {
+                    let mut all = cur.clone();
+                    union_in_place(&mut all, &vals);
+                    if all != *cur {
+                        updates.push((k, all));
+                    }
+                }
+                Some(cur) => {
+                    if *cur != vals && !vals.is_empty() {
+                        updates.push((k, vals));
+                    }
+                }
+                None => {
+                    if !vals.is_empty() {
+                        updates.push((k, vals));
+                    }
+                }
             }
         }
         for (k, v) in updates {
             self.set(k, v);
+        }
+        if self.open == 0 {
+            // Nothing can be undone any more.
+            self.log.clear();
         }
     }
 }
@@ -142,7 +195,8 @@ mod tests {
     fn branches_merge_to_the_union_of_their_ends() {
         let mut s = States::default();
         s.set(1, vec![10]);
-        let m = s.mark();
+        let outer = s.open(); // keeps the merges undoable for this test
+        let m = s.open();
         s.set(1, vec![20]);
         s.set(2, vec![21]);
         let d1 = s.take_diff(m);
@@ -151,6 +205,7 @@ mod tests {
         s.set(1, vec![30]);
         let d2 = s.take_diff(m);
         // if/else: both ends; key 2 only exists at one end.
+        s.close();
         s.merge(&[m, m], vec![d1.clone(), d2], false);
         assert_eq!(s.get(1), Some(&vec![20, 30]));
         assert_eq!(s.get(2), Some(&vec![21]));
@@ -158,6 +213,9 @@ mod tests {
         let _ = s.take_diff(m);
         s.merge(&[m], vec![d1], true);
         assert_eq!(s.get(1), Some(&vec![10, 20]));
+        let _ = s.take_diff(outer);
+        s.close();
+        assert_eq!(s.get(1), Some(&vec![10]));
     }
 
     #[test]
@@ -165,7 +223,8 @@ mod tests {
         // if c0: x = 20  elif (c1 binds x = 15): x = 30   (no else)
         let mut s = States::default();
         s.set(1, vec![10]);
-        let m0 = s.mark();
+        let outer = s.open();
+        let m0 = s.open();
         s.set(1, vec![20]);
         let d0 = s.take_diff(m0);
         s.set(1, vec![15]); // the elif condition, not undone
@@ -173,6 +232,7 @@ mod tests {
         s.set(1, vec![30]);
         let d1 = s.take_diff(m1);
         // Ends: {20}, {30}, and the fall-through state after the last condition {15}.
+        s.close();
         s.merge(&[m0, m1], vec![d0.clone(), d1.clone()], true);
         assert_eq!(s.get(1), Some(&vec![15, 20, 30]));
         // Same without the fall-through and with a branch that left x alone: it sees
@@ -181,5 +241,21 @@ mod tests {
         s.merge(&[m0, m1], vec![Diff::new(), d1], false);
         // branch 0 left x alone at m0 (x = 10); branch 1 ended with 30.
         assert_eq!(s.get(1), Some(&vec![10, 30]));
+        let _ = outer;
+    }
+
+    #[test]
+    fn outside_every_branch_nothing_is_logged() {
+        let mut s = States::default();
+        for t in 0..1000u32 {
+            // `if c: x = t` at top level
+            let m = s.open();
+            s.set(7, vec![t]);
+            let d = s.take_diff(m);
+            s.close();
+            s.merge(&[m], vec![d], true);
+        }
+        assert_eq!(s.get(7).map(Vec::len), Some(1000));
+        assert_eq!(s.mark(), 0, "no log kept at top level");
     }
 }

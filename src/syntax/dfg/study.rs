@@ -361,7 +361,7 @@ impl<'a> Study<'a> {
     /// on the state before the statement, then the union of their ends (plus the state
     /// before when `fall_through`).
     pub fn branches(&mut self, main: &[u32], alternatives: &[u32], fall_through: bool) {
-        let m = self.states.mark();
+        let m = self.states.open();
         for &c in main {
             self.visit(c);
         }
@@ -371,6 +371,7 @@ impl<'a> Study<'a> {
             diffs.push(self.states.take_diff(m));
         }
         let marks = vec![m; diffs.len()];
+        self.states.close();
         self.states.merge(&marks, diffs, fall_through);
     }
 }
