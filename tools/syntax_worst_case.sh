@@ -16,7 +16,7 @@ exe=$(cargo test --release --test it --no-run 2>&1 | grep -o "$CARGO_TARGET_DIR/
 shapes=("$@")
 if [ ${#shapes[@]} -eq 0 ]; then
   shapes=(py_attribute_chain py_binary_operators py_nested_parens py_nested_lists py_nested_calls
-          py_flat_list java_field_chain java_binary_operators java_nested_parens java_flat_array)
+          py_flat_list py_many_ifs py_long_elif java_field_chain java_binary_operators java_nested_parens java_flat_array)
 fi
 printf '%-24s %8s %10s  %s\n' shape seconds "peak MB" "what the child printed"
 for s in "${shapes[@]}"; do

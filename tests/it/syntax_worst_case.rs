@@ -78,6 +78,20 @@ fn shapes() -> Vec<(&'static str, Language, String)> {
             nest("(", "1", ")", &format!("{jh}x = "), jt),
         ),
         (
+            "py_many_ifs",
+            Language::Python,
+            rep("if c:\n    x = 1\n", "", "y = x\n"),
+        ),
+        (
+            "py_long_elif",
+            Language::Python,
+            rep(
+                "elif c:\n    x = 1\n",
+                "if c:\n    x = 0\n",
+                "else:\n    x = 2\ny = x\n",
+            ),
+        ),
+        (
             "java_flat_array",
             Language::Java,
             rep("1, ", "class A { int[] x = {", "}; }\n"),

@@ -109,9 +109,16 @@ impl States {
         for (p, (k, _)) in self.log.iter().enumerate().skip(m0) {
             hist.entry(*k).or_default().push(p);
         }
-        let mut keys: Vec<Key> = diffs
-            .iter()
-            .flat_map(|d| d.keys().copied())
+        // Per key, the branches that changed it (in branch order).
+        let mut changed_by: HashMap<Key, Vec<usize>> = HashMap::new();
+        for (j, d) in diffs.iter().enumerate() {
+            for &k in d.keys() {
+                changed_by.entry(k).or_default().push(j);
+            }
+        }
+        let mut keys: Vec<Key> = changed_by
+            .keys()
+            .copied()
             .chain(hist.keys().copied())
             .collect();
         keys.sort_unstable();
@@ -129,8 +136,8 @@ impl States {
             let mut vals: Vec<u32> = Vec::new();
             let mut with_cur = false;
             // Branches that changed k (sorted indices) contribute their end value.
-            let changed: Vec<usize> = (0..n).filter(|&j| diffs[j].contains_key(&k)).collect();
-            for &j in &changed {
+            let changed: &[usize] = changed_by.get(&k).map_or(&[], Vec::as_slice);
+            for &j in changed {
                 vals.extend_from_slice(&diffs[j][&k]);
             }
             // The others contribute k's value at their mark.
