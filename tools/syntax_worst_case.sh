@@ -24,6 +24,6 @@ for s in "${shapes[@]}"; do
         syntax_worst_case::worst_case_child --exact --ignored --nocapture --test-threads 1 2>&1)
   t=$(echo "$out" | awk '/^TIME/ {print $2}')
   kb=$(echo "$out" | awk '/^TIME/ {print $3}')
-  line=$(echo "$out" | grep "^$s:" || echo "FAILED: $(echo "$out" | tail -3)")
+  line=$(echo "$out" | grep -o "$s: .*" || echo "FAILED: $(echo "$out" | tail -3)")
   printf '%-24s %8s %10d  %s\n' "$s" "$t" "$((kb / 1024))" "${line#"$s": }"
 done

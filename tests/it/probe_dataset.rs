@@ -173,7 +173,7 @@ fn dfg_labels_follow_the_chosen_graph() {
     )
     .unwrap();
     let covered: Vec<usize> = (0..syn.tokens.len()).collect();
-    let (y, attr) = (5, 9);
+    let (y, attr) = (6, 10);
     assert_eq!(
         (syn.tokens[y].text.as_str(), syn.tokens[attr].text.as_str()),
         ("y", "attr")

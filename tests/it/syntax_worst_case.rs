@@ -142,48 +142,78 @@ fn worst_case_child() {
     run_shape(&name);
 }
 
+/// Run one shape in a child process; its report line, or why it failed.
+fn run_child(name: &str) -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    // `ulimit -v` caps the child's address space: an allocation beyond it fails and the
+    // child aborts.
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" syntax_worst_case::worst_case_child --exact --ignored --nocapture --test-threads 1"
+        ))
+        .arg(&exe)
+        .env("CODESCOPE_WORST_CASE", name)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            break st;
+        }
+        if started.elapsed() > TIME_LIMIT {
+            let _ = child.kill();
+            return Err(format!("{name}: still running after {TIME_LIMIT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !status.success() {
+        return Err(format!(
+            "{name}: child failed ({status}):\n{stdout}\n{stderr}"
+        ));
+    }
+    // libtest prints `test ... ` before the child's own line.
+    let tag = format!("{name}:");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.find(&tag).map(|k| &l[k..]))
+        .ok_or_else(|| format!("{name}: the child did not report:\n{stdout}"))?;
+    Ok(format!(
+        "{line} ({:.1} s, debug build)",
+        started.elapsed().as_secs_f64()
+    ))
+}
+
 #[test]
 fn worst_case_shapes_finish_within_bounds() {
-    let exe = std::env::current_exe().unwrap();
-    for (name, _, _) in shapes() {
-        let started = Instant::now();
-        // `ulimit -v` caps the child's address space: an allocation beyond it fails and
-        // the child aborts.
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" syntax_worst_case::worst_case_child --exact --ignored --nocapture --test-threads 1"
-            ))
-            .arg(&exe)
-            .env("CODESCOPE_WORST_CASE", name)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let status = loop {
-            if let Some(st) = child.try_wait().unwrap() {
-                break st;
-            }
-            if started.elapsed() > TIME_LIMIT {
-                let _ = child.kill();
-                panic!("{name}: still running after {TIME_LIMIT:?}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let out = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            status.success(),
-            "{name}: child failed ({status}):\n{stdout}\n{stderr}"
-        );
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with(name))
-            .unwrap_or_else(|| panic!("{name}: the child did not report:\n{stdout}"));
-        println!(
-            "{line} ({:.1} s, debug build)",
-            started.elapsed().as_secs_f64()
-        );
+    let names: Vec<&str> = shapes().into_iter().map(|s| s.0).collect();
+    // Two children at a time (each under its own cap).
+    let results: Vec<Result<String, String>> = std::thread::scope(|sc| {
+        let halves: [Vec<&str>; 2] = [
+            names.iter().copied().step_by(2).collect(),
+            names.iter().copied().skip(1).step_by(2).collect(),
+        ];
+        let handles: Vec<_> = halves
+            .into_iter()
+            .map(|half| sc.spawn(move || half.into_iter().map(run_child).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    assert_eq!(results.len(), names.len());
+    let mut failures = Vec::new();
+    for r in results {
+        match r {
+            Ok(line) => println!("{line}"),
+            Err(e) => failures.push(e),
+        }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
