@@ -217,3 +217,51 @@ fn worst_case_shapes_finish_within_bounds() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Issue #16: `analyze` refused a 20,000-element flat list (180 KB) for its 1.6e9 motif
+/// edges, though only the model's window of tokens is analysed. Now only the window's
+/// edges are listed; `syntax --json`, which would list them all, refuses in one line.
+#[test]
+fn a_huge_flat_list_is_analysed_within_the_window() {
+    use codescope::model::testutil::{write_tiny_model, Tiny};
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny");
+    write_tiny_model(&model, &Tiny::default()).unwrap();
+    let src = dir.path().join("flat.py");
+    std::fs::write(&src, format!("x = [{}]\n", "1, ".repeat(20_000))).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_codescope"))
+            .env("CODESCOPE_CACHE", dir.path().join("cache"))
+            .env("CODESCOPE_LOG_FILE", dir.path().join("log.txt"))
+            .env("HF_ENDPOINT", "http://127.0.0.1:9")
+            .env("CODESCOPE_PYPI_URL", "http://127.0.0.1:9")
+            .args(args)
+            .arg(&src)
+            .output()
+            .unwrap()
+    };
+    let m = model.to_str().unwrap();
+    let out = run(&["--model", m, "analyze", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let analysed = v["analysed_tokens"].as_array().unwrap().len();
+    assert!(analysed > 50 && analysed < 200, "{analysed}");
+    // Every analysed token of the list sees every other one (the first two, `x =`, and
+    // the list's children): the edges of the window, not of the snippet.
+    let edges = v["relations"]["ast_motif"]["edges"].as_u64().unwrap() as usize;
+    assert!(
+        edges > analysed * (analysed - 10) && edges < analysed * analysed,
+        "{edges}"
+    );
+    // syntax --json would list 1.6e9 edges: refused in one line, no panic.
+    let out = run(&["syntax", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("over the limit") && err.lines().count() == 1,
+        "{err}"
+    );
+    // The table (no edges) still works.
+    assert!(run(&["syntax"]).status.success());
+}
