@@ -191,6 +191,10 @@ pub struct ProbeArgs {
     /// At most this many pairs per snippet and pair task.
     #[arg(long, default_value_t = crate::probe::DEFAULT_MAX_PAIRS)]
     pub max_pairs: usize,
+    /// The data-flow graph the dfg task's labels come from: `dfg` (the study's,
+    /// GraphCodeBERT's rules) or `dfg_refined` (codescope's identifier-only data flow).
+    #[arg(long, default_value = "dfg", value_parser = parse_dfg_graph)]
+    pub graph: crate::syntax::Graph,
     /// Do not read or write the feature cache.
     #[arg(long)]
     pub no_cache: bool,
@@ -231,4 +235,13 @@ fn threshold(s: &str) -> Result<f32, String> {
         return Err(format!("{s} is outside [0, 1]"));
     }
     Ok(v as f32)
+}
+
+/// `--graph` of `probe`: one of the data-flow graphs.
+fn parse_dfg_graph(s: &str) -> Result<crate::syntax::Graph, String> {
+    use crate::syntax::Graph;
+    match Graph::from_name(s) {
+        Some(g @ (Graph::Dfg | Graph::DfgRefined)) => Ok(g),
+        _ => Err(format!("`{s}` is not a data-flow graph (dfg, dfg_refined)")),
+    }
 }

@@ -279,7 +279,8 @@ fn syntax_cmd(settings: &Settings, args: &SyntaxArgs) -> Result<()> {
     let lang = settings.language_for(&args.file, &inp.text);
     let syn = syntax::parse(&inp.text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
     if args.json {
-        print(&format!("{}\n", syn.to_json()))
+        let doc = syn.to_json().map_err(|e| Error::Syntax(e.to_string()))?;
+        print(&format!("{doc}\n"))
     } else {
         print(&syn.render_table(color_stdout()))
     }
@@ -455,6 +456,7 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         pair_features: args.pair_features,
         seed: args.seed,
         max_pairs: args.max_pairs,
+        dfg_graph: args.graph,
         layers: (!args.layers.is_empty()).then(|| args.layers.clone()),
         cache_root: (!args.no_cache).then(|| settings.cache_dir.clone()),
         train: probe::TrainOptions {

@@ -252,7 +252,12 @@ pub fn from_trace(
     let n_all = tokens.len();
     let golds: BTreeMap<Graph, GoldMask> = Graph::ALL
         .iter()
-        .map(|&g| (g, GoldMask::new(syn.graphs.edges(g), &ta.tokens, n_all)))
+        .map(|&g| {
+            (
+                g,
+                GoldMask::new(syn.graphs.edges_within(g, &ta.tokens), &ta.tokens, n_all),
+            )
+        })
         .collect();
     let mut gold_any = vec![false; ta.n() * ta.n()];
     for g in [Graph::AstMotif, Graph::Dfg] {

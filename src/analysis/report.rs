@@ -65,7 +65,7 @@ pub fn to_json(a: &SnippetAnalysis) -> Value {
         "threshold": a.threshold,
         "language": a.syntax.language.name(),
         "text": a.trace.text,
-        "tokens": a.syntax.to_json()["tokens"].clone(),
+        "tokens": a.syntax.tokens,
         "analysed_tokens": a.token_attention.tokens,
         "truncated": a.trace.truncated,
         "parse_errors": a.syntax.errors.len(),

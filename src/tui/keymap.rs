@@ -22,7 +22,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("Tab S-Tab", "next / previous panel"),
     ("g", "gold edges on heatmap"),
     ("+ - 0", "zoom in / out / fit"),
-    ("s 1-5", "head grid score"),
+    ("s 1-6", "head grid score"),
     ("t T", "threshold -/+ 0.05"),
     ("m", "input: source / paper"),
     ("S", "surprisal (causal models)"),

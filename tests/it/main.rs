@@ -23,6 +23,8 @@ mod probe_e2e;
 mod probe_sklearn_agreement;
 mod probe_train;
 mod reproduce_shards;
+mod study_graphs;
+mod syntax_worst_case;
 mod tiny_roberta_reference;
 mod tui_app;
 #[allow(dead_code)]

@@ -762,7 +762,7 @@ impl App {
             }
             KeyCode::Char('0') => v.zoom = 0,
             KeyCode::Char('s') => v.metric = v.metric.next(),
-            KeyCode::Char(c @ '1'..='5') => {
+            KeyCode::Char(c @ '1'..='6') => {
                 v.metric = Metric::ALL[c as usize - '1' as usize];
             }
             KeyCode::Char('t') => self.set_threshold(self.view.t_steps.saturating_sub(1)),

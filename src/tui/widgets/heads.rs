@@ -30,6 +30,7 @@ pub fn unit(m: Metric) -> &'static str {
     match m {
         Metric::F1Motif => "F1×100 vs AST motif",
         Metric::F1Dfg => "F1×100 vs data flow",
+        Metric::F1DfgRefined => "F1×100 vs refined data flow",
         Metric::SynToId => "syn→id, % of attention",
         Metric::IdToSyn => "id→syn, % of attention",
         Metric::Entropy => "entropy, bits",
@@ -86,7 +87,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let smax = m.scale_max(&values);
     let cw = g.cw as usize;
     let digits = if t.colored() { cw - 1 } else { cw - 2 };
-    let f1 = matches!(m, Metric::F1Motif | Metric::F1Dfg);
+    let f1 = m.graph().is_some();
     let best: Vec<Option<usize>> = values
         .iter()
         .map(|row| {
@@ -204,7 +205,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     // range when the grid scrolls, then the keys.
     let mut foot = vec![format!("L{} H{}: ", gl + 1, gh + 1)];
     match m {
-        Metric::F1Motif | Metric::F1Dfg => {
+        Metric::F1Motif | Metric::F1Dfg | Metric::F1DfgRefined => {
             if let Some(s) = m
                 .graph()
                 .and_then(|gr| app.shown.scores.get(&gr))
