@@ -8,9 +8,11 @@ mod decoder_cli;
 #[allow(dead_code)]
 mod decoder_common;
 mod decoder_reference;
+mod fuzz;
 mod gemma3_reference;
 mod gguf_models;
 mod gguf_tokenizer;
+mod hostile_downloads;
 mod hostile_inputs;
 mod hostile_models;
 mod minilm_reference;
