@@ -10,6 +10,7 @@ mod decoder_common;
 mod decoder_reference;
 mod fuzz;
 mod gemma3_reference;
+mod gguf_cache;
 mod gguf_models;
 mod gguf_tokenizer;
 mod hostile_downloads;
