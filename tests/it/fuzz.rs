@@ -10,8 +10,8 @@
 //!   safetensors, `pytorch_model.bin` pickles, `config.json` and `tokenizer.json`,
 //!   through the readers and `LoadedModel::load`.
 //!
-//! Defaults keep CI's run bounded (1,500 text inputs, 150 mutations per model file kind:
-//! 2,550 inputs). Longer local runs: `CODESCOPE_FUZZ_CASES=100000
+//! Defaults keep CI's run bounded: 1,500 text inputs and 150 mutations of each of six
+//! model files (2,400 inputs). Longer local runs: `CODESCOPE_FUZZ_CASES=100000
 //! CODESCOPE_FUZZ_FILES=5000 cargo test --release --test it fuzz -- --nocapture`
 //! (`CODESCOPE_FUZZ_SEED` picks another stream). A failure prints the seed and case.
 
