@@ -68,6 +68,23 @@ pub enum Command {
         /// Model spec (default: the --model option, else the default model).
         spec: Option<String>,
     },
+    /// Check or clean codescope's cache.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+/// What `codescope cache` does.
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum CacheAction {
+    /// Hash every model codescope downloaded or derived and compare with what was
+    /// recorded when it was cached (exit 1 if any differs).
+    Verify,
+    /// Remove the dequantized GGUF weights (rebuilt on the next open) and temporary
+    /// files that interrupted downloads left. Downloaded models are kept; delete their
+    /// directories (see `codescope models`) to remove them.
+    Clean,
 }
 
 #[derive(Debug, clap::Args)]

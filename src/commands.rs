@@ -24,6 +24,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let s = &settings;
     match &cli.command {
         Some(Command::Models) => models(),
+        Some(Command::Cache { action }) => cache_cmd(*action),
         Some(Command::Merge(args)) => merge_cmd(s, args),
         Some(Command::Syntax(args)) => syntax_cmd(s, args),
         Some(Command::Analyze(args)) => analyze_cmd(s, args),
@@ -108,7 +109,79 @@ fn models() -> Result<()> {
         source::cache_dir().display()
     )
     .map_err(w)?;
+    let cached = model::gguf::cache::list();
+    if !cached.is_empty() {
+        writeln!(
+            out,
+            "Dequantized GGUF weights (opened from here; `codescope cache clean` removes them):"
+        )
+        .map_err(w)?;
+    }
+    for e in cached {
+        let from = e.source.map_or("(unknown source)".to_string(), |s| {
+            s.path.display().to_string()
+        });
+        writeln!(
+            out,
+            "  {:>7} MiB  {}  from {from}",
+            e.bytes >> 20,
+            e.dir.display()
+        )
+        .map_err(w)?;
+    }
     Ok(())
+}
+
+/// `codescope cache verify|clean`.
+fn cache_cmd(action: crate::cli::CacheAction) -> Result<()> {
+    use crate::cli::CacheAction;
+    use crate::model::integrity;
+    match action {
+        CacheAction::Verify => {
+            let checked = integrity::verify_all()?;
+            let mut out = String::new();
+            let mut bad = 0;
+            for v in &checked {
+                let state = if v.problems.is_empty() {
+                    "ok"
+                } else {
+                    "CHANGED"
+                };
+                out += &format!(
+                    "{state:<8} {} ({} files) {}\n",
+                    v.source,
+                    v.files,
+                    v.dir.display()
+                );
+                for p in &v.problems {
+                    out += &format!("         {p}\n");
+                }
+                bad += usize::from(!v.problems.is_empty());
+            }
+            if checked.is_empty() {
+                out += "nothing recorded: codescope has not downloaded or derived a model yet\n";
+            }
+            print(&out)?;
+            if bad > 0 {
+                return Err(Error::CorruptWeights {
+                    path: source::cache_dir(),
+                    reason: format!(
+                        "{bad} cached model(s) changed since they were recorded; delete them and fetch again"
+                    ),
+                });
+            }
+            Ok(())
+        }
+        CacheAction::Clean => {
+            let r = model::gguf::cache::clean()?;
+            print(&format!(
+                "removed {} dequantized GGUF cache(s) ({} MiB) and {} stale temporary download(s)\n",
+                r.caches,
+                r.bytes >> 20,
+                r.stale
+            ))
+        }
+    }
 }
 
 fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
