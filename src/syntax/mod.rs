@@ -29,6 +29,7 @@ mod lang;
 mod paper;
 mod parse;
 mod relations;
+pub mod rewrite;
 
 #[cfg(test)]
 mod tests;
