@@ -3,7 +3,10 @@
 use std::io::Write;
 
 use crate::analysis;
-use crate::cli::{AnalyzeArgs, Cli, Command, ProbeArgs, ReproduceArgs, SyntaxArgs, TraceArgs};
+use crate::cli::{
+    AnalyzeArgs, Cli, Command, CompareArgs, ProbeArgs, ReproduceArgs, RewriteArgs, SyntaxArgs,
+    TraceArgs,
+};
 use crate::error::{Error, Result};
 use crate::input;
 use crate::model::{self, source, ForwardOptions, LoadedModel, Trace};
@@ -26,6 +29,10 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Reproduce(args)) => {
             reproduce_cmd(cli.model.as_deref(), cli.lang.as_deref(), args)
         }
+        Some(Command::Compare(args)) => {
+            compare_cmd(cli.model.as_deref(), cli.lang.as_deref(), args)
+        }
+        Some(Command::Rewrite(args)) => rewrite_cmd(cli.lang.as_deref(), args),
         Some(Command::Trace(args)) => trace_cmd(cli.model.as_deref(), args),
         Some(Command::Probe(args)) => probe_cmd(cli.model.as_deref(), cli.lang.as_deref(), args),
         Some(Command::Fetch { spec }) => {
@@ -382,13 +389,137 @@ fn reproduce_cmd(spec: Option<&str>, lang: Option<&str>, args: &ReproduceArgs) -
         mode: args.mode,
         threshold: args.threshold,
         workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        rewrite: args
+            .rewrite
+            .as_deref()
+            .map(|r| rewrite_of(r, args.seed))
+            .transpose()?,
+        seed: args.seed,
     })?;
     print(&analysis::reproduce::table(&agg, args.threshold))?;
+    if let Some(t) = &agg.twins_table {
+        print(t)?;
+    }
     eprintln!(
-        "codescope: tables written to {} (scores.csv, best_heads.csv, summary.json)",
-        args.out.display()
+        "codescope: tables written to {} (scores.csv, best_heads.csv, summary.json{})",
+        args.out.display(),
+        if agg.twins_table.is_some() {
+            "; twins.jsonl, twins.csv, twins_layers.csv, twins_summary.json"
+        } else {
+            ""
+        }
     );
     Ok(())
+}
+
+/// `--rewrite NAME` with `--seed`.
+fn rewrite_of(name: &str, seed: u64) -> Result<syntax::rewrite::Rewrite> {
+    syntax::rewrite::Rewrite::from_name(name, seed).ok_or_else(|| Error::Input {
+        name: "--rewrite".into(),
+        reason: format!("unknown rewrite `{name}` (rename:neutral, rename:shuffle)"),
+    })
+}
+
+fn compare_cmd(spec: Option<&str>, lang: Option<&str>, args: &CompareArgs) -> Result<()> {
+    use analysis::compare::{self, TwinSpec};
+    if !(0.0..1.0).contains(&args.threshold) {
+        return Err(Error::Input {
+            name: "--threshold".into(),
+            reason: format!("{} is outside [0, 1)", args.threshold),
+        });
+    }
+    let inp = input::read(&args.file)?;
+    let lang = language_for(lang, &args.file)?;
+    let a = std::sync::Arc::new(analysis::parse(&inp.text, lang)?);
+    let twin_spec = match &args.twin {
+        Some(f) => {
+            let t = input::read(f)?;
+            TwinSpec::Text {
+                label: t.name,
+                text: t.text,
+            }
+        }
+        None => TwinSpec::Rename(rewrite_of(&args.rewrite, args.seed)?),
+    };
+    let twin = std::sync::Arc::new(compare::make_twin(&a, &twin_spec)?);
+    if twin.b.errors.len() > a.errors.len() {
+        eprintln!(
+            "codescope: notice: the twin has {} parse errors, the original {}",
+            twin.b.errors.len(),
+            a.errors.len()
+        );
+    }
+    let m = load_model(spec)?;
+    let opts = analysis::Options {
+        mode: args.mode,
+        threshold: args.threshold,
+        sweep: false,
+    };
+    let ro = analysis::RunOptions {
+        lm: m.info.causal,
+        ..Default::default()
+    };
+    let c = compare::compare(&m, a, twin, &opts, &ro)?;
+    for (side, x) in [("original", &c.a), ("twin", &c.b)] {
+        if x.trace.truncated > 0 {
+            eprintln!(
+                "codescope: notice: the {side} was truncated to the window of {} tokens ({} dropped)",
+                m.info.window, x.trace.truncated
+            );
+        }
+    }
+    if args.json {
+        print(&format!("{}\n", compare::to_json(&c)))
+    } else if args.csv {
+        print(&compare::to_csv(&c))
+    } else {
+        print(&compare::summary(&inp.name, &c))
+    }
+}
+
+fn rewrite_cmd(lang: Option<&str>, args: &RewriteArgs) -> Result<()> {
+    let rw = rewrite_of(&args.rewrite, args.seed)?;
+    if let Some(data) = &args.data {
+        let lang = lang
+            .map(|l| Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())))
+            .transpose()?;
+        let (name, mut snippets) = if data == "bundled" {
+            (
+                "the bundled probe corpus".to_string(),
+                crate::probe::bundled::snippets(lang),
+            )
+        } else {
+            let path = if data == "stdlib" {
+                python_stdlib()?
+            } else {
+                std::path::PathBuf::from(data)
+            };
+            let c = crate::corpus::load(&path, lang, args.limit)?;
+            (path.display().to_string(), c.snippets)
+        };
+        if let Some(n) = args.limit {
+            snippets.truncate(n);
+        }
+        let r = analysis::compare::check_corpus(&snippets, rw);
+        return print(&analysis::compare::check_table(&r, rw, &name));
+    }
+    let file = args.file.as_deref().unwrap_or("-");
+    let inp = input::read(file)?;
+    let lang = language_for(lang, file)?;
+    let a = analysis::parse(&inp.text, lang)?;
+    let t = syntax::rewrite::rename(&a, rw).map_err(|e| Error::Syntax(format!("{}: {e}", rw.name())))?;
+    if args.json {
+        let doc = serde_json::json!({
+            "rewrite": rw.name(),
+            "text": t.b.source,
+            "renamed": t.renamed,
+            "alignment": t.pairs,
+            "changed": t.pairs.iter().zip(&t.changed).filter(|(_, c)| **c).map(|(p, _)| *p).collect::<Vec<_>>(),
+        });
+        print(&format!("{doc}\n"))
+    } else {
+        print(&t.b.source)
+    }
 }
 
 fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result<()> {

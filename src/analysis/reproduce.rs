@@ -6,6 +6,10 @@
 //! gold graph is empty still count (recall 0), as the formula says; how many there were
 //! is reported per graph.
 //!
+//! With `--rewrite`, every snippet's renamed twin is scored too (`reproduce_twins.rs`:
+//! per-layer best-head F1 of original and twin with a paired bootstrap interval, the
+//! rename sensitivity of causal models).
+//!
 //! Resumable: the running sums and the index of the next snippet are checkpointed to
 //! `OUT/state.json` (written to a temporary file, then renamed) every few snippets; a
 //! new run with the same model, corpus and mode continues from there.
@@ -17,7 +21,9 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::relations::{threshold_grid, HeadScores};
+use super::reproduce_twins::{self, TwinRecord};
 use super::{Graph, Mode, Options};
+use crate::syntax::rewrite::Rewrite;
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
@@ -45,6 +51,12 @@ pub struct Aggregate {
     pub sums: Vec<f64>,
     /// Seconds spent so far (across resumed runs).
     pub seconds: f64,
+    /// `--rewrite`: the rewrite whose twins are scored too (`reproduce_twins.rs`).
+    #[serde(default)]
+    pub rewrite: Option<String>,
+    /// The twins' printed table, when `--rewrite` was given (not checkpointed).
+    #[serde(skip)]
+    pub twins_table: Option<String>,
 }
 
 impl Aggregate {
@@ -63,6 +75,8 @@ impl Aggregate {
             failed: 0,
             empty_gold: vec![0; Graph::ALL.len()],
             seconds: 0.0,
+            rewrite: None,
+            twins_table: None,
         }
     }
 
@@ -119,6 +133,10 @@ pub struct Run<'a> {
     pub threshold: f32,
     /// Snippets analysed concurrently (each forward single-threaded).
     pub workers: usize,
+    /// Also score each snippet's twin made by this rewrite.
+    pub rewrite: Option<Rewrite>,
+    /// Seed of the bootstrap (and of `rename:shuffle`, through `rewrite`).
+    pub seed: u64,
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
@@ -132,13 +150,17 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     std::fs::create_dir_all(&r.out).map_err(|e| Error::io(&r.out, e))?;
     let state_path = r.out.join("state.json");
     let info = &r.model.info;
-    let fresh = Aggregate::new(
+    let mut fresh = Aggregate::new(
         info.source.clone(),
         r.corpus_name.clone(),
         r.mode,
         info.layers,
         info.heads,
     );
+    fresh.rewrite = r.rewrite.map(|rw| match rw {
+        Rewrite::Shuffle { seed } => format!("{} (seed {seed})", rw.name()),
+        Rewrite::Neutral => rw.name().to_string(),
+    });
     let mut agg = match std::fs::read_to_string(&state_path) {
         Ok(text) => {
             let a: Aggregate = serde_json::from_str(&text).map_err(|e| Error::Input {
@@ -159,12 +181,19 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                 fresh.heads,
             ) || a.grid != fresh.grid
                 || a.empty_gold.len() != fresh.empty_gold.len()
+                || a.rewrite != fresh.rewrite
             {
                 return Err(Error::Input {
                     name: r.out.display().to_string(),
                     reason: format!(
-                        "holds a run of {} on {} ({} mode); use another --out or delete it",
-                        a.model, a.corpus, a.mode
+                        "holds a run of {} on {} ({} mode{}); use another --out or delete it",
+                        a.model,
+                        a.corpus,
+                        a.mode,
+                        a.rewrite
+                            .as_deref()
+                            .map(|r| format!(", {r} twins"))
+                            .unwrap_or_default()
                     ),
                 });
             }
@@ -177,6 +206,13 @@ pub fn run(r: &Run) -> Result<Aggregate> {
         }
         Err(_) => fresh,
     };
+    // Pair records of an earlier run up to the checkpoint (lines past it are dropped).
+    let twins_path = r.out.join("twins.jsonl");
+    let mut records = Vec::new();
+    if r.rewrite.is_some() {
+        records = reproduce_twins::read_records(&twins_path, agg.next);
+        reproduce_twins::write_records(&twins_path, &records)?;
+    }
     let bar = indicatif::ProgressBar::new(r.snippets.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -213,7 +249,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                     if i >= total {
                         break;
                     }
-                    let run = || score_snippet(r.model, &r.snippets[i], opts);
+                    let run = || score_snippet(r.model, i, &r.snippets[i], opts, r.rewrite);
                     let out = match &pool {
                         Some(p) => p.install(run),
                         None => run(),
@@ -231,7 +267,13 @@ pub fn run(r: &Run) -> Result<Aggregate> {
             while let Some(out) = pending.remove(&agg.next) {
                 let s = &r.snippets[agg.next];
                 match out {
-                    Ok(per_graph) => {
+                    Ok((per_graph, twin)) => {
+                        if let Some(rec) = twin {
+                            if result.is_ok() {
+                                result = reproduce_twins::append_record(&twins_path, &rec);
+                            }
+                            records.push(rec);
+                        }
                         for (g, (empty, sweeps)) in per_graph.into_iter().enumerate() {
                             if empty {
                                 agg.empty_gold[g] += 1;
@@ -271,30 +313,53 @@ pub fn run(r: &Run) -> Result<Aggregate> {
         &serde_json::to_string(&agg).unwrap_or_default(),
     )?;
     write_tables(&agg, &r.out, r.snippets.len())?;
+    if let Some(rw) = r.rewrite {
+        agg.twins_table = Some(reproduce_twins::write_tables(
+            &records,
+            rw,
+            r.seed,
+            r.threshold,
+            &r.out,
+        )?);
+    }
     Ok(agg)
 }
 
 /// Per graph (in [`Graph::ALL`] order): whether the gold graph was empty, and the
-/// scores at every threshold of the grid.
+/// scores at every threshold of the grid; with a rewrite, the twin's pair record too.
+type Scored = (Vec<(bool, Vec<HeadScores>)>, Option<TwinRecord>);
+
 fn score_snippet(
     model: &LoadedModel,
+    index: usize,
     s: &Snippet,
     opts: &Options,
-) -> Result<Vec<(bool, Vec<HeadScores>)>> {
-    let mut a = super::analyze(
-        model,
-        &s.code,
-        s.language,
-        &Options {
-            sweep: true,
-            ..*opts
-        },
-    )?;
+    rewrite: Option<Rewrite>,
+) -> Result<Scored> {
+    let (mut a, twin) = match rewrite {
+        Some(rw) => {
+            let (a, rec) = reproduce_twins::score_pair(model, index, s, opts, rw)?;
+            (a, Some(rec))
+        }
+        None => (
+            super::analyze(
+                model,
+                &s.code,
+                s.language,
+                &Options {
+                    sweep: true,
+                    ..*opts
+                },
+            )?,
+            None,
+        ),
+    };
     let mut sweep = a.sweep.take().unwrap_or_default();
-    Ok(Graph::ALL
+    let per_graph = Graph::ALL
         .iter()
         .map(|g| (a.golds[g].edges == 0, sweep.remove(g).unwrap_or_default()))
-        .collect())
+        .collect();
+    Ok((per_graph, twin))
 }
 
 fn write_tables(agg: &Aggregate, out: &Path, total: usize) -> Result<()> {

@@ -20,7 +20,7 @@
 //! without a snippet supertype declaring the name, methods of anonymous classes of
 //! outside types), `java.lang.Object`'s method names and `main` (contracts with code
 //! outside), annotation names and elements, package and import paths, the synthetic
-//! wrapper (`__W`, `__m`). Enum constants are fields (renamed in `case` labels too);
+//! wrapper (`__W`, `__m`), the unnamed variable `_`. Enum constants are fields (renamed in `case` labels too);
 //! record components are fields and their accessors share the new name.
 
 use std::collections::{HashMap, HashSet};
@@ -834,6 +834,8 @@ impl<'t> Binder<'t> {
                     .then_some((Ns::Member, Role::Method))
             };
             let hit: Option<(Ns, Role)> = match id.ctx {
+                // `_`: Java 22's unnamed variable (and not a name before).
+                _ if name == "_" => None,
                 Ctx::Keep => None,
                 Ctx::Name => match self.lookup(id.scope, name, s) {
                     Some(Found::Local(role, _)) => Some((Ns::Name, role)),

@@ -27,6 +27,9 @@
 //! included), the same code tokens (kinds, categories, depths, roles; texts equal except
 //! the renamed identifiers and the strings whose interpolations were renamed) and the same
 //! gold graphs (AST motif, data flow, ...). A failure is an error naming what differs.
+//! Because the study's data-flow graph links occurrences by spelling, a renaming that
+//! splits one spelling (a method `time` renamed beside the module `time` it calls) changes
+//! that graph; such a twin is retried once with the shared spellings left as written.
 //!
 //! A user's twin (a second file, the explorer's edited text) is aligned to the original by
 //! a diff over code tokens ([`user_twin`]): equal tokens (kind and text) are matched by a
@@ -337,9 +340,15 @@ impl SplitMix {
     }
 }
 
-/// The new name of every renamed (namespace, name), by the rewrite's rule.
-fn assign_names(res: &Resolved, rw: Rewrite) -> HashMap<(Ns, String), String> {
-    let mut occs: Vec<&Occ> = res.occs.iter().collect();
+/// The new name of every renamed (namespace, name), by the rewrite's rule. With
+/// `spare_shared`, names whose spelling is also used for something outside (kept) are
+/// left as written.
+fn assign_names(res: &Resolved, rw: Rewrite, spare_shared: bool) -> HashMap<(Ns, String), String> {
+    let mut occs: Vec<&Occ> = res
+        .occs
+        .iter()
+        .filter(|o| !spare_shared || !res.kept.contains(&o.name))
+        .collect();
     occs.sort_by_key(|o| o.start);
     // Keys in order of first appearance, with the role of their first occurrence.
     let mut keys: Vec<((Ns, String), Role)> = Vec::new();
@@ -400,6 +409,10 @@ fn assign_names(res: &Resolved, rw: Rewrite) -> HashMap<(Ns, String), String> {
 
 /// The renamed text (not checked; see [`rename`]).
 pub fn renaming(syn: &Syntax, rw: Rewrite) -> Renaming {
+    renaming_with(syn, rw, false)
+}
+
+fn renaming_with(syn: &Syntax, rw: Rewrite, spare_shared: bool) -> Renaming {
     let Some(parsed) = parse_like(syn) else {
         return Renaming {
             text: syn.source.clone(),
@@ -408,7 +421,7 @@ pub fn renaming(syn: &Syntax, rw: Rewrite) -> Renaming {
         };
     };
     let res = resolve(syn, &parsed);
-    let names = assign_names(&res, rw);
+    let names = assign_names(&res, rw, spare_shared);
     let mut edits: Vec<(usize, usize, String)> = res
         .occs
         .iter()
@@ -447,10 +460,27 @@ pub fn renaming(syn: &Syntax, rw: Rewrite) -> Renaming {
 }
 
 /// Rename `syn` by `rw`, parse the twin and check it ([`check`]).
+///
+/// The study's data-flow graph links occurrences by spelling, so renaming a name whose
+/// spelling is also used for something outside (a method `time` beside the module
+/// `time`) splits one spelling in two and changes that graph. When the full renaming
+/// fails its check, it is retried with such names left as written; a second failure is
+/// the error.
 pub fn rename(syn: &Syntax, rw: Rewrite) -> Result<Twin, RewriteError> {
-    let r = renaming(syn, rw);
-    let b = super::parse(&r.text, syn.language)?;
-    check(syn, &b)?;
+    let first = renaming_with(syn, rw, false);
+    let (r, b) = match attempt(syn, &first) {
+        Ok(b) => (first, b),
+        Err(e) => {
+            let second = renaming_with(syn, rw, true);
+            if second.text == first.text {
+                return Err(e);
+            }
+            match attempt(syn, &second) {
+                Ok(b) => (second, b),
+                Err(_) => return Err(e),
+            }
+        }
+    };
     let n = syn.tokens.len();
     let pairs: Vec<(usize, usize)> = (0..n).map(|i| (i, i)).collect();
     let changed = (0..n)
@@ -463,6 +493,12 @@ pub fn rename(syn: &Syntax, rw: Rewrite) -> Result<Twin, RewriteError> {
         changed,
         renamed: r.renamed,
     })
+}
+
+fn attempt(syn: &Syntax, r: &Renaming) -> Result<Syntax, RewriteError> {
+    let b = super::parse(&r.text, syn.language)?;
+    check(syn, &b)?;
+    Ok(b)
 }
 
 /// Preorder (kind, child count) of a tree: equal for two trees of the same shape.
