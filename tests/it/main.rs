@@ -26,3 +26,4 @@ mod tui_app;
 mod tui_common;
 mod tui_e2e;
 mod tui_snapshots;
+mod twins;
