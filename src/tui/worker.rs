@@ -339,21 +339,10 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
     };
     let cancel = || stale() || urgent();
     let spec = crate::probe::RunSpec {
-        model: m,
-        snippets: &snippets,
-        corpus_name: format!("bundled:{}", job.lang.name()),
         tasks: vec![job.task],
-        kind: crate::probe::ProbeKind::Linear,
-        split: crate::probe::Split::Snippet,
-        pair_features: crate::probe::PairFeatures::Diff,
-        seed: 0,
-        max_pairs: 40,
-        test_fraction: 0.2,
-        layers: None,
         cache_root: Some(shared.cache_root.clone()),
-        train: crate::probe::TrainOptions::default(),
-        structural: None,
         cancel: Some(&cancel),
+        ..crate::probe::RunSpec::new(m, &snippets, format!("bundled:{}", job.lang.name()))
     };
     let layers = m.info.layers + 1;
     let progress = |text: String, result| {
