@@ -51,7 +51,10 @@ fn bench(c: &mut Criterion) {
         .expect("trace")
         .tokens
         .len();
-    eprintln!("{spec}: {} lines, {subwords} subwords", text.lines().count());
+    eprintln!(
+        "{spec}: {} lines, {subwords} subwords",
+        text.lines().count()
+    );
     let opts = Options::default();
     let ro = RunOptions {
         lm: m.info.causal,
@@ -68,8 +71,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("compare_256", |b| {
         b.iter(|| {
             let syn = Arc::new(analysis::parse(&text, Language::Python).unwrap());
-            let twin = compare::make_twin(&syn, &compare::TwinSpec::Rename(Rewrite::Neutral))
-                .unwrap();
+            let twin =
+                compare::make_twin(&syn, &compare::TwinSpec::Rename(Rewrite::Neutral)).unwrap();
             compare::compare(&m, syn, Arc::new(twin), &opts, &ro).unwrap()
         })
     });

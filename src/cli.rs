@@ -64,6 +64,9 @@ pub enum Command {
     Rewrite(RewriteArgs),
     /// Probe hidden states per layer: linear/MLP/DirectProbe, control tasks, selectivity.
     Probe(ProbeArgs),
+    /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
+    /// the tables one process would have written.
+    Merge(MergeArgs),
     /// List the model presets and whether each is available locally.
     Models,
     /// Download a model into the local cache (if needed) and print its directory.
@@ -146,6 +149,10 @@ pub struct ReproduceArgs {
     /// Seed of rename:shuffle and of the bootstrap.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Score only shard K of N (snippets i with i mod N = K-1), for runs split over
+    /// machines or processes; `codescope merge` adds the shards up.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
 }
 
 /// The rewrites a user can ask for.
@@ -164,8 +171,8 @@ pub struct CompareArgs {
     /// Seed of rename:shuffle.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Attention threshold t of `P = [A > t]`.
-    #[arg(long, default_value_t = 0.05)]
+    /// Attention threshold t of `P = [A > t]`, between 0 and 1.
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
     pub threshold: f32,
     /// Feed the source as written, or the study's space-joined code tokens.
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
@@ -199,6 +206,19 @@ pub struct RewriteArgs {
     /// Print JSON (the twin's text, the renamed names, the aligned tokens).
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The shards' output directories (each `--out` of one `--shard K/N` run).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the merged tables.
+    #[arg(long, default_value = "codescope-merged")]
+    pub out: PathBuf,
+    /// Threshold of the printed table.
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
+    pub threshold: f32,
 }
 
 #[derive(Debug, clap::Args)]

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use crate::analysis;
 use crate::cli::{
-    AnalyzeArgs, Cli, Command, CompareArgs, ProbeArgs, ReproduceArgs, RewriteArgs, SyntaxArgs,
-    TraceArgs,
+    AnalyzeArgs, Cli, Command, CompareArgs, MergeArgs, ProbeArgs, ReproduceArgs, RewriteArgs,
+    SyntaxArgs, TraceArgs,
 };
 use crate::error::{Error, Result};
 use crate::input;
@@ -25,6 +25,7 @@ pub fn run(cli: Cli) -> Result<()> {
     let s = &settings;
     match &cli.command {
         Some(Command::Models) => models(),
+        Some(Command::Merge(args)) => merge_cmd(args),
         Some(Command::Syntax(args)) => syntax_cmd(s, args),
         Some(Command::Analyze(args)) => analyze_cmd(s, args),
         Some(Command::Reproduce(args)) => reproduce_cmd(s, args),
@@ -339,6 +340,27 @@ fn python_stdlib() -> Result<std::path::PathBuf> {
     Ok(p.into())
 }
 
+fn merge_cmd(args: &MergeArgs) -> Result<()> {
+    use crate::analysis::reproduce;
+    let shards = args
+        .dirs
+        .iter()
+        .map(|d| Ok((d.clone(), reproduce::load_state(d)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let agg = reproduce::merge(&shards)?;
+    let twins = reproduce::write_merged(&agg, &args.dirs, &args.out, args.threshold)?;
+    print(&reproduce::table(&agg, args.threshold))?;
+    if let Some(t) = &twins {
+        print(t)?;
+    }
+    crate::logging::notice(format_args!(
+        "{} shards merged; tables written to {} (scores.csv, best_heads.csv, summary.json)",
+        shards.len(),
+        args.out.display()
+    ));
+    Ok(())
+}
+
 fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
     let threshold = args.threshold;
     let path = if args.data == "stdlib" {
@@ -372,6 +394,7 @@ fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
         mode: args.mode,
         threshold,
         workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: args.shard,
         rewrite: args
             .rewrite
             .as_deref()
@@ -488,7 +511,8 @@ fn rewrite_cmd(settings: &Settings, args: &RewriteArgs) -> Result<()> {
     let inp = input::read(file)?;
     let lang = settings.language_for(file);
     let a = analysis::parse(&inp.text, lang)?;
-    let t = syntax::rewrite::rename(&a, rw).map_err(|e| Error::Syntax(format!("{}: {e}", rw.name())))?;
+    let t = syntax::rewrite::rename(&a, rw)
+        .map_err(|e| Error::Syntax(format!("{}: {e}", rw.name())))?;
     if args.json {
         let doc = serde_json::json!({
             "rewrite": rw.name(),

@@ -127,7 +127,11 @@ pub fn compare(
 }
 
 /// The comparison of two finished analyses of a snippet (`a`) and its twin (`b`).
-pub fn from_analyses(a: Arc<SnippetAnalysis>, b: Arc<SnippetAnalysis>, twin: Arc<Twin>) -> Comparison {
+pub fn from_analyses(
+    a: Arc<SnippetAnalysis>,
+    b: Arc<SnippetAnalysis>,
+    twin: Arc<Twin>,
+) -> Comparison {
     let positions: Vec<(usize, usize, bool)> = twin
         .pairs
         .iter()
@@ -152,7 +156,11 @@ pub fn from_analyses(a: Arc<SnippetAnalysis>, b: Arc<SnippetAnalysis>, twin: Arc
 }
 
 /// Mean TV distance of aligned rows, per head (see the module doc).
-fn attention_shift(a: &SnippetAnalysis, b: &SnippetAnalysis, pos: &[(usize, usize, bool)]) -> Vec<Vec<f64>> {
+fn attention_shift(
+    a: &SnippetAnalysis,
+    b: &SnippetAnalysis,
+    pos: &[(usize, usize, bool)],
+) -> Vec<Vec<f64>> {
     use rayon::prelude::*;
     let (ta, tb) = (&a.token_attention, &b.token_attention);
     let layers = ta.layers.min(tb.layers);
@@ -211,7 +219,11 @@ fn attention_shift(a: &SnippetAnalysis, b: &SnippetAnalysis, pos: &[(usize, usiz
 }
 
 /// Tokens that share a subword with a changed (or unaligned) token of the same snippet.
-fn touches_change(s: &super::TokenSurprisal, al: &crate::syntax::Alignment, changed: &[bool]) -> Vec<bool> {
+fn touches_change(
+    s: &super::TokenSurprisal,
+    al: &crate::syntax::Alignment,
+    changed: &[bool],
+) -> Vec<bool> {
     let n = s.subwords.len();
     let mut out = vec![false; n];
     for (t, subs) in s.subwords.iter().enumerate() {
@@ -226,7 +238,11 @@ fn touches_change(s: &super::TokenSurprisal, al: &crate::syntax::Alignment, chan
 
 /// Surprisal of both twins on aligned tokens and the rename sensitivity (causal models
 /// traced with the LM head; `None` otherwise).
-pub fn surprisal_delta(a: &SnippetAnalysis, b: &SnippetAnalysis, twin: &Twin) -> Option<SurprisalDelta> {
+pub fn surprisal_delta(
+    a: &SnippetAnalysis,
+    b: &SnippetAnalysis,
+    twin: &Twin,
+) -> Option<SurprisalDelta> {
     let (sa, sb) = (a.surprisal.as_ref()?, b.surprisal.as_ref()?);
     // "Changed" per token of each side: its text changed, or it has no partner.
     let mut ch_a = vec![true; a.syntax.tokens.len()];
@@ -273,7 +289,11 @@ pub fn surprisal_delta(a: &SnippetAnalysis, b: &SnippetAnalysis, twin: &Twin) ->
 
 /// A trained probe's per-layer predictions on both twins (token tasks only; both
 /// analyses need hidden states).
-pub fn probe_agreement(report: &ProbeReport, task: Task, c: &Comparison) -> Option<Vec<ProbeAgreement>> {
+pub fn probe_agreement(
+    report: &ProbeReport,
+    task: Task,
+    c: &Comparison,
+) -> Option<Vec<ProbeAgreement>> {
     if task.is_pair() {
         return None;
     }
@@ -451,7 +471,13 @@ pub fn to_csv(c: &Comparison) -> String {
             grid(&mut out, "shares", key, &format!("share_{side}"), &v);
         }
     }
-    grid(&mut out, "attention_shift", "tv", "mean_tv", &c.attention_shift);
+    grid(
+        &mut out,
+        "attention_shift",
+        "tv",
+        "mean_tv",
+        &c.attention_shift,
+    );
     if let Some(s) = &c.surprisal {
         for &(i, j, x, y) in &s.pairs {
             for (m, v) in [("bits_a", x), ("bits_b", y), ("diff", y - x)] {
@@ -559,7 +585,11 @@ pub fn summary(name: &str, c: &Comparison) -> String {
                 if sd.unchanged[k] { "" } else { "  (changed)" }
             );
         }
-        match (sd.unchanged_bits_a, sd.unchanged_bits_b, sd.rename_sensitivity) {
+        match (
+            sd.unchanged_bits_a,
+            sd.unchanged_bits_b,
+            sd.rename_sensitivity,
+        ) {
             (Some(x), Some(y), Some(r)) => {
                 let _ = writeln!(
                     s,
@@ -568,12 +598,19 @@ pub fn summary(name: &str, c: &Comparison) -> String {
                 );
             }
             _ => {
-                let _ = writeln!(s, "\nrename sensitivity n/a (no unchanged token scored in both)");
+                let _ = writeln!(
+                    s,
+                    "\nrename sensitivity n/a (no unchanged token scored in both)"
+                );
             }
         }
     }
     if let Some((task, layers)) = &c.probe {
-        let _ = writeln!(s, "\nprobe {} agreement per layer (A vs B predictions)", task.name());
+        let _ = writeln!(
+            s,
+            "\nprobe {} agreement per layer (A vs B predictions)",
+            task.name()
+        );
         for p in layers {
             let _ = writeln!(
                 s,

@@ -8,11 +8,18 @@
 //!
 //! With `--rewrite`, every snippet's renamed twin is scored too (`reproduce_twins.rs`:
 //! per-layer best-head F1 of original and twin with a paired bootstrap interval, the
-//! rename sensitivity of causal models).
+//! rename sensitivity of causal models); shards keep their pair records, which a merge
+//! concatenates.
 //!
 //! Resumable: the running sums and the index of the next snippet are checkpointed to
 //! `OUT/state.json` (written to a temporary file, then renamed) every few snippets; a
 //! new run with the same model, corpus and mode continues from there.
+//!
+//! Sharded (`--shard K/N`): shard K of N scores the snippets whose index `i` has
+//! `i % N == K - 1`, and [`merge`] adds the shards' sums into the aggregate one process
+//! would have produced. The sums are exact (fixed point, [`FIXED_ONE`] units per 1.0, in
+//! `i128`), so addition is associative and the merged tables are byte-identical to a
+//! single run's, whatever the order snippets were scored in.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -23,12 +30,55 @@ use serde::{Deserialize, Serialize};
 use super::relations::{threshold_grid, HeadScores};
 use super::reproduce_twins::{self, TwinRecord};
 use super::{Graph, Mode, Options};
-use crate::syntax::rewrite::Rewrite;
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
+use crate::syntax::rewrite::Rewrite;
 
 const METRICS: [&str; 4] = ["precision", "recall", "f1", "ged_per_node"];
+
+/// Fixed-point unit of the running sums: a score `v` is added as `round(v * 2^52)`. Every
+/// score is at most a few hundred (GED per node), so a million snippets stay far inside
+/// `i128`; the rounding (below 1e-16 of a score) is invisible at the 6 printed decimals.
+pub const FIXED_ONE: f64 = (1u64 << 52) as f64;
+
+/// One of `count` shards of a corpus (1-based `index`): the snippets `i` with
+/// `i % count == index - 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// Whether snippet `i` of the corpus belongs to this shard.
+    pub fn owns(self, i: usize) -> bool {
+        i % self.count == self.index - 1
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    /// `K/N` with `1 <= K <= N`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let bad = || format!("'{s}' is not a shard K/N with 1 <= K <= N");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (usize, usize) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
 
 /// Running sums over snippets; the on-disk checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -39,7 +89,12 @@ pub struct Aggregate {
     pub layers: usize,
     pub heads: usize,
     pub grid: Vec<f32>,
-    /// Index of the next snippet to process.
+    /// Snippets in the whole corpus.
+    pub total: usize,
+    /// The shard this run covers (`None`: the whole corpus).
+    pub shard: Option<Shard>,
+    /// Position of the next snippet to process among the run's own snippets (all of
+    /// them, or the shard's).
     pub next: usize,
     /// Snippets scored.
     pub scored: usize,
@@ -47,35 +102,41 @@ pub struct Aggregate {
     pub failed: usize,
     /// Per graph: snippets whose gold graph had no edge (in the analysed window).
     pub empty_gold: Vec<usize>,
-    /// `[graph][threshold][layer][head][metric]`, flattened.
-    pub sums: Vec<f64>,
+    /// `[graph][threshold][layer][head][metric]`, flattened; fixed point ([`FIXED_ONE`]).
+    pub sums: Vec<i128>,
     /// Seconds spent so far (across resumed runs).
     pub seconds: f64,
     /// `--rewrite`: the rewrite whose twins are scored too (`reproduce_twins.rs`).
     #[serde(default)]
     pub rewrite: Option<String>,
+    /// `--seed` of a `--rewrite` run (the bootstrap's).
+    #[serde(default)]
+    pub twins_seed: u64,
     /// The twins' printed table, when `--rewrite` was given (not checkpointed).
     #[serde(skip)]
     pub twins_table: Option<String>,
 }
 
 impl Aggregate {
-    fn new(model: String, corpus: String, mode: Mode, layers: usize, heads: usize) -> Self {
+    fn new(r: &Run, layers: usize, heads: usize) -> Self {
         let grid = threshold_grid();
         Aggregate {
-            model,
-            corpus,
-            mode: mode.name().into(),
+            model: r.model.info.source.clone(),
+            corpus: r.corpus_name.clone(),
+            mode: r.mode.name().into(),
             layers,
             heads,
-            sums: vec![0.0; Graph::ALL.len() * grid.len() * layers * heads * METRICS.len()],
+            sums: vec![0; Graph::ALL.len() * grid.len() * layers * heads * METRICS.len()],
             grid,
+            total: r.snippets.len(),
+            shard: r.shard,
             next: 0,
             scored: 0,
             failed: 0,
             empty_gold: vec![0; Graph::ALL.len()],
             seconds: 0.0,
-            rewrite: None,
+            rewrite: r.rewrite.map(reproduce_twins::rewrite_label),
+            twins_seed: r.seed,
             twins_table: None,
         }
     }
@@ -89,7 +150,38 @@ impl Aggregate {
         if self.scored == 0 {
             return 0.0;
         }
-        self.sums[self.idx(g, t, l, h, m)] / self.scored as f64
+        self.sums[self.idx(g, t, l, h, m)] as f64 / FIXED_ONE / self.scored as f64
+    }
+
+    /// Whether `other` is a checkpoint of the same run (model, corpus, mode, shape, grid,
+    /// graphs, corpus size).
+    fn same_run(&self, other: &Aggregate) -> bool {
+        (
+            self.model.as_str(),
+            self.corpus.as_str(),
+            self.mode.as_str(),
+            self.layers,
+            self.heads,
+            self.total,
+        ) == (
+            other.model.as_str(),
+            other.corpus.as_str(),
+            other.mode.as_str(),
+            other.layers,
+            other.heads,
+            other.total,
+        ) && self.grid == other.grid
+            && self.empty_gold.len() == other.empty_gold.len()
+            && self.sums.len() == other.sums.len()
+            && self.rewrite == other.rewrite
+    }
+
+    /// How many snippets this run covers (the shard's share of the corpus, or all).
+    pub fn size(&self) -> usize {
+        match self.shard {
+            None => self.total,
+            Some(sh) => (0..self.total).filter(|&i| sh.owns(i)).count(),
+        }
     }
 
     fn add(&mut self, g: usize, t: usize, hs: &HeadScores) {
@@ -100,7 +192,7 @@ impl Aggregate {
                     .enumerate()
                 {
                     let i = self.idx(g, t, l, h, m);
-                    self.sums[i] += v;
+                    self.sums[i] += (v * FIXED_ONE).round() as i128;
                 }
             }
         }
@@ -133,6 +225,8 @@ pub struct Run<'a> {
     pub threshold: f32,
     /// Snippets analysed concurrently (each forward single-threaded).
     pub workers: usize,
+    /// Score only this shard of the corpus.
+    pub shard: Option<Shard>,
     /// Also score each snippet's twin made by this rewrite.
     pub rewrite: Option<Rewrite>,
     /// Seed of the bootstrap (and of `rename:shuffle`, through `rewrite`).
@@ -150,46 +244,22 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     std::fs::create_dir_all(&r.out).map_err(|e| Error::io(&r.out, e))?;
     let state_path = r.out.join("state.json");
     let info = &r.model.info;
-    let mut fresh = Aggregate::new(
-        info.source.clone(),
-        r.corpus_name.clone(),
-        r.mode,
-        info.layers,
-        info.heads,
-    );
-    fresh.rewrite = r.rewrite.map(|rw| match rw {
-        Rewrite::Shuffle { seed } => format!("{} (seed {seed})", rw.name()),
-        Rewrite::Neutral => rw.name().to_string(),
-    });
+    let fresh = Aggregate::new(r, info.layers, info.heads);
     let mut agg = match std::fs::read_to_string(&state_path) {
         Ok(text) => {
             let a: Aggregate = serde_json::from_str(&text).map_err(|e| Error::Input {
                 name: state_path.display().to_string(),
                 reason: format!("unreadable checkpoint ({e}); delete it to start over"),
             })?;
-            if (
-                a.model.as_str(),
-                a.corpus.as_str(),
-                a.mode.as_str(),
-                a.layers,
-                a.heads,
-            ) != (
-                fresh.model.as_str(),
-                fresh.corpus.as_str(),
-                fresh.mode.as_str(),
-                fresh.layers,
-                fresh.heads,
-            ) || a.grid != fresh.grid
-                || a.empty_gold.len() != fresh.empty_gold.len()
-                || a.rewrite != fresh.rewrite
-            {
+            if !a.same_run(&fresh) || a.shard != fresh.shard {
                 return Err(Error::Input {
                     name: r.out.display().to_string(),
                     reason: format!(
-                        "holds a run of {} on {} ({} mode{}); use another --out or delete it",
+                        "holds a run of {} on {} ({} mode{}{}); use another --out or delete it",
                         a.model,
                         a.corpus,
                         a.mode,
+                        a.shard.map(|s| format!(", shard {s}")).unwrap_or_default(),
                         a.rewrite
                             .as_deref()
                             .map(|r| format!(", {r} twins"))
@@ -200,20 +270,25 @@ pub fn run(r: &Run) -> Result<Aggregate> {
             crate::logging::notice(format_args!(
                 "resuming at snippet {} of {}",
                 a.next + 1,
-                r.snippets.len()
+                a.size()
             ));
             a
         }
         Err(_) => fresh,
     };
+    // The run's own snippets: the corpus, or the shard's share of it.
+    let own: Vec<usize> = (0..r.snippets.len())
+        .filter(|&i| r.shard.is_none_or(|sh| sh.owns(i)))
+        .collect();
     // Pair records of an earlier run up to the checkpoint (lines past it are dropped).
-    let twins_path = r.out.join("twins.jsonl");
+    let twins_path = r.out.join(reproduce_twins::RECORDS);
     let mut records = Vec::new();
     if r.rewrite.is_some() {
-        records = reproduce_twins::read_records(&twins_path, agg.next);
+        let upto = own.get(agg.next).copied().unwrap_or(usize::MAX);
+        records = reproduce_twins::read_records(&twins_path, upto);
         reproduce_twins::write_records(&twins_path, &records)?;
     }
-    let bar = indicatif::ProgressBar::new(r.snippets.len() as u64);
+    let bar = indicatif::ProgressBar::new(own.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{bar:40} {pos}/{len} snippets {per_sec} eta {eta} {msg}",
@@ -234,14 +309,14 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     // snippet order, so the checkpoint's `next` stays exact.
     let workers = r.workers.max(1);
     let first = agg.next;
-    let total = r.snippets.len();
+    let total = own.len();
     let cursor = std::sync::atomic::AtomicUsize::new(first);
     let (tx, rx) = std::sync::mpsc::channel();
     let mut result: Result<()> = Ok(());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let (cursor, opts) = (&cursor, &opts);
+            let (cursor, opts, own) = (&cursor, &opts, &own);
             scope.spawn(move || {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().ok();
                 loop {
@@ -249,7 +324,8 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                     if i >= total {
                         break;
                     }
-                    let run = || score_snippet(r.model, i, &r.snippets[i], opts, r.rewrite);
+                    let run =
+                        || score_snippet(r.model, own[i], &r.snippets[own[i]], opts, r.rewrite);
                     let out = match &pool {
                         Some(p) => p.install(run),
                         None => run(),
@@ -265,7 +341,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
         for (i, out) in rx {
             pending.insert(i, out);
             while let Some(out) = pending.remove(&agg.next) {
-                let s = &r.snippets[agg.next];
+                let s = &r.snippets[own[agg.next]];
                 match out {
                     Ok((per_graph, twin)) => {
                         if let Some(rec) = twin {
@@ -312,17 +388,117 @@ pub fn run(r: &Run) -> Result<Aggregate> {
         &state_path,
         &serde_json::to_string(&agg).unwrap_or_default(),
     )?;
-    write_tables(&agg, &r.out, r.snippets.len())?;
+    write_tables(&agg, &r.out)?;
     if let Some(rw) = r.rewrite {
         agg.twins_table = Some(reproduce_twins::write_tables(
             &records,
-            rw,
+            &reproduce_twins::rewrite_label(rw),
             r.seed,
             r.threshold,
             &r.out,
         )?);
     }
     Ok(agg)
+}
+
+/// Add up the checkpoints of the N shards of one run into the aggregate a single run
+/// over the whole corpus would have produced (every shard complete, each index once).
+pub fn merge(shards: &[(PathBuf, Aggregate)]) -> Result<Aggregate> {
+    let err = |name: &Path, reason: String| Error::Input {
+        name: name.display().to_string(),
+        reason,
+    };
+    let Some((first_path, first)) = shards.first() else {
+        return Err(Error::Input {
+            name: "merge".into(),
+            reason: "no shard directories given".into(),
+        });
+    };
+    let Some(n) = first.shard.map(|s| s.count) else {
+        return Err(err(first_path, "holds a whole run, not a shard".into()));
+    };
+    let mut seen = vec![false; n];
+    let mut out = first.clone();
+    out.shard = None;
+    out.sums.iter_mut().for_each(|x| *x = 0);
+    out.empty_gold.iter_mut().for_each(|x| *x = 0);
+    (out.scored, out.failed, out.next, out.seconds) = (0, 0, 0, 0.0);
+    for (path, a) in shards {
+        if !a.same_run(first) {
+            return Err(err(
+                path,
+                format!(
+                    "is a run of {} on {} ({} mode), not of {} on {} ({} mode)",
+                    a.model, a.corpus, a.mode, first.model, first.corpus, first.mode
+                ),
+            ));
+        }
+        let Some(sh) = a.shard.filter(|s| s.count == n) else {
+            return Err(err(path, format!("is not one of {n} shards")));
+        };
+        if std::mem::replace(&mut seen[sh.index - 1], true) {
+            return Err(err(path, format!("repeats shard {sh}")));
+        }
+        if a.next < a.size() {
+            return Err(err(
+                path,
+                format!(
+                    "shard {sh} is unfinished ({} of {} snippets); resume it first",
+                    a.next,
+                    a.size()
+                ),
+            ));
+        }
+        for (o, x) in out.sums.iter_mut().zip(&a.sums) {
+            *o += x;
+        }
+        for (o, x) in out.empty_gold.iter_mut().zip(&a.empty_gold) {
+            *o += x;
+        }
+        out.scored += a.scored;
+        out.failed += a.failed;
+        out.seconds += a.seconds;
+    }
+    if let Some(k) = seen.iter().position(|s| !s) {
+        return Err(Error::Input {
+            name: "merge".into(),
+            reason: format!("shard {}/{n} is missing", k + 1),
+        });
+    }
+    out.next = out.total;
+    Ok(out)
+}
+
+/// Read the checkpoint `DIR/state.json` of a run or shard.
+pub fn load_state(dir: &Path) -> Result<Aggregate> {
+    let path = dir.join("state.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::Input {
+        name: path.display().to_string(),
+        reason: format!("not a codescope reproduce checkpoint ({e})"),
+    })
+}
+
+/// Write a merged aggregate's checkpoint and tables into `out`; for a `--rewrite` run,
+/// the shards' pair records (read from `dirs`) and the twins' tables too (returned).
+pub fn write_merged(
+    agg: &Aggregate,
+    dirs: &[PathBuf],
+    out: &Path,
+    thr: f32,
+) -> Result<Option<String>> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    write_atomic(
+        &out.join("state.json"),
+        &serde_json::to_string(agg).unwrap_or_default(),
+    )?;
+    write_tables(agg, out)?;
+    let Some(label) = &agg.rewrite else {
+        return Ok(None);
+    };
+    let records = reproduce_twins::merge_records(dirs)?;
+    reproduce_twins::write_records(&out.join(reproduce_twins::RECORDS), &records)?;
+    reproduce_twins::write_tables(&records, label, agg.twins_seed, thr, out).map(Some)
 }
 
 /// Per graph (in [`Graph::ALL`] order): whether the gold graph was empty, and the
@@ -362,7 +538,10 @@ fn score_snippet(
     Ok((per_graph, twin))
 }
 
-fn write_tables(agg: &Aggregate, out: &Path, total: usize) -> Result<()> {
+/// The tables of an aggregate: `scores.csv`, `best_heads.csv`, `summary.json` (no
+/// timings: they are functions of the sums, so a merge of shards writes the same bytes as
+/// one run; the run's seconds stay in `state.json`).
+fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
     let mut scores = String::from("graph,threshold,layer,head,precision,recall,f1,ged_per_node\n");
     let mut best =
         String::from("graph,threshold,layer,best_head,precision,recall,f1,ged_per_node\n");
@@ -412,9 +591,7 @@ fn write_tables(agg: &Aggregate, out: &Path, total: usize) -> Result<()> {
     }
     let summary = serde_json::json!({
         "model": agg.model, "corpus": agg.corpus, "mode": agg.mode,
-        "snippets": total, "scored": agg.scored, "failed": agg.failed,
-        "seconds": agg.seconds,
-        "snippets_per_second": if agg.seconds > 0.0 { (agg.scored + agg.failed) as f64 / agg.seconds } else { 0.0 },
+        "snippets": agg.total, "scored": agg.scored, "failed": agg.failed,
         "metrics": "macro-average over snippets of P = |P∧G|/|P|, R = |P∧G|/|G|, F1, GED = |P xor G|/n; P = [A > t], diagonal included",
         "graphs": summary_graphs,
     });

@@ -32,6 +32,18 @@ use crate::syntax::rewrite::{self, Rewrite};
 /// Bootstrap resamples of the interval.
 pub const BOOTSTRAP: usize = 1000;
 
+/// The pair records' file in a run's output directory.
+pub const RECORDS: &str = "twins.jsonl";
+
+/// How a run names its rewrite (checkpoints, tables): `rename:neutral`,
+/// `rename:shuffle (seed N)`.
+pub fn rewrite_label(rw: Rewrite) -> String {
+    match rw {
+        Rewrite::Shuffle { seed } => format!("{} (seed {seed})", rw.name()),
+        Rewrite::Neutral => rw.name().to_string(),
+    }
+}
+
 /// One snippet's pair scores.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TwinRecord {
@@ -136,15 +148,39 @@ pub fn score_pair(
     ))
 }
 
-/// The records of an earlier run (those before snippet `next`), to resume.
-pub fn read_records(path: &Path, next: usize) -> Vec<TwinRecord> {
+/// The records of an earlier run for corpus snippets before `upto`, to resume.
+pub fn read_records(path: &Path, upto: usize) -> Vec<TwinRecord> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
     text.lines()
         .filter_map(|l| serde_json::from_str::<TwinRecord>(l).ok())
-        .filter(|r| r.index < next)
+        .filter(|r| r.index < upto)
         .collect()
+}
+
+/// The pair records of finished shards, in corpus order (for `codescope merge`).
+pub fn merge_records(dirs: &[std::path::PathBuf]) -> Result<Vec<TwinRecord>> {
+    let mut all = Vec::new();
+    for d in dirs {
+        let path = d.join(RECORDS);
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        for (k, line) in text.lines().enumerate() {
+            let r: TwinRecord = serde_json::from_str(line).map_err(|e| Error::Input {
+                name: path.display().to_string(),
+                reason: format!("line {}: not a pair record ({e})", k + 1),
+            })?;
+            all.push(r);
+        }
+    }
+    all.sort_by_key(|r| r.index);
+    if let Some(w) = all.windows(2).find(|w| w[0].index == w[1].index) {
+        return Err(Error::Input {
+            name: "merge".into(),
+            reason: format!("snippet {} has pair records in two shards", w[0].index),
+        });
+    }
+    Ok(all)
 }
 
 /// Rewrite `path` with `records` (after a resume drops the lines past the checkpoint).
@@ -300,9 +336,16 @@ fn write(path: &Path, text: &str) -> Result<()> {
 }
 
 /// Write the pair tables to `out` and return the printed table.
-pub fn write_tables(records: &[TwinRecord], rw: Rewrite, seed: u64, threshold: f32, out: &Path) -> Result<String> {
+pub fn write_tables(
+    records: &[TwinRecord],
+    rewrite: &str,
+    seed: u64,
+    threshold: f32,
+    out: &Path,
+) -> Result<String> {
     let pairs = layer_pairs(records, seed);
-    let mut csv = String::from("graph,layer,best_head_a,f1_a,best_head_b,f1_b,diff,ci_low,ci_high\n");
+    let mut csv =
+        String::from("graph,layer,best_head_a,f1_a,best_head_b,f1_b,diff,ci_low,ci_high\n");
     for p in &pairs {
         let _ = writeln!(
             csv,
@@ -321,7 +364,11 @@ pub fn write_tables(records: &[TwinRecord], rw: Rewrite, seed: u64, threshold: f
             "{},\"{}\",{},{},{},{},{},{},\"{}\"",
             r.index,
             r.origin.replace('"', "'"),
-            if r.error.is_none() { "ok" } else { "rewrite_failed" },
+            if r.error.is_none() {
+                "ok"
+            } else {
+                "rewrite_failed"
+            },
             r.renamed_tokens,
             r.unchanged_tokens,
             opt(r.unchanged_bits_a),
@@ -345,7 +392,7 @@ pub fn write_tables(records: &[TwinRecord], rw: Rewrite, seed: u64, threshold: f
             .total_cmp(&x.rename_sensitivity.unwrap_or(0.0))
     });
     let summary = serde_json::json!({
-        "rewrite": rw.name(),
+        "rewrite": rewrite,
         "seed": seed,
         "threshold": threshold,
         "pairs_scored": ok.len(),
@@ -367,13 +414,18 @@ pub fn write_tables(records: &[TwinRecord], rw: Rewrite, seed: u64, threshold: f
     let _ = writeln!(
         s,
         "\n{} twins: {} pairs scored, {} twins failed their check; threshold {:.2}",
-        rw.name(),
+        rewrite,
         ok.len(),
         failed.len(),
         threshold
     );
     for r in failed.iter().take(10) {
-        let _ = writeln!(s, "  failed {}: {}", r.origin, r.error.as_deref().unwrap_or(""));
+        let _ = writeln!(
+            s,
+            "  failed {}: {}",
+            r.origin,
+            r.error.as_deref().unwrap_or("")
+        );
     }
     for g in [Graph::AstMotif, Graph::Dfg] {
         let _ = writeln!(

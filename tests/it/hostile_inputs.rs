@@ -6,7 +6,6 @@
 //! not a file says so.
 
 use std::io::{Read, Write};
-use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -14,10 +13,11 @@ use codescope::model::testutil::{write_tiny_model, Tiny};
 
 use crate::cli_sources::{fails, ok, Env};
 
-/// Run `cmd` to completion: its output and its peak resident memory in MiB (from
-/// `wait4`'s resource usage, so the figure is the child's own).
-// wait4 reaps the child itself (Child::wait would not give its resource usage).
-#[allow(clippy::zombie_processes)]
+/// Run `cmd` to completion: its output and its peak resident memory in MiB, the child's
+/// own `VmHWM` polled from `/proc/<pid>/status` while it runs. (`wait4`'s `ru_maxrss` is
+/// not usable here: Linux records the pre-exec image's high-water mark at `execve`, so a
+/// child spawned by this test process, which holds the loaded models of the other tests,
+/// would report this process's size.)
 pub(crate) fn run_measured(mut cmd: Command) -> (Output, u64) {
     let mut child = cmd
         .stdin(Stdio::null())
@@ -37,19 +37,28 @@ pub(crate) fn run_measured(mut cmd: Command) -> (Output, u64) {
         let _ = err.read_to_end(&mut v);
         v
     });
-    let mut status = 0;
-    // SAFETY: plain wait4 on our own child; rusage is a plain C struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4");
+    let status_path = format!("/proc/{}/status", child.id());
+    let hwm_kib = || -> Option<u64> {
+        let s = std::fs::read_to_string(&status_path).ok()?;
+        let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut peak = 0u64;
+    let status = loop {
+        if let Some(k) = hwm_kib() {
+            peak = peak.max(k);
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
     let output = Output {
-        status: std::process::ExitStatus::from_raw(status),
+        status,
         stdout: t_out.join().unwrap(),
         stderr: t_err.join().unwrap(),
     };
-    // Linux reports ru_maxrss in KiB.
-    (output, ru.ru_maxrss as u64 / 1024)
+    (output, peak / 1024)
 }
 
 #[test]

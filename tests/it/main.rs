@@ -21,6 +21,7 @@ mod probe_directprobe;
 mod probe_e2e;
 mod probe_sklearn_agreement;
 mod probe_train;
+mod reproduce_shards;
 mod tiny_roberta_reference;
 mod tui_app;
 #[allow(dead_code)]

@@ -96,7 +96,11 @@ fn token_bits(trace: &Value, tokens: &Value) -> Vec<Option<f32>> {
                 let (a, b) = (sw["start"].as_u64().unwrap(), sw["end"].as_u64().unwrap());
                 if a < e && s < b {
                     let x = bits[k].as_f64().map(|x| x as f32);
-                    acc = if any { acc.zip(x).map(|(p, q)| p + q) } else { x };
+                    acc = if any {
+                        acc.zip(x).map(|(p, q)| p + q)
+                    } else {
+                        x
+                    };
                     any = true;
                 }
             }
@@ -134,9 +138,16 @@ fn compare_json_agrees_with_separate_analyze_and_trace_runs() {
     for (side, an) in [("a", &an_a), ("b", &an_b)] {
         assert_eq!(c[side]["tokens"], an["tokens"]);
         assert_eq!(c[side]["analysed_tokens"], an["analysed_tokens"]);
-        assert_eq!(c["category_attention"][side], an["category_attention"], "{side}");
+        assert_eq!(
+            c["category_attention"][side], an["category_attention"],
+            "{side}"
+        );
         for (g, rel) in an["relations"].as_object().unwrap() {
-            assert_eq!(c["relations"][g][format!("f1_{side}")], rel["f1"], "{g} {side}");
+            assert_eq!(
+                c["relations"][g][format!("f1_{side}")],
+                rel["f1"],
+                "{g} {side}"
+            );
             assert_eq!(c["relations"][g][format!("edges_{side}")], rel["edges"]);
         }
     }
@@ -145,8 +156,14 @@ fn compare_json_agrees_with_separate_analyze_and_trace_runs() {
     assert_eq!(c["shares"]["a"]["syn_to_id"][1][2], sh["syn->id"]);
     assert_eq!(c["shares"]["a"]["id_to_syn"][1][2], sh["id->syn"]);
     // Surprisal: exactly the code-token sums of two `trace --surprisal` runs.
-    let tr_a = json(tmp, &["trace", "--model", &model, "--surprisal", "--json", a]);
-    let tr_b = json(tmp, &["trace", "--model", &model, "--surprisal", "--json", b]);
+    let tr_a = json(
+        tmp,
+        &["trace", "--model", &model, "--surprisal", "--json", a],
+    );
+    let tr_b = json(
+        tmp,
+        &["trace", "--model", &model, "--surprisal", "--json", b],
+    );
     let bits_a = token_bits(&tr_a, &c["a"]["tokens"]);
     let bits_b = token_bits(&tr_b, &c["b"]["tokens"]);
     let as_f32 = |v: &Value| -> Vec<Option<f32>> {
@@ -175,11 +192,17 @@ fn compare_json_agrees_with_separate_analyze_and_trace_runs() {
     assert!((s["rename_sensitivity"].as_f64().unwrap() - (ub - ua)).abs() < 1e-9);
     // Every unchanged pair has the same text on both sides; renamed ones do not.
     for p in unchanged {
-        let (i, j) = (p[0].as_u64().unwrap() as usize, p[1].as_u64().unwrap() as usize);
+        let (i, j) = (
+            p[0].as_u64().unwrap() as usize,
+            p[1].as_u64().unwrap() as usize,
+        );
         assert_eq!(c["a"]["tokens"][i]["text"], c["b"]["tokens"][j]["text"]);
     }
     for p in c["changed"].as_array().unwrap() {
-        let (i, j) = (p[0].as_u64().unwrap() as usize, p[1].as_u64().unwrap() as usize);
+        let (i, j) = (
+            p[0].as_u64().unwrap() as usize,
+            p[1].as_u64().unwrap() as usize,
+        );
         assert_ne!(c["a"]["tokens"][i]["text"], c["b"]["tokens"][j]["text"]);
     }
     // Attention shift: [layer][head] in [0, 1], and not all zero for a real rename.
@@ -243,12 +266,18 @@ fn compare_user_twin_summary_and_csv_on_an_encoder() {
     assert!(out.contains("relations,dfg,1,1,f1_diff,"));
     assert!(out.contains("attention_shift,tv,2,4,mean_tv,"));
     // Bad input: one clear line, no panic.
-    let (ok, _, err) = run(tmp, &["compare", "--model", &model, a, "--rewrite", "rename:wild"]);
+    let (ok, _, err) = run(
+        tmp,
+        &["compare", "--model", &model, a, "--rewrite", "rename:wild"],
+    );
     assert!(!ok && err.contains("rename:wild"), "{err}");
     // A twin that does not parse is compared on what aligns, with a notice.
     let broken = tmp.join("broken.py");
     std::fs::write(&broken, SNIPPET.replace("):", ")")).unwrap();
-    let (ok, _, err) = run(tmp, &["compare", "--model", &model, a, broken.to_str().unwrap()]);
+    let (ok, _, err) = run(
+        tmp,
+        &["compare", "--model", &model, a, broken.to_str().unwrap()],
+    );
     assert!(ok && err.contains("notice: the twin has"), "{err}");
 }
 
@@ -262,7 +291,10 @@ fn rewrite_command_prints_the_twin_and_checks_a_corpus() {
     let (ok, out, err) = run(tmp, &["rewrite", a]);
     assert!(ok, "{err}");
     assert!(out.starts_with("def f1(p1, p2=2):"), "{out}");
-    let v = json(tmp, &["rewrite", a, "--json", "--rewrite", "rename:shuffle"]);
+    let v = json(
+        tmp,
+        &["rewrite", a, "--json", "--rewrite", "rename:shuffle"],
+    );
     assert_eq!(v["rewrite"], "rename:shuffle");
     assert_eq!(v["renamed"]["values"], "factor");
     let (ok, out, err) = run(tmp, &["rewrite", "--data", "bundled", "--lang", "java"]);
@@ -283,18 +315,34 @@ fn reproduce_rewrite_writes_pair_tables_and_resumes() {
     let out_s = out.to_str().unwrap();
     let model = fixture("tiny_llama");
     let args = [
-        "reproduce", "--model", &model, "--data", corpus, "--out", out_s, "--rewrite",
-        "rename:neutral", "--limit", "6",
+        "reproduce",
+        "--model",
+        &model,
+        "--data",
+        corpus,
+        "--out",
+        out_s,
+        "--rewrite",
+        "rename:neutral",
+        "--limit",
+        "6",
     ];
     let (ok, printed, err) = run(tmp, &args);
     assert!(ok, "{err}");
-    assert!(printed.contains("rename:neutral twins: 6 pairs scored"), "{printed}");
+    assert!(
+        printed.contains("rename:neutral twins: 6 pairs scored"),
+        "{printed}"
+    );
     assert!(printed.contains("rename sensitivity"), "{printed}");
     let layers = std::fs::read_to_string(out.join("twins_layers.csv")).unwrap();
     let rows: Vec<&str> = layers.lines().skip(1).collect();
     assert_eq!(rows.len(), codescope::analysis::Graph::ALL.len() * 2);
     for r in &rows {
-        let f: Vec<f64> = r.split(',').skip(3).filter_map(|x| x.parse().ok()).collect();
+        let f: Vec<f64> = r
+            .split(',')
+            .skip(3)
+            .filter_map(|x| x.parse().ok())
+            .collect();
         // f1_a, head_b, f1_b, diff, ci_low, ci_high
         assert!((f[3] - (f[2] - f[0])).abs() < 1e-5, "{r}");
         assert!(f[4] <= f[5], "{r}");
@@ -314,6 +362,38 @@ fn reproduce_rewrite_writes_pair_tables_and_resumes() {
         layers
     );
     assert!(again.contains("6 pairs scored"), "{again}");
+    // Two shards merged give the single run's pair tables, byte for byte.
+    let mut dirs = Vec::new();
+    for k in ["1/2", "2/2"] {
+        let d = tmp.join(format!("shard{}", &k[..1]));
+        let ds = d.to_str().unwrap().to_string();
+        let mut a: Vec<&str> = args.to_vec();
+        a[6] = &ds;
+        a.extend(["--shard", k]);
+        let (ok, _, err) = run(tmp, &a);
+        assert!(ok, "{err}");
+        dirs.push(ds);
+    }
+    let merged = tmp.join("merged");
+    let (ok, printed, err) = run(
+        tmp,
+        &[
+            "merge",
+            &dirs[0],
+            &dirs[1],
+            "--out",
+            merged.to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(printed.contains("6 pairs scored"), "{printed}");
+    for f in ["twins_layers.csv", "twins.csv", "twins.jsonl"] {
+        assert_eq!(
+            std::fs::read_to_string(merged.join(f)).unwrap(),
+            std::fs::read_to_string(out.join(f)).unwrap(),
+            "{f}"
+        );
+    }
     // Another rewrite into the same directory is refused.
     let mut other = args.to_vec();
     other[8] = "rename:shuffle";

@@ -23,7 +23,9 @@ pub(super) fn align(a: &[CodeToken], b: &[CodeToken]) -> Result<Vec<(usize, usiz
         pre += 1;
     }
     let mut suf = 0;
-    while suf < a.len() - pre && suf < b.len() - pre && same(&a[a.len() - 1 - suf], &b[b.len() - 1 - suf])
+    while suf < a.len() - pre
+        && suf < b.len() - pre
+        && same(&a[a.len() - 1 - suf], &b[b.len() - 1 - suf])
     {
         suf += 1;
     }
@@ -59,11 +61,12 @@ pub(super) fn align(a: &[CodeToken], b: &[CodeToken]) -> Result<Vec<(usize, usiz
     }
     let mut pairs: Vec<(usize, usize)> = (0..pre).map(|k| (k, k)).collect();
     let (mut pi, mut pj) = (0, 0);
-    let gap = |pairs: &mut Vec<(usize, usize)>, (i0, i1): (usize, usize), (j0, j1): (usize, usize)| {
-        if i1 - i0 == j1 - j0 && (0..i1 - i0).all(|k| am[i0 + k].kind == bm[j0 + k].kind) {
-            pairs.extend((0..i1 - i0).map(|k| (pre + i0 + k, pre + j0 + k)));
-        }
-    };
+    let gap =
+        |pairs: &mut Vec<(usize, usize)>, (i0, i1): (usize, usize), (j0, j1): (usize, usize)| {
+            if i1 - i0 == j1 - j0 && (0..i1 - i0).all(|k| am[i0 + k].kind == bm[j0 + k].kind) {
+                pairs.extend((0..i1 - i0).map(|k| (pre + i0 + k, pre + j0 + k)));
+            }
+        };
     for &(mi, mj) in &matches {
         gap(&mut pairs, (pi, mi), (pj, mj));
         pairs.push((pre + mi, pre + mj));

@@ -31,8 +31,16 @@ use super::{Ns, Occ, Resolved};
 use crate::syntax::Role;
 
 const OBJECT_METHODS: [&str; 10] = [
-    "equals", "hashCode", "toString", "clone", "finalize", "getClass", "notify", "notifyAll",
-    "wait", "main",
+    "equals",
+    "hashCode",
+    "toString",
+    "clone",
+    "finalize",
+    "getClass",
+    "notify",
+    "notifyAll",
+    "wait",
+    "main",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +196,9 @@ impl<'t> Binder<'t> {
                     .last();
                 last.map(|x| self.t(x).to_string())
             }
-            "array_type" => n.child_by_field_name("element").and_then(|e| self.type_name(e)),
+            "array_type" => n
+                .child_by_field_name("element")
+                .and_then(|e| self.type_name(e)),
             _ => None,
         }
     }
@@ -249,8 +259,11 @@ impl<'t> Binder<'t> {
                     }
                 }
             }
-            "class_declaration" | "interface_declaration" | "enum_declaration"
-            | "record_declaration" | "annotation_type_declaration" => self.class(n, scope),
+            "class_declaration"
+            | "interface_declaration"
+            | "enum_declaration"
+            | "record_declaration"
+            | "annotation_type_declaration" => self.class(n, scope),
             "field_declaration" | "constant_declaration" => {
                 let owner = self.class_body_owner(scope);
                 let ty_node = n.child_by_field_name("type");
@@ -269,10 +282,17 @@ impl<'t> Binder<'t> {
                     }
                 }
             }
-            "method_declaration" | "constructor_declaration" | "compact_constructor_declaration"
+            "method_declaration"
+            | "constructor_declaration"
+            | "compact_constructor_declaration"
             | "annotation_type_element_declaration" => self.method(n, scope),
-            "block" | "switch_block" | "for_statement" | "try_with_resources_statement"
-            | "catch_clause" | "enhanced_for_statement" | "try_statement" => {
+            "block"
+            | "switch_block"
+            | "for_statement"
+            | "try_with_resources_statement"
+            | "catch_clause"
+            | "enhanced_for_statement"
+            | "try_statement" => {
                 let s = self.new_scope(Kind::Local, scope);
                 if n.kind() == "enhanced_for_statement" {
                     let ty = n.child_by_field_name("type");
@@ -458,13 +478,11 @@ impl<'t> Binder<'t> {
     }
 
     fn parameter(&mut self, n: Node<'t>, scope: usize, role: Role) {
-        let ty_node = n
-            .child_by_field_name("type")
-            .or_else(|| {
-                let mut c = n.walk();
-                let k = n.named_children(&mut c).find(|k| k.kind() != "modifiers");
-                k
-            });
+        let ty_node = n.child_by_field_name("type").or_else(|| {
+            let mut c = n.walk();
+            let k = n.named_children(&mut c).find(|k| k.kind() != "modifiers");
+            k
+        });
         let mut name = n.child_by_field_name("name");
         let mut c = n.walk();
         for k in n.children(&mut c).collect::<Vec<_>>() {
@@ -500,7 +518,9 @@ impl<'t> Binder<'t> {
             }
             let mut cc = tp.walk();
             for k in tp.named_children(&mut cc).collect::<Vec<_>>() {
-                if k.kind() == "type_identifier" && !self.scopes[scope].type_params.contains(self.t(k)) {
+                if k.kind() == "type_identifier"
+                    && !self.scopes[scope].type_params.contains(self.t(k))
+                {
                     let t = self.t(k).to_string();
                     self.scopes[scope].type_params.insert(t);
                     self.ident(k, scope, Ctx::Type);
@@ -616,7 +636,9 @@ impl<'t> Binder<'t> {
             "constructor_declaration" | "compact_constructor_declaration"
         );
         let keep_name = n.kind() == "annotation_type_element_declaration";
-        let ret = n.child_by_field_name("type").and_then(|t| self.type_name(t));
+        let ret = n
+            .child_by_field_name("type")
+            .and_then(|t| self.type_name(t));
         let mut c = n.walk();
         for k in n.children(&mut c).collect::<Vec<_>>() {
             if n.child_by_field_name("name") == Some(k) {
@@ -626,7 +648,11 @@ impl<'t> Binder<'t> {
                     self.ident(k, scope, Ctx::Type);
                 } else if let Some(o) = owner {
                     let t = self.t(k).to_string();
-                    self.classes[o].methods.entry(t).or_default().push(ret.clone());
+                    self.classes[o]
+                        .methods
+                        .entry(t)
+                        .or_default()
+                        .push(ret.clone());
                     self.ident(k, scope, Ctx::MethodDecl);
                 } else {
                     self.ident(k, scope, Ctx::Keep);
@@ -638,8 +664,7 @@ impl<'t> Binder<'t> {
                     let mut cc = k.walk();
                     let over = k.named_children(&mut cc).any(|a| {
                         matches!(a.kind(), "marker_annotation" | "annotation")
-                            && a
-                                .child_by_field_name("name")
+                            && a.child_by_field_name("name")
                                 .is_some_and(|x| self.t(x) == "Override")
                     });
                     if over && !is_ctor {
@@ -781,14 +806,12 @@ impl<'t> Binder<'t> {
                 };
                 ty(self.method_in(c, self.t(name))?.1)
             }
-            "object_creation_expression" | "cast_expression" => {
-                ty(e.child_by_field_name("type").and_then(|t| self.type_name(t)))
-            }
+            "object_creation_expression" | "cast_expression" => ty(e
+                .child_by_field_name("type")
+                .and_then(|t| self.type_name(t))),
             "parenthesized_expression" => self.class_of(e.named_child(0)?, scope, depth + 1),
             "array_access" => self.class_of(e.child_by_field_name("array")?, scope, depth + 1),
-            "type_identifier" | "generic_type" | "scoped_type_identifier" => {
-                ty(self.type_name(e))
-            }
+            "type_identifier" | "generic_type" | "scoped_type_identifier" => ty(self.type_name(e)),
             _ => None,
         }
     }
@@ -798,7 +821,11 @@ impl<'t> Binder<'t> {
         let mut fixed: HashSet<String> = OBJECT_METHODS.iter().map(|s| s.to_string()).collect();
         for (ci, c) in self.classes.iter().enumerate() {
             let supers: Vec<usize> = self.lineage(ci).into_iter().skip(1).collect();
-            let declared_above = |m: &str| supers.iter().any(|&s| self.classes[s].methods.contains_key(m));
+            let declared_above = |m: &str| {
+                supers
+                    .iter()
+                    .any(|&s| self.classes[s].methods.contains_key(m))
+            };
             for m in c.methods.keys() {
                 let outside = (c.anonymous || c.overrides.contains(m)) && !declared_above(m);
                 if outside {
@@ -827,7 +854,8 @@ impl<'t> Binder<'t> {
             let name = self.t(id.node);
             out.idents.insert(name.to_string());
             let member_field = |c: usize| -> Option<(Ns, Role)> {
-                self.field_in(c, name).map(|_| (Ns::Member, Role::Attribute))
+                self.field_in(c, name)
+                    .map(|_| (Ns::Member, Role::Attribute))
             };
             let member_method = |c: usize| -> Option<(Ns, Role)> {
                 (!fixed.contains(name) && self.method_in(c, name).is_some())

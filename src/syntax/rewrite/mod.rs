@@ -557,7 +557,11 @@ pub fn check(a: &Syntax, b: &Syntax) -> Result<(), RewriteError> {
             Some("depth")
         } else if x.role != y.role {
             Some("role")
-        } else if x.text != y.text && !matches!(x.kind.as_str(), "identifier" | "type_identifier" | "field_identifier" | "string")
+        } else if x.text != y.text
+            && !matches!(
+                x.kind.as_str(),
+                "identifier" | "type_identifier" | "field_identifier" | "string"
+            )
         {
             Some("text")
         } else {

@@ -309,7 +309,9 @@ impl<'t> Binder<'t> {
                             self.target(l, s, Role::Variable, region);
                         }
                         let mut cc = k.walk();
-                        for r in k.children_by_field_name("right", &mut cc).collect::<Vec<_>>()
+                        for r in k
+                            .children_by_field_name("right", &mut cc)
+                            .collect::<Vec<_>>()
                         {
                             self.visit(r, if first { scope } else { s }, region);
                         }
@@ -449,9 +451,16 @@ impl<'t> Binder<'t> {
     fn target(&mut self, n: Node<'t>, scope: usize, role: Role, region: (usize, usize)) {
         match n.kind() {
             "identifier" => self.bind_ident(n, scope, role),
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list"
-            | "parenthesized_expression" | "expression_list" | "list_splat_pattern"
-            | "list_splat" | "as_pattern_target" => {
+            "pattern_list"
+            | "tuple_pattern"
+            | "list_pattern"
+            | "tuple"
+            | "list"
+            | "parenthesized_expression"
+            | "expression_list"
+            | "list_splat_pattern"
+            | "list_splat"
+            | "as_pattern_target" => {
                 let mut c = n.walk();
                 for k in n.children(&mut c).collect::<Vec<_>>() {
                     self.target(k, scope, role, region);
@@ -804,7 +813,10 @@ impl<'t> Binder<'t> {
             "call" => {
                 // `super()` inside a method: the class's component.
                 let f = obj.child_by_field_name("function")?;
-                if f.kind() == "identifier" && self.t(f) == "super" && self.lookup(scope, "super").is_none() {
+                if f.kind() == "identifier"
+                    && self.t(f) == "super"
+                    && self.lookup(scope, "super").is_none()
+                {
                     let mut s = scope;
                     loop {
                         if let Some((_, c)) = self.scopes[s].receiver {

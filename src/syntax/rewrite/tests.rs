@@ -219,7 +219,11 @@ fn java_anonymous_class_methods_and_imports_stay() {
 #[test]
 fn user_twin_aligns_a_hand_rename_and_leaves_insertions_out() {
     let a = parse("def f(a):\n    return a + 1\n", Language::Python).unwrap();
-    let b = parse("def f(n):\n    n = n * 2\n    return n + 1\n", Language::Python).unwrap();
+    let b = parse(
+        "def f(n):\n    n = n * 2\n    return n + 1\n",
+        Language::Python,
+    )
+    .unwrap();
     let t = user_twin(&a, b, "b.py").unwrap();
     let text = |i: usize, j: usize| (a.tokens[i].text.clone(), t.b.tokens[j].text.clone());
     let pairs: Vec<(String, String)> = t.pairs.iter().map(|&(i, j)| text(i, j)).collect();

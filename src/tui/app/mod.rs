@@ -197,9 +197,6 @@ impl App {
     /// matrix, `None` for tokens outside the analysed set.
     pub fn token_weights(&self) -> Option<Vec<Option<f32>>> {
         let p = self.prepared()?;
-        if self.doc.n_tokens() != p.pos.len() {
-            return None;
-        }
         let sel = (*p.pos.get(self.view.cursor)?)?;
         let dir = self.view.direction;
         self.with_matrix(|a, n| {
@@ -243,14 +240,13 @@ impl App {
             .map(|(_, e)| e.as_str())
     }
 
-    /// The surprisal to draw: the view is on and the analysis shown has it (and still
-    /// matches the document's tokens).
+    /// The surprisal to draw: the view is on and the analysis shown has it. (An analysis
+    /// shown is always of the document's own parse: a new document clears it.)
     pub fn surprisal_shown(&self) -> Option<&TokenSurprisal> {
         if !self.view.surprisal {
             return None;
         }
-        let s = self.prepared()?.surprisal.as_ref()?;
-        (s.bits.len() == self.doc.n_tokens()).then_some(s)
+        self.prepared()?.surprisal.as_ref()
     }
 
     /// What the label for the cursor token would be asked for, when a probe report is
