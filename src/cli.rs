@@ -177,6 +177,10 @@ pub struct CompareArgs {
     /// Feed the source as written, or the study's space-joined code tokens.
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+    /// Also train a linear probe for this token task (category or depth) on the bundled
+    /// corpus (features cached) and compare its predictions on both twins per layer.
+    #[arg(long, value_enum)]
+    pub probe: Option<crate::probe::Task>,
     /// Print the JSON document.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,

@@ -461,11 +461,38 @@ fn compare_cmd(settings: &Settings, args: &CompareArgs) -> Result<()> {
         threshold: args.threshold,
         sweep: false,
     };
+    if let Some(task) = args.probe {
+        if task.is_pair() || args.mode != analysis::Mode::Source {
+            return Err(Error::Input {
+                name: "--probe".into(),
+                reason: format!(
+                    "`{}`: compare labels single tokens in source mode (category, depth)",
+                    task.name()
+                ),
+            });
+        }
+    }
     let ro = analysis::RunOptions {
         lm: m.info.causal,
+        hidden: args.probe.is_some(),
         ..Default::default()
     };
-    let c = compare::compare(&m, a, twin, &opts, &ro)?;
+    let mut c = compare::compare(&m, a, twin, &opts, &ro)?;
+    if let Some(task) = args.probe {
+        let snippets = crate::probe::bundled::snippets(Some(lang));
+        let spec = crate::probe::RunSpec {
+            tasks: vec![task],
+            cache_root: Some(settings.cache_dir.clone()),
+            ..crate::probe::RunSpec::new(&m, &snippets, format!("bundled:{}", lang.name()))
+        };
+        crate::logging::notice(format_args!(
+            "training {} probes on the bundled {} corpus…",
+            task.name(),
+            lang.name()
+        ));
+        let report = crate::probe::run(&spec, &mut |_| {})?;
+        c.probe = compare::probe_agreement(&report, task, &c).map(|v| (task, v));
+    }
     for (side, x) in [("original", &c.a), ("twin", &c.b)] {
         if x.trace.truncated > 0 {
             crate::logging::notice(format_args!(

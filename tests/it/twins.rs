@@ -265,6 +265,21 @@ fn compare_user_twin_summary_and_csv_on_an_encoder() {
     assert!(out.starts_with("table,key,layer,head,metric,value\n"));
     assert!(out.contains("relations,dfg,1,1,f1_diff,"));
     assert!(out.contains("attention_shift,tv,2,4,mean_tv,"));
+    // A trained probe on both sides: a twin equal to the original agrees everywhere.
+    let same = json(
+        tmp,
+        &[
+            "compare", "--model", &model, a, a, "--probe", "category", "--json",
+        ],
+    );
+    let layers = same["probe"]["layers"].as_array().unwrap();
+    assert!(!layers.is_empty());
+    for l in layers {
+        assert_eq!(l["agreement"], 1.0, "{l}");
+        assert_eq!(l["labels"].as_array().unwrap().len(), n_a);
+    }
+    let (ok, _, err) = run(tmp, &["compare", "--model", &model, a, "--probe", "dfg"]);
+    assert!(!ok && err.contains("single tokens"), "{err}");
     // Bad input: one clear line, no panic.
     let (ok, _, err) = run(
         tmp,
