@@ -645,7 +645,10 @@ pub struct CheckReport {
 /// Rewrite every snippet and check each twin.
 pub fn check_corpus(snippets: &[crate::corpus::Snippet], rw: Rewrite) -> CheckReport {
     use rayon::prelude::*;
-    let outcomes: Vec<(Option<std::result::Result<(usize, usize), String>>, &str)> = snippets
+    // Per snippet: `None` when the original was refused, else the renamed and identifier
+    // token counts or the check's failure.
+    type Outcome<'a> = (Option<std::result::Result<(usize, usize), String>>, &'a str);
+    let outcomes: Vec<Outcome> = snippets
         .par_iter()
         .map(|s| {
             let Ok(a) = crate::syntax::parse(&s.code, s.language) else {

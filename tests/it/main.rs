@@ -26,6 +26,7 @@ mod tiny_roberta_reference;
 mod tui_app;
 #[allow(dead_code)]
 mod tui_common;
+mod tui_compare;
 mod tui_e2e;
 mod tui_snapshots;
 mod twins;

@@ -860,11 +860,13 @@ impl<'t> Binder<'t> {
             }
             r
         }
-        let mut open = vec![false; n];
-        for c in 0..n {
-            let cls = &self.classes[c];
-            open[c] = cls.wrapper || cls.keyword_bases;
-            let bases = cls.bases.clone();
+        let mut open: Vec<bool> = self
+            .classes
+            .iter()
+            .map(|c| c.wrapper || c.keyword_bases)
+            .collect();
+        for (c, is_open) in open.iter_mut().enumerate() {
+            let bases = self.classes[c].bases.clone();
             for b in bases {
                 match b {
                     Some((name, s)) => {
@@ -880,10 +882,10 @@ impl<'t> Binder<'t> {
                                 parent[ra] = rb;
                             }
                             None if name == "object" && self.lookup(s, "object").is_none() => {}
-                            None => open[c] = true,
+                            None => *is_open = true,
                         }
                     }
-                    None => open[c] = true,
+                    None => *is_open = true,
                 }
             }
         }

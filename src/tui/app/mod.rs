@@ -17,6 +17,7 @@
 //! they move the grid's own cursor (Enter jumps there). The token cursor has its own keys
 //! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
 
+mod compare;
 mod model;
 mod probe;
 mod status;
@@ -27,6 +28,7 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+pub use self::compare::{CompareMode, HeatSide, TwinChoice};
 pub use self::model::{ModelState, Picker, PickerItem};
 pub use self::probe::{ProbeKey, ProbePanel, ProbeRun};
 pub use self::status::{Level, Status};
@@ -52,6 +54,8 @@ const SURPRISAL_PENDING: &str = "surprisal shows once the analysis is ready";
 pub enum PromptKind {
     Open,
     Search,
+    /// Compare mode's twin file.
+    Twin,
 }
 
 /// What is drawn over the panels.
@@ -97,6 +101,8 @@ pub struct App {
     pub status: Status,
     pub overlay: Overlay,
     pub editor: Option<Editor>,
+    /// Compare mode (`c`): the snippet against its twin.
+    pub compare: CompareMode,
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
@@ -123,6 +129,7 @@ impl App {
             status: Status::default(),
             overlay: Overlay::None,
             editor: None,
+            compare: CompareMode::default(),
             size: (120, 40),
             quit: false,
             next_req: 0,
@@ -178,9 +185,13 @@ impl App {
         }
     }
 
-    /// The current matrix as a slice callback, without copying a single head.
+    /// The current matrix as a slice callback, without copying a single head (in compare
+    /// mode, the heat side's: B or B − A on A's tokens).
     pub fn with_matrix<R>(&self, f: impl FnOnce(&[f32], usize) -> R) -> Option<R> {
         let p = self.prepared()?;
+        if let Some((m, _)) = self.compare_matrix() {
+            return Some(f(&m, p.n()));
+        }
         let ta = &p.token_attention;
         let n = ta.n();
         let l = self.view.layer.min(ta.layers.saturating_sub(1));
@@ -474,6 +485,7 @@ impl App {
                 }
             }
         }
+        self.compare_settle(fx);
         if let Some((key, job)) = self.label_request() {
             if self.probe.label.as_ref().is_none_or(|(k, _)| *k != key)
                 && !fx
@@ -521,7 +533,7 @@ impl App {
     }
 
     fn worker(&mut self, w: WorkerMsg) {
-        if self.probe.worker(&w) {
+        if self.probe.worker(&w) || self.compare_worker(&w) {
             return;
         }
         match w {
@@ -577,7 +589,10 @@ impl App {
             }
             WorkerMsg::ProbeProgress { .. }
             | WorkerMsg::Probed { .. }
-            | WorkerMsg::ProbeFailed { .. } => {}
+            | WorkerMsg::ProbeFailed { .. }
+            | WorkerMsg::TwinMade { .. }
+            | WorkerMsg::Compared { .. }
+            | WorkerMsg::CompareFailed { .. } => {}
         }
     }
 
@@ -725,6 +740,7 @@ impl App {
             KeyCode::Char('o') => {
                 self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
             }
+            KeyCode::Char(c @ ('c' | 'C' | 'v')) => return self.compare_key(c),
             KeyCode::Char('M') => return self.open_picker(),
             KeyCode::Char('S') => return self.toggle_surprisal(),
             KeyCode::Char('p') => {
@@ -791,6 +807,10 @@ impl App {
                     return Vec::new();
                 }
                 vec![Effect::ReadFile(text)]
+            }
+            PromptKind::Twin => {
+                self.compare_file(text);
+                Vec::new()
             }
         }
     }

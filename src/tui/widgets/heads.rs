@@ -25,7 +25,9 @@ fn fmt_cell(m: Metric, v: Option<f64>, w: usize) -> String {
                 format!("{:.0}", x)
             }
         }
-        Some(x) => format!("{:.0}", (x * 100.0).min(99.0)),
+        // Differences (compare mode): the magnitude; the colour (or a sign glyph) says
+        // which way.
+        Some(x) => format!("{:.0}", (x.abs() * 100.0).min(99.0)),
     };
     format!("{s:>w$}")
 }
@@ -37,6 +39,14 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         Focus::Heads,
         vec![
             Span::styled("Heads", t.accent()),
+            Span::styled(
+                if app.comparison().is_some() {
+                    " · B−A"
+                } else {
+                    ""
+                },
+                t.warn(),
+            ),
             Span::styled(format!(" · {} [s]", app.view.metric.name()), t.dim()),
         ],
     );
@@ -50,19 +60,32 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         return;
     };
     let values = app.view.metric.values(p, &app.shown.scores);
+    // Compare mode: the twin's score minus the original's, on a diverging scale.
+    let diff = app.compare_grid(&values);
+    let signed = diff.is_some();
+    let values = diff.unwrap_or(values);
     let layers = values.len();
     let heads = values.first().map_or(0, |r| r.len());
     if layers == 0 || heads == 0 || inner.height < 3 {
         return;
     }
-    let smax = app.view.metric.scale_max(&values);
+    let smax = if signed {
+        values
+            .iter()
+            .flatten()
+            .flatten()
+            .fold(0.0f64, |m, v| m.max(v.abs()))
+            .max(1e-9)
+    } else {
+        app.view.metric.scale_max(&values)
+    };
     let label_w = 4usize;
     let cw = if inner.width as usize >= label_w + layers * 3 {
         3
     } else {
         2
     };
-    let f1 = matches!(app.view.metric, Metric::F1Motif | Metric::F1Dfg);
+    let f1 = !signed && matches!(app.view.metric, Metric::F1Motif | Metric::F1Dfg);
     let best: Vec<Option<usize>> = values
         .iter()
         .map(|row| {
@@ -123,7 +146,15 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         for l in 0..layers {
             let v = values[l][h];
             let x = v.map_or(0.0, |v| (v / smax) as f32);
-            let mut style = if t.colored() {
+            let mut style = if t.colored() && signed {
+                Style::default()
+                    .bg(t.diverging(x.signum() * x.abs().sqrt()))
+                    .fg(t.color(if t.light {
+                        (20, 20, 25)
+                    } else {
+                        (235, 235, 240)
+                    }))
+            } else if t.colored() {
                 let mut s = Style::default().bg(t.heat(x.sqrt(), false));
                 if let Some(fg) = t.on_heat(x.sqrt()) {
                     s = s.fg(fg);
@@ -141,7 +172,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             let mut text = fmt_cell(app.view.metric, v, cw);
             if !t.colored() {
                 // Shape instead of colour: the leading column carries a shade glyph.
-                let g = Theme::shade(x);
+                let g = match v {
+                    Some(d) if signed && d < 0.0 => '-',
+                    Some(d) if signed && d > 0.0 => '+',
+                    _ => Theme::shade(x.abs()),
+                };
                 text = format!("{g}{}", &fmt_cell(app.view.metric, v, cw - 1));
             }
             if best[l] == Some(h) {
@@ -161,7 +196,15 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     }
     // Footer: the value under the grid cursor (or the current head).
     let mut foot = format!("L{} H{}: ", gl + 1, gh + 1);
+    let diff_here = values.get(gl).and_then(|r| r.get(gh)).copied().flatten();
     match app.view.metric {
+        _ if signed => match diff_here {
+            Some(v) if app.view.metric == Metric::Entropy => {
+                foot.push_str(&format!("B−A {v:+.2} bits"))
+            }
+            Some(v) => foot.push_str(&format!("B−A {:+.1} points", v * 100.0)),
+            None => foot.push_str("n/a"),
+        },
         Metric::F1Motif | Metric::F1Dfg => {
             let g = app.view.metric.graph();
             if let Some(s) = g
@@ -185,6 +228,8 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         foot.push_str(" · Enter: jump");
     } else if f1 {
         foot.push_str(" · _ best");
+    } else if signed {
+        foot.push_str(" · blue −, orange +");
     }
     lines.push(Line::from(Span::styled(
         clip(&foot, inner.width as usize),

@@ -16,21 +16,26 @@ use crate::tui::app::{App, Focus};
 use crate::tui::layout;
 use crate::tui::theme::Theme;
 
-/// Max of `a` over the block of rows `r0..r1`, columns `c0..c1`, and whether any pair
-/// in it is a gold edge.
+/// Max of `a` over the block of rows `r0..r1`, columns `c0..c1` (`signed`: the value of
+/// largest magnitude, sign kept), and whether any pair in it is a gold edge.
 fn block_max(
     a: &[f32],
     gold: Option<&[bool]>,
     n: usize,
     r: (usize, usize),
     c: (usize, usize),
+    signed: bool,
 ) -> (f32, bool) {
     let mut m = 0.0f32;
     let mut g = false;
     for i in r.0..r.1.min(n) {
         let row = &a[i * n + c.0..i * n + c.1.min(n)];
         for &v in row {
-            m = m.max(v);
+            if !signed {
+                m = m.max(v);
+            } else if v.abs() > m.abs() {
+                m = v;
+            }
         }
         if let Some(gm) = gold {
             g |= gm[i * n + c.0..i * n + c.1.min(n)].iter().any(|&x| x);
@@ -55,6 +60,12 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         ));
         let _ = heads;
     }
+    // Compare mode: the twin (B) or the difference (B − A) on the original's tokens.
+    let side = app.compare_matrix().map(|(_, side)| side);
+    if let Some(side) = side {
+        title.push(Span::styled(format!(" · {}", side.label()), t.warn()));
+    }
+    let signed = side == Some(crate::tui::app::HeatSide::Diff);
     if app.view.gold {
         title.push(Span::styled(" · gold: AST motif + data flow", t.warn()));
     }
@@ -103,8 +114,20 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
 
     let gold = app.view.gold.then_some(&p.gold_any[..]);
     let _ = app.with_matrix(|a, n| {
-        let vmax = a.iter().copied().fold(0.0f32, f32::max).max(1e-9);
-        let scale = |v: f32| (v / vmax).clamp(0.0, 1.0).sqrt();
+        let vmax = a
+            .iter()
+            .copied()
+            .fold(0.0f32, |m, v| m.max(if signed { v.abs() } else { v }))
+            .max(1e-9);
+        let scale = |v: f32| (v.abs() / vmax).clamp(0.0, 1.0).sqrt();
+        // B − A: a diverging scale (square root of the magnitude, sign kept).
+        let colour = |v: f32, g: bool| {
+            if signed {
+                t.diverging(v.signum() * scale(v))
+            } else {
+                t.heat(scale(v), g)
+            }
+        };
         let mut lines: Vec<Line> = Vec::with_capacity(inner.height as usize);
         // Info line.
         let zoom = if z == 1 {
@@ -117,7 +140,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         } else {
             zoom
         };
-        let mut info = format!(" {n} tokens · max {vmax:.2} · √ scale · {zoom}");
+        let mut info = if signed {
+            format!(" {n} tokens · B−A blue −{vmax:.2} … orange +{vmax:.2} · √ scale · {zoom}")
+        } else {
+            format!(" {n} tokens · max {vmax:.2} · √ scale · {zoom}")
+        };
         if let Some(s) = sel {
             info.push_str(&format!(" · row «{}»", clip(&labels[s], 10)));
         }
@@ -173,13 +200,14 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             ];
             for c in c0..c0 + vis_c {
                 let cols = (c * z, (c + 1) * z);
-                let (vu, gu) = block_max(a, gold, n, (upper * z, (upper + 1) * z), cols);
+                let (vu, gu) = block_max(a, gold, n, (upper * z, (upper + 1) * z), cols, signed);
                 if half {
-                    let fg = t.heat(scale(vu), gu);
+                    let fg = colour(vu, gu);
                     let bg = match lower {
                         Some(lw) => {
-                            let (vl, gl) = block_max(a, gold, n, (lw * z, (lw + 1) * z), cols);
-                            t.heat(scale(vl), gl)
+                            let (vl, gl) =
+                                block_max(a, gold, n, (lw * z, (lw + 1) * z), cols, signed);
+                            colour(vl, gl)
                         }
                         None => t.color(t.background()),
                     };

@@ -102,6 +102,7 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
     let label = match kind {
         PromptKind::Open => " open file: ",
         PromptKind::Search => " search /",
+        PromptKind::Twin => " twin file: ",
     };
     let hint = "  (Enter: ok · Esc: cancel)";
     f.render_widget(Clear, row);
