@@ -49,6 +49,7 @@ mod lang;
 mod motif;
 mod paper;
 mod parse;
+pub mod rewrite;
 mod roles;
 mod token;
 

@@ -27,6 +27,8 @@ pub const HELP: &[(&str, &str)] = &[
     ("m", "input: source / paper"),
     ("S", "surprisal (causal models)"),
     ("p P", "probes: train / next task"),
+    ("c C", "compare: on/off; the twin"),
+    ("v", "compare heatmap A/B/B−A"),
     ("", "Input and output"),
     ("e", "edit (Esc applies)"),
     ("o", "open another file"),

@@ -109,7 +109,10 @@ fn second_open_reads_the_cache_and_agrees() {
     assert_eq!(first, second, "cached model gives another trace");
 
     let out = ok(&env.cmd().arg("models").output().unwrap());
-    assert!(out.contains("Dequantized GGUF weights") && out.contains(&key), "{out}");
+    assert!(
+        out.contains("Dequantized GGUF weights") && out.contains(&key),
+        "{out}"
+    );
     let out = ok(&env.cmd().args(["cache", "verify"]).output().unwrap());
     assert!(out.contains("ok") && out.contains("dequantized"), "{out}");
 
@@ -122,7 +125,10 @@ fn second_open_reads_the_cache_and_agrees() {
     let at = log_len(&env);
     assert_eq!(trace(&env, &gguf), first);
     let log = log_since(&env, at);
-    assert!(log.contains("discarding the dequantized-weight cache entry"), "{log}");
+    assert!(
+        log.contains("discarding the dequantized-weight cache entry"),
+        "{log}"
+    );
     assert!(log.contains("GGUF dequantized and hashed"), "{log}");
     let at = log_len(&env);
     assert_eq!(trace(&env, &gguf), first);

@@ -32,7 +32,9 @@ mod tiny_roberta_reference;
 mod tui_app;
 #[allow(dead_code)]
 mod tui_common;
+mod tui_compare;
 mod tui_deep;
 mod tui_e2e;
 mod tui_input;
 mod tui_snapshots;
+mod twins;
