@@ -28,6 +28,9 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Trace(args)) => trace_cmd(cli.model.as_deref(), args),
         Some(Command::Probe(args)) => probe_cmd(cli.model.as_deref(), cli.lang.as_deref(), args),
+        Some(Command::Render(args)) => {
+            crate::present::render::run(cli.model.as_deref(), cli.lang.as_deref(), args)
+        }
         Some(Command::Fetch { spec }) => {
             let spec = spec.clone().or(cli.model.clone());
             let files = source::resolve(&spec_or_default(spec.as_deref()))?;

@@ -12,6 +12,7 @@
 //! - attention entropy: [`entropy`];
 //! - code-token surprisal and perplexity: [`surprisal`] (METHODS.md 5);
 //! - code-token hidden states for probes: [`hidden`];
+//! - per-head thumbnails of the model overview: [`overview`];
 //! - output forms (JSON, CSV, text): [`report`]; corpus tables: [`reproduce`].
 //!
 //! This is where `syntax` and `model` meet, through byte spans only. Nothing here holds a
@@ -23,6 +24,7 @@ pub mod attention;
 pub mod categories;
 pub mod entropy;
 pub mod hidden;
+pub mod overview;
 pub mod relations;
 pub mod report;
 pub mod reproduce;

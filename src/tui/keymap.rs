@@ -31,7 +31,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("e", "edit (Esc applies)"),
     ("o", "open another file"),
     ("M", "switch model"),
-    ("x", "export SVG + JSON to ."),
+    ("x", "export figures (menu)"),
     ("?", "this help"),
     ("q Esc C-c", "quit"),
 ];

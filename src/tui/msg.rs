@@ -43,7 +43,7 @@ pub enum Msg {
         key: LabelKey,
         label: Option<TokenProbe>,
     },
-    /// An export finished: the file names written, or an error.
+    /// An export finished: the paths written, or an error.
     Exported(Result<Vec<String>, String>),
     /// SIGTERM / SIGINT / SIGHUP: quit now.
     Terminate,
@@ -150,8 +150,8 @@ pub enum Effect {
     Probe(ProbeJob),
     /// Label a token with a trained probe.
     LabelToken(LabelKey, LabelJob),
-    /// Write the current view as SVG + JSON.
-    Export,
+    /// Write figures (SVG + PNG) and the numbers (JSON) to the export directory.
+    Export(super::app::ExportWhat),
     /// Leave the explorer.
     Quit,
 }

@@ -18,6 +18,7 @@
 //! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
 
 mod model;
+mod present;
 mod probe;
 mod status;
 mod view;
@@ -28,6 +29,9 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 pub use self::model::{ModelState, Picker, PickerItem};
+pub use self::present::{
+    overview_area, overview_geom, ExportWhat, OverviewCursor, OverviewGeom, Present, Thumbs,
+};
 pub use self::probe::{ProbeKey, ProbePanel, ProbeRun};
 pub use self::status::{Level, Status};
 pub use self::view::{Direction, Focus, View};
@@ -61,6 +65,10 @@ pub enum Overlay {
     Help,
     Prompt(PromptKind, LineInput),
     Models(Picker),
+    /// The `x` menu: what to export (opened on this view).
+    ExportMenu(crate::export::figure::Kind),
+    /// The model overview: every head as a thumbnail (`O`).
+    Overview(OverviewCursor),
 }
 
 /// Settings the explorer starts with.
@@ -97,6 +105,8 @@ pub struct App {
     pub status: Status,
     pub overlay: Overlay,
     pub editor: Option<Editor>,
+    /// Exports, the overview, the pinned head, tours and sessions.
+    pub present: Present,
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
@@ -123,6 +133,10 @@ impl App {
             status: Status::default(),
             overlay: Overlay::None,
             editor: None,
+            present: Present {
+                export_dir: crate::export::export_dir(None),
+                ..Present::default()
+            },
             size: (120, 40),
             quit: false,
             next_req: 0,
@@ -433,10 +447,7 @@ impl App {
                 Vec::new()
             }
             Msg::Exported(r) => {
-                match r {
-                    Ok(names) => self.status.info(format!("exported {}", names.join(", "))),
-                    Err(e) => self.status.error(format!("export failed: {e}")),
-                }
+                self.exported(r);
                 Vec::new()
             }
             Msg::Terminate => {
@@ -455,6 +466,7 @@ impl App {
     fn settle(&mut self, fx: &mut Vec<Effect>) {
         let dims = self.dims();
         self.view.clamp(dims);
+        self.settle_present();
         let g = layout::geometry(self);
         if let Some(r) = g.code {
             if self.editor.is_some() {
@@ -627,11 +639,16 @@ impl App {
                 };
             }
             Overlay::Models(p) => return self.picker_key(p, k),
+            Overlay::ExportMenu(kind) => return self.export_menu_key(kind, k),
+            Overlay::Overview(c) => return self.overview_key(c, k),
         }
         self.normal_key(k)
     }
 
     fn normal_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        if let Some(fx) = self.present_key(k) {
+            return fx;
+        }
         let (layers, heads) = self.dims();
         let v = &mut self.view;
         let in_grid = v.focus == Focus::Heads;
@@ -747,7 +764,8 @@ impl App {
             }
             KeyCode::Char('x') => {
                 if self.prepared().is_some() {
-                    return vec![Effect::Export];
+                    self.overlay = Overlay::ExportMenu(crate::tui::export::this_view(self));
+                    return Vec::new();
                 }
                 let why = if self.status.busy.is_some() {
                     "nothing to export yet: the analysis is still running"

@@ -7,6 +7,7 @@ mod code;
 mod heads;
 mod heatmap;
 mod overlay;
+mod present;
 mod probes;
 mod status;
 
@@ -42,6 +43,8 @@ pub fn draw(app: &App, f: &mut Frame) {
         Overlay::Help => overlay::help(app, f, area),
         Overlay::Prompt(kind, input) => overlay::prompt(app, f, g.status, *kind, input),
         Overlay::Models(p) => overlay::models(app, f, area, p),
+        Overlay::ExportMenu(kind) => present::export_menu(app, f, area, *kind),
+        Overlay::Overview(c) => present::overview(app, f, *c),
     }
 }
 

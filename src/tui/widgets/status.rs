@@ -95,7 +95,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     } else if app.model.loaded.as_ref().is_some_and(|(_, i)| i.causal) {
         items.push(("S surprisal".into(), true));
     }
-    if let Some(p) = app.prepared() {
+    if let Some(p) = app.prepared().filter(|_| !app.status.hide_timing) {
         items.push((format!("{:.0} ms", p.elapsed.as_secs_f64() * 1e3), true));
     }
     if app.editor.is_some() {
