@@ -1,7 +1,8 @@
-//! Command line: clap definitions and the raw-args → validated-settings step.
+//! Command line: clap definitions (the raw arguments; [`crate::settings`] validates them
+//! into the settings the commands use).
 //!
-//! Every view has a headless form: `trace` (model core), more subcommands as the
-//! analyses land. Without a subcommand codescope runs its main job on FILE (or the
+//! Every view has a headless form (`trace`, `syntax`, `analyze`, `reproduce`, `probe`,
+//! ...). Without a subcommand codescope runs its main job, the explorer, on FILE (or the
 //! bundled sample).
 
 use std::path::PathBuf;
@@ -194,8 +195,8 @@ pub struct SyntaxArgs {
 pub struct AnalyzeArgs {
     /// Input file, or `-` for stdin.
     pub file: String,
-    /// Attention threshold t of `P = [A > t]`.
-    #[arg(long, default_value_t = 0.05)]
+    /// Attention threshold t of `P = [A > t]`, between 0 and 1.
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
     pub threshold: f32,
     /// Feed the source as written, or the study's space-joined code tokens.
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
@@ -223,8 +224,8 @@ pub struct ReproduceArgs {
     /// Output directory (tables, summary, resumable checkpoint).
     #[arg(long, default_value = "codescope-reproduce")]
     pub out: PathBuf,
-    /// Threshold of the printed table (the CSV has 0..0.40).
-    #[arg(long, default_value_t = 0.05)]
+    /// Threshold of the printed table (the CSV has 0..0.40), between 0 and 1.
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
     pub threshold: f32,
     /// Input mode, as for analyze (the study used `paper`).
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
@@ -263,10 +264,10 @@ pub struct ProbeArgs {
     #[arg(long = "layer")]
     pub layers: Vec<usize>,
     /// Seed of pair sampling, splits, control labels and probe initialisation.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = crate::probe::DEFAULT_SEED)]
     pub seed: u64,
     /// At most this many pairs per snippet and pair task.
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = crate::probe::DEFAULT_MAX_PAIRS)]
     pub max_pairs: usize,
     /// Do not read or write the feature cache.
     #[arg(long)]
@@ -287,4 +288,17 @@ pub struct ProbeArgs {
     /// Print CSV (one row per task and layer).
     #[arg(long)]
     pub csv: bool,
+}
+
+/// `--threshold`: attention weights are probabilities, so a number in [0, 1]. Checked
+/// on the text as given (`1e308` would otherwise become `inf` as an f32).
+fn threshold(s: &str) -> Result<f32, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("{s} is outside [0, 1]"));
+    }
+    Ok(v as f32)
 }

@@ -28,3 +28,10 @@ pub fn init(path: Option<PathBuf>) {
         .with_writer(Mutex::new(file))
         .try_init();
 }
+
+/// Write `codescope: {msg}` as one line on stderr (notices and the final error of the
+/// command-line forms). A closed or broken stderr is ignored: `eprintln!` would panic.
+pub fn notice(msg: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "codescope: {msg}");
+}

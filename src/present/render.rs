@@ -137,7 +137,8 @@ pub fn write_out(app: &App, kind: Kind, opts: &figure::Options, out: Option<&Pat
 }
 
 /// `codescope render`.
-pub fn run(spec: Option<&str>, lang: Option<&str>, args: &RenderArgs) -> Result<()> {
+pub fn run(settings: &crate::settings::Settings, args: &RenderArgs) -> Result<()> {
+    let spec = settings.model.as_deref();
     if let Some(tour) = &args.tour {
         let out = args.out.as_deref().ok_or_else(|| Error::Input {
             name: "--tour".into(),
@@ -147,7 +148,7 @@ pub fn run(spec: Option<&str>, lang: Option<&str>, args: &RenderArgs) -> Result<
     }
     let file = args.file.as_deref().unwrap_or("-");
     let inp = crate::input::read(file)?;
-    let lang = crate::commands::language_for(lang, &inp.name)?;
+    let lang = settings.language_for(&inp.name);
     let (model, label) = load(spec)?;
     let m = Model {
         model: &model,

@@ -108,7 +108,10 @@ impl Step {
                 })
             }
         };
-        let lang = crate::commands::language_for(self.lang.as_deref(), &name)?;
+        let lang = match &self.lang {
+            Some(l) => Language::from_name(l).map_err(|e| Error::Syntax(e.to_string()))?,
+            None => Language::from_path(Path::new(&name)).unwrap_or(Language::Python),
+        };
         Ok(Snippet { name, text, lang })
     }
 

@@ -1,9 +1,9 @@
 //! Probing datasets (METHODS.md 4): code-token hidden states per layer and labelled
 //! examples per task.
 //!
-//! Per snippet: `syntax::parse` → `model_input` (source mode) → trace with hidden states →
+//! Per snippet: `syntax::parse` → the analysis pipeline's hidden states (source mode) →
 //! subword alignment → `H_tok[l,i]` = mean over the subwords of code token `i`
-//! ([`aggregate_hidden`]). Code tokens with no subword (beyond a truncated window) are
+//! ([`crate::analysis::hidden`]). Code tokens with no subword (beyond a truncated window) are
 //! dropped, and so are examples touching them.
 //!
 //! Label definitions (codescope's choices where METHODS.md leaves them open):

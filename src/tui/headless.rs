@@ -101,13 +101,16 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                 }
                 Effect::Probe(job) => {
                     let snippets = crate::probe::bundled::snippets(Some(job.lang));
-                    let spec = super::worker::probe_spec(
-                        m.model,
-                        &snippets,
-                        &job,
-                        &crate::model::source::cache_dir(),
-                        None,
-                    );
+                    // The probe panel's job, as the worker runs it.
+                    let spec = crate::probe::RunSpec {
+                        tasks: vec![job.task],
+                        cache_root: Some(crate::model::source::cache_dir()),
+                        ..crate::probe::RunSpec::new(
+                            m.model,
+                            &snippets,
+                            format!("bundled:{}", job.lang.name()),
+                        )
+                    };
                     match crate::probe::run(&spec, &mut |_| {}) {
                         Ok(report) => Msg::Worker(WorkerMsg::Probed {
                             req: job.req,

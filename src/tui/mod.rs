@@ -64,9 +64,8 @@ pub struct Options {
     pub name: String,
     pub text: String,
     pub lang: Language,
-    /// `--model` (None: the default model).
-    pub model: Option<String>,
-    pub light: bool,
+    /// The validated command line (model, theme, cache directory).
+    pub settings: crate::settings::Settings,
 }
 
 type Hook = Arc<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
@@ -128,19 +127,21 @@ pub fn run(opts: Options) -> Result<()> {
     }
     // Download progress bars would draw over the screen.
     source::set_progress(false);
-    let theme = Theme::new(ColorMode::detect(), opts.light);
+    // A signal must let the loop below restore the terminal before the process exits.
+    crate::signals::defer_exit();
+    let theme = Theme::new(ColorMode::detect(), opts.settings.light);
     let doc = Doc::new(opts.name, opts.text, opts.lang);
     let mut app = App::new(
         Config {
             theme,
-            model_spec: opts.model,
+            model_spec: opts.settings.model.clone(),
         },
         doc,
     );
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let wtx = tx.clone();
-    let worker = Worker::spawn(source::cache_dir(), move |m| {
+    let worker = Worker::spawn(opts.settings.cache_dir.clone(), move |m| {
         let _ = wtx.send(Msg::Worker(m));
     });
     let iotx = tx.clone();

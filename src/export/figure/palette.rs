@@ -10,16 +10,10 @@
 use crate::syntax::{Category, IdentRole};
 use crate::tui::theme::{ColorMode, Theme};
 
-/// An RGB triple.
-pub type Rgb = (u8, u8, u8);
+pub use crate::color::{hex, ramp, Rgb};
 
 /// Smallest contrast ratio text keeps on a background (WCAG AA for normal text).
 pub const MIN_CONTRAST: f64 = 4.5;
-
-/// `#rrggbb`.
-pub fn hex(c: Rgb) -> String {
-    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
-}
 
 /// WCAG relative luminance of an sRGB colour.
 pub fn luminance(c: Rgb) -> f64 {
@@ -52,25 +46,6 @@ pub fn readable(fg: Rgb, bg: Rgb) -> Rgb {
     } else {
         white
     }
-}
-
-fn lerp(a: Rgb, b: Rgb, t: f32) -> Rgb {
-    let t = t.clamp(0.0, 1.0);
-    let f = |x: u8, y: u8| (x as f32 + (y as f32 - x as f32) * t).round() as u8;
-    (f(a.0, b.0), f(a.1, b.1), f(a.2, b.2))
-}
-
-/// Piecewise-linear ramp through `stops` for `t` in `[0, 1]` (non-finite → 0).
-pub fn ramp(stops: &[Rgb], t: f32) -> Rgb {
-    let t = if t.is_finite() {
-        t.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let k = stops.len() - 1;
-    let x = t * k as f32;
-    let i = (x.floor() as usize).min(k - 1);
-    lerp(stops[i], stops[i + 1], x - i as f32)
 }
 
 const HEAT_LIGHT: [Rgb; 5] = [
