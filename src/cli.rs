@@ -32,6 +32,23 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = Theme::Dark)]
     pub theme: Theme,
 
+    /// Present a tour, a TOML file of steps (snippet, model, view, caption): ] goes to
+    /// the next step, [ back. B adds the current view as a step (the file is created if
+    /// it does not exist).
+    #[arg(long)]
+    pub tour: Option<PathBuf>,
+
+    /// Bring back the last session: the snippet with its edits, the model and the view.
+    /// Sessions are saved (in the cache directory, or the file CODESCOPE_SESSION names)
+    /// when the explorer quits, after every applied edit, and when its terminal goes away.
+    #[arg(long, conflicts_with = "file")]
+    pub resume: bool,
+
+    /// Where the explorer's exports (x) go, and B's tour when no --tour is given
+    /// (default: ~/.local/share/codescope/exports).
+    #[arg(long, env = "CODESCOPE_EXPORT_DIR")]
+    pub export_dir: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 

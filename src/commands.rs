@@ -33,22 +33,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let files = source::resolve(&spec_or_default(spec.as_deref()))?;
             print(&format!("{}\t{}\n", files.source, files.dir.display()))
         }
-        None => {
-            let inp = match &cli.file {
-                Some(f) => input::read(f)?,
-                None => input::Input {
-                    name: DEFAULT_SAMPLE.0.into(),
-                    text: DEFAULT_SAMPLE.1.into(),
-                },
-            };
-            let lang = s.language_for(&inp.name);
-            crate::tui::run(crate::tui::Options {
-                name: inp.name,
-                text: inp.text,
-                lang,
-                settings: settings.clone(),
-            })
-        }
+        None => crate::present::explore(&cli, s),
     }
 }
 

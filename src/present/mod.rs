@@ -11,9 +11,119 @@ pub mod render;
 pub mod session;
 pub mod tour;
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
+use crate::cli::Cli;
+use crate::error::{Error, Result};
 use crate::export::figure::Kind;
+use crate::settings::Settings;
+use crate::syntax::Language;
+use crate::tui::app::TourState;
+
+/// How the explorer starts beyond its snippet: where exports go, the tour, a session
+/// to resume.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    pub export_dir: PathBuf,
+    pub tour: Option<TourState>,
+    /// Start on this step of the tour (its snippet and model are the explorer's).
+    pub step: Option<usize>,
+    pub session: Option<session::Session>,
+}
+
+/// A tour file read with its snippets (a missing file is a new, empty tour).
+pub fn tour_state(path: &std::path::Path) -> Result<TourState> {
+    let tour = if path.exists() {
+        tour::Tour::load(path)?
+    } else {
+        tour::Tour {
+            base: path
+                .parent()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(".")),
+            ..Default::default()
+        }
+    };
+    let snippets = tour
+        .steps
+        .iter()
+        .map(|s| s.snippet(&tour.base).map_err(|e| e.to_string()))
+        .collect();
+    Ok(TourState {
+        path: path.to_path_buf(),
+        tour,
+        snippets,
+        at: None,
+    })
+}
+
+/// The explorer (no subcommand): on FILE, the bundled sample, the first step of
+/// `--tour`, or the session of `--resume`.
+pub fn explore(cli: &Cli, s: &Settings) -> Result<()> {
+    let mut start = Start {
+        export_dir: crate::export::export_dir(cli.export_dir.as_deref()),
+        ..Start::default()
+    };
+    let mut model = s.model.clone();
+    if let Some(p) = &cli.tour {
+        start.tour = Some(tour_state(p)?);
+    }
+    let (name, text, lang) = if cli.resume {
+        let sess = session::load_from(&session::path())?;
+        let lang = Language::from_name(&sess.lang).map_err(|e| Error::Syntax(e.to_string()))?;
+        if model.is_none() {
+            model = sess.model.clone();
+        }
+        if start.tour.is_none() {
+            if let Some((p, _)) = &sess.tour {
+                start.tour = tour_state(p).ok();
+            }
+        }
+        let r = (sess.name.clone(), sess.text.clone(), lang);
+        start.session = Some(sess);
+        r
+    } else if let (None, Some(t)) = (&cli.file, &start.tour) {
+        match t.snippets.first() {
+            Some(first) => {
+                let snip = first.clone().map_err(|reason| Error::Input {
+                    name: format!("{} step 1", t.path.display()),
+                    reason,
+                })?;
+                if let Some(m) = t.tour.models(model.as_deref())[0].clone() {
+                    model = Some(m);
+                }
+                start.step = Some(0);
+                (snip.name, snip.text, snip.lang)
+            }
+            None => sample(s),
+        }
+    } else {
+        match &cli.file {
+            Some(f) => {
+                let inp = crate::input::read(f)?;
+                let lang = s.language_for(&inp.name);
+                (inp.name, inp.text, lang)
+            }
+            None => sample(s),
+        }
+    };
+    let mut settings = s.clone();
+    settings.model = model;
+    crate::tui::run(crate::tui::Options {
+        name,
+        text,
+        lang,
+        settings,
+        start,
+    })
+}
+
+fn sample(s: &Settings) -> (String, String, Language) {
+    let (name, text) = crate::commands::DEFAULT_SAMPLE;
+    (name.into(), text.into(), s.language_for(name))
+}
 
 /// A head: its 1-based number or `"mean"` (mean over heads).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,7 +229,7 @@ pub struct Scene {
     pub threshold: Option<f32>,
     /// `source` or `paper` input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<crate::analysis::Mode>,
+    pub mode: Option<String>,
     /// `from` or `to` the selected token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<String>,
@@ -139,6 +249,15 @@ pub struct Scene {
     /// Probe task of the probes view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+}
+
+/// An input mode by name (`source`, `paper`).
+pub fn parse_mode(s: &str) -> Result<crate::analysis::Mode, String> {
+    use crate::analysis::Mode;
+    [Mode::Source, Mode::Paper]
+        .into_iter()
+        .find(|m| m.name() == s)
+        .ok_or_else(|| format!("input mode `{s}`: source or paper"))
 }
 
 /// `"L:H"` (1-based) as 0-based (layer, head).

@@ -23,7 +23,7 @@ pub fn scene_of(args: &RenderArgs) -> Scene {
         head: args.head.as_deref().map(HeadSpec::parse),
         token: args.token.as_deref().map(TokenSpec::parse),
         threshold: args.threshold,
-        mode: args.mode,
+        mode: args.mode.map(|m| m.name().to_string()),
         direction: args.direction.clone(),
         gold: args.gold.then_some(true),
         dataflow: args.dataflow.then_some(true),

@@ -3,7 +3,7 @@
 //! `codescope --resume` brings back the snippet with its edits (and an open editor's
 //! unapplied text), the model, the language and the view.
 //!
-//! The file is JSON at `<cache>/session.json`, written to a temporary file first and
+//! The file is JSON at `<cache>/session.json` (or `CODESCOPE_SESSION`), written to a temporary file first and
 //! renamed, so a crash while saving leaves the previous session intact.
 
 use std::path::{Path, PathBuf};
@@ -50,8 +50,12 @@ pub struct Session {
     pub tour: Option<(PathBuf, usize)>,
 }
 
-/// Where the session is kept.
+/// Where the session is kept: `CODESCOPE_SESSION` if set, else `session.json` in the
+/// cache directory.
 pub fn path() -> PathBuf {
+    if let Some(p) = std::env::var_os("CODESCOPE_SESSION").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
     crate::model::source::cache_dir().join("session.json")
 }
 

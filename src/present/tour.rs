@@ -201,6 +201,39 @@ pub fn append(path: &Path, step: &Step) -> std::io::Result<()> {
     write!(f, "\n{}", step_toml(step))
 }
 
+/// Append the explorer's current view (`step`, with its snippet inline) to the tour
+/// at `path`: when the snippet's name is a file that still holds exactly this text,
+/// the step refers to the file (relative to the tour's directory when it is inside
+/// it) instead of repeating the code. Returns the step as written and its snippet.
+pub fn append_here(path: &Path, mut step: Step) -> std::result::Result<(Step, Snippet), String> {
+    let text = step.code.clone().unwrap_or_default();
+    let name = step.name.clone().unwrap_or_else(|| "tour snippet".into());
+    let lang = step
+        .lang
+        .as_deref()
+        .and_then(|l| Language::from_name(l).ok())
+        .unwrap_or(Language::Python);
+    let file = Path::new(&name);
+    if file.is_file() && std::fs::read_to_string(file).is_ok_and(|t| t == text) {
+        let abs = std::fs::canonicalize(file).map_err(|e| e.to_string())?;
+        let base = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| std::env::current_dir().ok(), |d| std::fs::canonicalize(d).ok());
+        let rel = base
+            .and_then(|b| abs.strip_prefix(&b).ok().map(Path::to_path_buf))
+            .unwrap_or(abs);
+        step.file = Some(rel.display().to_string());
+        step.code = None;
+        step.name = None;
+        if Language::from_path(file) == Some(lang) {
+            step.lang = None;
+        }
+    }
+    append(path, &step).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((step, Snippet { name, text, lang }))
+}
+
 /// Pre-render every step of a tour into `out`: `NN-view.svg` and `.png` per step and an
 /// `index.html` that shows them in order with their captions.
 pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArgs) -> Result<()> {

@@ -34,4 +34,9 @@ pub const HELP: &[(&str, &str)] = &[
     ("x", "export figures (menu)"),
     ("?", "this help"),
     ("q Esc C-c", "quit"),
+    ("", "Presenting"),
+    ("O", "overview of every head"),
+    ("*", "pin head beside current"),
+    ("B", "add view to the tour"),
+    ("] [", "tour: next / back step"),
 ];

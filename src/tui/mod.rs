@@ -66,6 +66,8 @@ pub struct Options {
     pub lang: Language,
     /// The validated command line (model, theme, cache directory).
     pub settings: crate::settings::Settings,
+    /// Export directory, tour, session to resume.
+    pub start: crate::present::Start,
 }
 
 type Hook = Arc<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
@@ -138,6 +140,14 @@ pub fn run(opts: Options) -> Result<()> {
         },
         doc,
     );
+    app.present.export_dir = opts.start.export_dir.clone();
+    app.present.tour = opts.start.tour.clone();
+    if let Some(i) = opts.start.step {
+        app.start_on_step(i);
+    }
+    if let Some(sess) = &opts.start.session {
+        app.restore(sess);
+    }
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let wtx = tx.clone();
@@ -193,6 +203,8 @@ pub fn run(opts: Options) -> Result<()> {
         .map_err(|e| Error::io("<thread>", e))?;
 
     let result = event_loop(&mut terminal, &mut app, &rx, &worker, &io_thread);
+    // Whatever ended the loop (q, a signal, a lost terminal), keep the state first.
+    save_session(&app);
     worker.stop();
     io_thread.stop();
     sig_handle.close();
@@ -214,6 +226,7 @@ fn event_loop(
         height: size.height,
     });
     let mut pending: Vec<Effect> = app.start();
+    let mut saved = app.doc.text.clone();
     loop {
         // Carry out effects; exports and labels feed their result back as a message.
         let mut follow = Vec::new();
@@ -230,6 +243,9 @@ fn event_loop(
                     key,
                     label: crate::probe::label::label_token(&job),
                 }),
+                Effect::AppendStep(path, step) => follow.push(Msg::StepAppended(
+                    crate::present::tour::append_here(&path, *step).map(|(s, n)| (path, s, n)),
+                )),
                 Effect::Export(what) => follow.push(Msg::Exported(
                     export::write(app, what)
                         .map(|ps| ps.iter().map(|p| p.display().to_string()).collect())
@@ -242,6 +258,11 @@ fn event_loop(
         }
         if !pending.is_empty() {
             continue;
+        }
+        if app.doc.text != saved {
+            // An applied edit: keep it even if the process is killed outright.
+            save_session(app);
+            saved = app.doc.text.clone();
         }
         terminal.draw(|f| widgets::draw(app, f)).map_err(io)?;
         let Ok(first) = rx.recv() else {
@@ -257,3 +278,12 @@ fn event_loop(
     }
 }
 
+/// Save the explorer's state as the session `--resume` brings back (errors are logged:
+/// the terminal may be gone).
+fn save_session(app: &App) {
+    let p = crate::present::session::path();
+    match crate::present::session::save_to(&app.session(), &p) {
+        Ok(()) => tracing::info!(path = %p.display(), "session saved"),
+        Err(e) => tracing::error!(path = %p.display(), "could not save the session: {e}"),
+    }
+}

@@ -43,6 +43,18 @@ pub enum Msg {
         key: LabelKey,
         label: Option<TokenProbe>,
     },
+    /// A tour step was appended ([`Effect::AppendStep`]): the tour file, the step as
+    /// written and its snippet, or an error.
+    StepAppended(
+        Result<
+            (
+                std::path::PathBuf,
+                crate::present::tour::Step,
+                crate::present::tour::Snippet,
+            ),
+            String,
+        >,
+    ),
     /// An export finished: the paths written, or an error.
     Exported(Result<Vec<String>, String>),
     /// SIGTERM / SIGINT / SIGHUP: quit now.
@@ -152,6 +164,8 @@ pub enum Effect {
     LabelToken(LabelKey, LabelJob),
     /// Write figures (SVG + PNG) and the numbers (JSON) to the export directory.
     Export(super::app::ExportWhat),
+    /// Append a step to the tour file at the path.
+    AppendStep(std::path::PathBuf, Box<crate::present::tour::Step>),
     /// Leave the explorer.
     Quit,
 }

@@ -15,6 +15,7 @@ mod gguf_tokenizer;
 mod hostile_inputs;
 mod minilm_reference;
 mod model_tiny;
+mod present;
 mod probe_cli;
 mod probe_dataset;
 mod probe_directprobe;

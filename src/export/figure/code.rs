@@ -86,6 +86,18 @@ pub struct CodeBox {
 }
 
 impl CodeBox {
+    /// Display width in columns of each of the crop's lines (tabs expanded).
+    pub fn line_widths(view: &View, crop: &Crop) -> Vec<usize> {
+        let mut w = vec![0usize; crop.l1 - crop.l0 + 1];
+        for p in pieces(view) {
+            if (crop.l0..=crop.l1).contains(&p.0) {
+                let e = p.1 + p.2.chars().count();
+                w[p.0 - crop.l0] = w[p.0 - crop.l0].max(e);
+            }
+        }
+        w
+    }
+
     /// The block for the crop's lines, at most `max_w` px wide.
     pub fn measure(view: &View, crop: &Crop, m: Metrics, max_w: f64) -> CodeBox {
         let font = m.body();

@@ -77,10 +77,19 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
 
     // Code (with its colour bar and legend) beside the matrices when that column takes
     // at most half the width, else above them.
+    // Beside when nine lines in ten fit in half the width (longer ones end in `…`).
     let half = m.inner() * 0.5;
-    let code = CodeBox::measure(view, crop, m, m.inner());
-    let left_w = code.width.max(620.0 * m.s);
-    let beside = left_w <= half;
+    let mut widths = CodeBox::line_widths(view, crop);
+    widths.sort_unstable();
+    let p90 = widths[(widths.len() * 9 / 10).min(widths.len() - 1)];
+    let gutter = (crop.l1 + 1).to_string().len() + 1;
+    let beside = (p90 + gutter + 1) as f64 * super::svg::CHAR_W * m.body() <= half;
+    let code = CodeBox::measure(view, crop, m, if beside { half } else { m.inner() });
+    let left_w = if beside {
+        code.width.max(620.0 * m.s).min(half)
+    } else {
+        m.inner()
+    };
     let key_w = if beside { left_w } else { m.inner() };
     let mut code_bottom = y0;
     code_bottom += draw_block(&mut svg, view, crop, (m, pal), (m.margin(), y0), &code, Shade::Attention);
@@ -114,7 +123,7 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
         side = side_for(ax.label);
     }
     let cell = side / n as f64;
-    let top = my + ax.label + 8.0 * m.s + m.small();
+    let top = my + ax.label + 8.0 * m.s + 1.5 * m.small();
     let mut x = mx;
     for p in &panels {
         let cx = x + ax.label + 8.0 * m.s;

@@ -9,7 +9,7 @@
 //! matrix is then a ~100-300 kB image instead of 262,144 rectangles.
 
 use super::palette::{Palette, Rgb};
-use super::svg::{clip, png_rgba, text_w, Anchor, Font, Svg, CHAR_W};
+use super::svg::{clip, png_rgba, Anchor, Font, Svg, CHAR_W};
 use super::Metrics;
 use crate::export::View;
 
@@ -202,9 +202,4 @@ pub fn draw(
         svg.text_rotated(cx, cy, -90.0, f, &label);
     }
     svg.end_group();
-}
-
-/// Width of the text `s` at the smallest size (for callers laying out captions).
-pub fn small_w(m: Metrics, s: &str) -> f64 {
-    text_w(s, m.small())
 }

@@ -429,7 +429,7 @@ mod tests {
         b.set_string(0, 1, "│▀x", Style::default().fg(Color::Rgb(1, 2, 3)));
         assert_eq!(text(&b), "ab\n│▀x\n");
         let f = render(&b, &Options::default());
-        assert!(f.svg.contains(r#"fill="#010203""#), "the ▀ top half is a rect");
+        assert!(f.svg.contains(r##"fill="#010203""##), "the ▀ top half is a rect");
         assert!(f.svg.contains("<path d=\"M"), "the │ is a stroke");
         assert!(f.svg.contains(">x</text>") && f.svg.contains(">ab</text>"));
         assert_eq!(f.width, 1920.0);

@@ -30,7 +30,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 pub use self::model::{ModelState, Picker, PickerItem};
 pub use self::present::{
-    overview_area, overview_geom, ExportWhat, OverviewCursor, OverviewGeom, Present, Thumbs,
+    overview_area, overview_geom, ExportWhat, OverviewCursor, OverviewGeom, Pending, Present,
+    Thumbs, TourState,
 };
 pub use self::probe::{ProbeKey, ProbePanel, ProbeRun};
 pub use self::status::{Level, Status};
@@ -450,6 +451,10 @@ impl App {
                 self.exported(r);
                 Vec::new()
             }
+            Msg::StepAppended(r) => {
+                self.step_appended(r);
+                Vec::new()
+            }
             Msg::Terminate => {
                 self.quit = true;
                 vec![Effect::Quit]
@@ -466,7 +471,7 @@ impl App {
     fn settle(&mut self, fx: &mut Vec<Effect>) {
         let dims = self.dims();
         self.view.clamp(dims);
-        self.settle_present();
+        self.settle_present(fx);
         let g = layout::geometry(self);
         if let Some(r) = g.code {
             if self.editor.is_some() {

@@ -25,6 +25,27 @@ pub struct Thumbs {
     pub cells: std::sync::Arc<Vec<Vec<f32>>>,
 }
 
+/// A tour being presented (`--tour`) or built (`B`).
+#[derive(Debug, Clone)]
+pub struct TourState {
+    /// The tour file (`B` appends to it; it may not exist yet).
+    pub path: PathBuf,
+    pub tour: crate::present::tour::Tour,
+    /// Each step's snippet, read when the tour was loaded (or why it could not be).
+    pub snippets: Vec<Result<crate::present::tour::Snippet, String>>,
+    /// The step on screen (None: not stepped into yet).
+    pub at: Option<usize>,
+}
+
+/// A scene waiting for the analysis it applies to (a tour step or a resumed session
+/// whose snippet or model is still being parsed, loaded or analysed).
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub scene: crate::present::Scene,
+    /// The model label it expects (None: any).
+    pub model: Option<String>,
+}
+
 /// The presenting state.
 #[derive(Debug, Clone, Default)]
 pub struct Present {
@@ -34,6 +55,10 @@ pub struct Present {
     pub export_dir: PathBuf,
     /// The overview's thumbnails (computed in `settle` while the overview is open).
     pub thumbs: Option<Thumbs>,
+    /// The tour (`--tour`; `B` starts one in the export directory otherwise).
+    pub tour: Option<TourState>,
+    /// A scene to show once its analysis arrives.
+    pub pending: Option<Pending>,
 }
 
 /// The overview overlay's rectangle for a terminal of `size` (all but the status
@@ -105,11 +130,13 @@ impl super::App {
         let mut fx = Vec::new();
         let mut errors = Vec::new();
         let (layers, heads) = self.dims();
-        if let Some(mode) = scene.mode {
-            if mode != self.view.mode {
+        match scene.mode.as_deref().map(crate::present::parse_mode) {
+            Some(Ok(mode)) if mode != self.view.mode => {
                 self.view.mode = mode;
                 fx.extend(self.request_analysis());
             }
+            Some(Err(e)) => errors.push(e),
+            _ => {}
         }
         if let Some(l) = scene.layer {
             if l == 0 || l > layers {
@@ -271,7 +298,8 @@ pub fn overview_geom(
 impl super::App {
     /// Keep the overview's thumbnails in step with the analysis shown and the
     /// thumbnail size (called from `settle`).
-    pub(super) fn settle_present(&mut self) {
+    pub(super) fn settle_present(&mut self, fx: &mut Vec<crate::tui::msg::Effect>) {
+        self.apply_pending(fx);
         let super::Overlay::Overview(c) = &self.overlay else {
             return;
         };
@@ -373,6 +401,32 @@ impl super::App {
         use crossterm::event::KeyCode;
         match k.code {
             KeyCode::Char('O') => self.open_overview(),
+            KeyCode::Char('B') => return Some(self.append_step()),
+            KeyCode::Char(']') => {
+                let next = self
+                    .present
+                    .tour
+                    .as_ref()
+                    .map_or(0, |t| t.at.map_or(0, |a| a + 1));
+                if self
+                    .present
+                    .tour
+                    .as_ref()
+                    .is_some_and(|t| t.at.is_some_and(|a| a + 1 >= t.tour.steps.len()))
+                {
+                    self.status.info("that was the last step ([ goes back)");
+                    return Some(Vec::new());
+                }
+                return Some(self.goto_step(next));
+            }
+            KeyCode::Char('[') => {
+                let at = self.present.tour.as_ref().and_then(|t| t.at);
+                match at {
+                    Some(0) => self.status.info("this is the first step (] goes on)"),
+                    Some(a) => return Some(self.goto_step(a - 1)),
+                    None => return Some(self.goto_step(0)),
+                }
+            }
             KeyCode::Char('*') => {
                 if self.dims().0 == 0 {
                     self.status.warn("no model is loaded yet");
@@ -383,5 +437,290 @@ impl super::App {
             _ => return None,
         }
         Some(Vec::new())
+    }
+}
+
+impl super::App {
+    /// Apply the pending scene once the analysis shown is the document's, by the model
+    /// it expects.
+    fn apply_pending(&mut self, fx: &mut Vec<crate::tui::msg::Effect>) {
+        let Some(p) = &self.present.pending else {
+            return;
+        };
+        if self.prepared().is_none() || self.stale() {
+            return;
+        }
+        let label = self.model.loaded.as_ref().map(|(l, _)| l.as_str());
+        if p.model.as_deref().is_some_and(|m| Some(m) != label) {
+            return;
+        }
+        let Some(p) = self.present.pending.take() else {
+            return;
+        };
+        let (more, errors) = self.apply_scene(&p.scene);
+        fx.extend(more);
+        if !errors.is_empty() {
+            self.status.warn(errors.join("; "));
+        }
+    }
+
+    /// The caption of the tour step on screen, with its number.
+    pub fn caption(&self) -> Option<String> {
+        let t = self.present.tour.as_ref()?;
+        let at = t.at?;
+        let step = t.tour.steps.get(at)?;
+        let n = t.tour.steps.len();
+        Some(match &step.caption {
+            Some(c) => format!("{}/{n} {c}", at + 1),
+            None => format!("{}/{n}", at + 1),
+        })
+    }
+
+    /// Start on tour step `i` whose snippet and model the explorer was created with
+    /// (before [`super::App::start`]): its scene applies once the analysis arrives.
+    pub fn start_on_step(&mut self, i: usize) {
+        let Some(t) = self.present.tour.as_mut() else {
+            return;
+        };
+        let Some(step) = t.tour.steps.get(i) else {
+            return;
+        };
+        t.at = Some(i);
+        self.present.pending = Some(Pending {
+            scene: step.scene.clone(),
+            model: None,
+        });
+    }
+
+    /// Show tour step `i`: its snippet and model (loaded, parsed and analysed if they
+    /// differ from what is shown), then its scene once the analysis is there.
+    pub fn goto_step(&mut self, i: usize) -> Vec<crate::tui::msg::Effect> {
+        use crate::tui::msg::Effect;
+        let Some(t) = self.present.tour.as_mut() else {
+            self.status.warn("no tour: start one with --tour FILE, or add steps with B");
+            return Vec::new();
+        };
+        let n = t.tour.steps.len();
+        if n == 0 {
+            self.status
+                .warn(format!("the tour {} has no steps yet (B adds one)", t.path.display()));
+            return Vec::new();
+        }
+        let i = i.min(n - 1);
+        let snip = match &t.snippets[i] {
+            Ok(s) => s.clone(),
+            Err(e) => {
+                let e = format!("step {}: {e}", i + 1);
+                self.status.error(e);
+                return Vec::new();
+            }
+        };
+        t.at = Some(i);
+        let step = t.tour.steps[i].clone();
+        let model = t.tour.models(self.model.spec.as_deref())[i].clone();
+        let mut fx = Vec::new();
+        let model_changes = model.is_some()
+            && model.as_deref() != self.model.loaded.as_ref().map(|(l, _)| l.as_str());
+        if model_changes {
+            self.model.spec = model.clone();
+            self.status.busy = Some(format!("loading model {}…", model.as_deref().unwrap_or("")));
+            fx.push(Effect::LoadModel(model.clone()));
+        }
+        let doc_changes = snip.text != self.doc.text || snip.lang != self.doc.lang;
+        if doc_changes {
+            self.view.cursor = 0;
+            fx.extend(self.set_doc(crate::tui::data::Doc::new(snip.name, snip.text, snip.lang)));
+        } else if model_changes {
+            fx.extend(self.request_parse_or_analysis());
+        }
+        // Views of the last step do not carry over: the overview and pins are per step.
+        self.overlay = super::Overlay::None;
+        self.present.pin = None;
+        self.present.pending = Some(Pending {
+            scene: step.scene.clone(),
+            model: if model_changes { model } else { None },
+        });
+        if let Some(r) = &step.rewrite {
+            self.status.warn(format!(
+                "step {}: rewrite `{r}` is kept in the tour but not applied (no compare mode in this build)",
+                i + 1
+            ));
+        } else {
+            self.status.message = None;
+        }
+        let mut more = Vec::new();
+        self.apply_pending(&mut more);
+        fx.extend(more);
+        fx
+    }
+
+    /// The current view as a scene (the token by its text, `TEXT#K` when it repeats,
+    /// or its index; settings left at their defaults are omitted).
+    pub fn scene_here(&self) -> crate::present::Scene {
+        use crate::present::{HeadSpec, Scene, TokenSpec};
+        let v = &self.view;
+        let token = self.doc.syntax.as_ref().and_then(|syn| {
+            let t = syn.tokens.get(v.cursor)?;
+            let k = syn.tokens[..=v.cursor]
+                .iter()
+                .filter(|x| x.text == t.text)
+                .count();
+            let plain = !t.text.contains('#') && !t.text.trim().is_empty() && !t.text.contains('\n');
+            Some(if plain && k == 1 {
+                TokenSpec::Text(t.text.clone())
+            } else if plain {
+                TokenSpec::Text(format!("{}#{k}", t.text))
+            } else {
+                TokenSpec::Index(v.cursor)
+            })
+        });
+        let kind = crate::tui::export::this_view(self);
+        let default = super::View::default();
+        Scene {
+            view: Some(kind),
+            layer: Some(v.layer + 1),
+            head: Some(if v.mean {
+                HeadSpec::Name("mean".into())
+            } else {
+                HeadSpec::Number(v.head + 1)
+            }),
+            token,
+            threshold: (v.t_steps != default.t_steps).then(|| self.threshold()),
+            mode: (v.mode != default.mode).then(|| v.mode.name().to_string()),
+            direction: (v.direction != default.direction).then(|| "to".to_string()),
+            gold: v.gold.then_some(true),
+            dataflow: v.dfg.then_some(true),
+            metric: (v.metric != default.metric).then(|| v.metric.key().to_string()),
+            pin: self.present.pin.map(|(l, h)| format!("{}:{}", l + 1, h + 1)),
+            task: (kind == crate::export::figure::Kind::Probes)
+                .then(|| self.probe.task.name().to_string()),
+        }
+    }
+
+    /// The model as the user named it (or the one loaded).
+    fn model_label(&self) -> Option<String> {
+        self.model
+            .spec
+            .clone()
+            .or_else(|| self.model.loaded.as_ref().map(|(l, _)| l.clone()))
+    }
+
+    /// The current view as a tour step: the snippet inline (the runtime refers to its
+    /// file instead when the file still holds this text), the model, the scene.
+    pub fn step_here(&self) -> Option<crate::present::tour::Step> {
+        self.doc.syntax.as_ref()?;
+        Some(crate::present::tour::Step {
+            code: Some(self.doc.text.clone()),
+            name: Some(self.doc.name.clone()),
+            lang: Some(self.doc.lang.name().to_string()),
+            model: self.model_label(),
+            scene: self.scene_here(),
+            ..Default::default()
+        })
+    }
+
+    /// What a session keeps of this state.
+    pub fn session(&self) -> crate::present::session::Session {
+        use crate::present::session::{EditorState, Session, VERSION};
+        let mut scene = self.scene_here();
+        // Panel focus and the overview are kept apart from the view kind.
+        scene.view = None;
+        Session {
+            version: VERSION,
+            name: self.doc.name.clone(),
+            text: self.doc.text.clone(),
+            lang: self.doc.lang.name().to_string(),
+            edited: self.doc.name.ends_with(" (edited)"),
+            model: self.model_label(),
+            editor: self.editor.as_ref().map(|e| EditorState {
+                text: e.text(),
+                row: e.row,
+                col: e.col,
+            }),
+            scene,
+            focus: self.view.focus.name().to_string(),
+            zoom: self.view.zoom,
+            surprisal: self.view.surprisal,
+            tour: self
+                .present
+                .tour
+                .as_ref()
+                .map(|t| (t.path.clone(), t.at.unwrap_or(0))),
+        }
+    }
+
+    /// Bring back a session on an explorer just created on its snippet (before
+    /// [`super::App::start`]): view settings now, the rest of the scene once the
+    /// analysis arrives, the editor with its unapplied text.
+    pub fn restore(&mut self, s: &crate::present::session::Session) {
+        if let Some(f) = super::Focus::ALL.iter().find(|f| f.name() == s.focus) {
+            self.view.set_focus(*f);
+        }
+        self.view.zoom = s.zoom;
+        self.view.surprisal = s.surprisal;
+        if let Some(Ok(m)) = s.scene.mode.as_deref().map(crate::present::parse_mode) {
+            self.view.mode = m;
+        }
+        let mut scene = s.scene.clone();
+        scene.mode = None;
+        self.present.pending = Some(Pending { scene, model: None });
+        if let Some(e) = &s.editor {
+            let mut ed = crate::tui::editor::Editor::new(&e.text, 0);
+            ed.row = e.row.min(ed.lines.len().saturating_sub(1));
+            ed.col = e.col.min(ed.lines[ed.row].chars().count());
+            self.editor = Some(ed);
+            self.view.focus = super::Focus::Code;
+        }
+        if let Some((_, at)) = &s.tour {
+            if let Some(t) = self.present.tour.as_mut() {
+                t.at = Some((*at).min(t.tour.steps.len().saturating_sub(1)));
+            }
+        }
+        self.status.info(format!("resumed {}", s.name));
+    }
+
+    /// `B`: append the current view to the tour file (an effect: the runtime writes).
+    fn append_step(&mut self) -> Vec<crate::tui::msg::Effect> {
+        let Some(step) = self.step_here() else {
+            self.status.warn("nothing to add yet: the snippet is not parsed");
+            return Vec::new();
+        };
+        let path = match &self.present.tour {
+            Some(t) => t.path.clone(),
+            None => self.present.export_dir.join("tour.toml"),
+        };
+        vec![crate::tui::msg::Effect::AppendStep(path, Box::new(step))]
+    }
+
+    /// A step was appended (by the runtime): keep it in the tour being built.
+    pub(super) fn step_appended(
+        &mut self,
+        r: Result<(PathBuf, crate::present::tour::Step, crate::present::tour::Snippet), String>,
+    ) {
+        match r {
+            Ok((path, step, snip)) => {
+                let t = self.present.tour.get_or_insert_with(|| TourState {
+                    path: path.clone(),
+                    tour: crate::present::tour::Tour {
+                        base: path
+                            .parent()
+                            .map(|p| p.to_path_buf())
+                            .unwrap_or_default(),
+                        ..Default::default()
+                    },
+                    snippets: Vec::new(),
+                    at: None,
+                });
+                t.tour.steps.push(step);
+                t.snippets.push(Ok(snip));
+                let n = t.tour.steps.len();
+                t.at = Some(n - 1);
+                self.status.info(format!(
+                    "added step {n} to {} (write its caption there)",
+                    path.display()
+                ));
+            }
+            Err(e) => self.status.error(format!("could not add the step: {e}")),
+        }
     }
 }

@@ -40,10 +40,27 @@ fn block_max(
 }
 
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
+    draw_head(app, f, area, None);
+}
+
+/// The pinned head (`*`), beside the current one, with the same zoom and scroll.
+pub fn draw_pinned(app: &App, f: &mut Frame, area: Rect) {
+    if let Some(pin) = app.present.pin {
+        draw_head(app, f, area, Some(pin));
+    }
+}
+
+/// The current matrix, or head `pinned` (layer, head).
+fn draw_head(app: &App, f: &mut Frame, area: Rect, pinned: Option<(usize, usize)>) {
     let t = &app.theme;
-    let mut title = vec![Span::styled("Heatmap", t.accent())];
+    let mut title = vec![Span::styled(
+        if pinned.is_some() { "Pinned" } else { "Heatmap" },
+        t.accent(),
+    )];
     let (layers, heads) = app.dims();
-    if layers > 0 {
+    if let Some((l, h)) = pinned {
+        title.push(Span::styled(format!(" · L{} H{} [*]", l + 1, h + 1), t.warn()));
+    } else if layers > 0 {
         let h = if app.view.mean {
             "mean of heads".to_string()
         } else {
@@ -102,7 +119,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let c0 = c0.min(cells - vis_c);
 
     let gold = app.view.gold.then_some(&p.gold_any[..]);
-    let _ = app.with_matrix(|a, n| {
+    let mut draw_matrix = |a: &[f32], n: usize| {
         let vmax = a.iter().copied().fold(0.0f32, f32::max).max(1e-9);
         let scale = |v: f32| (v / vmax).clamp(0.0, 1.0).sqrt();
         let mut lines: Vec<Line> = Vec::with_capacity(inner.height as usize);
@@ -206,5 +223,12 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             r += step;
         }
         f.render_widget(Paragraph::new(lines), inner);
-    });
+    };
+    match pinned {
+        Some((l, h)) if l < ta.layers && h < ta.heads => draw_matrix(ta.head(l, h), ta.n()),
+        Some(_) => {}
+        None => {
+            let _ = app.with_matrix(draw_matrix);
+        }
+    }
 }

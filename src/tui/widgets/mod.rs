@@ -37,6 +37,9 @@ pub fn draw(app: &App, f: &mut Frame) {
     for &(which, r) in &g.panels {
         side_panel(app, f, r, which);
     }
+    if let Some(r) = g.pinned {
+        heatmap::draw_pinned(app, f, r);
+    }
     status::draw(app, f, g.status);
     match &app.overlay {
         Overlay::None => {}

@@ -133,6 +133,15 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     parts.extend(notices(app));
     let mut l2 = vec![Span::raw(" ")];
     let mut room = (area.width as usize).saturating_sub(1);
+    // A tour step's caption comes first: it is what the audience reads.
+    if let Some(c) = app.caption() {
+        let c = clip(&format!("▶ {c}"), room);
+        room = room.saturating_sub(c.chars().count() + 3);
+        l2.push(Span::styled(c, t.accent()));
+        if !parts.is_empty() {
+            l2.push(Span::styled(" · ", t.dim()));
+        }
+    }
     for (i, (lvl, text)) in parts.iter().enumerate() {
         if room < 4 {
             break;
