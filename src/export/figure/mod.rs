@@ -457,7 +457,7 @@ pub fn colorbar_v(
 ) -> f64 {
     let bw = 28.0 * m.s;
     let small = m.small();
-    svg.text(x, y - 0.6 * small, Font::new(small, pal.dim()), caption);
+    svg.text(x, y - 1.0 * small, Font::new(small, pal.dim()), caption);
     svg.gradient_rect(x, y, bw, h, stops, true);
     svg.frame(x, y, bw, h, pal.rule(), m.s);
     let mut wmax = svg::text_w(caption, small);

@@ -216,15 +216,22 @@ impl super::App {
             if kind != Kind::Surprisal && self.view.surprisal {
                 self.view.surprisal = false;
             }
+            // The code panel and the heatmap both show the heatmap view.
+            let shown = matches!(self.view.focus, Focus::Code | Focus::Heatmap);
             let focus = match kind {
-                Kind::Heatmap | Kind::Screen | Kind::Overview => Focus::Heatmap,
-                Kind::Surprisal => Focus::Code,
-                Kind::Heads => Focus::Heads,
-                Kind::Categories => Focus::Categories,
-                Kind::Probes => Focus::Probes,
+                Kind::Heatmap | Kind::Overview if shown => None,
+                Kind::Heatmap | Kind::Overview => Some(Focus::Heatmap),
+                Kind::Screen => None,
+                Kind::Surprisal => Some(Focus::Code),
+                Kind::Heads => Some(Focus::Heads),
+                Kind::Categories => Some(Focus::Categories),
+                Kind::Probes => Some(Focus::Probes),
             };
-            if kind != Kind::Screen {
-                self.view.set_focus(focus);
+            if let Some(f) = focus {
+                self.view.set_focus(f);
+            }
+            if kind == Kind::Overview {
+                self.open_overview();
             }
             match kind {
                 Kind::Surprisal if !self.view.surprisal => fx.extend(self.toggle_surprisal()),
