@@ -512,3 +512,45 @@ fn sessions_round_trip() {
         .to_string()
         .contains("no saved session"));
 }
+
+#[test]
+fn overview_pin_and_export_menu_on_screen() {
+    let mut app = ready(SAMPLE, 120, 40);
+    app.status.hide_timing = true;
+    typed(&mut app, "x");
+    insta::assert_snapshot!("export_menu_120x40", screen(&app));
+    app.update(key(KeyCode::Esc));
+    typed(&mut app, "O");
+    assert!(matches!(app.overlay, codescope::tui::app::Overlay::Overview(_)));
+    insta::assert_snapshot!("overview_120x40", screen(&app));
+    // Move to layer 2 head 3, pin it, open head 4 of layer 3.
+    press(&mut app, &[KeyCode::Right, KeyCode::Down, KeyCode::Down]);
+    typed(&mut app, "*");
+    assert_eq!(app.present.pin, Some((1, 2)));
+    press(&mut app, &[KeyCode::Right, KeyCode::Down, KeyCode::Enter]);
+    assert!(matches!(app.overlay, codescope::tui::app::Overlay::None));
+    assert_eq!((app.view.layer, app.view.head), (2, 3));
+    let s = screen(&app);
+    assert!(s.contains("Pinned · L2 H3 [*]") && s.contains("Heatmap · L3 H4"), "{s}");
+    insta::assert_snapshot!("pinned_120x40", s);
+    // The same at 80x24: the pinned half only where the panel is wide enough.
+    app.update(Msg::Resize {
+        width: 80,
+        height: 24,
+    });
+    typed(&mut app, "\t");
+    let _ = screen(&app);
+    // Esc in the overview closes it without changing the head; * again unpins.
+    typed(&mut app, "O");
+    app.update(key(KeyCode::Esc));
+    assert_eq!((app.view.layer, app.view.head), (2, 3));
+    app.update(Msg::Resize {
+        width: 120,
+        height: 40,
+    });
+    press(&mut app, &[KeyCode::Left, KeyCode::Up]);
+    typed(&mut app, "*");
+    assert_eq!(app.present.pin, Some((1, 2)), "another head: pinned instead");
+    typed(&mut app, "*");
+    assert_eq!(app.present.pin, None);
+}

@@ -7,12 +7,23 @@ use serde_json::{Map, Value};
 
 use super::palette::{readable, Palette};
 use super::svg::{text_w, Anchor, Font, Svg};
-use super::{colorbar_v, colorbar_v_width, header, title_of, Figure, Metrics};
+use super::{colorbar_v, header, title_of, Figure, Metrics};
 use crate::analysis::categories::{COARSE, FINE};
 use crate::export::View;
 
 /// Display names of the coarse classes.
 const COARSE_NAMES: [&str; 2] = ["syntactic", "identifier"];
+
+/// A colour bar value (already x100) with two significant digits.
+fn tick_text(p: f64) -> String {
+    if p >= 9.95 {
+        format!("{p:.0}")
+    } else if p >= 0.995 {
+        format!("{p:.1}")
+    } else {
+        super::fmt_value(p)
+    }
+}
 
 fn cell_text(v: Option<f64>) -> String {
     match v {
@@ -60,11 +71,14 @@ pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
         (&COARSE, &COARSE_NAMES, "coarse_head", "coarse_layer"),
         (&FINE, &FINE, "fine_head", "fine_layer"),
     ];
-    let cell_w = 150.0 * m.s;
-    let cell_h = 64.0 * m.s;
     let body = m.body();
     let small = m.small();
     let label_w = text_w("identifier", body) + 16.0 * m.s;
+    // Two 5x5 matrices, their labels and a colour bar fit the width.
+    let bar_room = 160.0 * m.s;
+    let cell_w = ((m.inner() - 2.0 * label_w - 3.0 * m.gap() - bar_room) / 10.0)
+        .clamp(text_w("identifier", small) + 8.0 * m.s, 150.0 * m.s);
+    let cell_h = 64.0 * m.s;
     for (keys, names, hk, lk) in rows {
         let a = values(cat(hk), keys);
         let b = values(cat(lk), keys);
@@ -78,7 +92,7 @@ pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
         let k = keys.len();
         let ticks: Vec<(f64, String)> = [0.0, 0.25, 0.5, 0.75, 1.0]
             .iter()
-            .map(|&p: &f64| (p, cell_text(Some(vmax * p * p))))
+            .map(|&p: &f64| (p, tick_text(vmax * p * p * 100.0)))
             .collect();
         let mut x = m.margin();
         let top = y + m.line(body) + m.line(small) + 8.0 * m.s;
@@ -122,12 +136,11 @@ pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
                 }
             }
             svg.frame(gx, top, cell_w * k as f64, cell_h * k as f64, pal.rule(), m.s);
-            x = gx + cell_w * k as f64 + m.gap() * 1.5;
+            x = gx + cell_w * k as f64 + m.gap();
         }
         let caption = "x100 (√)";
         let h = cell_h * k as f64;
         colorbar_v(&mut svg, m, pal, (x, top, h.max(160.0 * m.s)), pal.heat_stops(), &ticks, caption);
-        let _ = colorbar_v_width(m, &ticks, caption);
         y = top + h.max(160.0 * m.s) + m.gap() * 1.5;
     }
     svg.grow_to(m.width(), y + m.margin() - m.gap());

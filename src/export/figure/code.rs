@@ -298,7 +298,12 @@ pub fn draw_key(
     if view.dataflow.is_some() {
         items.push((Some(pal.gold()), None, "data-flow link".into()));
     }
-    if shade == Shade::Surprisal {
+    if shade == Shade::Surprisal
+        && view
+            .tokens
+            .iter()
+            .any(|t| crop.has_token(t.index) && matches!(t.surprisal, Some(None)))
+    {
         items.push((Some(pal.dim()), None, "not scored".into()));
     }
     h += legend_rows(svg, m, pal, (x, y + h, w), &items);

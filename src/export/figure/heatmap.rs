@@ -2,8 +2,8 @@
 //! layer/head's attention matrix (with a pinned head, the two matrices side by side on
 //! one colour scale), a colour bar, a legend and the head's scores per gold graph.
 //!
-//! Layout: code on the left when it fits in half the width, else on top; the matrices
-//! take the rest, each square, labels outside the cells, the colour bar right of the
+//! Layout: code on the left when nine lines in ten fit beside matrices of at least
+//! 420 px (longer lines end in `…`), else on top; the matrices take the rest, each square, labels outside the cells, the colour bar right of the
 //! last matrix, captions and scores under them.
 
 use super::code::{draw_block, draw_key, legend_rows, CodeBox, Shade};
@@ -16,6 +16,9 @@ use super::{
 };
 use crate::export::{GraphScore, View};
 use std::collections::BTreeMap;
+
+/// Smallest side of a matrix beside the code (px at scale 1).
+const MIN_SIDE: f64 = 420.0;
 
 /// One matrix to draw: caption, cells, scores.
 struct Panel<'a> {
@@ -75,18 +78,20 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
     let bar_caption = "attention";
     let bar_w = colorbar_v_width(m, &ticks, bar_caption);
 
-    // Code (with its colour bar and legend) beside the matrices when that column takes
-    // at most half the width, else above them.
-    // Beside when nine lines in ten fit in half the width (longer ones end in `…`).
-    let half = m.inner() * 0.5;
+    // The code (with its colour bar and legend) beside the matrices when nine lines in ten fit and leave the matrices at least
+    // MIN_SIDE (longer lines end in `…`); otherwise above them (a 16:9 slide wants the
+    // first).
+    let k = panels.len() as f64;
+    let right_need = k * (MIN_SIDE + 150.0) * m.s + bar_w + (k + 1.0) * m.gap();
+    let room = m.inner() - right_need;
     let mut widths = CodeBox::line_widths(view, crop);
     widths.sort_unstable();
     let p90 = widths[(widths.len() * 9 / 10).min(widths.len() - 1)];
     let gutter = (crop.l1 + 1).to_string().len() + 1;
-    let beside = (p90 + gutter + 1) as f64 * super::svg::CHAR_W * m.body() <= half;
-    let code = CodeBox::measure(view, crop, m, if beside { half } else { m.inner() });
+    let beside = (p90 + gutter + 1) as f64 * super::svg::CHAR_W * m.body() <= room;
+    let code = CodeBox::measure(view, crop, m, if beside { room } else { m.inner() });
     let left_w = if beside {
-        code.width.max(620.0 * m.s).min(half)
+        code.width.max(620.0 * m.s).min(room)
     } else {
         m.inner()
     };
@@ -111,7 +116,6 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
 
     // Matrix size: first with a guessed label room, then with the room the labels of
     // that cell size need.
-    let k = panels.len() as f64;
     let side_for = |label: f64| {
         ((avail - bar_w - m.gap() - k * (label + 8.0 * m.s) - (k - 1.0) * m.gap()) / k)
             .clamp(200.0 * m.s, 1000.0 * m.s)
@@ -152,7 +156,7 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
     let every = if ax.stride == 1 {
         "every token labelled".to_string()
     } else {
-        format!("every {}th token labelled", ax.stride)
+        format!("every {} token labelled", super::ordinal(ax.stride))
     };
     let cap = format!(
         "rows: queries · columns: keys · {} tokens · {every} · colour = √(a / {})",

@@ -306,12 +306,12 @@ pub fn fmt_value(v: f64) -> String {
         return "-".into();
     }
     let a = v.abs();
-    let s = if a >= 0.995 {
+    // Two significant digits below 0.1, plain decimals down to 1e-6.
+    let s = if a >= 0.0995 || a == 0.0 {
         format!("{v:.2}")
-    } else if a >= 0.0995 || a == 0.0 {
-        format!("{v:.2}")
-    } else if a >= 0.00995 {
-        format!("{v:.3}")
+    } else if a >= 1e-6 {
+        let digits = (-a.log10()).ceil() as usize + 1;
+        format!("{v:.digits$}")
     } else {
         format!("{v:.1e}")
     };
@@ -322,6 +322,18 @@ pub fn fmt_value(v: f64) -> String {
     } else {
         s
     }
+}
+
+/// `1st`, `2nd`, `3rd`, `4th`, ..., `11th`, `21st`.
+pub fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// The title block: one bold title line and subtitle lines (wrapped at ` · `), from the
@@ -557,9 +569,18 @@ mod tests {
         assert_eq!(fmt_value(0.0), ".00");
         assert_eq!(fmt_value(0.042), ".042");
         assert_eq!(fmt_value(1.0), "1.00");
-        assert_eq!(fmt_value(0.0042), "4.2e-3");
+        assert_eq!(fmt_value(0.0042), ".0042");
+        assert_eq!(fmt_value(0.00078), ".00078");
+        assert_eq!(fmt_value(0.013), ".013");
+        assert_eq!(fmt_value(4e-8), "4.0e-8");
         assert_eq!(fmt_value(-0.25), "-.25");
         assert_eq!(fmt_value(3.5), "3.50");
+    }
+
+    #[test]
+    fn ordinals() {
+        let o: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 103].iter().map(|&n| ordinal(n)).collect();
+        assert_eq!(o, ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "103rd"]);
     }
 
     #[test]
