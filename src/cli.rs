@@ -32,6 +32,23 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = Theme::Dark)]
     pub theme: Theme,
 
+    /// Present a tour, a TOML file of steps (snippet, model, view, caption): ] goes to
+    /// the next step, [ back. B adds the current view as a step (the file is created if
+    /// it does not exist).
+    #[arg(long)]
+    pub tour: Option<PathBuf>,
+
+    /// Bring back the last session: the snippet with its edits, the model and the view.
+    /// Sessions are saved (in the cache directory, or the file CODESCOPE_SESSION names)
+    /// when the explorer quits, after every applied edit, and when its terminal goes away.
+    #[arg(long, conflicts_with = "file")]
+    pub resume: bool,
+
+    /// Where the explorer's exports (x) go, and B's tour when no --tour is given
+    /// (default: ~/.local/share/codescope/exports).
+    #[arg(long, env = "CODESCOPE_EXPORT_DIR")]
+    pub export_dir: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 
@@ -67,6 +84,9 @@ pub enum Command {
     /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
     /// the tables one process would have written.
     Merge(MergeArgs),
+    /// Draw a view as a slide-grade figure (SVG, PNG) or the explorer screen, or
+    /// pre-render every step of a tour.
+    Render(RenderArgs),
     /// List the model presets and whether each is available locally.
     Models,
     /// Download a model into the local cache (if needed) and print its directory.
@@ -108,6 +128,101 @@ pub struct TraceArgs {
     /// surprising tokens in the summary).
     #[arg(long)]
     pub surprisal: bool,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["file", "tour"])))]
+pub struct RenderArgs {
+    /// Input file, or `-` for stdin.
+    pub file: Option<String>,
+    /// Pre-render every step of this tour (TOML) into the --out directory: a figure of
+    /// each step's view as SVG and PNG, and an index.html deck with the captions.
+    #[arg(long, conflicts_with = "file")]
+    pub tour: Option<PathBuf>,
+    /// What to draw (`screen`: the whole explorer as the terminal shows it).
+    #[arg(long, value_enum, default_value_t = crate::export::figure::Kind::Heatmap)]
+    pub view: crate::export::figure::Kind,
+    /// Output file: .svg, .png (or .txt for the screen as text); a directory with
+    /// --tour. Default: SVG on stdout.
+    #[arg(long, short = 'o')]
+    pub out: Option<PathBuf>,
+    /// Layer, 1-based.
+    #[arg(long)]
+    pub layer: Option<usize>,
+    /// Head, 1-based, or `mean` for the mean over heads.
+    #[arg(long)]
+    pub head: Option<String>,
+    /// The selected token: its index (0-based, as in the JSON export), its text (the
+    /// first such token) or TEXT#K (the K-th).
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Crop to these lines (1-based, inclusive), e.g. 3-12.
+    #[arg(long, value_parser = parse_range)]
+    pub lines: Option<(usize, usize)>,
+    /// Crop to these code tokens (0-based, inclusive), e.g. 0-40.
+    #[arg(long, value_parser = parse_range)]
+    pub tokens: Option<(usize, usize)>,
+    /// Attention threshold, a multiple of 0.05 in [0, 0.40].
+    #[arg(long)]
+    pub threshold: Option<f32>,
+    /// Feed the source as written, or the study's space-joined code tokens.
+    #[arg(long, value_enum)]
+    pub mode: Option<crate::analysis::Mode>,
+    /// Attention from the selected token (its row) or to it (its column).
+    #[arg(long, value_parser = ["from", "to"])]
+    pub direction: Option<String>,
+    /// Outline the gold edges (AST motif + data flow) on the heatmap.
+    #[arg(long)]
+    pub gold: bool,
+    /// Underline the selected token's data-flow links in the code.
+    #[arg(long)]
+    pub dataflow: bool,
+    /// Score of the head grid and the overview.
+    #[arg(long, value_parser = ["f1_ast_motif", "f1_dfg", "share_syn_to_id", "share_id_to_syn", "entropy_bits"])]
+    pub metric: Option<String>,
+    /// Pin this head (LAYER:HEAD, 1-based) beside the current one.
+    #[arg(long)]
+    pub pin: Option<String>,
+    /// Probe task of the probes view (trains linear probes on the bundled corpus).
+    #[arg(long, value_enum)]
+    pub task: Option<crate::probe::Task>,
+    /// Terminal size of the screen view, COLSxROWS.
+    #[arg(long, default_value = "120x40", value_parser = parse_size)]
+    pub size: (u16, u16),
+    /// Multiply every size (1 = 1920 px wide, body text 22 px).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Light (white) or dark background.
+    #[arg(long, value_enum, default_value_t = Theme::Light)]
+    pub theme: Theme,
+}
+
+/// `A-B` (or a single `A`) as an inclusive range.
+fn parse_range(s: &str) -> Result<(usize, usize), String> {
+    let (a, b) = s.split_once('-').unwrap_or((s, s));
+    let n = |x: &str| {
+        x.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("`{s}` is not a range like 3-12"))
+    };
+    let (a, b) = (n(a)?, n(b)?);
+    if b < a {
+        return Err(format!("`{s}`: the end comes before the start"));
+    }
+    Ok((a, b))
+}
+
+/// `COLSxROWS`.
+fn parse_size(s: &str) -> Result<(u16, u16), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("`{s}` is not a size like 120x40"))?;
+    let n = |x: &str| {
+        x.trim()
+            .parse::<u16>()
+            .map_err(|_| format!("`{s}` is not a size like 120x40"))
+    };
+    Ok((n(w)?, n(h)?))
 }
 
 #[derive(Debug, clap::Args)]

@@ -34,27 +34,13 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Rewrite(args)) => rewrite_cmd(s, args),
         Some(Command::Trace(args)) => trace_cmd(s.model.as_deref(), args),
         Some(Command::Probe(args)) => probe_cmd(s, args),
+        Some(Command::Render(args)) => crate::present::render::run(s, args),
         Some(Command::Fetch { spec }) => {
             let spec = spec.clone().or(s.model.clone());
             let files = source::resolve(&spec_or_default(spec.as_deref()))?;
             print(&format!("{}\t{}\n", files.source, files.dir.display()))
         }
-        None => {
-            let inp = match &cli.file {
-                Some(f) => input::read(f)?,
-                None => input::Input {
-                    name: DEFAULT_SAMPLE.0.into(),
-                    text: DEFAULT_SAMPLE.1.into(),
-                },
-            };
-            let lang = s.language_for(&inp.name, &inp.text);
-            crate::tui::run(crate::tui::Options {
-                name: inp.name,
-                text: inp.text,
-                lang,
-                settings: settings.clone(),
-            })
-        }
+        None => crate::present::explore(&cli, s),
     }
 }
 

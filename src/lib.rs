@@ -14,7 +14,8 @@
 //! | [`analysis`] | THE pipeline every front end calls ([`analysis::analyze`] / [`analysis::run`]): code-token attention, gold masks and head scores (P/R/F1/GED, sweeps), category attention, entropy, code-token surprisal, code-token hidden states; report forms (JSON/CSV/text) and `reproduce`'s corpus tables |
 //! | [`probe`] | probing hidden states: datasets and tasks, linear/MLP/structural/DirectProbe probes, control tasks, feature cache, the bundled corpus, a trained probe's label for one token |
 //! | [`tui`] | the explorer: a pure [`tui::app::App`] (`update(Msg) -> Vec<Effect>`; keys and mouse), the pure layout (panels, head-grid and heatmap geometry shared by drawing and clicks), widgets that only draw, the I/O thread (parse, file reads, path completion) and the model worker |
-//! | [`export`] | figures and data of the explorer's view (SVG, JSON) |
+//! | [`export`] | slide-grade figures of every view and of the explorer screen (SVG, PNG rendered in-process with the bundled fonts) and the view's numbers (JSON) |
+//! | [`present`] | presenting: a view as a plain [`present::Scene`], `codescope render` (figures from a headless explorer), tours (TOML steps to present; a pre-rendered deck), sessions (saved on quit and signals, `--resume`) |
 //! | [`signals`] | signals for the headless commands: exit 128+n after removing registered temporary paths |
 //! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging, the error type |
 //!
@@ -55,6 +56,7 @@ pub mod export;
 pub mod input;
 pub mod logging;
 pub mod model;
+pub mod present;
 pub mod probe;
 pub mod rng;
 pub mod settings;

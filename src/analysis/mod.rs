@@ -13,6 +13,7 @@
 //! - code-token surprisal and perplexity: [`surprisal`] (METHODS.md 5);
 //! - code-token hidden states for probes: [`hidden`];
 //! - a snippet against its counterfactual twin (renamed or edited): [`compare`];
+//! - per-head thumbnails of the model overview: [`overview`];
 //! - output forms (JSON, CSV, text): [`report`]; corpus tables: [`reproduce`].
 //!
 //! This is where `syntax` and `model` meet, through byte spans only. Nothing here holds a
@@ -25,6 +26,7 @@ pub mod categories;
 pub mod compare;
 pub mod entropy;
 pub mod hidden;
+pub mod overview;
 pub mod relations;
 pub mod report;
 pub mod reproduce;

@@ -1,9 +1,16 @@
-//! Exports of a view as files: [`svg`] (a picture of the code with attention and the
-//! heatmap) and [`json`] (the numbers on screen). Both are plain functions of a plain
-//! [`View`], so the explorer's `x` key and a future `--svg` CLI option share them.
+//! Exports of a view as files: [`figure`] (slide-grade SVG figures of every view, and
+//! of the whole explorer screen), [`png`] (those figures as PNG, rendered in-process
+//! with the bundled fonts) and [`json`] (the numbers on screen).
+//!
+//! Figures are plain functions of a plain [`View`] (what the explorer showed, as
+//! numbers) and of the figure options, so the explorer's `x` menu, `codescope render`
+//! and the tour deck draw byte-identical files for the same state: both build the
+//! `View` from an explorer state (`tui::export_view`), the renderer from a headless one.
+//! Exports go to an export directory ([`export_dir`]) outside the working directory.
 
+pub mod figure;
 pub mod json;
-pub mod svg;
+pub mod png;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -71,7 +78,9 @@ pub struct GraphScore {
 /// The head grid as shown: one metric, `[layer][head]`.
 #[derive(Debug, Clone, Serialize)]
 pub struct HeadGrid {
+    /// Key (`f1_ast_motif`, ...) and display name (`F1 vs AST motif`) of the metric.
     pub metric: String,
+    pub name: String,
     pub values: Vec<Vec<Option<f64>>>,
 }
 
@@ -117,6 +126,84 @@ pub struct View {
     /// The surprisal view, when shown (the code is then coloured by surprisal).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub surprisal: Option<SurprisalView>,
+    /// The selected token's data-flow neighbours (token indices), when the data-flow
+    /// highlight (`d`) was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataflow: Option<Vec<usize>>,
+    /// The pinned head shown beside the current one (`*`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<Pinned>,
+    /// The probe panel's results for the current task, when probes were trained.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probes: Option<ProbeChart>,
+    /// Every head as a thumbnail with its score (the model overview), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overview: Option<Overview>,
+}
+
+/// A head pinned for side-by-side comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pinned {
+    /// 1-based layer and head.
+    pub layer: usize,
+    pub head: usize,
+    /// Its code-token attention `[query][key]` over `View::matrix_tokens`.
+    pub matrix: Vec<Vec<f32>>,
+    /// Its scores per gold graph at the view's threshold.
+    pub scores: BTreeMap<String, GraphScore>,
+}
+
+/// One layer's probe result as the probe panel shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeRow {
+    /// Hidden layer: 0 = embeddings, l = output of layer l.
+    pub layer: usize,
+    pub accuracy: f64,
+    pub control_accuracy: f64,
+    pub selectivity: f64,
+}
+
+/// The probe panel: per-layer accuracy against the control task for one task.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeChart {
+    pub task: String,
+    /// `linear`, `mlp`, ...
+    pub probe: String,
+    /// Where the probe data came from and how many snippets.
+    pub corpus: String,
+    pub snippets: usize,
+    pub split: String,
+    pub train_size: usize,
+    pub test_size: usize,
+    /// Accuracy of always guessing the most frequent label.
+    pub majority: f64,
+    pub rows: Vec<ProbeRow>,
+    /// The probe's label for the selected token at the current layer, as the panel
+    /// shows it (e.g. `«total» L2 identifier gold identifier ✓`).
+    pub token_label: Option<String>,
+}
+
+/// One head of the model overview.
+#[derive(Debug, Clone, Serialize)]
+pub struct Thumb {
+    /// `side x side` block maxima of the head's attention, divided by its maximum.
+    pub cells: Vec<f32>,
+    /// The head's largest attention weight.
+    pub max: f32,
+    /// The head grid's metric for this head.
+    pub score: Option<f64>,
+}
+
+/// The model overview: every head's thumbnail and score.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overview {
+    /// The metric under each thumbnail (`f1_ast_motif`, ...) and its display name.
+    pub metric: String,
+    pub metric_name: String,
+    /// Thumbnail side in cells.
+    pub side: usize,
+    /// `[layer][head]`.
+    pub heads: Vec<Vec<Thumb>>,
 }
 
 /// `codescope-YYYYMMDD-HHMMSS` (UTC) for the current time.
@@ -151,25 +238,79 @@ pub fn stem_at(secs: u64) -> String {
     )
 }
 
-/// Write `<stem>.svg` and `<stem>.json` into `dir` (a `-N` suffix avoids overwriting).
-pub fn write_files(view: &View, dir: &Path, stem: &str) -> std::io::Result<(PathBuf, PathBuf)> {
+/// Where exports go: `--export-dir` / `CODESCOPE_EXPORT_DIR` if given, else
+/// `$XDG_DATA_HOME/codescope/exports` (`~/.local/share/codescope/exports`), never the
+/// working directory (which is often a repository checkout).
+pub fn export_dir(given: Option<&Path>) -> PathBuf {
+    if let Some(p) = given {
+        return p.to_path_buf();
+    }
+    if let Some(p) = std::env::var_os("CODESCOPE_EXPORT_DIR").filter(|v| !v.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir);
+    data.join("codescope").join("exports")
+}
+
+/// `stem`, or `stem-1`, `stem-2`, ... : the first for which none of the files
+/// `<stem><suffix>` exists in `dir` (so an export never overwrites another).
+pub fn free_stem(dir: &Path, stem: &str, suffixes: &[String]) -> String {
+    let taken = |s: &str| {
+        suffixes
+            .iter()
+            .any(|x| dir.join(format!("{s}{x}")).exists())
+    };
     let mut s = stem.to_string();
     let mut k = 1;
-    while dir.join(format!("{s}.svg")).exists() || dir.join(format!("{s}.json")).exists() {
+    while taken(&s) {
         s = format!("{stem}-{k}");
         k += 1;
     }
-    let svg_path = dir.join(format!("{s}.svg"));
-    let json_path = dir.join(format!("{s}.json"));
-    write_named(&svg_path, svg::render(view).as_bytes())?;
-    write_named(&json_path, json::render(view)?.as_bytes())?;
-    Ok((svg_path, json_path))
+    s
 }
 
-/// `std::fs::write`, with the path in the error (the explorer shows it on one line).
-fn write_named(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::write(path, bytes)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+/// The file name suffixes [`write_figures`] uses for these kinds (and the JSON).
+pub fn suffixes(kinds: &[figure::Kind], json: bool) -> Vec<String> {
+    let mut v: Vec<String> = kinds
+        .iter()
+        .flat_map(|k| [format!("-{}.svg", k.name()), format!("-{}.png", k.name())])
+        .collect();
+    if json {
+        v.push(".json".into());
+    }
+    v
+}
+
+/// Write figures (`<stem>-<kind>.svg` and `.png` each) and, if given, the view's numbers
+/// (`<stem>.json`) into `dir`, creating it. Returns the paths written.
+pub fn write_figures(
+    dir: &Path,
+    stem: &str,
+    figures: &[(figure::Kind, figure::Figure)],
+    view: Option<&View>,
+) -> crate::Result<Vec<PathBuf>> {
+    let io = |p: &Path, e: std::io::Error| crate::Error::io(p.display().to_string(), e);
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let mut out = Vec::new();
+    for (kind, fig) in figures {
+        let svg = dir.join(format!("{stem}-{}.svg", kind.name()));
+        std::fs::write(&svg, &fig.svg).map_err(|e| io(&svg, e))?;
+        out.push(svg);
+        let png = dir.join(format!("{stem}-{}.png", kind.name()));
+        std::fs::write(&png, png::render(fig)?).map_err(|e| io(&png, e))?;
+        out.push(png);
+    }
+    if let Some(v) = view {
+        let json = dir.join(format!("{stem}.json"));
+        std::fs::write(&json, json::render(v).map_err(|e| io(&json, e))?)
+            .map_err(|e| io(&json, e))?;
+        out.push(json);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -178,9 +319,11 @@ mod tests {
 
     #[test]
     fn write_errors_name_the_path() {
-        let p = Path::new("/no/such/dir/codescope-x.svg");
-        let e = write_named(p, b"x").unwrap_err().to_string();
-        assert!(e.starts_with("/no/such/dir/codescope-x.svg: "), "{e}");
+        // /proc takes no new directories, even for root.
+        let e = write_figures(Path::new("/proc/codescope-x"), "x", &[], None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/proc/codescope-x"), "{e}");
     }
 
     #[test]

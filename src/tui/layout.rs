@@ -39,6 +39,8 @@ pub struct Geometry {
     pub twin: Option<Rect>,
     /// The side panels shown, with their rectangles.
     pub panels: Vec<(Focus, Rect)>,
+    /// The pinned head's heatmap (`*`): the right half of the heatmap panel.
+    pub pinned: Option<Rect>,
 }
 
 impl Geometry {
@@ -70,9 +72,23 @@ pub fn geometry_in(app: &App, area: Rect) -> Geometry {
         g.code = Some(code);
         g.twin = Some(twin);
     }
+    // A pinned head shares the heatmap panel when both halves stay usable.
+    if app.present.pin.is_some() {
+        if let Some(k) = g.panels.iter().position(|(f, _)| *f == Focus::Heatmap) {
+            let r = g.panels[k].1;
+            if r.width >= 48 {
+                let [a, b] =
+                    Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                        .areas(r);
+                g.panels[k].1 = a;
+                g.pinned = Some(b);
+            }
+        }
+    }
     g
 }
 
+/// The panels without the pinned head's split.
 fn panels_in(app: &App, area: Rect) -> Geometry {
     if area.width < MIN_W || area.height < MIN_H {
         return Geometry {

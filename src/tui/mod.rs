@@ -25,6 +25,8 @@
 pub mod app;
 pub mod data;
 pub mod editor;
+pub mod export;
+pub mod headless;
 pub mod io;
 pub mod keymap;
 pub mod layout;
@@ -33,7 +35,6 @@ pub mod theme;
 pub mod widgets;
 pub mod worker;
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::panic::PanicHookInfo;
 use std::sync::{mpsc, Arc};
@@ -48,11 +49,11 @@ use crossterm::terminal::{
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
+pub use self::export::export_view;
 use crate::error::{Error, Result};
-use crate::export;
 use crate::model::source;
 use crate::syntax::Language;
-use app::{App, Config, Direction};
+use app::{App, Config};
 use data::Doc;
 use msg::{Effect, Msg};
 use theme::{ColorMode, Theme};
@@ -67,6 +68,8 @@ pub struct Options {
     pub lang: Language,
     /// The validated command line (model, theme, cache directory).
     pub settings: crate::settings::Settings,
+    /// Export directory, tour, session to resume.
+    pub start: crate::present::Start,
 }
 
 type Hook = Arc<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
@@ -142,6 +145,14 @@ pub fn run(opts: Options) -> Result<()> {
         },
         doc,
     );
+    app.present.export_dir = opts.start.export_dir.clone();
+    app.present.tour = opts.start.tour.clone();
+    if let Some(i) = opts.start.step {
+        app.start_on_step(i);
+    }
+    if let Some(sess) = &opts.start.session {
+        app.restore(sess);
+    }
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let wtx = tx.clone();
@@ -207,6 +218,8 @@ pub fn run(opts: Options) -> Result<()> {
         .map_err(|e| Error::io("<thread>", e))?;
 
     let result = event_loop(&mut terminal, &mut app, &rx, &worker, &io_thread);
+    // Whatever ended the loop (q, a signal, a lost terminal), keep the state first.
+    save_session(&app);
     worker.stop();
     io_thread.stop();
     sig_handle.close();
@@ -233,6 +246,7 @@ fn event_loop(
         height: size.height,
     });
     let mut pending: Vec<Effect> = app.start();
+    let mut saved = app.doc.text.clone();
     loop {
         // Carry out effects; exports and labels feed their result back as a message.
         let mut follow = Vec::new();
@@ -251,7 +265,14 @@ fn event_loop(
                     key,
                     label: crate::probe::label::label_token(&job),
                 }),
-                Effect::Export => follow.push(Msg::Exported(export_current(app))),
+                Effect::AppendStep(path, step) => follow.push(Msg::StepAppended(Box::new(
+                    crate::present::tour::append_here(&path, *step).map(|(s, n)| (path, s, n)),
+                ))),
+                Effect::Export(what) => follow.push(Msg::Exported(
+                    export::write(app, what)
+                        .map(|ps| ps.iter().map(|p| p.display().to_string()).collect())
+                        .map_err(|e| e.to_string()),
+                )),
             }
         }
         for m in follow {
@@ -259,6 +280,11 @@ fn event_loop(
         }
         if !pending.is_empty() {
             continue;
+        }
+        if app.doc.text != saved {
+            // An applied edit: keep it even if the process is killed outright.
+            save_session(app);
+            saved = app.doc.text.clone();
         }
         terminal.draw(|f| widgets::draw(app, f)).map_err(io)?;
         let Ok(first) = rx.recv() else {
@@ -274,153 +300,12 @@ fn event_loop(
     }
 }
 
-/// Write the current view to `./codescope-<timestamp>.{svg,json}`.
-fn export_current(app: &App) -> std::result::Result<Vec<String>, String> {
-    let view = export_view(app).ok_or("nothing to export yet")?;
-    let dir = std::env::current_dir().map_err(|e| e.to_string())?;
-    let stem = export::stem_now();
-    let (svg, json) = export::write_files(&view, &dir, &stem).map_err(|e| e.to_string())?;
-    let name = |p: &std::path::Path| {
-        p.file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    tracing::info!(svg = %svg.display(), json = %json.display(), "exported");
-    let mut names = vec![name(&svg), name(&json)];
-    // Compare mode: the comparison too, as `codescope compare --json` writes it.
-    if let Some(c) = app.comparison() {
-        let path = dir.join(format!("{stem}-compare.json"));
-        let doc = crate::analysis::compare::to_json(c).to_string();
-        std::fs::write(&path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
-        names.push(name(&path));
+/// Save the explorer's state as the session `--resume` brings back (errors are logged:
+/// the terminal may be gone).
+fn save_session(app: &App) {
+    let p = crate::present::session::path();
+    match crate::present::session::save_to(&app.session(), &p) {
+        Ok(()) => tracing::info!(path = %p.display(), "session saved"),
+        Err(e) => tracing::error!(path = %p.display(), "could not save the session: {e}"),
     }
-    Ok(names)
-}
-
-/// The explorer's current view as export data (`None` before the first analysis).
-pub fn export_view(app: &App) -> Option<export::View> {
-    let a = app.prepared()?;
-    let p = a;
-    let syn = app.doc.syntax.as_ref()?;
-    let ta = &a.token_attention;
-    let (layers, heads) = (ta.layers, ta.heads);
-    let v = &app.view;
-    let l = v.layer.min(layers.saturating_sub(1));
-    let h = v.head.min(heads.saturating_sub(1));
-    let weights = app.token_weights().unwrap_or_default();
-    let surp = app.surprisal_shown();
-    let tokens = syn
-        .tokens
-        .iter()
-        .enumerate()
-        .map(|(i, t)| export::Token {
-            index: i,
-            text: t.text.clone(),
-            start: t.start,
-            end: t.end,
-            line: app.doc.layout.tok_line[i],
-            col: app.doc.layout.tok_col[i],
-            category: t.category.name().to_string(),
-            role: t.role.clone(),
-            weight: weights.get(i).copied().flatten(),
-            surprisal: surp.map(|s| s.bits.get(i).copied().flatten()),
-        })
-        .collect();
-    let n = ta.n();
-    let matrix = app
-        .with_matrix(|m, n| m.chunks(n.max(1)).map(|r| r.to_vec()).collect())
-        .unwrap_or_default();
-    let gold_edges = (0..n * n)
-        .filter(|&k| a.gold_any[k])
-        .map(|k| (k / n, k % n))
-        .collect();
-    let scores = if v.mean {
-        BTreeMap::new()
-    } else {
-        app.shown
-            .scores
-            .iter()
-            .filter_map(|(g, s)| {
-                let sc = s.scores.get(l)?.get(h)?;
-                Some((
-                    g.to_string(),
-                    export::GraphScore {
-                        precision: sc.precision,
-                        recall: sc.recall,
-                        f1: sc.f1,
-                        gold_edges: s.edges,
-                    },
-                ))
-            })
-            .collect()
-    };
-    let names2 = &crate::analysis::categories::COARSE;
-    let names5 = &crate::analysis::categories::FINE;
-    let (ch, fh) = if v.mean {
-        (&a.coarse_layer[l], &a.fine_layer[l])
-    } else {
-        (&a.coarse[l][h], &a.fine[l][h])
-    };
-    let mut categories = BTreeMap::new();
-    categories.insert("coarse_head".to_string(), ch.named(names2, false));
-    categories.insert(
-        "coarse_layer".to_string(),
-        a.coarse_layer[l].named(names2, false),
-    );
-    categories.insert("fine_head".to_string(), fh.named(names5, false));
-    categories.insert(
-        "fine_layer".to_string(),
-        a.fine_layer[l].named(names5, false),
-    );
-    let (label, info) = app
-        .model
-        .loaded
-        .clone()
-        .unwrap_or_else(|| (a.trace.model.source.clone(), a.trace.model.clone()));
-    Some(export::View {
-        name: app.doc.name.clone(),
-        language: app.doc.lang.name().to_string(),
-        model: label,
-        model_source: info.source.clone(),
-        architecture: info.architecture.clone(),
-        mode: a.mode.name().to_string(),
-        layer: l + 1,
-        layers,
-        head: (!v.mean).then_some(h + 1),
-        heads,
-        threshold: app.threshold(),
-        direction: match v.direction {
-            Direction::From => "from",
-            Direction::To => "to",
-        }
-        .to_string(),
-        source: app.doc.text.clone(),
-        tokens,
-        selected: Some(v.cursor).filter(|&c| c < syn.tokens.len()),
-        matrix_tokens: ta.tokens.clone(),
-        matrix,
-        gold_edges,
-        gold_overlay: v.gold,
-        scores,
-        head_grid: export::HeadGrid {
-            metric: v.metric.key().to_string(),
-            values: v.metric.values(p, &app.shown.scores),
-        },
-        categories,
-        surprisal: surp.map(|s| export::SurprisalView {
-            perplexity: s.perplexity,
-            mean_bits: s.mean_bits,
-            max_bits: s.max_bits,
-            top_decile_bits: s.top_decile.is_finite().then_some(s.top_decile),
-            selected_expected: s
-                .expected(v.cursor)
-                .unwrap_or(&[])
-                .iter()
-                .map(|p| export::Expected {
-                    token: p.token.clone(),
-                    p: p.p,
-                })
-                .collect(),
-        }),
-    })
 }

@@ -19,6 +19,16 @@ use crate::probe::{ProbeReport, ProbeResult, Task};
 use crate::syntax::rewrite::{Rewrite, Twin};
 use crate::syntax::{Language, Syntax};
 
+/// What appending a tour step gives: the tour file, the step as written and its snippet.
+pub type StepResult = Result<
+    (
+        std::path::PathBuf,
+        crate::present::tour::Step,
+        crate::present::tour::Snippet,
+    ),
+    String,
+>;
+
 /// Everything that can happen to the app.
 #[derive(Debug)]
 pub enum Msg {
@@ -52,7 +62,10 @@ pub enum Msg {
         key: LabelKey,
         label: Option<TokenProbe>,
     },
-    /// An export finished: the file names written, or an error.
+    /// A tour step was appended ([`Effect::AppendStep`]): the tour file, the step as
+    /// written and its snippet, or an error.
+    StepAppended(Box<StepResult>),
+    /// An export finished: the paths written, or an error.
     Exported(Result<Vec<String>, String>),
     /// SIGTERM / SIGINT / SIGHUP: quit now.
     Terminate,
@@ -212,8 +225,10 @@ pub enum Effect {
     /// Compare the analysis shown with its twin in the worker (supersedes any earlier
     /// comparison request).
     Compare(CompareJob),
-    /// Write the current view as SVG + JSON.
-    Export,
+    /// Write figures (SVG + PNG) and the numbers (JSON) to the export directory.
+    Export(super::app::ExportWhat),
+    /// Append a step to the tour file at the path.
+    AppendStep(std::path::PathBuf, Box<crate::present::tour::Step>),
     /// Leave the explorer.
     Quit,
 }

@@ -307,8 +307,15 @@ fn quitting_and_overlays() {
     let fx = app.update(key(KeyCode::Esc));
     assert!(fx.is_empty(), "Esc closes the help, does not quit");
     assert!(matches!(app.overlay, Overlay::None));
+    use codescope::export::figure::Kind;
+    use codescope::tui::app::ExportWhat;
     let fx = app.update(key(KeyCode::Char('x')));
-    assert!(matches!(fx[..], [Effect::Export]));
+    assert!(fx.is_empty() && matches!(app.overlay, Overlay::ExportMenu(Kind::Heatmap)));
+    let fx = app.update(key(KeyCode::Char('1')));
+    assert!(matches!(
+        fx[..],
+        [Effect::Export(ExportWhat::View(Kind::Heatmap))]
+    ));
     app.update(Msg::Exported(Ok(vec!["a.svg".into(), "a.json".into()])));
     assert!(screen(&app).contains("exported a.svg, a.json"));
     assert!(matches!(
@@ -469,14 +476,26 @@ fn export_writes_svg_and_json_of_the_view() {
     assert_eq!((view.layer, view.head), (2, Some(1)));
     assert_eq!(view.matrix.len(), view.matrix_tokens.len());
     assert_eq!(view.tokens[view.selected.unwrap()].text, "re");
+    use codescope::export::figure::{self, palette, Kind};
     let dir = tempfile::tempdir().unwrap();
-    let (svg, json) = codescope::export::write_files(&view, dir.path(), "codescope-test").unwrap();
-    let svg = std::fs::read_to_string(svg).unwrap();
+    let kinds = [Kind::Heatmap];
+    let fig = figure::render(Kind::Heatmap, &view, &figure::Options::default()).unwrap();
+    let paths = codescope::export::write_figures(
+        dir.path(),
+        "codescope-test",
+        &[(Kind::Heatmap, fig)],
+        Some(&view),
+    )
+    .unwrap();
+    let svg = std::fs::read_to_string(&paths[0]).unwrap();
+    assert!(paths[1].extension().is_some_and(|e| e == "png"));
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.contains("<rect") && svg.contains(">word_counts</text>"));
-    assert!(svg.contains(codescope::export::svg::category_color("keyword")));
+    assert!(svg.contains(&palette::hex(
+        palette::Palette::new(false).token("keyword", None)
+    )));
     let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(&paths[2]).unwrap()).unwrap();
     assert_eq!(v["layer"], 2);
     assert_eq!(v["head"], 1);
     assert_eq!(
@@ -486,8 +505,9 @@ fn export_writes_svg_and_json_of_the_view() {
     assert!(v["scores"]["ast_motif"]["f1"].is_number());
     assert_eq!(v["head_grid"]["metric"], "f1_ast_motif");
     // A second export with the same stem does not overwrite.
-    let (svg2, _) = codescope::export::write_files(&view, dir.path(), "codescope-test").unwrap();
-    assert!(svg2.ends_with("codescope-test-1.svg"));
+    let suffixes = codescope::export::suffixes(&kinds, true);
+    let stem = codescope::export::free_stem(dir.path(), "codescope-test", &suffixes);
+    assert_eq!(stem, "codescope-test-1");
 }
 
 #[test]
@@ -981,7 +1001,13 @@ fn export_carries_surprisal_only_when_shown() {
         serde_json::from_str(&codescope::export::json::render(&on).unwrap()).unwrap();
     assert!(v["surprisal"]["perplexity"].as_f64().unwrap() > 1.0);
     assert!(v["tokens"][1]["surprisal"].is_number());
-    let svg = codescope::export::svg::render(&on);
+    let svg = codescope::export::figure::render(
+        codescope::export::figure::Kind::Surprisal,
+        &on,
+        &codescope::export::figure::Options::default(),
+    )
+    .unwrap()
+    .svg;
     assert!(svg.contains("surprisal view") && svg.contains(" bits</title>"));
     assert!(svg.contains("expected at the selected token"));
 }

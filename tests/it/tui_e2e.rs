@@ -104,8 +104,9 @@ fn start_cmd(tmux: &Tmux, dir: &Path, env: &str, args: &str) -> PathBuf {
     std::fs::write(
         &script,
         format!(
-            "cd '{}'\n{env} '{}' --log-file '{}' {args}\necho $? > '{}'\nsleep 60\n",
+            "cd '{}'\nexport CODESCOPE_SESSION='{}'\n{env} '{}' --log-file '{}' {args}\necho $? > '{}'\nsleep 60\n",
             dir.display(),
+            dir.join("session.json").display(),
             env!("CARGO_BIN_EXE_codescope"),
             dir.join("log").display(),
             exit.display()
@@ -131,7 +132,13 @@ fn start_cmd(tmux: &Tmux, dir: &Path, env: &str, args: &str) -> PathBuf {
 fn explorer_navigates_and_quits() {
     let dir = tempfile::tempdir().unwrap();
     let tmux = Tmux::new("keys");
-    let exit = start(&tmux, dir.path());
+    let exports = dir.path().join("exports");
+    let exit = start_with(
+        &tmux,
+        dir.path(),
+        "minilm",
+        &format!("--export-dir '{}'", exports.display()),
+    );
     // The compute time appears in the status bar once the analysis is shown.
     tmux.wait_for("the code, layer 1/6 and the analysis", 180, |s| {
         s.contains("def word_counts(path")
@@ -150,18 +157,34 @@ fn explorer_navigates_and_quits() {
         s.contains("surprisal needs a causal model")
     });
     tmux.run(&["send-keys", "-t", "e2e", "x"]);
-    let s = tmux.wait_for("the export names", 30, |s| {
+    tmux.wait_for("the export menu", 30, |s| {
+        s.contains("this view (heatmap)") && s.contains(&exports.display().to_string())
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "1"]);
+    let s = tmux.wait_for("the export names", 60, |s| {
         s.contains("exported codescope-")
     });
-    assert!(s.contains(".svg") && s.contains(".json"), "{s}");
+    assert!(s.contains(".svg") && s.contains(".png"), "{s}");
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
     assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
-    let names: Vec<String> = std::fs::read_dir(dir.path())
+    let mut names: Vec<String> = std::fs::read_dir(&exports)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.starts_with("codescope-"))
         .collect();
-    assert_eq!(names.len(), 2, "{names:?}");
+    names.sort();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(names[0].ends_with("-heatmap.png") && names[1].ends_with("-heatmap.svg"));
+    assert!(names[2].ends_with(".json"), "{names:?}");
+    let cwd: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("codescope-"))
+        .collect();
+    assert!(
+        cwd.is_empty(),
+        "nothing lands in the working directory: {cwd:?}"
+    );
     let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
     assert_eq!(alt.trim(), "0", "alternate screen left");
 }
@@ -172,14 +195,8 @@ fn sigterm_restores_the_terminal() {
     let tmux = Tmux::new("term");
     let exit = start(&tmux, dir.path());
     tmux.wait_for("the explorer", 180, |s| s.contains("layer 1/6"));
-    let shell = tmux.run(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
-    let shell = shell.trim();
-    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
-    let pid = children
-        .split_whitespace()
-        .next()
-        .expect("the explorer process");
-    let st = Command::new("kill").args(["-TERM", pid]).status().unwrap();
+    let pid = explorer_pid(&tmux);
+    let st = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(st.success());
     assert_eq!(
         wait_file(&exit, 30),
@@ -333,4 +350,129 @@ fn compare_mode_shows_the_twin_and_differences() {
     assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
     let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
     assert_eq!(alt.trim(), "0", "alternate screen left");
+}
+
+/// The explorer's process id in the tmux pane (the child of the pane's shell).
+fn explorer_pid(tmux: &Tmux) -> String {
+    let shell = tmux.run(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
+    let shell = shell.trim();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    children
+        .split_whitespace()
+        .next()
+        .expect("the explorer process")
+        .to_string()
+}
+
+#[test]
+fn a_tour_steps_forward_and_back_with_captions() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("area.py"),
+        "def area(w, h):\n    return w * h\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("total.py"), "total = price * (1 + rate)\n").unwrap();
+    std::fs::write(
+        dir.path().join("talk.toml"),
+        r#"title = "e2e"
+
+[[step]]
+file = "area.py"
+caption = "one: the area"
+
+[[step]]
+file = "total.py"
+layer = 2
+caption = "two: a total"
+
+[[step]]
+code = "def scale(v, k):\n    return v * k\n"
+view = "heads"
+caption = "three: inline code"
+"#,
+    )
+    .unwrap();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_llama");
+    let tmux = Tmux::new("tour");
+    let exit = start_with(
+        &tmux,
+        dir.path(),
+        &model.display().to_string(),
+        "--tour talk.toml",
+    );
+    tmux.wait_for("step 1 and its caption", 120, |s| {
+        s.contains("def area(w, h)") && s.contains("▶ 1/3 one: the area")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "]"]);
+    tmux.wait_for("step 2", 60, |s| {
+        s.contains("total = price") && s.contains("▶ 2/3 two: a total") && s.contains("layer 2/2")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "]"]);
+    tmux.wait_for("step 3", 60, |s| {
+        s.contains("def scale(v, k)") && s.contains("▶ 3/3 three: inline code")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "["]);
+    tmux.wait_for("back to step 2", 60, |s| {
+        s.contains("total = price") && s.contains("▶ 2/3 two: a total")
+    });
+    // The view stays explorable: the layer changes with the arrows.
+    tmux.run(&["send-keys", "-t", "e2e", "Left"]);
+    tmux.wait_for("layer 1", 30, |s| s.contains("layer 1/2"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
+}
+
+#[test]
+fn a_session_survives_sighup_and_resumes_the_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let snippet = dir.path().join("area.py");
+    std::fs::write(&snippet, "def area(w, h):\n    return w * h\n").unwrap();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_llama");
+    let model = model.display().to_string();
+    let tmux = Tmux::new("session");
+    let exit = start_with(&tmux, dir.path(), &model, "area.py");
+    tmux.wait_for("the analysis", 120, |s| {
+        s.contains("def area(w, h)") && s.contains("(llama)")
+    });
+    // An applied edit, then more text typed in the editor and left there.
+    tmux.run(&["send-keys", "-t", "e2e", "e"]);
+    tmux.wait_for("the editor", 30, |s| s.contains("EDIT"));
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "applied_mark = 1"]);
+    tmux.run(&["send-keys", "-t", "e2e", "Enter", "Escape"]);
+    tmux.wait_for("the applied edit", 60, |s| {
+        s.contains("applied_mark = 1") && !s.contains("EDIT")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "e"]);
+    tmux.wait_for("the editor again", 30, |s| s.contains("EDIT"));
+    tmux.run(&["send-keys", "-t", "e2e", "-l", "pending_mark = 2"]);
+    tmux.wait_for("the typed text", 30, |s| s.contains("pending_mark = 2"));
+    let pid = explorer_pid(&tmux);
+    let st = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+    assert!(st.success());
+    assert_eq!(wait_file(&exit, 30), "0", "clean exit on SIGHUP");
+    let saved = std::fs::read_to_string(dir.path().join("session.json")).unwrap();
+    assert!(
+        saved.contains("applied_mark") && saved.contains("pending_mark"),
+        "{saved}"
+    );
+    drop(tmux);
+
+    let tmux = Tmux::new("resume");
+    let exit = start_with(&tmux, dir.path(), &model, "--resume");
+    let s = tmux.wait_for("the resumed session", 120, |s| {
+        s.contains("applied_mark = 1") && s.contains("pending_mark = 2") && s.contains("EDIT")
+    });
+    assert!(s.contains("def area(w, h)"), "{s}");
+    // Esc applies the resumed editor's text.
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.wait_for("the applied text", 60, |s| {
+        s.contains("pending_mark = 2") && !s.contains("EDIT")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    let s = tmux.screen();
+    if s.contains("again to quit") || s.contains("not saved") {
+        tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    }
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
 }

@@ -20,6 +20,7 @@
 mod compare;
 mod model;
 mod mouse;
+mod present;
 mod probe;
 mod prompt;
 mod status;
@@ -32,6 +33,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 pub use self::compare::{CompareMode, HeatSide, TwinChoice};
 pub use self::model::{ModelState, Picker, PickerItem};
+pub use self::present::{
+    overview_area, overview_geom, ExportWhat, OverviewCursor, OverviewGeom, Pending, Present,
+    Thumbs, TourState,
+};
 pub use self::probe::{ProbeKey, ProbePanel, ProbeRun};
 pub use self::status::{Level, Status};
 pub use self::view::{follow_axis, Direction, Focus, View};
@@ -70,6 +75,10 @@ pub enum Overlay {
     Help,
     Prompt(PromptKind, LineInput),
     Models(Picker),
+    /// The `x` menu: what to export (opened on this view).
+    ExportMenu(crate::export::figure::Kind),
+    /// The model overview: every head as a thumbnail (`O`).
+    Overview(OverviewCursor),
 }
 
 /// Settings the explorer starts with.
@@ -108,6 +117,8 @@ pub struct App {
     pub editor: Option<Editor>,
     /// Compare mode (`c`): the snippet against its twin.
     pub compare: CompareMode,
+    /// Exports, the overview, the pinned head, tours and sessions.
+    pub present: Present,
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
@@ -137,6 +148,10 @@ impl App {
             overlay: Overlay::None,
             editor: None,
             compare: CompareMode::default(),
+            present: Present {
+                export_dir: crate::export::export_dir(None),
+                ..Present::default()
+            },
             size: (120, 40),
             quit: false,
             quit_armed: false,
@@ -458,10 +473,11 @@ impl App {
                 Vec::new()
             }
             Msg::Exported(r) => {
-                match r {
-                    Ok(names) => self.status.info(format!("exported {}", names.join(", "))),
-                    Err(e) => self.status.error(format!("export failed: {e}")),
-                }
+                self.exported(r);
+                Vec::new()
+            }
+            Msg::StepAppended(r) => {
+                self.step_appended(*r);
                 Vec::new()
             }
             Msg::Terminate => {
@@ -480,6 +496,7 @@ impl App {
     fn settle(&mut self, fx: &mut Vec<Effect>) {
         let dims = self.dims();
         self.view.clamp(dims);
+        self.settle_present(fx);
         let g = layout::geometry(self);
         if let Some(r) = g.code {
             if self.editor.is_some() {
@@ -683,11 +700,16 @@ impl App {
                 };
             }
             Overlay::Models(p) => return self.picker_key(p, k),
+            Overlay::ExportMenu(kind) => return self.export_menu_key(kind, k),
+            Overlay::Overview(c) => return self.overview_key(c, k),
         }
         self.normal_key(k)
     }
 
     fn normal_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        if let Some(fx) = self.present_key(k) {
+            return fx;
+        }
         let (layers, heads) = self.dims();
         // Inside a transposed head grid (layers as rows) ↑ ↓ move along layers.
         let transposed = self.view.focus == Focus::Heads
@@ -833,7 +855,8 @@ impl App {
             }
             KeyCode::Char('x') => {
                 if self.prepared().is_some() {
-                    return vec![Effect::Export];
+                    self.overlay = Overlay::ExportMenu(crate::tui::export::this_view(self));
+                    return Vec::new();
                 }
                 let why = if self.status.busy.is_some() {
                     "nothing to export yet: the analysis is still running"

@@ -14,6 +14,9 @@ pub struct Status {
     /// Worker activity ("loading model…", "analysing: layer 3/6").
     pub busy: Option<String>,
     pub message: Option<(Level, String)>,
+    /// Leave the compute time out of the status bar (rendered screens, which must be
+    /// the same bytes on every run).
+    pub hide_timing: bool,
 }
 
 impl Status {

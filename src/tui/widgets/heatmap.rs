@@ -72,10 +72,34 @@ pub(crate) fn visible(app: &App, g: &HeatGeom, cells: usize) -> ((usize, usize),
 }
 
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
+    draw_head(app, f, area, None);
+}
+
+/// The pinned head (`*`), beside the current one, with the same zoom and scroll.
+pub fn draw_pinned(app: &App, f: &mut Frame, area: Rect) {
+    if let Some(pin) = app.present.pin {
+        draw_head(app, f, area, Some(pin));
+    }
+}
+
+/// The current matrix, or head `pinned` (layer, head).
+fn draw_head(app: &App, f: &mut Frame, area: Rect, pinned: Option<(usize, usize)>) {
     let t = &app.theme;
-    let mut title = vec![Span::styled("Heatmap", t.accent())];
+    let mut title = vec![Span::styled(
+        if pinned.is_some() {
+            "Pinned"
+        } else {
+            "Heatmap"
+        },
+        t.accent(),
+    )];
     let (layers, _) = app.dims();
-    if layers > 0 {
+    if let Some((l, h)) = pinned {
+        title.push(Span::styled(
+            format!(" · L{} H{} [*]", l + 1, h + 1),
+            t.warn(),
+        ));
+    } else if layers > 0 {
         let h = if app.view.mean {
             "mean of heads".to_string()
         } else {
@@ -86,8 +110,12 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             t.dim(),
         ));
     }
-    // Compare mode: the twin (B) or the difference (B − A) on the original's tokens.
-    let side = app.compare_matrix().map(|(_, side)| side);
+    // Compare mode: the twin (B) or the difference (B − A) on the original's tokens (the
+    // pinned head stays the original's).
+    let side = app
+        .compare_matrix()
+        .map(|(_, side)| side)
+        .filter(|_| pinned.is_none());
     if let Some(side) = side {
         title.push(Span::styled(format!(" · {}", side.label()), t.warn()));
     }
@@ -128,7 +156,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let ((r0, c0), vis_r, vis_c) = visible(app, &g, cells);
 
     let gold = app.view.gold.then_some(&p.gold_any[..]);
-    let _ = app.with_matrix(|a, n| {
+    let mut draw_matrix = |a: &[f32], n: usize| {
         let vmax = a
             .iter()
             .copied()
@@ -281,7 +309,14 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             lines.push(legend(app, vmax, signed, (half, lab_w >= 11), more, w));
         }
         f.render_widget(Paragraph::new(lines), inner);
-    });
+    };
+    match pinned {
+        Some((l, h)) if l < ta.layers && h < ta.heads => draw_matrix(ta.head(l, h), ta.n()),
+        Some(_) => {}
+        None => {
+            let _ = app.with_matrix(draw_matrix);
+        }
+    }
 }
 
 /// The colour bar with its values and how rows are labelled (`half`: two query rows a

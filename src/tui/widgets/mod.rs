@@ -7,6 +7,7 @@ mod code;
 mod heads;
 mod heatmap;
 mod overlay;
+mod present;
 mod probes;
 mod status;
 mod twin;
@@ -42,12 +43,17 @@ pub fn draw(app: &App, f: &mut Frame) {
     for &(which, r) in &g.panels {
         side_panel(app, f, r, which);
     }
+    if let Some(r) = g.pinned {
+        heatmap::draw_pinned(app, f, r);
+    }
     status::draw(app, f, g.status);
     match &app.overlay {
         Overlay::None => {}
         Overlay::Help => overlay::help(app, f, area),
         Overlay::Prompt(kind, input) => overlay::prompt(app, f, g.status, *kind, input),
         Overlay::Models(p) => overlay::models(app, f, area, p),
+        Overlay::ExportMenu(kind) => present::export_menu(app, f, area, *kind),
+        Overlay::Overview(c) => present::overview(app, f, *c),
     }
 }
 

@@ -98,7 +98,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     if let Some(c) = app.compare_status() {
         items.push((c, false));
     }
-    if let Some(p) = app.prepared() {
+    if let Some(p) = app.prepared().filter(|_| !app.status.hide_timing) {
         items.push((format!("{:.0} ms", p.elapsed.as_secs_f64() * 1e3), true));
     }
     if app.editor.is_some() {
@@ -144,6 +144,15 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     parts.extend(notices(app));
     let mut l2 = vec![Span::raw(" ")];
     let mut room = (area.width as usize).saturating_sub(1);
+    // A tour step's caption comes first: it is what the audience reads.
+    if let Some(c) = app.caption() {
+        let c = clip(&format!("▶ {c}"), room);
+        room = room.saturating_sub(c.chars().count() + 3);
+        l2.push(Span::styled(c, t.accent()));
+        if !parts.is_empty() {
+            l2.push(Span::styled(" · ", t.dim()));
+        }
+    }
     for (i, (lvl, text)) in parts.iter().enumerate() {
         if room < 4 {
             break;

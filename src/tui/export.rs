@@ -1,0 +1,384 @@
+//! From the explorer's state to exports: the numbers shown ([`export_view`]), the
+//! figures of a view, of every panel or of the whole screen ([`figures`]), and writing
+//! them to the export directory ([`write`]). `codescope render` calls the same
+//! functions on a headless explorer, so both give the same bytes for the same state.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::Terminal;
+
+use super::app::{App, Direction, ExportWhat, Focus, Overlay, TokenProbe};
+use crate::analysis::categories::{COARSE, FINE};
+use crate::analysis::{overview, SnippetAnalysis};
+use crate::error::{Error, Result};
+use crate::export::figure::{self, Figure, Kind};
+use crate::export::{self, GraphScore};
+
+/// Thumbnail side of the overview figure (cells).
+pub const OVERVIEW_SIDE: usize = 48;
+
+/// The explorer's current view as export data (`None` before the first analysis).
+pub fn export_view(app: &App) -> Option<export::View> {
+    export_view_with(app, false)
+}
+
+/// [`export_view`], with the model overview (every head's thumbnail) when `overview`.
+pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
+    let a = app.prepared()?;
+    let syn = app.doc.syntax.as_ref()?;
+    let ta = &a.token_attention;
+    let (layers, heads) = (ta.layers, ta.heads);
+    let v = &app.view;
+    let l = v.layer.min(layers.saturating_sub(1));
+    let h = v.head.min(heads.saturating_sub(1));
+    let weights = app.token_weights().unwrap_or_default();
+    let surp = app.surprisal_shown();
+    if syn.tokens.len() != app.doc.layout.tok_line.len() {
+        return None; // the layout is for another parse
+    }
+    let tokens = syn
+        .tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| export::Token {
+            index: i,
+            text: t.text.clone(),
+            start: t.start,
+            end: t.end,
+            line: app.doc.layout.tok_line[i],
+            col: app.doc.layout.tok_col[i],
+            category: t.category.name().to_string(),
+            role: t.role.clone(),
+            weight: weights.get(i).copied().flatten(),
+            surprisal: surp.map(|s| s.bits.get(i).copied().flatten()),
+        })
+        .collect();
+    let n = ta.n();
+    let matrix = app
+        .with_matrix(|m, n| m.chunks(n.max(1)).map(|r| r.to_vec()).collect())
+        .unwrap_or_default();
+    let gold_edges = (0..n * n)
+        .filter(|&k| a.gold_any[k])
+        .map(|k| (k / n, k % n))
+        .collect();
+    let scores_of = |l: usize, h: usize| -> BTreeMap<String, GraphScore> {
+        app.shown
+            .scores
+            .iter()
+            .filter_map(|(g, s)| {
+                let sc = s.scores.get(l)?.get(h)?;
+                Some((
+                    g.to_string(),
+                    GraphScore {
+                        precision: sc.precision,
+                        recall: sc.recall,
+                        f1: sc.f1,
+                        gold_edges: s.edges,
+                    },
+                ))
+            })
+            .collect()
+    };
+    let scores = if v.mean {
+        BTreeMap::new()
+    } else {
+        scores_of(l, h)
+    };
+    let (ch, fh) = if v.mean {
+        (&a.coarse_layer[l], &a.fine_layer[l])
+    } else {
+        (&a.coarse[l][h], &a.fine[l][h])
+    };
+    let mut categories = BTreeMap::new();
+    categories.insert("coarse_head".to_string(), ch.named(&COARSE, false));
+    categories.insert(
+        "coarse_layer".to_string(),
+        a.coarse_layer[l].named(&COARSE, false),
+    );
+    categories.insert("fine_head".to_string(), fh.named(&FINE, false));
+    categories.insert(
+        "fine_layer".to_string(),
+        a.fine_layer[l].named(&FINE, false),
+    );
+    let (label, info) = app
+        .model
+        .loaded
+        .clone()
+        .unwrap_or_else(|| (a.trace.model.source.clone(), a.trace.model.clone()));
+    let dataflow = v.dfg.then(|| {
+        let mut d: Vec<usize> = syn
+            .graphs
+            .dfg
+            .iter()
+            .filter_map(|&(i, j, _)| {
+                if i == v.cursor {
+                    Some(j)
+                } else if j == v.cursor {
+                    Some(i)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        d.sort_unstable();
+        d.dedup();
+        d
+    });
+    let pinned = app
+        .present
+        .pin
+        .filter(|&(pl, ph)| pl < layers && ph < heads)
+        .map(|(pl, ph)| export::Pinned {
+            layer: pl + 1,
+            head: ph + 1,
+            matrix: ta
+                .head(pl, ph)
+                .chunks(n.max(1))
+                .map(|r| r.to_vec())
+                .collect(),
+            scores: scores_of(pl, ph),
+        });
+    let grid = v.metric.values(a, &app.shown.scores);
+    Some(export::View {
+        name: app.doc.name.clone(),
+        language: app.doc.lang.name().to_string(),
+        model: label,
+        model_source: info.source.clone(),
+        architecture: info.architecture.clone(),
+        mode: a.mode.name().to_string(),
+        layer: l + 1,
+        layers,
+        head: (!v.mean).then_some(h + 1),
+        heads,
+        threshold: app.threshold(),
+        direction: match v.direction {
+            Direction::From => "from",
+            Direction::To => "to",
+        }
+        .to_string(),
+        source: app.doc.text.clone(),
+        tokens,
+        selected: Some(v.cursor).filter(|&c| c < syn.tokens.len()),
+        matrix_tokens: ta.tokens.clone(),
+        matrix,
+        gold_edges,
+        gold_overlay: v.gold,
+        scores,
+        head_grid: export::HeadGrid {
+            metric: v.metric.key().to_string(),
+            name: v.metric.name().to_string(),
+            values: grid.clone(),
+        },
+        categories,
+        surprisal: surp.map(|s| export::SurprisalView {
+            perplexity: s.perplexity,
+            mean_bits: s.mean_bits,
+            max_bits: s.max_bits,
+            top_decile_bits: s.top_decile.is_finite().then_some(s.top_decile),
+            selected_expected: s
+                .expected(v.cursor)
+                .unwrap_or(&[])
+                .iter()
+                .map(|p| export::Expected {
+                    token: p.token.clone(),
+                    p: p.p,
+                })
+                .collect(),
+        }),
+        dataflow,
+        pinned,
+        probes: probe_chart(app),
+        overview: overview.then(|| overview_of(a, v.metric, &grid)),
+    })
+}
+
+/// The probe panel's data for the current task, when a report is cached.
+fn probe_chart(app: &App) -> Option<export::ProbeChart> {
+    let r = app.probe_report()?;
+    let task = app.probe.task.name();
+    let rows: Vec<export::ProbeRow> = r
+        .results
+        .iter()
+        .filter(|x| x.task == task)
+        .map(|x| export::ProbeRow {
+            layer: x.layer,
+            accuracy: x.accuracy,
+            control_accuracy: x.control_accuracy,
+            selectivity: x.selectivity,
+        })
+        .collect();
+    let first = r.results.iter().find(|x| x.task == task)?;
+    let token_label = match app.token_probe() {
+        Some(TokenProbe::Label {
+            token,
+            layer,
+            predicted,
+            gold,
+        }) => {
+            let at = if layer == 0 {
+                "embeddings".to_string()
+            } else {
+                format!("layer {layer} output")
+            };
+            let ok = if predicted == gold { "✓" } else { "✗" };
+            Some(format!(
+                "«{}» at {at}: predicted {predicted}, gold {gold} {ok}",
+                token.replace('\n', " ")
+            ))
+        }
+        _ => None,
+    };
+    Some(export::ProbeChart {
+        task: task.to_string(),
+        probe: first.probe.clone(),
+        corpus: r.corpus.source.clone(),
+        snippets: r.corpus.snippets,
+        split: format!("{:?}", r.split).to_lowercase(),
+        train_size: first.train_size,
+        test_size: first.test_size,
+        majority: first.majority,
+        rows,
+        token_label,
+    })
+}
+
+/// Every head's thumbnail and score.
+fn overview_of(
+    a: &SnippetAnalysis,
+    metric: super::data::Metric,
+    grid: &[Vec<Option<f64>>],
+) -> export::Overview {
+    let ta = &a.token_attention;
+    let n = ta.n();
+    let heads = (0..ta.layers)
+        .map(|l| {
+            (0..ta.heads)
+                .map(|h| {
+                    let (cells, max) = overview::thumbnail(ta.head(l, h), n, OVERVIEW_SIDE);
+                    export::Thumb {
+                        cells,
+                        max,
+                        score: grid.get(l).and_then(|r| r.get(h)).copied().flatten(),
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    export::Overview {
+        metric: metric.key().to_string(),
+        metric_name: metric.name().to_string(),
+        side: OVERVIEW_SIDE.min(n.max(1)),
+        heads,
+    }
+}
+
+/// The figure kind of the focused panel (the overview when it is open).
+pub fn this_view(app: &App) -> Kind {
+    if matches!(app.overlay, Overlay::Overview(_)) {
+        return Kind::Overview;
+    }
+    match app.view.focus {
+        Focus::Code if app.surprisal_shown().is_some() => Kind::Surprisal,
+        Focus::Code | Focus::Heatmap => Kind::Heatmap,
+        Focus::Heads => Kind::Heads,
+        Focus::Categories => Kind::Categories,
+        Focus::Probes => Kind::Probes,
+    }
+}
+
+/// The figure kinds `what` asks for in this state.
+pub fn kinds(app: &App, what: ExportWhat) -> Vec<Kind> {
+    match what {
+        ExportWhat::View(k) => vec![k],
+        ExportWhat::Screen => vec![Kind::Screen],
+        ExportWhat::EveryPanel => {
+            let mut k = vec![Kind::Heatmap];
+            if app.surprisal_shown().is_some() {
+                k.push(Kind::Surprisal);
+            }
+            k.extend([Kind::Heads, Kind::Categories]);
+            if app.probe_report().is_some() {
+                k.push(Kind::Probes);
+            }
+            k.push(Kind::Overview);
+            k
+        }
+    }
+}
+
+/// Figures by kind, and the view they show.
+pub type FiguresAndView = (Vec<(Kind, Figure)>, Option<export::View>);
+
+/// The figures of `kinds` for the explorer's state, and the view they show (`None` for
+/// the screen alone).
+pub fn figures(app: &App, kinds: &[Kind], opts: &figure::Options) -> Result<FiguresAndView> {
+    let needs_view = kinds.iter().any(|&k| k != Kind::Screen);
+    let view = if needs_view {
+        let v =
+            export_view_with(app, kinds.contains(&Kind::Overview)).ok_or_else(|| Error::Input {
+                name: "export".into(),
+                reason: "nothing to export yet: no analysis".into(),
+            })?;
+        Some(v)
+    } else {
+        None
+    };
+    let mut out = Vec::new();
+    for &k in kinds {
+        let fig = match (k, &view) {
+            (Kind::Screen, _) => figure::screen::render(&screen_buffer(app), opts),
+            (_, Some(v)) => figure::render(k, v, opts)?,
+            (_, None) => unreachable!("a view is built for every kind but the screen"),
+        };
+        out.push((k, fig));
+    }
+    Ok((out, view))
+}
+
+/// The explorer drawn into a buffer of its size (what the terminal shows).
+pub fn screen_buffer(app: &App) -> Buffer {
+    let (w, h) = app.size;
+    let mut t =
+        Terminal::new(TestBackend::new(w.max(1), h.max(1))).expect("a test backend never fails");
+    let _ = t.draw(|f| super::widgets::draw(app, f));
+    t.backend().buffer().clone()
+}
+
+/// Write the figures `what` asks for (SVG + PNG each; the JSON of the view; for the
+/// screen its text too) to the export directory; returns the paths written.
+pub fn write(app: &App, what: ExportWhat) -> Result<Vec<PathBuf>> {
+    let kinds = kinds(app, what);
+    let opts = figure::Options {
+        light: app.theme.light,
+        ..figure::Options::default()
+    };
+    let (figs, view) = figures(app, &kinds, &opts)?;
+    let dir = &app.present.export_dir;
+    let mut suffixes = export::suffixes(&kinds, view.is_some());
+    if kinds.contains(&Kind::Screen) {
+        suffixes.push("-screen.txt".into());
+    }
+    if app.comparison().is_some() {
+        suffixes.push("-compare.json".into());
+    }
+    let stem = export::free_stem(dir, &export::stem_now(), &suffixes);
+    let mut paths = export::write_figures(dir, &stem, &figs, view.as_ref())?;
+    if kinds.contains(&Kind::Screen) {
+        let p = dir.join(format!("{stem}-screen.txt"));
+        std::fs::write(&p, figure::screen::text(&screen_buffer(app)))
+            .map_err(|e| Error::io(p.clone(), e))?;
+        paths.push(p);
+    }
+    // Compare mode: the comparison's numbers too, as `codescope compare --json` writes them.
+    if let (Some(c), true) = (app.comparison(), view.is_some()) {
+        let p = dir.join(format!("{stem}-compare.json"));
+        std::fs::write(&p, crate::analysis::compare::to_json(c).to_string())
+            .map_err(|e| Error::io(p.clone(), e))?;
+        paths.push(p);
+    }
+    tracing::info!(files = paths.len(), dir = %dir.display(), "exported");
+    Ok(paths)
+}

@@ -1,0 +1,136 @@
+//! The explorer without a terminal: an [`App`] whose effects are carried out on the
+//! spot, in order, with one loaded model (parse, analyse with the worker's options,
+//! train the probe panel's probes, label a token). `codescope render` and the tour
+//! deck draw figures and screens from it, so they show exactly what the explorer would
+//! for the same state, and the same bytes on every run (the status bar leaves out the
+//! compute time).
+
+use std::sync::Arc;
+
+use super::app::{App, Config};
+use super::data::Doc;
+use super::msg::{Effect, Msg, WorkerMsg};
+use super::theme::Theme;
+use crate::analysis::{self, Mode, RunOptions};
+use crate::error::{Error, Result};
+use crate::model::LoadedModel;
+
+/// A loaded model and the name it goes by (the spec as typed, shown in titles).
+#[derive(Clone, Copy)]
+pub struct Model<'a> {
+    pub model: &'a LoadedModel,
+    pub label: &'a str,
+}
+
+/// An analysed explorer on `doc` at terminal size `size`.
+pub fn app(m: Model, doc: Doc, size: (u16, u16), theme: Theme) -> Result<App> {
+    let mut app = App::new(
+        Config {
+            theme,
+            model_spec: Some(m.label.to_string()),
+        },
+        doc,
+    );
+    app.status.hide_timing = true;
+    app.update(Msg::Resize {
+        width: size.0,
+        height: size.1,
+    });
+    let fx = app.start();
+    serve(&mut app, m, fx)?;
+    ready(&app)?;
+    Ok(app)
+}
+
+/// An error unless an analysis of the document is shown.
+pub fn ready(app: &App) -> Result<()> {
+    if app.prepared().is_some() && !app.stale() {
+        return Ok(());
+    }
+    let why = app
+        .doc
+        .parse_error
+        .clone()
+        .or_else(|| app.status.message.as_ref().map(|(_, m)| m.clone()))
+        .unwrap_or_else(|| "no analysis".into());
+    Err(Error::Input {
+        name: app.doc.name.clone(),
+        reason: why,
+    })
+}
+
+/// Apply `msg` and carry out what it asks for.
+pub fn update(app: &mut App, m: Model, msg: Msg) -> Result<()> {
+    let fx = app.update(msg);
+    serve(app, m, fx)
+}
+
+/// Carry out effects until none is left: parses and file reads at once, model loads
+/// answered with `m`, analyses through the pipeline with the worker's options, probes
+/// trained like the probe panel's, probe labels computed. Exports, preset checks and
+/// quitting are dropped.
+pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
+    let mut queue = fx;
+    while !queue.is_empty() {
+        let mut next = Vec::new();
+        for e in queue {
+            let msg = match e {
+                Effect::LoadModel(_) => Msg::Worker(WorkerMsg::ModelLoaded {
+                    info: m.model.info.clone(),
+                    label: m.label.to_string(),
+                    notice: None,
+                }),
+                Effect::Parse(job) => super::io::parse(&job),
+                Effect::ReadFile(path) => super::io::read_file(&path),
+                Effect::Analyse(job) => {
+                    let ro = RunOptions {
+                        lm: job.surprisal,
+                        hidden: job.opts.mode == Mode::Source,
+                        cancel: None,
+                    };
+                    match analysis::run(m.model, job.syntax.clone(), &job.opts, &ro) {
+                        Ok(a) => Msg::Worker(WorkerMsg::Analysed {
+                            req: job.req,
+                            data: Arc::new(a),
+                        }),
+                        Err(e) => Msg::Worker(WorkerMsg::AnalyseFailed {
+                            req: job.req,
+                            error: e.to_string(),
+                        }),
+                    }
+                }
+                Effect::Probe(job) => {
+                    let snippets = crate::probe::bundled::snippets(Some(job.lang));
+                    // The probe panel's job, as the worker runs it.
+                    let spec = crate::probe::RunSpec {
+                        tasks: vec![job.task],
+                        cache_root: Some(crate::model::source::cache_dir()),
+                        ..crate::probe::RunSpec::new(
+                            m.model,
+                            &snippets,
+                            format!("bundled:{}", job.lang.name()),
+                        )
+                    };
+                    match crate::probe::run(&spec, &mut |_| {}) {
+                        Ok(report) => Msg::Worker(WorkerMsg::Probed {
+                            req: job.req,
+                            report: Arc::new(report),
+                        }),
+                        Err(e) => Msg::Worker(WorkerMsg::ProbeFailed {
+                            req: job.req,
+                            error: e.to_string(),
+                        }),
+                    }
+                }
+                Effect::LabelToken(key, job) => Msg::TokenLabel {
+                    key,
+                    label: crate::probe::label::label_token(&job),
+                },
+                _ => continue,
+            };
+            next.extend(app.update(msg));
+        }
+        queue = next;
+    }
+    Ok(())
+}
