@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 
 /// Largest input accepted, in bytes (the syntax layer's limit too).
-pub const MAX_INPUT_BYTES: usize = 1_000_000;
+pub const MAX_INPUT_BYTES: usize = crate::syntax::MAX_SOURCE_BYTES;
 
 /// An input text and the name to show for it.
 #[derive(Debug, Clone)]

@@ -48,6 +48,12 @@ pub fn defer_exit() {
     DEFER.store(true, Ordering::SeqCst);
 }
 
+/// Record signal `sig` as received (the explorer's own signal thread saw it first): the
+/// exit status is then `128 + sig` whichever thread woke first.
+pub fn record(sig: i32) {
+    RECEIVED.store(sig, Ordering::SeqCst);
+}
+
 /// The signal received so far, if any.
 pub fn received() -> Option<i32> {
     match RECEIVED.load(Ordering::SeqCst) {

@@ -64,7 +64,7 @@ pub use dfg::DfgKind;
 pub use graph::{Graph, Graphs, MAX_GRAPH_EDGES};
 pub use lang::Language;
 pub use paper::{paper_text, paper_text_of, PaperText};
-pub use parse::{parse, parse_with, Limits};
+pub use parse::{parse, parse_with, Limits, MAX_SOURCE_BYTES};
 pub use token::{Binding, Category, Coarse, CodeToken, IdentRole, ParseIssue, Role};
 
 /// Errors of the syntax layer. Broken code is NOT an error (see [`Syntax::errors`]).

@@ -24,6 +24,9 @@ use super::roles;
 use super::token::{categorize, Category, CodeToken, ParseIssue};
 use super::{Syntax, SyntaxError};
 
+/// The largest source parsed by default (bytes); [`crate::input`] reads no more either.
+pub const MAX_SOURCE_BYTES: usize = 1_000_000;
+
 /// Resource limits for [`parse_with`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -37,7 +40,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_bytes: 1_000_000,
+            max_bytes: MAX_SOURCE_BYTES,
             timeout: Duration::from_secs(2),
         }
     }

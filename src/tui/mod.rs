@@ -177,6 +177,7 @@ pub fn run(opts: Options) -> Result<()> {
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 tracing::info!(sig, "signal received, leaving");
+                crate::signals::record(sig);
                 let _ = stx.send(Msg::Terminate);
             }
         })

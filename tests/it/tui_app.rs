@@ -1134,7 +1134,8 @@ fn probe_line_for_pair_tasks_and_uncovered_tokens() {
     }
     assert_eq!(app.probe.task, Task::Distance);
     assert_eq!(app.token_probe(), Some(TokenProbe::PairTask));
-    assert!(screen(&app).contains("pair task: no single-token label"));
+    let s = screen(&app);
+    assert!(s.contains("pair task: no single-token label"), "{s}");
 }
 
 #[test]

@@ -450,7 +450,11 @@ fn a_session_survives_sighup_and_resumes_the_edits() {
     let pid = explorer_pid(&tmux);
     let st = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
     assert!(st.success());
-    assert_eq!(wait_file(&exit, 30), "0", "clean exit on SIGHUP");
+    assert_eq!(
+        wait_file(&exit, 30),
+        "129",
+        "exit 128 + 1 on SIGHUP, after saving the session"
+    );
     let saved = std::fs::read_to_string(dir.path().join("session.json")).unwrap();
     assert!(
         saved.contains("applied_mark") && saved.contains("pending_mark"),
