@@ -731,6 +731,23 @@ mod tests {
     }
 
     #[test]
+    fn gelu_tanh_inplace_is_accurate() {
+        let mut xs: Vec<f32> = (0..3001)
+            .map(|i| -12.0 + 24.0 * i as f32 / 3000.0)
+            .collect();
+        let orig = xs.clone();
+        gelu_tanh_inplace(&mut xs);
+        let mut worst = 0.0f64;
+        for (&y, &x) in xs.iter().zip(&orig) {
+            let x = x as f64;
+            let z = (2.0f64 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+            let want = 0.5 * x * (1.0 + z.tanh());
+            worst = worst.max((y as f64 - want).abs() / want.abs().max(1.0));
+        }
+        assert!(worst < 2e-6, "worst error {worst}");
+    }
+
+    #[test]
     fn attention_matches_naive() {
         let (n, heads, d) = (7, 3, 4);
         let hd = heads * d;
