@@ -4,10 +4,14 @@
 //! two can be put side by side in the README. Threads: candle uses rayon's pool, set with
 //! `RAYON_NUM_THREADS` (1 or 2 here).
 //!
+//! Criterion's throughput line is the achieved GFLOP/s (one element = one FLOP, an FMA
+//! counting 2; the matrix products only: projections, MLP, `QK^T` and `PV`), and the
+//! bench prints the machine's measured single-core FMA peak first, to compare with.
+//!
 //!     RAYON_NUM_THREADS=1 cargo bench --bench forward
 //!     RAYON_NUM_THREADS=2 cargo bench --bench forward
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 use codescope::model::{source, ForwardOptions, LoadedModel};
 
@@ -28,7 +32,21 @@ fn ids_for(m: &LoadedModel, n: usize) -> Vec<u32> {
     ids
 }
 
+/// FLOPs of one MiniLM forward over `n` tokens (matrix products only): per layer the
+/// Q|K|V, output, intermediate and output-of-MLP projections, `QK^T` and `PV`.
+fn flops(m: &LoadedModel, n: usize) -> u64 {
+    // MiniLM-L6-H384's intermediate size (its config.json): 4 x hidden.
+    let (h, inter) = (m.info.hidden_size as u64, 4 * m.info.hidden_size as u64);
+    let n = n as u64;
+    let per_layer = 2 * n * h * (3 * h + h + 2 * inter) + 2 * 2 * n * n * h;
+    m.info.layers as u64 * per_layer
+}
+
 fn bench(c: &mut Criterion) {
+    match codescope::model::kernels::fma_peak_gflops(500) {
+        Some(p) => eprintln!("single-core FP32 FMA peak (measured): {p:.1} GFLOP/s"),
+        None => eprintln!("single-core FMA peak: not measured (no AVX2 + FMA)"),
+    }
     if std::env::var_os("CODESCOPE_BENCH_SPIN_DEFAULT").is_none() {
         codescope::model::kernels::tame_candle_spin();
     }
@@ -45,6 +63,7 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     for n in [64usize, 128, 256, 512] {
         let ids = ids_for(&m, n);
+        g.throughput(Throughput::Elements(flops(&m, n)));
         g.bench_with_input(BenchmarkId::new("attention", n), &ids, |b, ids| {
             b.iter(|| {
                 m.forward_ids(ids, &ForwardOptions::default())

@@ -270,16 +270,21 @@ pub fn from_trace(
             *o |= b;
         }
     }
-    let relations = golds
-        .iter()
-        .map(|(g, m)| (*g, HeadScores::compute(&ta, m, opts.threshold)))
-        .collect();
-    let sweep = opts.sweep.then(|| {
-        golds
-            .iter()
-            .map(|(g, m)| (*g, HeadScores::sweep(&ta, m, &relations::threshold_grid())))
-            .collect()
-    });
+    // The analysis threshold, then the sweep's grid: every head visited once for all.
+    let mut ts = vec![opts.threshold];
+    if opts.sweep {
+        ts.extend(relations::threshold_grid());
+    }
+    let gold_list: Vec<&GoldMask> = golds.values().collect();
+    let mut relations = BTreeMap::new();
+    let mut sweep = opts.sweep.then(BTreeMap::new);
+    for (g, mut per_t) in golds.keys().zip(HeadScores::at(&ta, &gold_list, &ts)) {
+        let rest = per_t.split_off(1);
+        relations.insert(*g, per_t.remove(0));
+        if let Some(sw) = sweep.as_mut() {
+            sw.insert(*g, rest);
+        }
+    }
     let fine_cls: Vec<usize> = ta
         .tokens
         .iter()
@@ -300,11 +305,13 @@ pub fn from_trace(
     };
     let coarse: Vec<Vec<CategoryMatrix>> = fine.iter().map(|r| coarse_of(r)).collect();
     let fine_layer: Vec<CategoryMatrix> = (0..ta.layers)
+        .into_par_iter()
         .map(|l| CategoryMatrix::compute(&ta.head_mean(l), n, &fine_cls, 5))
         .collect();
     let coarse_layer = coarse_of(&fine_layer);
     let fine_all = CategoryMatrix::compute(&ta.overall_mean(), n, &fine_cls, 5);
     let entropy = (0..ta.layers)
+        .into_par_iter()
         .map(|l| {
             (0..ta.heads)
                 .map(|h| entropy::mean_entropy(ta.head(l, h), n))

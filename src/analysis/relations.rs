@@ -77,12 +77,65 @@ pub fn score(a: &[f32], gold: &[bool], n: usize, gold_edges: usize, t: f32) -> S
     score_counts(predicted, tp, gold_edges, n)
 }
 
-/// A gold graph restricted to the analysed tokens, as a dense mask.
+/// Number of entries of `a` above `t` (vectorised: eight lanes of 0/1 counts).
+pub fn count_above(a: &[f32], t: f32) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has the feature the function is compiled for.
+        return unsafe { count_above_avx2(a, t) };
+    }
+    count_above_body(a, t)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn count_above_avx2(a: &[f32], t: f32) -> usize {
+    count_above_body(a, t)
+}
+
+#[inline(always)]
+fn count_above_body(a: &[f32], t: f32) -> usize {
+    let mut total = 0usize;
+    // u32 lanes, flushed every 2^16 chunks so they cannot overflow.
+    for block in a.chunks(8 << 16) {
+        let mut acc = [0u32; 8];
+        let chunks = block.chunks_exact(8);
+        total += chunks.remainder().iter().filter(|&&x| x > t).count();
+        for c in chunks {
+            for k in 0..8 {
+                acc[k] += u32::from(c[k] > t);
+            }
+        }
+        total += acc.iter().map(|&x| x as usize).sum::<usize>();
+    }
+    total
+}
+
+/// Scores of one head (`n x n` matrix `a`) against one gold graph at every threshold of
+/// `ts`, given the head's predicted-edge counts `predicted[k] = |a > ts[k]|` (shared by
+/// all graphs): the true positives are counted over the gold edges only.
+pub fn score_sparse(a: &[f32], gold: &GoldMask, ts: &[f32], predicted: &[usize]) -> Vec<Score> {
+    ts.iter()
+        .zip(predicted)
+        .map(|(&t, &p)| {
+            let tp = gold
+                .edge_list
+                .iter()
+                .filter(|&&e| a[e as usize] > t)
+                .count();
+            score_counts(p, tp, gold.edges, gold.n)
+        })
+        .collect()
+}
+
+/// A gold graph restricted to the analysed tokens, as a dense mask and an edge list.
 #[derive(Debug, Clone)]
 pub struct GoldMask {
     pub n: usize,
     pub mask: Vec<bool>,
     pub edges: usize,
+    /// The edges as flat indices `i * n + j`, ascending.
+    pub edge_list: Vec<u32>,
 }
 
 impl GoldMask {
@@ -114,10 +167,17 @@ impl GoldMask {
                 count += 1;
             }
         }
+        let edge_list = mask
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b)
+            .map(|(k, _)| k as u32)
+            .collect();
         GoldMask {
             n,
             mask,
             edges: count,
+            edge_list,
         }
     }
 }
@@ -132,59 +192,55 @@ pub struct HeadScores {
 }
 
 impl HeadScores {
+    /// Scores of every layer and head at threshold `t`.
     pub fn compute(ta: &TokenAttention, gold: &GoldMask, t: f32) -> Self {
+        Self::at(ta, &[gold], &[t]).remove(0).remove(0)
+    }
+
+    /// Scores at every threshold of `grid` (one [`HeadScores`] per threshold).
+    pub fn sweep(ta: &TokenAttention, gold: &GoldMask, grid: &[f32]) -> Vec<HeadScores> {
+        Self::at(ta, &[gold], grid).remove(0)
+    }
+
+    /// Scores of every layer and head against each of `golds` at each threshold of `ts`,
+    /// `[gold][threshold]`, in one visit of each head: its predicted-edge counts
+    /// (vectorised, one pass per threshold) are shared by all graphs, and true positives
+    /// are counted over each graph's edges only.
+    pub fn at(ta: &TokenAttention, golds: &[&GoldMask], ts: &[f32]) -> Vec<Vec<HeadScores>> {
         use rayon::prelude::*;
-        let scores = (0..ta.layers)
+        // [layer][head][gold][threshold]
+        let per_layer: Vec<Vec<Vec<Vec<Score>>>> = (0..ta.layers)
             .into_par_iter()
             .map(|l| {
                 (0..ta.heads)
-                    .map(|h| score(ta.head(l, h), &gold.mask, gold.n, gold.edges, t))
+                    .map(|h| {
+                        let a = ta.head(l, h);
+                        let predicted: Vec<usize> = ts.iter().map(|&t| count_above(a, t)).collect();
+                        golds
+                            .iter()
+                            .map(|g| score_sparse(a, g, ts, &predicted))
+                            .collect()
+                    })
                     .collect()
             })
             .collect();
-        HeadScores {
-            edges: gold.edges,
-            threshold: t,
-            scores,
-        }
-    }
-
-    /// Scores at every threshold of the ascending `grid` in one pass over each head
-    /// (a sweep of 9 thresholds costs little more than one).
-    pub fn sweep(ta: &TokenAttention, gold: &GoldMask, grid: &[f32]) -> Vec<HeadScores> {
-        let k = grid.len();
-        let mut out: Vec<HeadScores> = grid
+        golds
             .iter()
-            .map(|&t| HeadScores {
-                edges: gold.edges,
-                threshold: t,
-                scores: vec![vec![Score::default(); ta.heads]; ta.layers],
+            .enumerate()
+            .map(|(gi, g)| {
+                ts.iter()
+                    .enumerate()
+                    .map(|(ti, &t)| HeadScores {
+                        edges: g.edges,
+                        threshold: t,
+                        scores: per_layer
+                            .iter()
+                            .map(|heads| heads.iter().map(|s| s[gi][ti]).collect())
+                            .collect(),
+                    })
+                    .collect()
             })
-            .collect();
-        let mut hist = vec![0usize; k + 1];
-        let mut hist_tp = vec![0usize; k + 1];
-        for l in 0..ta.layers {
-            for h in 0..ta.heads {
-                hist.iter_mut().for_each(|x| *x = 0);
-                hist_tp.iter_mut().for_each(|x| *x = 0);
-                for (v, &g) in ta.head(l, h).iter().zip(&gold.mask) {
-                    // Number of thresholds the value exceeds.
-                    let above = grid.iter().take_while(|&&t| *v > t).count();
-                    hist[above] += 1;
-                    if g {
-                        hist_tp[above] += 1;
-                    }
-                }
-                // predicted(t_i) = #values exceeding at least i+1 thresholds.
-                let (mut pred, mut tp) = (0usize, 0usize);
-                for i in (0..k).rev() {
-                    pred += hist[i + 1];
-                    tp += hist_tp[i + 1];
-                    out[i].scores[l][h] = score_counts(pred, tp, gold.edges, gold.n);
-                }
-            }
-        }
-        out
+            .collect()
     }
 
     /// `(head, score)` with the best F1 in each layer (first head on ties).
@@ -248,7 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn one_pass_sweep_equals_separate_thresholds() {
+    fn sparse_counts_equal_the_dense_mask() {
         let mut rng = crate::model::testutil::SplitMix::new(11);
         let (layers, heads, n) = (2, 3, 9);
         let data: Vec<f32> = rng
@@ -270,9 +326,16 @@ mod tests {
         let grid = threshold_grid();
         let swept = HeadScores::sweep(&ta, &gold, &grid);
         for (i, &t) in grid.iter().enumerate() {
-            let direct = HeadScores::compute(&ta, &gold, t);
-            assert_eq!(swept[i].scores, direct.scores, "threshold {t}");
+            for l in 0..layers {
+                for h in 0..heads {
+                    let dense = score(ta.head(l, h), &gold.mask, n, gold.edges, t);
+                    assert_eq!(swept[i].scores[l][h], dense, "threshold {t}");
+                }
+            }
         }
+        // Long rows cross the vector chunks and the remainder.
+        let a: Vec<f32> = (0..1003).map(|i| (i % 17) as f32 / 17.0).collect();
+        assert_eq!(count_above(&a, 0.5), a.iter().filter(|&&x| x > 0.5).count());
     }
 
     #[test]

@@ -9,12 +9,15 @@
 //! (`create_position_ids_from_input_ids` in transformers), so its usable window is
 //! `max_position_embeddings - pad_token_id - 1` (512 for CodeBERT).
 //!
-//! Invariants: one unpadded sequence at a time (no batch, no attention mask needed), so
-//! every tensor is 2-D `[tokens, hidden]` or 3-D `[heads, tokens, head_dim]`. Checkpoint
+//! Invariants: one unpadded sequence at a time (no batch, no attention mask needed). The
+//! weights are copied to host `Vec<f32>`s at load and the forward runs on row-major host
+//! buffers (`[tokens, hidden]`) with [`kernels`] (`linear` = `gemm` with the bias and
+//! residual folded in, LayerNorm, GELU, attention): no candle tensor per step, no copy of
+//! activations or attention between candle and the capture. Checkpoint
 //! names are those of the HF checkpoints, with or without the `bert.` / `roberta.` prefix.
 
-use candle_core::{DType, Device, Module, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_core::Tensor;
+use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::{kernels, Backbone, Capture, ForwardOptions};
@@ -93,43 +96,90 @@ impl Act {
             ))),
         }
     }
-    fn apply(self, xs: &Tensor) -> candle_core::Result<Tensor> {
+    fn apply(self, xs: &mut [f32]) {
         match self {
-            Act::GeluErf => {
-                // candle's gelu_erf calls scalar libm erf; see kernels.rs.
-                let mut v = xs.flatten_all()?.to_vec1::<f32>()?;
-                kernels::gelu_erf_inplace(&mut v);
-                Tensor::from_vec(v, xs.shape(), xs.device())
-            }
-            Act::GeluTanh => xs.gelu(),
-            Act::Relu => xs.relu(),
+            // candle's gelu_erf calls scalar libm erf; see kernels.rs.
+            Act::GeluErf => kernels::gelu_erf_inplace(xs),
+            Act::GeluTanh => kernels::gelu_tanh_inplace(xs),
+            Act::Relu => xs.iter_mut().for_each(|x| *x = x.max(0.0)),
         }
     }
 }
 
+/// A host copy of a tensor's values (row-major).
+fn host(t: &Tensor) -> candle_core::Result<Vec<f32>> {
+    t.flatten_all()?.to_vec1::<f32>()
+}
+
+/// LayerNorm weights on the host.
+struct Norm {
+    w: Vec<f32>,
+    b: Vec<f32>,
+    eps: f32,
+}
+
+impl Norm {
+    fn apply(&self, xs: &mut [f32]) {
+        kernels::layer_norm_inplace(xs, self.w.len(), &self.w, &self.b, self.eps);
+    }
+}
+
+/// A dense layer on the host: `w` `[out, in]` as in the checkpoint, bias `[out]`.
+struct Dense {
+    w: Vec<f32>,
+    b: Vec<f32>,
+    inp: usize,
+    out: usize,
+}
+
+impl Dense {
+    fn load(inp: usize, out: usize, vb: VarBuilder) -> candle_core::Result<Self> {
+        Ok(Dense {
+            w: host(&vb.get((out, inp), "weight")?)?,
+            b: host(&vb.get(out, "bias")?)?,
+            inp,
+            out,
+        })
+    }
+    /// `x · wᵀ + b (+ residual)` for the `n` rows of `x`.
+    fn apply(&self, x: &[f32], n: usize, residual: Option<&[f32]>) -> Vec<f32> {
+        let mut y = vec![0.0f32; n * self.out];
+        kernels::linear(
+            x,
+            n,
+            self.inp,
+            &self.w,
+            self.out,
+            Some(&self.b),
+            residual,
+            &mut y,
+        );
+        y
+    }
+}
+
 /// LayerNorm under either naming (`weight`/`bias`, or the TF-era `gamma`/`beta`).
-fn layer_norm(size: usize, eps: f64, vb: VarBuilder) -> candle_core::Result<LayerNorm> {
+fn layer_norm(size: usize, eps: f64, vb: VarBuilder) -> candle_core::Result<Norm> {
     let (w, b) = if vb.contains_tensor("gamma") && !vb.contains_tensor("weight") {
         (vb.get(size, "gamma")?, vb.get(size, "beta")?)
     } else {
         (vb.get(size, "weight")?, vb.get(size, "bias")?)
     };
-    Ok(LayerNorm::new(w, b, eps))
-}
-
-fn linear(inp: usize, out: usize, vb: VarBuilder) -> candle_core::Result<Linear> {
-    candle_nn::linear(inp, out, vb)
+    Ok(Norm {
+        w: host(&w)?,
+        b: host(&b)?,
+        eps: eps as f32,
+    })
 }
 
 struct Layer {
-    /// Fused, transposed Q|K|V weights `[hidden, 3 * hidden]` and bias `[3 * hidden]`.
-    qkv_w: Tensor,
-    qkv_b: Tensor,
-    attn_out: Linear,
-    attn_norm: LayerNorm,
-    inter: Linear,
-    out: Linear,
-    out_norm: LayerNorm,
+    /// Fused Q|K|V: `[3 * hidden, hidden]` weights and `[3 * hidden]` bias.
+    qkv: Dense,
+    attn_out: Dense,
+    attn_norm: Norm,
+    inter: Dense,
+    out: Dense,
+    out_norm: Norm,
 }
 
 impl Layer {
@@ -138,24 +188,21 @@ impl Layer {
         let att = vb.pp("attention");
         let sa = att.pp("self");
         let (q, k, v) = (
-            linear(h, h, sa.pp("query"))?,
-            linear(h, h, sa.pp("key"))?,
-            linear(h, h, sa.pp("value"))?,
+            Dense::load(h, h, sa.pp("query"))?,
+            Dense::load(h, h, sa.pp("key"))?,
+            Dense::load(h, h, sa.pp("value"))?,
         );
-        let bias = |l: &Linear| {
-            l.bias()
-                .cloned()
-                .ok_or_else(|| candle_core::Error::Msg("attention projection without bias".into()))
-        };
         Ok(Layer {
-            qkv_w: Tensor::cat(&[q.weight(), k.weight(), v.weight()], 0)?
-                .t()?
-                .contiguous()?,
-            qkv_b: Tensor::cat(&[bias(&q)?, bias(&k)?, bias(&v)?], 0)?,
-            attn_out: linear(h, h, att.pp("output").pp("dense"))?,
+            qkv: Dense {
+                w: [q.w, k.w, v.w].concat(),
+                b: [q.b, k.b, v.b].concat(),
+                inp: h,
+                out: 3 * h,
+            },
+            attn_out: Dense::load(h, h, att.pp("output").pp("dense"))?,
             attn_norm: layer_norm(h, cfg.layer_norm_eps, att.pp("output").pp("LayerNorm"))?,
-            inter: linear(h, cfg.intermediate_size, vb.pp("intermediate").pp("dense"))?,
-            out: linear(cfg.intermediate_size, h, vb.pp("output").pp("dense"))?,
+            inter: Dense::load(h, cfg.intermediate_size, vb.pp("intermediate").pp("dense"))?,
+            out: Dense::load(cfg.intermediate_size, h, vb.pp("output").pp("dense"))?,
             out_norm: layer_norm(h, cfg.layer_norm_eps, vb.pp("output").pp("LayerNorm"))?,
         })
     }
@@ -166,12 +213,13 @@ pub struct Bert {
     cfg: BertConfig,
     flavor: Flavor,
     act: Act,
-    word: Embedding,
-    position: Embedding,
-    token_type: Embedding,
-    emb_norm: LayerNorm,
+    /// Embedding tables `[rows, hidden]` on the host.
+    word: Vec<f32>,
+    position: Vec<f32>,
+    /// Token type 0's row.
+    token_type0: Vec<f32>,
+    emb_norm: Norm,
     layers: Vec<Layer>,
-    device: Device,
 }
 
 impl Bert {
@@ -201,17 +249,20 @@ impl Bert {
                     "no tensor 'embeddings.word_embeddings.weight' (with or without a bert./roberta. prefix): not a BERT/RoBERTa checkpoint".into(),
                 )
             })?;
-        let device = vb.device().clone();
         let h = cfg.hidden_size;
         let emb = vb.pp("embeddings");
-        let word = candle_nn::embedding(cfg.vocab_size, h, emb.pp("word_embeddings"))?;
-        let position = candle_nn::embedding(
-            cfg.max_position_embeddings,
-            h,
-            emb.pp("position_embeddings"),
+        let word = host(
+            &emb.pp("word_embeddings")
+                .get((cfg.vocab_size, h), "weight")?,
         )?;
-        let token_type =
-            candle_nn::embedding(cfg.type_vocab_size, h, emb.pp("token_type_embeddings"))?;
+        let position = host(
+            &emb.pp("position_embeddings")
+                .get((cfg.max_position_embeddings, h), "weight")?,
+        )?;
+        let token_type = host(
+            &emb.pp("token_type_embeddings")
+                .get((cfg.type_vocab_size, h), "weight")?,
+        )?;
         let emb_norm = layer_norm(h, cfg.layer_norm_eps, emb.pp("LayerNorm"))?;
         let layers = (0..cfg.num_hidden_layers)
             .map(|i| Layer::load(&cfg, vb.pp("encoder").pp("layer").pp(i)))
@@ -222,29 +273,47 @@ impl Bert {
             act,
             word,
             position,
-            token_type,
+            token_type0: if token_type.len() >= h {
+                token_type[..h].to_vec()
+            } else {
+                vec![0.0; h]
+            },
             emb_norm,
             layers,
-            device,
         })
     }
 
-    fn embed(&self, ids: &[u32]) -> candle_core::Result<Tensor> {
-        let n = ids.len();
+    /// Word + position + token type 0 embeddings, LayerNorm'd: `[n, hidden]`.
+    fn embed(&self, ids: &[u32]) -> Vec<f32> {
+        let h = self.cfg.hidden_size;
         let offset = match self.flavor {
             Flavor::Bert => 0,
-            Flavor::Roberta => self.cfg.pad_token_id.unwrap_or(1) as u32 + 1,
+            Flavor::Roberta => self.cfg.pad_token_id.unwrap_or(1) + 1,
         };
-        let ids_t = Tensor::new(ids, &self.device)?;
-        let pos: Vec<u32> = (0..n as u32).map(|i| i + offset).collect();
-        let pos_t = Tensor::new(pos.as_slice(), &self.device)?;
-        let types = Tensor::zeros(n, DType::U32, &self.device)?;
-        let x = self
-            .word
-            .forward(&ids_t)?
-            .add(&self.position.forward(&pos_t)?)?
-            .add(&self.token_type.forward(&types)?)?;
-        self.emb_norm.forward(&x)
+        let mut x = vec![0.0f32; ids.len() * h];
+        for (p, (row, &id)) in x.chunks_exact_mut(h).zip(ids).enumerate() {
+            let w = &self.word[id as usize * h..(id as usize + 1) * h];
+            let pos = &self.position[(p + offset) * h..(p + offset + 1) * h];
+            for (((o, &a), &b), &c) in row.iter_mut().zip(w).zip(pos).zip(&self.token_type0) {
+                *o = a + b + c;
+            }
+        }
+        self.emb_norm.apply(&mut x);
+        x
+    }
+
+    /// Layer `li`'s attention probabilities `[heads, n, n]` and context `[n, hidden]` for
+    /// its input `x` (`[n, hidden]`).
+    fn attention(&self, li: usize, x: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
+        let heads = self.cfg.num_attention_heads;
+        let h = self.cfg.hidden_size;
+        let d = h / heads;
+        let scale = (1.0 / (d as f64).sqrt()) as f32;
+        let qkv = self.layers[li].qkv.apply(x, n, None);
+        let mut probs = vec![0.0f32; heads * n * n];
+        let mut ctx = vec![0.0f32; n * h];
+        kernels::attention(&qkv, n, heads, d, scale, false, &mut probs, &mut ctx);
+        (probs, ctx)
     }
 }
 
@@ -268,35 +337,27 @@ impl Backbone for Bert {
     fn forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
         super::check_ids(ids, self.window(), self.cfg.vocab_size)?;
         let heads = self.cfg.num_attention_heads;
-        let d = self.cfg.hidden_size / heads;
-        let scale = 1.0 / (d as f64).sqrt();
         let n = ids.len();
         let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
-        let mut x = self.embed(ids)?;
+        let mut x = self.embed(ids);
         if opts.hidden {
-            capture.push_hidden(&x)?;
+            capture.push_hidden_host(&x);
         }
         for (li, layer) in self.layers.iter().enumerate() {
             if opts.cancelled(li) {
                 return Err(Error::Cancelled);
             }
-            let qkv = x.matmul(&layer.qkv_w)?.broadcast_add(&layer.qkv_b)?;
-            let qkv = qkv.flatten_all()?.to_vec1::<f32>()?;
-            let mut probs = vec![0.0f32; heads * n * n];
-            let mut ctx = vec![0.0f32; n * self.cfg.hidden_size];
-            kernels::attention(&qkv, n, heads, d, scale as f32, false, &mut probs, &mut ctx);
+            let (probs, ctx) = self.attention(li, &x, n);
             capture.attention.layers.push(probs);
-            let ctx = Tensor::from_vec(ctx, (n, self.cfg.hidden_size), &self.device)?;
-            let a = layer
-                .attn_norm
-                .forward(&(layer.attn_out.forward(&ctx)? + &x)?)?;
-            let inter = self.act.apply(&layer.inter.forward(&a)?)?;
-            x = layer
-                .out_norm
-                .forward(&(layer.out.forward(&inter)? + &a)?)?;
-            super::check_layer(&x, li)?;
+            let mut a = layer.attn_out.apply(&ctx, n, Some(&x));
+            layer.attn_norm.apply(&mut a);
+            let mut inter = layer.inter.apply(&a, n, None);
+            self.act.apply(&mut inter);
+            x = layer.out.apply(&inter, n, Some(&a));
+            layer.out_norm.apply(&mut x);
+            super::check_layer_host(&x, li)?;
             if opts.hidden {
-                capture.push_hidden(&x)?;
+                capture.push_hidden_host(&x);
             }
         }
         Ok(capture)

@@ -224,6 +224,13 @@ impl Capture {
         Ok(())
     }
 
+    /// Append one hidden state `[n, dim]` already on the host.
+    fn push_hidden_host(&mut self, x: &[f32]) {
+        if let Some(h) = self.hidden.as_mut() {
+            h.layers.push(x.to_vec());
+        }
+    }
+
     fn finish(mut self, want_hidden: bool) -> Self {
         if !want_hidden {
             self.hidden = None;
@@ -246,7 +253,15 @@ pub(crate) fn check_eps(name: &str, v: f64) -> std::result::Result<(), String> {
 /// whose weights or config make it diverge must not show uniform attention as if it
 /// worked. Cheap: `n x hidden` values per layer against `n^2` attention work.
 pub(crate) fn check_layer(x: &Tensor, layer: usize) -> Result<()> {
-    let bad = weights::count_non_finite(&x.flatten_all()?)?;
+    non_finite_after(weights::count_non_finite(&x.flatten_all()?)?, layer)
+}
+
+/// [`check_layer`] for a hidden state already on the host.
+pub(crate) fn check_layer_host(x: &[f32], layer: usize) -> Result<()> {
+    non_finite_after(x.iter().filter(|v| !v.is_finite()).count(), layer)
+}
+
+fn non_finite_after(bad: usize, layer: usize) -> Result<()> {
     if bad > 0 {
         return Err(Error::Compute(format!(
             "layer {}: {bad} hidden-state values are NaN or infinite (the weights or the \
