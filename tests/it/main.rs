@@ -13,6 +13,7 @@ mod gguf_models;
 mod gguf_tokenizer;
 mod minilm_reference;
 mod model_tiny;
+mod probe_astprobe;
 mod probe_cli;
 mod probe_dataset;
 mod probe_directprobe;
