@@ -129,8 +129,8 @@ fn main() {
     match f {
         Ok(f) => println!(
             "directprobe task={task} layer={layer} control={control} train={} test={} width={width}: \
-             clusters {} accuracy {:.3} lps {} in {secs:.1} s",
-            f.train_points, f.test_points, f.clusters, f.accuracy, f.lps
+             clusters {} accuracy {:.3} in {secs:.1} s\n{:?}",
+            f.train_points, f.test_points, f.clusters, f.accuracy, f.stats
         ),
         Err(e) => println!("directprobe task={task} layer={layer}: error after {secs:.1} s: {e}"),
     }

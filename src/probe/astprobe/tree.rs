@@ -14,8 +14,8 @@
 //! lowest common ancestor of leaves `i` and `i + 1` (a leaf has height 0), `c[i]` that
 //! ancestor's label, `u[k]` the unary label of leaf `k` ([`EMPTY`] when none).
 //!
-//! **Rebuilding** ([`rebuild`], `distance_to_tree` + `remove_empty_nodes` + `add_unary`
-//! + `extend_complex_nodes`): split the leaf range at the first largest `d`, label the
+//! **Rebuilding** ([`rebuild`]: `distance_to_tree`, `remove_empty_nodes`, `add_unary`,
+//! `extend_complex_nodes`): split the leaf range at the first largest `d`, label the
 //! node `c` there, recurse on both sides; drop [`EMPTY`] nodes (their children move up;
 //! an empty root is renamed [`BAD_ROOT`]); put each leaf's unary label above it; expand
 //! fused labels into chains. From gold `(d, c, u)` this gives back exactly the restricted
