@@ -7,7 +7,9 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
-use codescope::analysis::{analyze_trace, Mode, Options};
+use std::sync::Arc;
+
+use codescope::analysis::{from_trace, Mode, Options};
 use codescope::model::{source, ForwardOptions, LoadedModel};
 use codescope::syntax::{self, Language};
 
@@ -15,7 +17,7 @@ fn bench(c: &mut Criterion) {
     let files = source::resolve("minilm").expect("packaged MiniLM (run `codescope fetch minilm`)");
     let m = LoadedModel::load(&files).expect("load");
     let text = include_str!("../tests/fixtures/snippets/py_shlex_class_long.py");
-    let syn = syntax::parse(text, Language::Python).expect("parse");
+    let syn = Arc::new(syntax::parse(text, Language::Python).expect("parse"));
     let trace = m.trace(text, &ForwardOptions::default()).expect("trace");
     assert_eq!(trace.tokens.len(), 512);
     let mut g = c.benchmark_group("analysis_512_tokens");
@@ -30,7 +32,7 @@ fn bench(c: &mut Criterion) {
             b.iter_batched(
                 || (syn.clone(), syn.tokens.clone(), trace.clone()),
                 |(s, toks, t)| {
-                    analyze_trace(
+                    from_trace(
                         s,
                         toks,
                         t,

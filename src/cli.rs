@@ -1,7 +1,8 @@
-//! Command line: clap definitions and the raw-args → validated-settings step.
+//! Command line: clap definitions (the raw arguments; [`crate::settings`] validates them
+//! into the settings the commands use).
 //!
-//! Every view has a headless form: `trace` (model core), more subcommands as the
-//! analyses land. Without a subcommand codescope runs its main job on FILE (or the
+//! Every view has a headless form (`trace`, `syntax`, `analyze`, `reproduce`, `probe`,
+//! ...). Without a subcommand codescope runs its main job, the explorer, on FILE (or the
 //! bundled sample).
 
 use std::path::PathBuf;
@@ -58,6 +59,9 @@ pub enum Command {
     /// Probe hidden states per layer: linear/MLP/DirectProbe/AST-Probe, control tasks,
     /// selectivity.
     Probe(ProbeArgs),
+    /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
+    /// the tables one process would have written.
+    Merge(MergeArgs),
     /// List the model presets and whether each is available locally.
     Models,
     /// Download a model into the local cache (if needed) and print its directory.
@@ -97,8 +101,8 @@ pub struct SyntaxArgs {
 pub struct AnalyzeArgs {
     /// Input file, or `-` for stdin.
     pub file: String,
-    /// Attention threshold t of `P = [A > t]`.
-    #[arg(long, default_value_t = 0.05)]
+    /// Attention threshold t of `P = [A > t]`, between 0 and 1.
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
     pub threshold: f32,
     /// Feed the source as written, or the study's space-joined code tokens.
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
@@ -126,12 +130,29 @@ pub struct ReproduceArgs {
     /// Output directory (tables, summary, resumable checkpoint).
     #[arg(long, default_value = "codescope-reproduce")]
     pub out: PathBuf,
-    /// Threshold of the printed table (the CSV has 0..0.40).
-    #[arg(long, default_value_t = 0.05)]
+    /// Threshold of the printed table (the CSV has 0..0.40), between 0 and 1.
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
     pub threshold: f32,
     /// Input mode, as for analyze (the study used `paper`).
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+    /// Score only shard K of N (snippets i with i mod N = K-1), for runs split over
+    /// machines or processes; `codescope merge` adds the shards up.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The shards' output directories (each `--out` of one `--shard K/N` run).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where to write the merged tables.
+    #[arg(long, default_value = "codescope-merged")]
+    pub out: PathBuf,
+    /// Threshold of the printed table.
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
+    pub threshold: f32,
 }
 
 #[derive(Debug, clap::Args)]
@@ -171,10 +192,10 @@ pub struct ProbeArgs {
     #[arg(long = "layer")]
     pub layers: Vec<usize>,
     /// Seed of pair sampling, splits, control labels and probe initialisation.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = crate::probe::DEFAULT_SEED)]
     pub seed: u64,
     /// At most this many pairs per snippet and pair task.
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = crate::probe::DEFAULT_MAX_PAIRS)]
     pub max_pairs: usize,
     /// Do not read or write the feature cache.
     #[arg(long)]
@@ -185,6 +206,14 @@ pub struct ProbeArgs {
     /// Rank of the structural probe's projection B.
     #[arg(long, default_value_t = 64)]
     pub rank: usize,
+    /// Trace only shard K of N of the corpus (snippets i with i mod N = K-1) and write its
+    /// features to --out instead of probing; `codescope merge` joins the shards into the
+    /// feature cache, and the next `codescope probe` on the same corpus only trains.
+    #[arg(long, value_name = "K/N", requires = "out")]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+    /// The shard's output directory (with --shard).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Write features, examples and splits to this directory instead of probing (for the
     /// scikit-learn reference, tools/reference/probe_sklearn.py).
     #[arg(long, hide = true)]
@@ -195,4 +224,17 @@ pub struct ProbeArgs {
     /// Print CSV (one row per task and layer).
     #[arg(long)]
     pub csv: bool,
+}
+
+/// `--threshold`: attention weights are probabilities, so a number in [0, 1]. Checked
+/// on the text as given (`1e308` would otherwise become `inf` as an f32).
+fn threshold(s: &str) -> Result<f32, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("{s} is outside [0, 1]"));
+    }
+    Ok(v as f32)
 }

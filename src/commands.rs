@@ -3,11 +3,14 @@
 use std::io::Write;
 
 use crate::analysis;
-use crate::cli::{AnalyzeArgs, Cli, Command, ProbeArgs, ReproduceArgs, SyntaxArgs, TraceArgs};
+use crate::cli::{
+    AnalyzeArgs, Cli, Command, MergeArgs, ProbeArgs, ReproduceArgs, SyntaxArgs, TraceArgs,
+};
 use crate::error::{Error, Result};
 use crate::input;
 use crate::model::{self, source, ForwardOptions, LoadedModel, Trace};
-use crate::syntax::{self, Language};
+use crate::settings::Settings;
+use crate::syntax;
 
 /// The bundled sample shown when no file is given.
 pub const DEFAULT_SAMPLE: (&str, &str) = (
@@ -17,22 +20,20 @@ pub const DEFAULT_SAMPLE: (&str, &str) = (
 
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
+    let settings = Settings::from_cli(&cli)?;
+    let s = &settings;
     match &cli.command {
         Some(Command::Models) => models(),
-        Some(Command::Syntax(args)) => syntax_cmd(cli.lang.as_deref(), args),
-        Some(Command::Analyze(args)) => {
-            analyze_cmd(cli.model.as_deref(), cli.lang.as_deref(), args)
-        }
-        Some(Command::Reproduce(args)) => {
-            reproduce_cmd(cli.model.as_deref(), cli.lang.as_deref(), args)
-        }
-        Some(Command::Trace(args)) => trace_cmd(cli.model.as_deref(), args),
-        Some(Command::Probe(args)) => probe_cmd(cli.model.as_deref(), cli.lang.as_deref(), args),
+        Some(Command::Merge(args)) => merge_cmd(s, args),
+        Some(Command::Syntax(args)) => syntax_cmd(s, args),
+        Some(Command::Analyze(args)) => analyze_cmd(s, args),
+        Some(Command::Reproduce(args)) => reproduce_cmd(s, args),
+        Some(Command::Trace(args)) => trace_cmd(s.model.as_deref(), args),
+        Some(Command::Probe(args)) => probe_cmd(s, args),
         Some(Command::Fetch { spec }) => {
-            let spec = spec.clone().or(cli.model.clone());
+            let spec = spec.clone().or(s.model.clone());
             let files = source::resolve(&spec_or_default(spec.as_deref()))?;
-            println!("{}\t{}", files.source, files.dir.display());
-            Ok(())
+            print(&format!("{}\t{}\n", files.source, files.dir.display()))
         }
         None => {
             let inp = match &cli.file {
@@ -42,13 +43,12 @@ pub fn run(cli: Cli) -> Result<()> {
                     text: DEFAULT_SAMPLE.1.into(),
                 },
             };
-            let lang = language_for(cli.lang.as_deref(), &inp.name)?;
+            let lang = s.language_for(&inp.name, &inp.text);
             crate::tui::run(crate::tui::Options {
                 name: inp.name,
                 text: inp.text,
                 lang,
-                model: cli.model.clone(),
-                light: cli.theme == crate::cli::Theme::Light,
+                settings: settings.clone(),
             })
         }
     }
@@ -66,7 +66,9 @@ fn spec_or_default(spec: Option<&str>) -> String {
         Some(s) => s.to_string(),
         None => {
             let (name, why) = source::default_model();
-            eprintln!("codescope: using model '{name}' ({why}); choose another with --model");
+            crate::logging::notice(format_args!(
+                "using model '{name}' ({why}); choose another with --model"
+            ));
             name
         }
     }
@@ -101,7 +103,7 @@ fn models() -> Result<()> {
             .map(|(alias, name)| format!("{alias} = {name}"))
             .collect::<Vec<_>>()
             .join(", "),
-        model::SUPPORTED_ARCHITECTURES.join(", "),
+        model::supported_architectures(),
         source::hf_cache_dir().display(),
         source::cache_dir().display()
     )
@@ -122,10 +124,10 @@ fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
         m.trace(&inp.text, &opts)?
     };
     if t.truncated > 0 {
-        eprintln!(
-            "codescope: notice: input truncated to the window of {} tokens ({} tokens dropped)",
+        crate::logging::notice(format_args!(
+            "notice: input truncated to the window of {} tokens ({} tokens dropped)",
             m.info.window, t.truncated
-        );
+        ));
     }
     if args.json {
         let stdout = std::io::stdout().lock();
@@ -181,11 +183,10 @@ pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
         let mut col = vec![0.0f64; n];
         for h in 0..m.heads {
             for q in 0..n {
-                for (k, &a) in t.attention.row(l, h, q).iter().enumerate() {
+                let row = t.attention.row(l, h, q);
+                entropy += crate::analysis::entropy::row_entropy(row).unwrap_or(0.0);
+                for (k, &a) in row.iter().enumerate() {
                     let a = a as f64;
-                    if a > 0.0 {
-                        entropy -= a * a.log2();
-                    }
                     if t.tokens[k].special {
                         special += a;
                     }
@@ -258,14 +259,6 @@ fn print_surprisal(out: &mut impl Write, t: &Trace, s: &model::Surprisal) -> std
     Ok(())
 }
 
-/// The language of an input: `--lang`, else the file extension, else Python.
-pub fn language_for(lang: Option<&str>, file: &str) -> Result<Language> {
-    match lang {
-        Some(l) => Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())),
-        None => Ok(Language::from_path(std::path::Path::new(file)).unwrap_or(Language::Python)),
-    }
-}
-
 fn stdout_err(e: std::io::Error) -> Error {
     Error::io("<stdout>", e)
 }
@@ -281,9 +274,9 @@ fn color_stdout() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-fn syntax_cmd(lang: Option<&str>, args: &SyntaxArgs) -> Result<()> {
+fn syntax_cmd(settings: &Settings, args: &SyntaxArgs) -> Result<()> {
     let inp = input::read(&args.file)?;
-    let lang = language_for(lang, &args.file)?;
+    let lang = settings.language_for(&args.file, &inp.text);
     let syn = syntax::parse(&inp.text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
     if args.json {
         print(&format!("{}\n", syn.to_json()))
@@ -292,31 +285,26 @@ fn syntax_cmd(lang: Option<&str>, args: &SyntaxArgs) -> Result<()> {
     }
 }
 
-fn analyze_cmd(spec: Option<&str>, lang: Option<&str>, args: &AnalyzeArgs) -> Result<()> {
-    if !(0.0..1.0).contains(&args.threshold) {
-        return Err(Error::Input {
-            name: "--threshold".into(),
-            reason: format!("{} is outside [0, 1)", args.threshold),
-        });
-    }
+fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()> {
+    let threshold = args.threshold;
     let inp = input::read(&args.file)?;
-    let lang = language_for(lang, &args.file)?;
-    let m = load_model(spec)?;
+    let lang = settings.language_for(&args.file, &inp.text);
+    let m = load_model(settings.model.as_deref())?;
     let a = analysis::analyze(
         &m,
         &inp.text,
         lang,
         &analysis::Options {
             mode: args.mode,
-            threshold: args.threshold,
+            threshold,
             sweep: args.sweep,
         },
     )?;
     if a.trace.truncated > 0 {
-        eprintln!(
-            "codescope: notice: input truncated to the window of {} tokens ({} dropped)",
+        crate::logging::notice(format_args!(
+            "notice: input truncated to the window of {} tokens ({} dropped)",
             m.info.window, a.trace.truncated
-        );
+        ));
     }
     if args.json {
         print(&format!("{}\n", analysis::report::to_json(&a)))
@@ -349,15 +337,45 @@ fn python_stdlib() -> Result<std::path::PathBuf> {
     Ok(p.into())
 }
 
-fn reproduce_cmd(spec: Option<&str>, lang: Option<&str>, args: &ReproduceArgs) -> Result<()> {
+fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
+    use crate::analysis::reproduce;
+    if args.dirs.iter().all(|d| crate::probe::shard::is_shard(d)) {
+        let (dir, m) = crate::probe::shard::merge_shards(&args.dirs, &settings.cache_dir)?;
+        return print(&format!(
+            "{} probe shards of {} on {} ({} snippets) merged into the feature cache ({}); \
+             `codescope --model {} probe` on the same corpus now only trains\n",
+            args.dirs.len(),
+            m.model,
+            m.corpus,
+            m.snippets,
+            dir.display(),
+            m.model
+        ));
+    }
+    let shards = args
+        .dirs
+        .iter()
+        .map(|d| Ok((d.clone(), reproduce::load_state(d)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let agg = reproduce::merge(&shards)?;
+    reproduce::write_merged(&agg, &args.out)?;
+    print(&reproduce::table(&agg, args.threshold))?;
+    crate::logging::notice(format_args!(
+        "{} shards merged; tables written to {} (scores.csv, best_heads.csv, summary.json)",
+        shards.len(),
+        args.out.display()
+    ));
+    Ok(())
+}
+
+fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
+    let threshold = args.threshold;
     let path = if args.data == "stdlib" {
         python_stdlib()?
     } else {
         std::path::PathBuf::from(&args.data)
     };
-    let lang = lang
-        .map(|l| Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())))
-        .transpose()?;
+    let lang = settings.lang;
     let corpus = crate::corpus::load(&path, lang, args.limit)?;
     if corpus.snippets.is_empty() {
         return Err(Error::Input {
@@ -365,13 +383,13 @@ fn reproduce_cmd(spec: Option<&str>, lang: Option<&str>, args: &ReproduceArgs) -
             reason: "holds no usable snippet".into(),
         });
     }
-    eprintln!(
-        "codescope: {} snippets from {} ({} unusable files/records skipped)",
+    crate::logging::notice(format_args!(
+        "{} snippets from {} ({} unusable files/records skipped)",
         corpus.snippets.len(),
         path.display(),
         corpus.skipped
-    );
-    let m = load_model(spec)?;
+    ));
+    let m = load_model(settings.model.as_deref())?;
     let agg = analysis::reproduce::run(&analysis::reproduce::Run {
         model: &m,
         snippets: &corpus.snippets,
@@ -381,22 +399,21 @@ fn reproduce_cmd(spec: Option<&str>, lang: Option<&str>, args: &ReproduceArgs) -
         },
         out: args.out.clone(),
         mode: args.mode,
-        threshold: args.threshold,
+        threshold,
         workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: args.shard,
     })?;
-    print(&analysis::reproduce::table(&agg, args.threshold))?;
-    eprintln!(
-        "codescope: tables written to {} (scores.csv, best_heads.csv, summary.json)",
+    print(&analysis::reproduce::table(&agg, threshold))?;
+    crate::logging::notice(format_args!(
+        "tables written to {} (scores.csv, best_heads.csv, summary.json)",
         args.out.display()
-    );
+    ));
     Ok(())
 }
 
-fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result<()> {
+fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
     use crate::probe;
-    let lang = lang
-        .map(|l| Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())))
-        .transpose()?;
+    let lang = settings.lang;
     let (name, mut snippets) = match args.corpus.as_deref() {
         None => (
             "bundled probe corpus".to_string(),
@@ -421,29 +438,25 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
             reason: "holds no usable snippet".into(),
         });
     }
-    eprintln!(
-        "codescope: probing on {} snippets from {name}",
+    crate::logging::notice(format_args!(
+        "probing on {} snippets from {name}",
         snippets.len()
-    );
-    let m = load_model(spec)?;
+    ));
+    let m = load_model(settings.model.as_deref())?;
     let tasks = if args.tasks.is_empty() {
         probe::Task::ALL.to_vec()
     } else {
         args.tasks.clone()
     };
     let run = probe::RunSpec {
-        model: &m,
-        snippets: &snippets,
-        corpus_name: name,
         tasks,
         kind: args.probe,
         split: args.split,
         pair_features: args.pair_features,
         seed: args.seed,
         max_pairs: args.max_pairs,
-        test_fraction: 0.2,
         layers: (!args.layers.is_empty()).then(|| args.layers.clone()),
-        cache_root: (!args.no_cache).then(source::cache_dir),
+        cache_root: (!args.no_cache).then(|| settings.cache_dir.clone()),
         train: probe::TrainOptions {
             kind: args.probe,
             dp_max_train: args.dp_max_train.max(1),
@@ -463,7 +476,7 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
                 rank: args.rank.max(1),
                 ..Default::default()
             }),
-        cancel: None,
+        ..probe::RunSpec::new(&m, &snippets, name)
     };
     let bar = indicatif::ProgressBar::with_draw_target(
         Some(snippets.len() as u64),
@@ -475,6 +488,26 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
         bar.set_style(style);
     }
     bar.set_message("tracing");
+    if let (Some(shard), Some(out)) = (args.shard, &args.out) {
+        bar.set_length(
+            snippets
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| shard.owns(*i))
+                .count() as u64,
+        );
+        let n = probe::shard::write_shard(&run, shard, out, &mut |p| {
+            if let probe::Progress::Traced { done, .. } = p {
+                bar.set_position(done as u64)
+            }
+        })?;
+        bar.finish_and_clear();
+        crate::logging::notice(format_args!(
+            "shard {shard}: features of {n} snippets written to {}; `codescope merge` joins the shards",
+            out.display()
+        ));
+        return Ok(());
+    }
     if let Some(dir) = &args.dump {
         let n = probe::dump(&run, dir, &mut |p| {
             if let probe::Progress::Traced { done, .. } = p {
@@ -482,14 +515,17 @@ fn probe_cmd(spec: Option<&str>, lang: Option<&str>, args: &ProbeArgs) -> Result
             }
         })?;
         bar.finish_and_clear();
-        eprintln!(
-            "codescope: wrote features and {n} tasks to {}",
+        crate::logging::notice(format_args!(
+            "wrote features and {n} tasks to {}",
             dir.display()
-        );
+        ));
         return Ok(());
     }
     let report = probe::run(&run, &mut |p| match p {
-        probe::Progress::Cached => bar.set_message("cached"),
+        probe::Progress::Cached => {
+            bar.set_message("cached");
+            bar.suspend(|| crate::logging::notice("features from the cache (no tracing needed)"));
+        }
         probe::Progress::Traced { done, .. } => bar.set_position(done as u64),
         probe::Progress::Fitted {
             done,

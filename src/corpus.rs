@@ -12,6 +12,11 @@
 //! Snippets come in a deterministic order (sorted paths, file order), so a run can be
 //! resumed by index. Unreadable files and non-UTF-8 files are skipped and counted, never
 //! fatal: a corpus is real-world data.
+//!
+//! Reads are bounded: a source file (in a directory or a zip) over
+//! [`crate::input::MAX_INPUT_BYTES`] and a JSONL line over [`MAX_LINE_BYTES`] are
+//! skipped after reading at most that much, so a zip bomb or an endless line costs
+//! bounded memory.
 
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
@@ -40,6 +45,58 @@ pub struct Corpus {
 /// a 512-token model and slow to analyse).
 pub const MAX_SNIPPET_BYTES: usize = 20_000;
 
+/// JSONL lines longer than this are skipped (CodeSearchNet's longest are ~1 MB).
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// At most `limit` bytes of `r` as UTF-8; `None` when longer, unreadable or not UTF-8.
+fn read_bounded(r: impl Read, limit: usize) -> Option<String> {
+    let mut buf = Vec::new();
+    r.take(limit as u64 + 1).read_to_end(&mut buf).ok()?;
+    if buf.len() > limit {
+        return None;
+    }
+    String::from_utf8(buf).ok()
+}
+
+/// The next line of `r` (without its newline) if it is at most `limit` bytes; longer
+/// lines are consumed and reported as `Some(Err(()))`. `None` at the end.
+fn next_line(r: &mut impl BufRead, limit: usize) -> Option<std::io::Result<Result<String, ()>>> {
+    let mut buf = Vec::new();
+    match r
+        .by_ref()
+        .take(limit as u64 + 1)
+        .read_until(b'\n', &mut buf)
+    {
+        Err(e) => return Some(Err(e)),
+        Ok(0) => return None,
+        Ok(_) => {}
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    } else if buf.len() > limit {
+        // Skip the rest of the over-long line without keeping it.
+        loop {
+            let chunk = match r.fill_buf() {
+                Ok(c) => c,
+                Err(e) => return Some(Err(e)),
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            r.consume(used);
+            if done {
+                break;
+            }
+        }
+        return Some(Ok(Err(())));
+    }
+    Some(Ok(String::from_utf8(buf).map_err(|_| ())))
+}
+
 /// Load a corpus from `path`. `lang` filters (and, for JSONL without a `language` field,
 /// sets) the language. `limit` stops after that many snippets.
 pub fn load(path: &Path, lang: Option<Language>, limit: Option<usize>) -> Result<Corpus> {
@@ -58,9 +115,9 @@ pub fn load(path: &Path, lang: Option<Language>, limit: Option<usize>) -> Result
             let Some(l) = Language::from_path(&f).filter(|l| lang.is_none_or(|x| x == *l)) else {
                 continue;
             };
-            match std::fs::read(&f)
+            match std::fs::File::open(&f)
                 .ok()
-                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|file| read_bounded(file, crate::input::MAX_INPUT_BYTES))
             {
                 Some(text) => push_functions(&mut c, &f.display().to_string(), &text, l, limit),
                 None => c.skipped += 1,
@@ -86,16 +143,13 @@ pub fn load(path: &Path, lang: Option<Language>, limit: Option<usize>) -> Result
             else {
                 continue;
             };
-            let mut text = String::new();
-            let ok = z
+            let text = z
                 .by_name(&n)
                 .ok()
-                .map(|mut e| e.read_to_string(&mut text).is_ok())
-                .unwrap_or(false);
-            if ok {
-                push_functions(&mut c, &format!("{name}!{n}"), &text, l, limit);
-            } else {
-                c.skipped += 1;
+                .and_then(|e| read_bounded(e, crate::input::MAX_INPUT_BYTES));
+            match text {
+                Some(text) => push_functions(&mut c, &format!("{name}!{n}"), &text, l, limit),
+                None => c.skipped += 1,
             }
         }
     } else if lower.ends_with(".jsonl")
@@ -103,21 +157,29 @@ pub fn load(path: &Path, lang: Option<Language>, limit: Option<usize>) -> Result
         || lower.ends_with(".json.gz")
     {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let reader: Box<dyn BufRead> = if lower.ends_with(".gz") {
+        let mut reader: Box<dyn BufRead> = if lower.ends_with(".gz") {
             Box::new(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(
                 file,
             )))
         } else {
             Box::new(std::io::BufReader::new(file))
         };
-        for (i, line) in reader.lines().enumerate() {
+        for i in 0.. {
             if c.snippets.len() >= limit {
                 break;
             }
+            let Some(line) = next_line(&mut reader, MAX_LINE_BYTES) else {
+                break;
+            };
             let line = line.map_err(|e| Error::Input {
                 name: name.clone(),
                 reason: format!("line {}: {e}", i + 1),
             })?;
+            let Ok(line) = line else {
+                // Over-long or not UTF-8.
+                c.skipped += 1;
+                continue;
+            };
             if line.trim().is_empty() {
                 continue;
             }
@@ -158,6 +220,12 @@ pub fn load(path: &Path, lang: Option<Language>, limit: Option<usize>) -> Result
             })?;
         let text = crate::input::read(&name)?.text;
         push_functions(&mut c, &name, &text, l, limit);
+    } else if path.exists() {
+        // `/dev/null`, a FIFO, a socket: nothing a corpus can be read from.
+        return Err(Error::Input {
+            name,
+            reason: "is not a regular file, a directory, a .zip or a .jsonl(.gz) corpus".into(),
+        });
     } else {
         return Err(Error::Input {
             name,

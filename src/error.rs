@@ -48,6 +48,13 @@ pub enum Error {
     #[error("input {name}: {reason}")]
     Input { name: String, reason: String },
 
+    /// The work was stopped on request (a newer request superseded it).
+    #[error("cancelled")]
+    Cancelled,
+    /// An environment setting (`CODESCOPE_*`) holds a value codescope cannot use.
+    #[error("setting {name}: {reason}")]
+    Setting { name: String, reason: String },
+
     /// Numeric failure inside the model code.
     #[error("model computation failed: {0}")]
     Compute(String),
@@ -67,11 +74,44 @@ pub enum Error {
 
 impl From<candle_core::Error> for Error {
     fn from(e: candle_core::Error) -> Self {
-        Error::Compute(e.to_string())
+        Error::Compute(candle_message(&e))
     }
 }
 
+impl From<crate::syntax::SyntaxError> for Error {
+    fn from(e: crate::syntax::SyntaxError) -> Self {
+        Error::Syntax(e.to_string())
+    }
+}
+
+/// A candle error as one line: the backtrace candle attaches when `RUST_BACKTRACE` is
+/// set (a hundred lines) is dropped, context is kept.
+pub fn candle_message(e: &candle_core::Error) -> String {
+    use candle_core::Error as E;
+    match e {
+        E::WithBacktrace { inner, .. } => candle_message(inner),
+        E::Context { inner, context } => format!("{context}: {}", candle_message(inner)),
+        other => one_line(&other.to_string()),
+    }
+}
+
+/// `text` on one line: line breaks (and the indentation after them) become `; `.
+pub fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 impl Error {
+    /// Whether this is a write to a closed stdout pipe (`codescope ... | head`): the
+    /// reader chose to stop, which is not a failure of codescope.
+    pub fn is_broken_stdout(&self) -> bool {
+        matches!(self, Error::Io { path, source }
+            if path.as_os_str() == "<stdout>" && source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
     /// Wrap an `io::Error` with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

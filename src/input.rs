@@ -3,6 +3,11 @@
 //! Inputs must be non-empty UTF-8 text under a size limit; binary files (NUL bytes) and
 //! other encodings are refused with a message that says what is wrong and where, rather
 //! than being decoded lossily behind the user's back.
+//!
+//! Every read is bounded: at most [`MAX_INPUT_BYTES`] + 1 bytes are read, whatever the
+//! file claims to be (`/dev/zero`, `/dev/urandom` and FIFOs report a size of 0), so an
+//! endless source costs one megabyte before it is refused. The command line and the
+//! explorer's open prompt both read through [`read`].
 
 use std::io::Read;
 use std::path::Path;
@@ -37,22 +42,31 @@ pub fn read(arg: &str) -> Result<Input> {
                 reason: "is a directory, expected a source file".into(),
             });
         }
-        if meta.len() > MAX_INPUT_BYTES as u64 {
-            return Err(too_large(arg, meta.len() as usize));
+        // A regular file's size is known: refuse before reading. Devices and FIFOs
+        // report 0 and are read up to the limit.
+        if meta.is_file() && meta.len() > MAX_INPUT_BYTES as u64 {
+            return Err(too_large(arg, Some(meta.len())));
         }
-        (
-            arg.to_string(),
-            std::fs::read(p).map_err(|e| Error::io(p, e))?,
-        )
+        let mut buf = Vec::new();
+        std::fs::File::open(p)
+            .and_then(|f| f.take(MAX_INPUT_BYTES as u64 + 1).read_to_end(&mut buf))
+            .map_err(|e| Error::io(p, e))?;
+        (arg.to_string(), buf)
     };
     from_bytes(name, bytes)
 }
 
-fn too_large(name: &str, size: usize) -> Error {
+/// The size error; `size` is `None` when only "more than the limit" is known (a stream
+/// read up to the limit).
+fn too_large(name: &str, size: Option<u64>) -> Error {
+    let size = match size {
+        Some(s) => format!("{s} bytes"),
+        None => "more than that".into(),
+    };
     Error::Input {
         name: name.into(),
         reason: format!(
-            "is {size} bytes, over the {MAX_INPUT_BYTES}-byte limit; pass a single function or class"
+            "is over the {MAX_INPUT_BYTES}-byte limit ({size}); pass a single function or class"
         ),
     }
 }
@@ -60,7 +74,8 @@ fn too_large(name: &str, size: usize) -> Error {
 /// Validate raw bytes as an input text.
 pub fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Input> {
     if bytes.len() > MAX_INPUT_BYTES {
-        return Err(too_large(&name, bytes.len()));
+        // Reads stop one byte past the limit, so the true size is unknown here.
+        return Err(too_large(&name, None));
     }
     if bytes.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(Error::Input {

@@ -1,11 +1,50 @@
 //! codescope: a terminal explorer for what code language models learn.
 //!
-//! Data flow for one snippet (see `shared/ARCHITECTURE.md`): source text →
-//! `model` (tokenizer + forward with capture → [`model::Trace`]) → views. The syntax
-//! layer, analyses and the TUI build on these plain-data types.
+//! # The map of the house
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`cli`] | the clap definitions: raw arguments, help text |
+//! | [`settings`] | raw arguments -> one validated [`settings::Settings`] (model spec, language, theme, cache directory); per-argument checks are clap value parsers in `cli` shared by the commands and the explorer's worker |
+//! | [`commands`] | the subcommands' bodies: glue from settings to the library and to stdout |
+//! | [`input`] | reading a snippet (file or stdin) within the input limits |
+//! | [`corpus`] | corpora for `reproduce` and probes: directories, zips, `.jsonl(.gz)`, the standard library; one snippet per function |
+//! | [`syntax`] | everything about code *structure*, no model: tree-sitter parsing into code tokens (category, role, depth), the gold graphs ([`syntax::Graph`]: AST motif, syntactic, syntactic-identifier, data flow), tree distances, subword alignment, paper mode |
+//! | [`model`] | everything about *models*, no tree-sitter: model sources (presets, local, hub, PyPI, GGUF), one file per architecture family, the host kernels, the LM head, [`model::Trace`] (subwords, attention, hidden states, surprisal) |
+//! | [`analysis`] | THE pipeline every front end calls ([`analysis::analyze`] / [`analysis::run`]): code-token attention, gold masks and head scores (P/R/F1/GED, sweeps), category attention, entropy, code-token surprisal, code-token hidden states; report forms (JSON/CSV/text) and `reproduce`'s corpus tables |
+//! | [`probe`] | probing hidden states: datasets and tasks, linear/MLP/structural/DirectProbe probes, control tasks, feature cache, the bundled corpus, a trained probe's label for one token |
+//! | [`tui`] | the explorer: a pure [`tui::app::App`] (`update(Msg) -> Vec<Effect>`; keys and mouse), the pure layout (panels, head-grid and heatmap geometry shared by drawing and clicks), widgets that only draw, the I/O thread (parse, file reads, path completion) and the model worker |
+//! | [`export`] | figures and data of the explorer's view (SVG, JSON) |
+//! | [`signals`] | signals for the headless commands: exit 128+n after removing registered temporary paths |
+//! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging, the error type |
+//!
+//! Boundaries: `syntax` uses nothing else of the crate; `model` only [`error`]; they meet
+//! in `analysis` through byte spans. No tensor leaves `model`: `analysis`, `probe` reports
+//! and `tui` see plain `Vec<f32>`-backed data. Nothing analytical lives in `tui`.
+//!
+//! # From `codescope analyze FILE` to its JSON
+//! `main` parses the [`cli::Cli`] and starts file logging -> [`commands::run`] builds the
+//! [`settings::Settings`] -> `analyze_cmd` reads FILE ([`input::read`]), resolves and
+//! loads the model ([`model::source::resolve`], [`model::LoadedModel::load`]) ->
+//! [`analysis::analyze`]: [`analysis::parse`] ([`syntax::parse`]: tokens and gold graphs)
+//! -> [`analysis::model_input`] (source text or the study's space-joined tokens) ->
+//! [`model::LoadedModel::trace`] (tokenizer + forward with attention capture) ->
+//! [`analysis::from_trace`] (subword alignment, code-token attention, gold masks, head
+//! scores, category matrices, entropy, surprisal) -> [`analysis::report::to_json`] ->
+//! stdout.
+//!
+//! # From a key press to a frame
+//! The input thread reads a crossterm event -> `Msg::Key` on the one channel -> the UI
+//! thread drains the channel -> [`tui::app::App::update`] changes state and returns
+//! effects; at its end `settle` keeps the cursor in view using the pure layout
+//! ([`tui::layout`]) -> the runtime carries out the effects (an edit: `Effect::Parse` to
+//! the I/O thread, whose `Msg::Parsed` leads to `Effect::Analyse` for the model worker,
+//! which runs [`analysis::run`] and answers `WorkerMsg::Analysed`) -> once the batch is
+//! applied, [`tui::widgets::draw`] renders `&App` into the frame.
 
 pub mod analysis;
 pub mod cli;
+pub mod color;
 pub mod commands;
 pub mod corpus;
 pub mod error;
@@ -14,6 +53,9 @@ pub mod input;
 pub mod logging;
 pub mod model;
 pub mod probe;
+pub mod rng;
+pub mod settings;
+pub mod signals;
 pub mod syntax;
 pub mod tui;
 

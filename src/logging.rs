@@ -28,3 +28,25 @@ pub fn init(path: Option<PathBuf>) {
         .with_writer(Mutex::new(file))
         .try_init();
 }
+
+/// Write `codescope: {msg}` as one line on stderr (notices and the final error of the
+/// command-line forms). A closed or broken stderr is ignored: `eprintln!` would panic.
+pub fn notice(msg: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "codescope: {msg}");
+}
+
+/// This process's peak resident memory in MiB (Linux `VmHWM`; `None` elsewhere). Logged
+/// when a command finishes, so memory bounds can be checked from the log.
+pub fn peak_rss_mib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024)
+}

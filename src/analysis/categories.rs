@@ -137,6 +137,14 @@ impl CategoryMatrix {
         self.share[q * self.k + k]
     }
 
+    /// The mean weight of cell `(q, k)` relative to uniform attention over `n` tokens
+    /// (`mean / (1/n)`): 1 where a query class attends to a key class's tokens as much as
+    /// an even spread would, so long snippets (where every mean is about `1/n`) stay
+    /// comparable with short ones.
+    pub fn ratio_to_uniform_at(&self, q: usize, k: usize, n: usize) -> Option<f64> {
+        self.mean_at(q, k).map(|m| m * n as f64)
+    }
+
     /// `{"q->k": mean}` with the given class names (JSON of `analyze`).
     pub fn named(&self, names: &[&str], share: bool) -> serde_json::Map<String, serde_json::Value> {
         let mut m = serde_json::Map::new();
@@ -185,6 +193,25 @@ mod tests {
             let (x, y) = (direct.share[i].unwrap(), derived.share[i].unwrap());
             assert!((x - y).abs() < 1e-6);
         }
+    }
+
+    #[test]
+    fn uniform_attention_is_ratio_one() {
+        // Every query spreads evenly over n = 4 tokens: each pair gets 1/4.
+        let n = 4;
+        let a = vec![0.25f32; n * n];
+        let m = CategoryMatrix::compute(&a, n, &[0, 1, 0, 1], 2);
+        for q in 0..2 {
+            for k in 0..2 {
+                let r = m.ratio_to_uniform_at(q, k, n).unwrap();
+                assert!((r - 1.0).abs() < 1e-9, "{q}->{k}: {r}");
+            }
+        }
+        // Twice uniform on one pair class.
+        let b = [0.5f32, 0.5, 0.0, 0.0].repeat(4);
+        let m = CategoryMatrix::compute(&b, n, &[0, 0, 1, 1], 2);
+        // id queries (2, 3) -> syn keys (0, 1): every weight 0.5 = 2/n.
+        assert!((m.ratio_to_uniform_at(1, 0, n).unwrap() - 2.0).abs() < 1e-9);
     }
 
     #[test]

@@ -1,27 +1,49 @@
-//! Analyses of one traced snippet: code-token attention, category attention, and head
-//! scores against the gold relation graphs (METHODS.md sections 1 and 3).
+//! THE analysis pipeline: every front end (the CLI's `analyze`, the explorer's worker,
+//! `reproduce`, the probes' features, comparisons) runs a snippet through here.
+//!
+//! `source text -> parse (syntax) -> model input for the mode -> trace (model) -> align
+//! subwords to code tokens -> code-token attention -> category attention, gold masks and
+//! head scores per graph, entropy, code-token surprisal, code-token hidden states`
+//! ([`analyze`] = [`parse`] + [`run`]; [`from_trace`] is everything after the forward).
+//! Where each number is computed:
+//! - code-token attention and hidden states: [`attention`] (METHODS.md 1);
+//! - gold masks, P/R/F1/GED per head, threshold sweeps: [`relations`] (METHODS.md 3);
+//! - category attention (2x2, 5x5): [`categories`];
+//! - attention entropy: [`entropy`];
+//! - code-token surprisal and perplexity: [`surprisal`] (METHODS.md 5);
+//! - code-token hidden states for probes: [`hidden`];
+//! - output forms (JSON, CSV, text): [`report`]; corpus tables: [`reproduce`].
 //!
 //! This is where `syntax` and `model` meet, through byte spans only. Nothing here holds a
-//! tensor: inputs are a [`Syntax`] and a [`Trace`], outputs plain data for the CLI, the
-//! exporters and the TUI.
+//! tensor: inputs are a [`Syntax`] and a [`Trace`], outputs plain data. The subword
+//! attention and hidden states of the trace are dropped once the code-token data is
+//! derived (nothing downstream reads them; they are the bulk of a trace's memory).
 
 pub mod attention;
 pub mod categories;
+pub mod entropy;
+pub mod hidden;
 pub mod relations;
 pub mod report;
 pub mod reproduce;
+pub mod surprisal;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::model::{ForwardOptions, LoadedModel, Trace};
+pub use crate::syntax::Graph;
 use crate::syntax::{self, align, Alignment, CodeToken, Language, SubwordSpan, Syntax};
 pub use attention::TokenAttention;
 pub use categories::CategoryMatrix;
+pub use hidden::SnippetHidden;
 pub use relations::{GoldMask, HeadScores, Score};
+pub use surprisal::TokenSurprisal;
 
 /// What text the model is fed (METHODS.md section 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
@@ -42,36 +64,28 @@ impl Mode {
     }
 }
 
-/// The gold graphs scored, in report order.
-pub const GRAPHS: [&str; 4] = ["ast_motif", "syntactic", "syntactic_identifier", "dfg"];
-
-/// Edges of one named gold graph over syntax-token indices.
-pub fn graph_edges(syn: &Syntax, name: &str) -> Vec<(usize, usize)> {
-    let g = &syn.graphs;
-    match name {
-        "ast_motif" => g.ast_motif.clone(),
-        "syntactic" => g.syntactic.clone(),
-        "syntactic_identifier" => g.syntactic_identifier.clone(),
-        "dfg" => g.dfg.iter().map(|&(i, j, _)| (i, j)).collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Everything `analyze` reports for one snippet.
+/// Everything the pipeline derives from one snippet.
 pub struct SnippetAnalysis {
     pub mode: Mode,
     pub threshold: f32,
-    pub syntax: Syntax,
+    pub syntax: Arc<Syntax>,
     /// The code tokens with spans in the text the model saw (= `syntax.tokens` in
     /// source mode, re-spanned into the space-joined text in paper mode).
     pub tokens: Vec<CodeToken>,
+    /// The trace without its subword attention and hidden states (dropped once the
+    /// code-token data below is derived): model, text, subwords, surprisal, truncation.
     pub trace: Trace,
     pub alignment: Alignment,
     pub token_attention: TokenAttention,
+    /// Per graph: the gold graph restricted to the analysed tokens.
+    pub golds: BTreeMap<Graph, GoldMask>,
+    /// `n x n` mask over analysed positions: an AST motif or data-flow edge `i -> j`
+    /// (the explorer's gold overlay).
+    pub gold_any: Vec<bool>,
     /// Per graph: scores of every head at `threshold`.
-    pub relations: BTreeMap<&'static str, HeadScores>,
+    pub relations: BTreeMap<Graph, HeadScores>,
     /// Per graph: scores at every threshold of [`relations::threshold_grid`].
-    pub sweep: Option<BTreeMap<&'static str, Vec<HeadScores>>>,
+    pub sweep: Option<BTreeMap<Graph, Vec<HeadScores>>>,
     /// `[layer][head]` coarse (2x2) and fine (5x5) category matrices.
     pub coarse: Vec<Vec<CategoryMatrix>>,
     pub fine: Vec<Vec<CategoryMatrix>>,
@@ -81,6 +95,43 @@ pub struct SnippetAnalysis {
     /// Over all layers and heads.
     pub coarse_all: CategoryMatrix,
     pub fine_all: CategoryMatrix,
+    /// `[layer][head]` mean row entropy (bits) of the code-token attention, each row
+    /// normalised to the mass that stays on code tokens.
+    pub entropy: Vec<Vec<f64>>,
+    /// Syntax token index → analysed position (row/column of the matrices).
+    pub pos: Vec<Option<usize>>,
+    /// Per-code-token surprisal (causal models traced with the LM head).
+    pub surprisal: Option<TokenSurprisal>,
+    /// Code-token hidden states at every layer (when traced with hidden states).
+    pub features: Option<SnippetHidden>,
+    /// Wall time of the pipeline (the parse when it parsed, forward, analyses).
+    pub elapsed: Duration,
+}
+
+impl SnippetAnalysis {
+    /// Head scores of every gold graph at threshold `t` (no forward pass).
+    pub fn scores_at(&self, t: f32) -> BTreeMap<Graph, HeadScores> {
+        self.golds
+            .iter()
+            .map(|(g, m)| (*g, HeadScores::compute(&self.token_attention, m, t)))
+            .collect()
+    }
+
+    pub fn layers(&self) -> usize {
+        self.token_attention.layers
+    }
+    pub fn heads(&self) -> usize {
+        self.token_attention.heads
+    }
+    /// Number of analysed tokens (matrix size).
+    pub fn n(&self) -> usize {
+        self.token_attention.n()
+    }
+    /// Whether the analysed position `k` is an identifier.
+    pub fn is_ident(&self, k: usize) -> bool {
+        let t = self.token_attention.tokens[k];
+        self.tokens[t].coarse == syntax::Coarse::Identifier
+    }
 }
 
 /// Options of [`analyze`].
@@ -101,6 +152,24 @@ impl Default for Options {
     }
 }
 
+/// What the pipeline computes beyond the attention analyses, and how to stop it.
+#[derive(Clone, Copy, Default)]
+pub struct RunOptions<'a> {
+    /// Causal models: run the LM head (code-token surprisal, next-token predictions).
+    pub lm: bool,
+    /// Keep code-token hidden states ([`SnippetAnalysis::features`]).
+    pub hidden: bool,
+    /// Called before each layer of the forward pass (and, with the layer count, before
+    /// the LM head); `true` stops it with [`Error::Cancelled`] (the explorer's
+    /// latest-wins worker, which also reports progress from it).
+    pub cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
+}
+
+/// Parse a snippet; the syntax layer's refusals become [`Error::Syntax`].
+pub fn parse(source: &str, lang: Language) -> Result<Syntax> {
+    Ok(syntax::parse(source, lang)?)
+}
+
 /// Parse, trace and analyse one snippet.
 pub fn analyze(
     model: &LoadedModel,
@@ -108,21 +177,34 @@ pub fn analyze(
     lang: Language,
     opts: &Options,
 ) -> Result<SnippetAnalysis> {
-    analyze_with(model, source, lang, opts, &ForwardOptions::default())
+    let start = Instant::now();
+    let syn = Arc::new(parse(source, lang)?);
+    let mut a = run(model, syn, opts, &RunOptions::default())?;
+    a.elapsed = start.elapsed();
+    Ok(a)
 }
 
-/// [`analyze`] with forward-pass options (the TUI's worker passes a cancel hook).
-pub fn analyze_with(
+/// Trace and analyse a parsed snippet.
+pub fn run(
     model: &LoadedModel,
-    source: &str,
-    lang: Language,
+    syn: Arc<Syntax>,
     opts: &Options,
-    forward: &ForwardOptions,
+    ro: &RunOptions,
 ) -> Result<SnippetAnalysis> {
-    let syn = syntax::parse(source, lang).map_err(|e| Error::Syntax(e.to_string()))?;
+    let start = Instant::now();
     let (text, tokens) = model_input(&syn, opts.mode)?;
-    let trace = model.trace(&text, forward)?;
-    Ok(analyze_trace(syn, tokens, trace, opts))
+    let fwd = ForwardOptions {
+        hidden: ro.hidden,
+        cancel: ro.cancel,
+    };
+    let trace = if ro.lm && model.info.causal {
+        model.trace_lm(&text, &fwd)?
+    } else {
+        model.trace(&text, &fwd)?
+    };
+    let mut a = from_trace(syn, tokens, trace, opts);
+    a.elapsed = start.elapsed();
+    Ok(a)
 }
 
 /// The text fed to the model in `mode`, and the code tokens with spans in that text.
@@ -158,19 +240,26 @@ pub fn align_trace(trace: &Trace, tokens: &[CodeToken]) -> Alignment {
 }
 
 /// The analyses after the forward pass (the part the 20 ms budget is about).
-pub fn analyze_trace(
-    syn: Syntax,
+pub fn from_trace(
+    syn: Arc<Syntax>,
     tokens: Vec<CodeToken>,
-    trace: Trace,
+    mut trace: Trace,
     opts: &Options,
 ) -> SnippetAnalysis {
+    let start = Instant::now();
     let alignment = align_trace(&trace, &tokens);
     let ta = attention::aggregate(&trace.attention, &alignment);
     let n_all = tokens.len();
-    let golds: Vec<(&'static str, GoldMask)> = GRAPHS
+    let golds: BTreeMap<Graph, GoldMask> = Graph::ALL
         .iter()
-        .map(|&g| (g, GoldMask::new(graph_edges(&syn, g), &ta.tokens, n_all)))
+        .map(|&g| (g, GoldMask::new(syn.graphs.edges(g), &ta.tokens, n_all)))
         .collect();
+    let mut gold_any = vec![false; ta.n() * ta.n()];
+    for g in [Graph::AstMotif, Graph::Dfg] {
+        for (o, &b) in gold_any.iter_mut().zip(&golds[&g].mask) {
+            *o |= b;
+        }
+    }
     let relations = golds
         .iter()
         .map(|(g, m)| (*g, HeadScores::compute(&ta, m, opts.threshold)))
@@ -205,6 +294,27 @@ pub fn analyze_trace(
         .collect();
     let coarse_layer = coarse_of(&fine_layer);
     let fine_all = CategoryMatrix::compute(&ta.overall_mean(), n, &fine_cls, 5);
+    let entropy = (0..ta.layers)
+        .map(|l| {
+            (0..ta.heads)
+                .map(|h| entropy::mean_entropy(ta.head(l, h), n))
+                .collect()
+        })
+        .collect();
+    let mut pos = vec![None; n_all];
+    for (k, &t) in ta.tokens.iter().enumerate() {
+        if t < n_all {
+            pos[t] = Some(k);
+        }
+    }
+    let surprisal = TokenSurprisal::new(&trace, &alignment);
+    let features = trace
+        .hidden
+        .as_ref()
+        .map(|h| hidden::aligned_hidden(h, &alignment));
+    // Everything downstream reads the code-token data: free the subword tensors.
+    trace.attention.layers = Vec::new();
+    trace.hidden = None;
     SnippetAnalysis {
         mode: opts.mode,
         threshold: opts.threshold,
@@ -219,7 +329,14 @@ pub fn analyze_trace(
         trace,
         alignment,
         token_attention: ta,
+        golds,
+        gold_any,
         relations,
         sweep,
+        entropy,
+        pos,
+        surprisal,
+        features,
+        elapsed: start.elapsed(),
     }
 }

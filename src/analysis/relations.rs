@@ -11,9 +11,16 @@ use serde::Serialize;
 
 use super::attention::TokenAttention;
 
+/// Step of the study's threshold grid (METHODS.md 3).
+pub const THRESHOLD_STEP: f32 = 0.05;
+/// Number of steps to the grid's top: `THRESHOLD_STEPS * THRESHOLD_STEP` = 0.40.
+pub const THRESHOLD_STEPS: u8 = 8;
+
 /// The threshold grid of the study: 0, 0.05, ..., 0.40.
 pub fn threshold_grid() -> Vec<f32> {
-    (0..=8).map(|i| i as f32 * 0.05).collect()
+    (0..=THRESHOLD_STEPS)
+        .map(|i| i as f32 * THRESHOLD_STEP)
+        .collect()
 }
 
 /// Scores of one predicted graph against one gold graph.
@@ -116,7 +123,7 @@ impl GoldMask {
 }
 
 /// Scores of every layer and head against one gold graph at one threshold.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct HeadScores {
     pub edges: usize,
     pub threshold: f32,

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::categories::{CategoryMatrix, COARSE, FINE};
 use super::relations::HeadScores;
-use super::{SnippetAnalysis, GRAPHS};
+use super::{Graph, SnippetAnalysis};
 
 fn matrix_json(rows: &[Vec<CategoryMatrix>], names: &[&str], share: bool) -> Value {
     Value::Array(
@@ -56,8 +56,8 @@ fn scores_json(hs: &HeadScores) -> Value {
 /// The `analyze --json` document.
 pub fn to_json(a: &SnippetAnalysis) -> Value {
     let mut relations = Map::new();
-    for g in GRAPHS {
-        relations.insert(g.into(), scores_json(&a.relations[g]));
+    for g in Graph::ALL {
+        relations.insert(g.name().into(), scores_json(&a.relations[&g]));
     }
     let mut doc = json!({
         "model": a.trace.model,
@@ -83,10 +83,10 @@ pub fn to_json(a: &SnippetAnalysis) -> Value {
     });
     if let Some(sw) = &a.sweep {
         let mut m = Map::new();
-        for g in GRAPHS {
+        for g in Graph::ALL {
             m.insert(
-                g.into(),
-                Value::Array(sw[g].iter().map(scores_json).collect()),
+                g.name().into(),
+                Value::Array(sw[&g].iter().map(scores_json).collect()),
             );
         }
         doc["sweep"] = Value::Object(m);
@@ -124,10 +124,10 @@ pub fn to_csv(a: &SnippetAnalysis) -> String {
             }
         }
     };
-    for g in GRAPHS {
+    for g in Graph::ALL {
         match &a.sweep {
-            Some(sw) => sw[g].iter().for_each(|hs| rel(hs, g, &mut out)),
-            None => rel(&a.relations[g], g, &mut out),
+            Some(sw) => sw[&g].iter().for_each(|hs| rel(hs, g.name(), &mut out)),
+            None => rel(&a.relations[&g], g.name(), &mut out),
         }
     }
     let cats = |table: &str,
@@ -211,8 +211,8 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
         "threshold {:.2}  (P = [A > t], diagonal included)",
         a.threshold
     );
-    for g in GRAPHS {
-        let hs = &a.relations[g];
+    for g in Graph::ALL {
+        let hs = &a.relations[&g];
         let _ = writeln!(s, "\n{g} ({} gold edges): best head per layer", hs.edges);
         let _ = writeln!(s, "  layer  head  precision  recall     f1   GED/node");
         for (l, (h, sc)) in hs.best_per_layer().into_iter().enumerate() {

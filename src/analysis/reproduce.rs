@@ -9,6 +9,12 @@
 //! Resumable: the running sums and the index of the next snippet are checkpointed to
 //! `OUT/state.json` (written to a temporary file, then renamed) every few snippets; a
 //! new run with the same model, corpus and mode continues from there.
+//!
+//! Sharded (`--shard K/N`): shard K of N scores the snippets whose index `i` has
+//! `i % N == K - 1`, and [`merge`] adds the shards' sums into the aggregate one process
+//! would have produced. The sums are exact (fixed point, [`FIXED_ONE`] units per 1.0, in
+//! `i128`), so addition is associative and the merged tables are byte-identical to a
+//! single run's, whatever the order snippets were scored in.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -16,14 +22,56 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::relations::{threshold_grid, GoldMask, HeadScores};
-use super::{analyze_trace, graph_edges, model_input, Mode, Options, GRAPHS};
+use super::relations::{threshold_grid, HeadScores};
+use super::{Graph, Mode, Options};
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
-use crate::model::{ForwardOptions, LoadedModel};
-use crate::syntax;
+use crate::model::LoadedModel;
 
 const METRICS: [&str; 4] = ["precision", "recall", "f1", "ged_per_node"];
+
+/// Fixed-point unit of the running sums: a score `v` is added as `round(v * 2^52)`. Every
+/// score is at most a few hundred (GED per node), so a million snippets stay far inside
+/// `i128`; the rounding (below 1e-16 of a score) is invisible at the 6 printed decimals.
+pub const FIXED_ONE: f64 = (1u64 << 52) as f64;
+
+/// One of `count` shards of a corpus (1-based `index`): the snippets `i` with
+/// `i % count == index - 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// Whether snippet `i` of the corpus belongs to this shard.
+    pub fn owns(self, i: usize) -> bool {
+        i % self.count == self.index - 1
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    /// `K/N` with `1 <= K <= N`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let bad = || format!("'{s}' is not a shard K/N with 1 <= K <= N");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (usize, usize) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
 
 /// Running sums over snippets; the on-disk checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,7 +82,12 @@ pub struct Aggregate {
     pub layers: usize,
     pub heads: usize,
     pub grid: Vec<f32>,
-    /// Index of the next snippet to process.
+    /// Snippets in the whole corpus.
+    pub total: usize,
+    /// The shard this run covers (`None`: the whole corpus).
+    pub shard: Option<Shard>,
+    /// Position of the next snippet to process among the run's own snippets (all of
+    /// them, or the shard's).
     pub next: usize,
     /// Snippets scored.
     pub scored: usize,
@@ -42,27 +95,29 @@ pub struct Aggregate {
     pub failed: usize,
     /// Per graph: snippets whose gold graph had no edge (in the analysed window).
     pub empty_gold: Vec<usize>,
-    /// `[graph][threshold][layer][head][metric]`, flattened.
-    pub sums: Vec<f64>,
+    /// `[graph][threshold][layer][head][metric]`, flattened; fixed point ([`FIXED_ONE`]).
+    pub sums: Vec<i128>,
     /// Seconds spent so far (across resumed runs).
     pub seconds: f64,
 }
 
 impl Aggregate {
-    fn new(model: String, corpus: String, mode: Mode, layers: usize, heads: usize) -> Self {
+    fn new(r: &Run, layers: usize, heads: usize) -> Self {
         let grid = threshold_grid();
         Aggregate {
-            model,
-            corpus,
-            mode: mode.name().into(),
+            model: r.model.info.source.clone(),
+            corpus: r.corpus_name.clone(),
+            mode: r.mode.name().into(),
             layers,
             heads,
-            sums: vec![0.0; GRAPHS.len() * grid.len() * layers * heads * METRICS.len()],
+            sums: vec![0; Graph::ALL.len() * grid.len() * layers * heads * METRICS.len()],
             grid,
+            total: r.snippets.len(),
+            shard: r.shard,
             next: 0,
             scored: 0,
             failed: 0,
-            empty_gold: vec![0; GRAPHS.len()],
+            empty_gold: vec![0; Graph::ALL.len()],
             seconds: 0.0,
         }
     }
@@ -76,7 +131,37 @@ impl Aggregate {
         if self.scored == 0 {
             return 0.0;
         }
-        self.sums[self.idx(g, t, l, h, m)] / self.scored as f64
+        self.sums[self.idx(g, t, l, h, m)] as f64 / FIXED_ONE / self.scored as f64
+    }
+
+    /// Whether `other` is a checkpoint of the same run (model, corpus, mode, shape, grid,
+    /// graphs, corpus size).
+    fn same_run(&self, other: &Aggregate) -> bool {
+        (
+            self.model.as_str(),
+            self.corpus.as_str(),
+            self.mode.as_str(),
+            self.layers,
+            self.heads,
+            self.total,
+        ) == (
+            other.model.as_str(),
+            other.corpus.as_str(),
+            other.mode.as_str(),
+            other.layers,
+            other.heads,
+            other.total,
+        ) && self.grid == other.grid
+            && self.empty_gold.len() == other.empty_gold.len()
+            && self.sums.len() == other.sums.len()
+    }
+
+    /// How many snippets this run covers (the shard's share of the corpus, or all).
+    pub fn size(&self) -> usize {
+        match self.shard {
+            None => self.total,
+            Some(sh) => (0..self.total).filter(|&i| sh.owns(i)).count(),
+        }
     }
 
     fn add(&mut self, g: usize, t: usize, hs: &HeadScores) {
@@ -87,7 +172,7 @@ impl Aggregate {
                     .enumerate()
                 {
                     let i = self.idx(g, t, l, h, m);
-                    self.sums[i] += v;
+                    self.sums[i] += (v * FIXED_ONE).round() as i128;
                 }
             }
         }
@@ -120,6 +205,8 @@ pub struct Run<'a> {
     pub threshold: f32,
     /// Snippets analysed concurrently (each forward single-threaded).
     pub workers: usize,
+    /// Score only this shard of the corpus.
+    pub shard: Option<Shard>,
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
@@ -133,51 +220,39 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     std::fs::create_dir_all(&r.out).map_err(|e| Error::io(&r.out, e))?;
     let state_path = r.out.join("state.json");
     let info = &r.model.info;
-    let fresh = Aggregate::new(
-        info.source.clone(),
-        r.corpus_name.clone(),
-        r.mode,
-        info.layers,
-        info.heads,
-    );
+    let fresh = Aggregate::new(r, info.layers, info.heads);
     let mut agg = match std::fs::read_to_string(&state_path) {
         Ok(text) => {
             let a: Aggregate = serde_json::from_str(&text).map_err(|e| Error::Input {
                 name: state_path.display().to_string(),
                 reason: format!("unreadable checkpoint ({e}); delete it to start over"),
             })?;
-            if (
-                a.model.as_str(),
-                a.corpus.as_str(),
-                a.mode.as_str(),
-                a.layers,
-                a.heads,
-            ) != (
-                fresh.model.as_str(),
-                fresh.corpus.as_str(),
-                fresh.mode.as_str(),
-                fresh.layers,
-                fresh.heads,
-            ) || a.grid != fresh.grid
-            {
+            if !a.same_run(&fresh) || a.shard != fresh.shard {
                 return Err(Error::Input {
                     name: r.out.display().to_string(),
                     reason: format!(
-                        "holds a run of {} on {} ({} mode); use another --out or delete it",
-                        a.model, a.corpus, a.mode
+                        "holds a run of {} on {} ({} mode{}); use another --out or delete it",
+                        a.model,
+                        a.corpus,
+                        a.mode,
+                        a.shard.map(|s| format!(", shard {s}")).unwrap_or_default()
                     ),
                 });
             }
-            eprintln!(
-                "codescope: resuming at snippet {} of {}",
+            crate::logging::notice(format_args!(
+                "resuming at snippet {} of {}",
                 a.next + 1,
-                r.snippets.len()
-            );
+                a.size()
+            ));
             a
         }
         Err(_) => fresh,
     };
-    let bar = indicatif::ProgressBar::new(r.snippets.len() as u64);
+    // The run's own snippets: the corpus, or the shard's share of it.
+    let own: Vec<usize> = (0..r.snippets.len())
+        .filter(|&i| r.shard.is_none_or(|sh| sh.owns(i)))
+        .collect();
+    let bar = indicatif::ProgressBar::new(own.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
             "{bar:40} {pos}/{len} snippets {per_sec} eta {eta} {msg}",
@@ -192,21 +267,20 @@ pub fn run(r: &Run) -> Result<Aggregate> {
         threshold: r.threshold,
         sweep: false,
     };
-    let grid = agg.grid.clone();
     // Snippets run concurrently, one per worker, each forward on a one-thread rayon
     // pool: on this kind of machine two single-threaded forwards finish more snippets
     // per second than one forward split over two threads. Results are applied in
     // snippet order, so the checkpoint's `next` stays exact.
     let workers = r.workers.max(1);
     let first = agg.next;
-    let total = r.snippets.len();
+    let total = own.len();
     let cursor = std::sync::atomic::AtomicUsize::new(first);
     let (tx, rx) = std::sync::mpsc::channel();
     let mut result: Result<()> = Ok(());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let (cursor, grid, opts) = (&cursor, &grid, &opts);
+            let (cursor, opts, own) = (&cursor, &opts, &own);
             scope.spawn(move || {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().ok();
                 loop {
@@ -214,7 +288,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                     if i >= total {
                         break;
                     }
-                    let run = || score_snippet(r.model, &r.snippets[i], opts, grid);
+                    let run = || score_snippet(r.model, &r.snippets[own[i]], opts);
                     let out = match &pool {
                         Some(p) => p.install(run),
                         None => run(),
@@ -230,7 +304,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
         for (i, out) in rx {
             pending.insert(i, out);
             while let Some(out) = pending.remove(&agg.next) {
-                let s = &r.snippets[agg.next];
+                let s = &r.snippets[own[agg.next]];
                 match out {
                     Ok(per_graph) => {
                         for (g, (empty, sweeps)) in per_graph.into_iter().enumerate() {
@@ -271,48 +345,130 @@ pub fn run(r: &Run) -> Result<Aggregate> {
         &state_path,
         &serde_json::to_string(&agg).unwrap_or_default(),
     )?;
-    write_tables(&agg, &r.out, r.snippets.len())?;
+    write_tables(&agg, &r.out)?;
     Ok(agg)
 }
 
-/// Per graph: whether the gold graph was empty, and the sweep over the grid.
+/// Add up the checkpoints of the N shards of one run into the aggregate a single run
+/// over the whole corpus would have produced (every shard complete, each index once).
+pub fn merge(shards: &[(PathBuf, Aggregate)]) -> Result<Aggregate> {
+    let err = |name: &Path, reason: String| Error::Input {
+        name: name.display().to_string(),
+        reason,
+    };
+    let Some((first_path, first)) = shards.first() else {
+        return Err(Error::Input {
+            name: "merge".into(),
+            reason: "no shard directories given".into(),
+        });
+    };
+    let Some(n) = first.shard.map(|s| s.count) else {
+        return Err(err(first_path, "holds a whole run, not a shard".into()));
+    };
+    let mut seen = vec![false; n];
+    let mut out = first.clone();
+    out.shard = None;
+    out.sums.iter_mut().for_each(|x| *x = 0);
+    out.empty_gold.iter_mut().for_each(|x| *x = 0);
+    (out.scored, out.failed, out.next, out.seconds) = (0, 0, 0, 0.0);
+    for (path, a) in shards {
+        if !a.same_run(first) {
+            return Err(err(
+                path,
+                format!(
+                    "is a run of {} on {} ({} mode), not of {} on {} ({} mode)",
+                    a.model, a.corpus, a.mode, first.model, first.corpus, first.mode
+                ),
+            ));
+        }
+        let Some(sh) = a.shard.filter(|s| s.count == n) else {
+            return Err(err(path, format!("is not one of {n} shards")));
+        };
+        if std::mem::replace(&mut seen[sh.index - 1], true) {
+            return Err(err(path, format!("repeats shard {sh}")));
+        }
+        if a.next < a.size() {
+            return Err(err(
+                path,
+                format!(
+                    "shard {sh} is unfinished ({} of {} snippets); resume it first",
+                    a.next,
+                    a.size()
+                ),
+            ));
+        }
+        for (o, x) in out.sums.iter_mut().zip(&a.sums) {
+            *o += x;
+        }
+        for (o, x) in out.empty_gold.iter_mut().zip(&a.empty_gold) {
+            *o += x;
+        }
+        out.scored += a.scored;
+        out.failed += a.failed;
+        out.seconds += a.seconds;
+    }
+    if let Some(k) = seen.iter().position(|s| !s) {
+        return Err(Error::Input {
+            name: "merge".into(),
+            reason: format!("shard {}/{n} is missing", k + 1),
+        });
+    }
+    out.next = out.total;
+    Ok(out)
+}
+
+/// Read the checkpoint `DIR/state.json` of a run or shard.
+pub fn load_state(dir: &Path) -> Result<Aggregate> {
+    let path = dir.join("state.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::Input {
+        name: path.display().to_string(),
+        reason: format!("not a codescope reproduce checkpoint ({e})"),
+    })
+}
+
+/// Write a merged aggregate's checkpoint and tables into `out`.
+pub fn write_merged(agg: &Aggregate, out: &Path) -> Result<()> {
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    write_atomic(
+        &out.join("state.json"),
+        &serde_json::to_string(agg).unwrap_or_default(),
+    )?;
+    write_tables(agg, out)
+}
+
+/// Per graph (in [`Graph::ALL`] order): whether the gold graph was empty, and the
+/// scores at every threshold of the grid.
 fn score_snippet(
     model: &LoadedModel,
     s: &Snippet,
     opts: &Options,
-    grid: &[f32],
 ) -> Result<Vec<(bool, Vec<HeadScores>)>> {
-    let syn = syntax::parse(&s.code, s.language).map_err(|e| Error::Syntax(e.to_string()))?;
-    let (text, tokens) = model_input(&syn, opts.mode)?;
-    let trace = model.trace(&text, &ForwardOptions::default())?;
-    let a = analyze_trace(
-        syn,
-        tokens,
-        trace,
+    let mut a = super::analyze(
+        model,
+        &s.code,
+        s.language,
         &Options {
-            sweep: false,
+            sweep: true,
             ..*opts
         },
-    );
-    let n_all = a.tokens.len();
-    Ok(GRAPHS
+    )?;
+    let mut sweep = a.sweep.take().unwrap_or_default();
+    Ok(Graph::ALL
         .iter()
-        .map(|g| {
-            let gold = GoldMask::new(graph_edges(&a.syntax, g), &a.token_attention.tokens, n_all);
-            (
-                gold.edges == 0,
-                HeadScores::sweep(&a.token_attention, &gold, grid),
-            )
-        })
+        .map(|g| (a.golds[g].edges == 0, sweep.remove(g).unwrap_or_default()))
         .collect())
 }
 
-fn write_tables(agg: &Aggregate, out: &Path, total: usize) -> Result<()> {
+/// The tables of an aggregate: `scores.csv`, `best_heads.csv`, `summary.json` (no
+/// timings: they are functions of the sums, so a merge of shards writes the same bytes as
+/// one run; the run's seconds stay in `state.json`).
+fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
     let mut scores = String::from("graph,threshold,layer,head,precision,recall,f1,ged_per_node\n");
     let mut best =
         String::from("graph,threshold,layer,best_head,precision,recall,f1,ged_per_node\n");
     let mut summary_graphs = serde_json::Map::new();
-    for (g, name) in GRAPHS.iter().enumerate() {
+    for (g, name) in Graph::ALL.iter().map(|g| g.name()).enumerate() {
         let mut per_t = Vec::new();
         for (t, thr) in agg.grid.iter().enumerate() {
             for l in 0..agg.layers {
@@ -357,9 +513,7 @@ fn write_tables(agg: &Aggregate, out: &Path, total: usize) -> Result<()> {
     }
     let summary = serde_json::json!({
         "model": agg.model, "corpus": agg.corpus, "mode": agg.mode,
-        "snippets": total, "scored": agg.scored, "failed": agg.failed,
-        "seconds": agg.seconds,
-        "snippets_per_second": if agg.seconds > 0.0 { (agg.scored + agg.failed) as f64 / agg.seconds } else { 0.0 },
+        "snippets": agg.total, "scored": agg.scored, "failed": agg.failed,
         "metrics": "macro-average over snippets of P = |P∧G|/|P|, R = |P∧G|/|G|, F1, GED = |P xor G|/n; P = [A > t], diagonal included",
         "graphs": summary_graphs,
     });
@@ -394,7 +548,7 @@ pub fn table(agg: &Aggregate, thr: f32) -> String {
         (agg.scored + agg.failed) as f64 / agg.seconds.max(1e-9),
         agg.grid[t]
     );
-    for (g, name) in GRAPHS.iter().enumerate() {
+    for (g, name) in Graph::ALL.iter().map(|g| g.name()).enumerate() {
         let bl = agg.best_per_layer(g, t);
         let (best_l, _) = bl
             .iter()

@@ -7,6 +7,7 @@
 //! token's expected next tokens under the code. Plain SVG 1.1: rects and monospace
 //! text, printable on white.
 
+use crate::color::{hex, ramp};
 use std::fmt::Write as _;
 
 use super::View;
@@ -28,47 +29,32 @@ pub fn category_color(cat: &str) -> &'static str {
     }
 }
 
-/// Linear interpolation along five colour stops for `t` in `[0, 1]` (non-finite → 0).
-fn ramp(stops: &[(f32, f32, f32); 5], t: f32) -> String {
-    let t = if t.is_finite() {
-        t.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let x = t * 4.0;
-    let i = (x.floor() as usize).min(3);
-    let f = x - i as f32;
-    let (a, b) = (stops[i], stops[i + 1]);
-    let c = |p: f32, q: f32| (p + (q - p) * f).round() as u8;
-    format!("#{:02x}{:02x}{:02x}", c(a.0, b.0), c(a.1, b.1), c(a.2, b.2))
-}
-
 /// White → navy ramp for `t` in `[0, 1]`.
 pub fn heat(t: f32) -> String {
-    ramp(
+    hex(ramp(
         &[
-            (255.0, 255.0, 255.0),
-            (198.0, 219.0, 239.0),
-            (107.0, 174.0, 214.0),
-            (33.0, 113.0, 181.0),
-            (8.0, 48.0, 107.0),
+            (255, 255, 255),
+            (198, 219, 239),
+            (107, 174, 214),
+            (33, 113, 181),
+            (8, 48, 107),
         ],
         t,
-    )
+    ))
 }
 
 /// White → yellow → red ramp for surprisal `t` in `[0, 1]`.
 pub fn surprisal_color(t: f32) -> String {
-    ramp(
+    hex(ramp(
         &[
-            (255.0, 255.0, 255.0),
-            (254.0, 224.0, 144.0),
-            (253.0, 174.0, 97.0),
-            (244.0, 109.0, 67.0),
-            (190.0, 30.0, 45.0),
+            (255, 255, 255),
+            (254, 224, 144),
+            (253, 174, 97),
+            (244, 109, 67),
+            (190, 30, 45),
         ],
         t,
-    )
+    ))
 }
 
 fn esc(s: &str) -> String {

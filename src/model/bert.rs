@@ -59,6 +59,11 @@ fn default_eps() -> f64 {
 }
 
 impl BertConfig {
+    /// Refuse values that cannot give a working model (as a one-line reason).
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("layer_norm_eps", self.layer_norm_eps)
+    }
+
     /// Number of tokens (special ones included) the model can take.
     pub fn window(&self, flavor: Flavor) -> usize {
         match flavor {
@@ -273,7 +278,7 @@ impl Backbone for Bert {
         }
         for (li, layer) in self.layers.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let qkv = x.matmul(&layer.qkv_w)?.broadcast_add(&layer.qkv_b)?;
             let qkv = qkv.flatten_all()?.to_vec1::<f32>()?;
@@ -289,6 +294,7 @@ impl Backbone for Bert {
             x = layer
                 .out_norm
                 .forward(&(layer.out.forward(&inter)? + &a)?)?;
+            super::check_layer(&x, li)?;
             if opts.hidden {
                 capture.push_hidden(&x)?;
             }

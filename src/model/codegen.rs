@@ -69,6 +69,7 @@ impl CodeGenConfig {
 
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("layer_norm_epsilon", self.layer_norm_epsilon)?;
         Gelu::parse(&self.activation_function)?;
         if self.n_head == 0 || self.n_embd % self.n_head != 0 {
             return Err(format!(
@@ -148,9 +149,11 @@ impl CodeGen {
         let inner = cfg.n_inner.unwrap_or(4 * h);
         let rot = cfg.rotary();
         // HF `create_sinusoidal_positions`: `1 / 10000 ** (arange(0, dim, 2) / dim)` in f32.
-        let inv_freq: Vec<f32> = (0..rot / 2)
-            .map(|i| 1.0f32 / 10_000f32.powf((2 * i) as f32 / rot as f32))
-            .collect();
+        let inv_freq = super::rope::Rope {
+            theta: 10_000.0,
+            factor: 1.0,
+        }
+        .inv_freq(rot);
         let rows = qkv_rows(h);
         let device = vb.device().clone();
         let wte = candle_nn::embedding(cfg.vocab_size, h, t.pp("wte"))?;
@@ -194,21 +197,6 @@ impl CodeGen {
         })
     }
 
-    /// `(cos, sin)` tables `[n][rotary_dim / 2]` as HF builds them (f32 products, trig).
-    fn rope_tables(&self, n: usize) -> (Vec<f32>, Vec<f32>) {
-        let half = self.inv_freq.len();
-        let mut cos = vec![0.0f32; n * half];
-        let mut sin = vec![0.0f32; n * half];
-        for p in 0..n {
-            for (i, f) in self.inv_freq.iter().enumerate() {
-                let a = p as f32 * f;
-                cos[p * half + i] = a.cos();
-                sin[p * half + i] = a.sin();
-            }
-        }
-        (cos, sin)
-    }
-
     fn run(
         &self,
         ids: &[u32],
@@ -221,7 +209,7 @@ impl CodeGen {
         let d = self.cfg.head_dim();
         let half = self.inv_freq.len();
         let scale = 1.0 / (d as f32).sqrt();
-        let (cos, sin) = self.rope_tables(n);
+        let (cos, sin) = super::rope::tables(&self.inv_freq, n);
         let mut capture = Capture::new(n, heads, h);
         let mut x = self.wte.forward(&Tensor::new(ids, &self.device)?)?;
         if opts.hidden {
@@ -229,7 +217,7 @@ impl CodeGen {
         }
         for (li, b) in self.blocks.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let hs = b.ln_1.forward(&x)?;
             let mut qkv = b.qkv.forward(&hs)?.flatten_all()?.to_vec1::<f32>()?;
@@ -256,6 +244,7 @@ impl CodeGen {
             let attn = b.out_proj.forward(&ctx)?;
             let ff = b.fc_out.forward(&self.act.apply(&b.fc_in.forward(&hs)?)?)?;
             x = ((attn + ff)? + x)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.blocks.len() {
                 capture.push_hidden(&x)?;
             }
@@ -265,6 +254,10 @@ impl CodeGen {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
+            // The LM head is a step of its own (seconds for big vocabularies).
+            if opts.cancelled(self.blocks.len()) {
+                return Err(Error::Cancelled);
+            }
             super::lm::stream_logits_biased(
                 &last,
                 &self.lm_head.t()?,

@@ -29,6 +29,7 @@ use candle_nn::{Embedding, VarBuilder};
 use serde::Deserialize;
 
 use super::llama::Proj;
+use super::rope::{self, Rope};
 use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
@@ -85,13 +86,6 @@ fn default_act() -> String {
     "gelu_pytorch_tanh".into()
 }
 
-/// One rope setting: base and linear scaling factor.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Rope {
-    theta: f64,
-    factor: f64,
-}
-
 impl Gemma3Config {
     fn kv_heads(&self) -> usize {
         self.num_key_value_heads.unwrap_or(self.num_attention_heads)
@@ -116,6 +110,7 @@ impl Gemma3Config {
 
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("rms_norm_eps", self.rms_norm_eps)?;
         if !matches!(
             self.hidden_activation.as_str(),
             "gelu_pytorch_tanh" | "gelu_new"
@@ -124,6 +119,14 @@ impl Gemma3Config {
                 "unsupported hidden_activation '{}' (only gelu_pytorch_tanh)",
                 self.hidden_activation
             ));
+        }
+        for (name, v) in [
+            ("query_pre_attn_scalar", self.query_pre_attn_scalar),
+            ("final_logit_softcapping", self.final_logit_softcapping),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(format!("{name} is {v}; it must be a positive number"));
+            }
         }
         if self.attn_logit_softcapping.is_some() {
             return Err("attention logit soft-capping is not supported".into());
@@ -157,30 +160,14 @@ impl Gemma3Config {
 
     /// `(global, local)` rope settings from either config layout.
     fn ropes(&self) -> std::result::Result<(Rope, Rope), String> {
-        let parse =
-            |p: Option<&serde_json::Value>, theta: f64| -> std::result::Result<Rope, String> {
-                let theta = p
-                    .and_then(|p| p.get("rope_theta"))
-                    .and_then(|v| v.as_f64())
-                    .unwrap_or(theta);
-                let kind = p
-                    .and_then(|p| p.get("rope_type").or_else(|| p.get("type")))
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("default");
-                match kind {
-                    "default" => Ok(Rope { theta, factor: 1.0 }),
-                    "linear" => Ok(Rope {
-                        theta,
-                        factor: p
-                            .and_then(|p| p.get("factor"))
-                            .and_then(|v| v.as_f64())
-                            .ok_or("linear rope scaling without factor")?,
-                    }),
-                    other => Err(format!(
-                        "rope scaling '{other}' is not supported (only default and linear)"
-                    )),
-                }
-            };
+        // A per-layer-type entry may carry its own base.
+        let parse = |p: Option<&serde_json::Value>, theta: f64| {
+            let theta = p
+                .and_then(|p| p.get("rope_theta"))
+                .and_then(|v| v.as_f64())
+                .unwrap_or(theta);
+            Rope::scaled(p, theta)
+        };
         let global_theta = self.rope_theta.unwrap_or(1_000_000.0);
         let local_theta = self.rope_local_base_freq.unwrap_or(10_000.0);
         match &self.rope_parameters {
@@ -196,10 +183,7 @@ impl Gemma3Config {
             // transformers 4: `rope_scaling` applies to the global layers only.
             _ => Ok((
                 parse(self.rope_scaling.as_ref(), global_theta)?,
-                Rope {
-                    theta: local_theta,
-                    factor: 1.0,
-                },
+                Rope::scaled(None, local_theta)?,
             )),
         }
     }
@@ -237,13 +221,6 @@ pub struct Gemma3 {
 /// `1 + w`: Gemma's RMSNorm multiplier, computed once at load.
 fn gemma_norm(vb: &VarBuilder, dim: usize) -> candle_core::Result<Tensor> {
     vb.get(dim, "weight")?.affine(1.0, 1.0)
-}
-
-fn inv_freq(rope: Rope, d: usize) -> Vec<f32> {
-    // HF `_compute_default_rope_parameters` in f32, then `/ factor` (linear).
-    (0..d / 2)
-        .map(|i| 1.0f32 / (rope.theta as f32).powf((2 * i) as f32 / d as f32) / rope.factor as f32)
-        .collect()
 }
 
 impl Gemma3 {
@@ -300,8 +277,8 @@ impl Gemma3 {
         // HF keeps `embed_scale` as a tensor in the weights' dtype: sqrt(h) rounded to f32.
         let embed_scale = (h as f64).sqrt() as f32;
         Ok(Gemma3 {
-            inv_freq_global: inv_freq(global, d),
-            inv_freq_local: inv_freq(local, d),
+            inv_freq_global: global.inv_freq(d),
+            inv_freq_local: local.inv_freq(d),
             cfg,
             embed,
             embed_scale,
@@ -341,8 +318,8 @@ impl Gemma3 {
             .query_pre_attn_scalar
             .unwrap_or(d as f64)
             .powf(-0.5) as f32;
-        let global = super::llama::rope_tables(&self.inv_freq_global, n);
-        let local = super::llama::rope_tables(&self.inv_freq_local, n);
+        let global = rope::tables(&self.inv_freq_global, n);
+        let local = rope::tables(&self.inv_freq_local, n);
         let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
         let mut x = self
             .embed
@@ -357,7 +334,7 @@ impl Gemma3 {
         let mut k_rot = vec![0.0f32; kv * d];
         for (li, layer) in self.layers.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let (cos, sin) = if layer.sliding { &local } else { &global };
             let q_norm = layer.q_norm.to_vec1::<f32>()?;
@@ -373,13 +350,13 @@ impl Gemma3 {
                 for hq in 0..heads {
                     let v = &mut dst[hq * d..(hq + 1) * d];
                     head_rms(v, &q_norm, eps);
-                    super::llama::rotate_half(v, cos, sin, p);
+                    rope::rotate_half(v, cos, sin, p);
                 }
                 k_rot.copy_from_slice(&src[hd..hd + kv * d]);
                 for g in 0..kv {
                     let v = &mut k_rot[g * d..(g + 1) * d];
                     head_rms(v, &k_norm, eps);
-                    super::llama::rotate_half(v, cos, sin, p);
+                    rope::rotate_half(v, cos, sin, p);
                 }
                 let v = &src[hd + kv * d..];
                 for hq in 0..heads {
@@ -410,6 +387,7 @@ impl Gemma3 {
             let act = Tensor::from_vec(act, (n, inter), &self.device)?;
             let m = self.rms(&layer.down.forward(&act)?, &layer.post_ff_norm)?;
             x = (x + m)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.layers.len() {
                 capture.push_hidden(&x)?;
             }
@@ -419,6 +397,10 @@ impl Gemma3 {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
+            // The LM head is a step of its own (seconds for big vocabularies).
+            if opts.cancelled(self.layers.len()) {
+                return Err(Error::Cancelled);
+            }
             match self.cfg.final_logit_softcapping {
                 Some(cap) if cap > 0.0 => {
                     let cap = cap as f32;

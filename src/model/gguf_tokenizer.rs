@@ -41,11 +41,11 @@
 //! maps back to the 1-byte space it replaced, and byte-fallback tokens `<0xNN>` carry the
 //! span of the whole character they came from.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use rayon::prelude::*;
 
-use candle_core::quantized::gguf_file::{Content, Value};
+use super::gguf::{Array, Metadata, Value};
 use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::fuse::Fuse;
 use tokenizers::decoders::sequence::Sequence as DecoderSequence;
@@ -116,7 +116,7 @@ fn tk_err(context: &str, e: impl std::fmt::Display) -> Error {
 }
 
 /// Typed access to the metadata, tolerant of the integer width a writer chose.
-struct Meta<'a>(&'a HashMap<String, Value>);
+struct Meta<'a>(&'a Metadata);
 
 impl<'a> Meta<'a> {
     fn get(&self, key: &str) -> Option<&'a Value> {
@@ -147,26 +147,22 @@ impl<'a> Meta<'a> {
             .transpose()
     }
 
-    fn array(&self, key: &str) -> Result<Option<&'a [Value]>> {
+    fn array(&self, key: &str) -> Result<Option<&'a Array>> {
         self.get(key)
             .map(|v| match v {
-                Value::Array(a) => Ok(a.as_slice()),
+                Value::Array(a) => Ok(a),
                 _ => Err(bad(format!("{key} is not an array"))),
             })
             .transpose()
     }
 
     fn strings(&self, key: &str) -> Result<Option<Vec<&'a str>>> {
-        let Some(a) = self.array(key)? else {
-            return Ok(None);
-        };
-        a.iter()
-            .map(|v| match v {
-                Value::String(s) => Ok(s.as_str()),
-                _ => Err(bad(format!("{key} holds a non-string"))),
-            })
-            .collect::<Result<Vec<_>>>()
-            .map(Some)
+        match self.array(key)? {
+            None => Ok(None),
+            Some(Array::String(v)) => Ok(Some(v.iter().map(String::as_str).collect())),
+            Some(a) if a.is_empty() => Ok(Some(Vec::new())),
+            Some(_) => Err(bad(format!("{key} holds a non-string"))),
+        }
     }
 }
 
@@ -197,8 +193,8 @@ struct Specials {
 }
 
 /// Rebuild the tokenizer a GGUF file describes (see the module docs for what is honoured).
-pub fn from_gguf(content: &Content) -> Result<Tokenizer> {
-    let meta = Meta(&content.metadata);
+pub fn from_gguf(metadata: &Metadata) -> Result<Tokenizer> {
+    let meta = Meta(metadata);
     let kind = meta
         .str("tokenizer.ggml.model")?
         .ok_or_else(|| bad("no tokenizer.ggml.model (the file carries no tokenizer)"))?;
@@ -215,15 +211,15 @@ pub fn from_gguf(content: &Content) -> Result<Tokenizer> {
     let n = tokens.len();
     let types: Option<Vec<i32>> = meta
         .array("tokenizer.ggml.token_type")?
-        .map(|a| {
-            a.iter()
-                .map(|v| match *v {
-                    Value::I32(t) => Ok(t),
-                    ref v => int(v)
-                        .map(|t| t as i32)
-                        .ok_or_else(|| bad("tokenizer.ggml.token_type holds a non-integer")),
+        .map(|a| match a {
+            Array::I32(v) => Ok(v.clone()),
+            a => (0..a.len())
+                .map(|i| {
+                    a.int(i)
+                        .and_then(|t| i32::try_from(t).ok())
+                        .ok_or_else(|| bad("tokenizer.ggml.token_type holds a non-integer"))
                 })
-                .collect::<Result<Vec<_>>>()
+                .collect::<Result<Vec<_>>>(),
         })
         .transpose()?;
     if types.as_ref().is_some_and(|t| t.len() != n) {
@@ -261,13 +257,11 @@ pub fn from_gguf(content: &Content) -> Result<Tokenizer> {
             if scores.len() != n {
                 return Err(bad(format!("{n} tokens but {} scores", scores.len())));
             }
-            let scores = scores
-                .iter()
-                .map(|v| match *v {
-                    Value::F32(s) => Ok(s),
-                    _ => Err(bad("tokenizer.ggml.scores holds a non-f32")),
-                })
-                .collect::<Result<Vec<f32>>>()?;
+            let scores = match scores {
+                Array::F32(v) => v.clone(),
+                a if a.is_empty() => Vec::new(),
+                _ => return Err(bad("tokenizer.ggml.scores holds a non-f32")),
+            };
             let flavor = if GEMMA_ARCHS.contains(&arch) {
                 SpFlavor::Gemma
             } else if arch == "phi3" {
@@ -631,15 +625,20 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use candle_core::quantized::gguf_file;
+    use crate::model::gguf::reader::{read_header, write};
 
     /// Write `meta` as a tensor-less GGUF and read it back: the real reading path.
-    fn content(meta: &[(&str, Value)]) -> Content {
-        let refs: Vec<(&str, &Value)> = meta.iter().map(|(k, v)| (*k, v)).collect();
-        let mut buf = std::io::Cursor::new(Vec::new());
-        gguf_file::write(&mut buf, &refs, &[]).unwrap();
-        buf.set_position(0);
-        Content::read(&mut buf).unwrap()
+    fn content(meta: &[(&str, Value)]) -> Metadata {
+        let bytes = write::gguf(meta, &[]);
+        read_header(&bytes[..], bytes.len() as u64, 1 << 30)
+            .unwrap()
+            .metadata
+    }
+
+    fn strs<S: AsRef<str>>(v: impl IntoIterator<Item = S>) -> Value {
+        Value::Array(Array::String(
+            v.into_iter().map(|x| x.as_ref().to_string()).collect(),
+        ))
     }
 
     fn s(x: &str) -> Value {
@@ -648,7 +647,7 @@ mod tests {
 
     /// A SentencePiece vocabulary: `<unk> <s> </s>`, the 256 byte tokens, then `extra`
     /// (token, score, type). Ids: `<unk>`=0, `<s>`=1, `</s>`=2, `<0xNN>`=3+NN, extra from 259.
-    fn spm(arch: &str, extra: &[(&str, f32, i32)], flags: &[(&str, bool)]) -> Content {
+    fn spm(arch: &str, extra: &[(&str, f32, i32)], flags: &[(&str, bool)]) -> Metadata {
         let mut toks = vec![("<unk>".to_string(), 0.0, 2), ("<s>".into(), 0.0, 3)];
         toks.push(("</s>".into(), 0.0, 3));
         toks.extend((0..=255u8).map(|b| (format!("<0x{b:02X}>"), 0.0, 6)));
@@ -656,17 +655,14 @@ mod tests {
         let mut meta = vec![
             ("general.architecture", s(arch)),
             ("tokenizer.ggml.model", s("llama")),
-            (
-                "tokenizer.ggml.tokens",
-                Value::Array(toks.iter().map(|t| s(&t.0)).collect()),
-            ),
+            ("tokenizer.ggml.tokens", strs(toks.iter().map(|t| &t.0))),
             (
                 "tokenizer.ggml.scores",
-                Value::Array(toks.iter().map(|t| Value::F32(t.1)).collect()),
+                Value::Array(Array::F32(toks.iter().map(|t| t.1).collect())),
             ),
             (
                 "tokenizer.ggml.token_type",
-                Value::Array(toks.iter().map(|t| Value::I32(t.2)).collect()),
+                Value::Array(Array::I32(toks.iter().map(|t| t.2).collect())),
             ),
             ("tokenizer.ggml.unknown_token_id", Value::U32(0)),
             ("tokenizer.ggml.bos_token_id", Value::U32(1)),
@@ -819,21 +815,15 @@ mod tests {
         let mut toks: Vec<String> = vec!["<|endoftext|>".into()];
         toks.extend(alphabet.iter().map(|c| c.to_string()));
         toks.extend(["ab", "Ġa", "Ġab"].map(String::from));
-        let mut types = vec![Value::I32(3)];
-        types.extend((1..toks.len()).map(|_| Value::I32(1)));
+        let mut types = vec![3i32];
+        types.extend((1..toks.len()).map(|_| 1i32));
         let c = content(&[
             ("general.architecture", s("qwen2")),
             ("tokenizer.ggml.model", s("gpt2")),
             ("tokenizer.ggml.pre", s("qwen2")),
-            (
-                "tokenizer.ggml.tokens",
-                Value::Array(toks.iter().map(|t| s(t)).collect()),
-            ),
-            ("tokenizer.ggml.token_type", Value::Array(types)),
-            (
-                "tokenizer.ggml.merges",
-                Value::Array(["Ġ a", "a b", "Ġa b"].map(s).to_vec()),
-            ),
+            ("tokenizer.ggml.tokens", strs(&toks)),
+            ("tokenizer.ggml.token_type", Value::Array(Array::I32(types))),
+            ("tokenizer.ggml.merges", strs(["Ġ a", "a b", "Ġa b"])),
             ("tokenizer.ggml.eos_token_id", Value::U32(0)),
         ]);
         let t = from_gguf(&c).unwrap();
@@ -852,7 +842,7 @@ mod tests {
         assert!(e.contains("'t5'") && e.contains("llama, gpt2"), "{e}");
         let c = content(&[
             ("tokenizer.ggml.model", s("llama")),
-            ("tokenizer.ggml.tokens", Value::Array(vec![s("a")])),
+            ("tokenizer.ggml.tokens", strs(["a"])),
         ]);
         let e = from_gguf(&c).unwrap_err().to_string();
         assert!(e.contains("scores"), "{e}");

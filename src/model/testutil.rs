@@ -10,28 +10,8 @@ use std::path::Path;
 
 use candle_core::{Device, Tensor};
 
-/// Deterministic f32 stream in `[-scale, scale)`.
-pub struct SplitMix(u64);
-
-impl SplitMix {
-    pub fn new(seed: u64) -> Self {
-        SplitMix(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn next_f32(&mut self, scale: f32) -> f32 {
-        let u = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-        (u * 2.0 - 1.0) * scale
-    }
-    pub fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
-        (0..n).map(|_| self.next_f32(scale)).collect()
-    }
-}
+/// Deterministic f32 stream in `[-scale, scale)` ([`crate::rng::Rng`]).
+pub use crate::rng::Rng as SplitMix;
 
 /// Which tokenizer files to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -88,7 +88,7 @@ impl CodeTokenizer {
 
     /// The tokenizer stored in a GGUF file's metadata.
     pub fn from_gguf(file: &super::gguf::GgufFile) -> Result<Self> {
-        Self::from_tokenizer(super::gguf_tokenizer::from_gguf(&file.content)?)
+        Self::from_tokenizer(super::gguf_tokenizer::from_gguf(file.metadata())?)
     }
 
     /// The vocabulary size including added tokens.
@@ -166,7 +166,7 @@ pub fn build(files: &TokenizerFiles, dir: &Path) -> Result<Tokenizer> {
         TokenizerFiles::WordPiece { vocab } => build_wordpiece(vocab, dir),
         TokenizerFiles::Gguf(path) => {
             let file = super::gguf::GgufFile::open(path)?;
-            super::gguf_tokenizer::from_gguf(&file.content)
+            super::gguf_tokenizer::from_gguf(file.metadata())
         }
     }
 }

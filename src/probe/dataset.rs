@@ -1,9 +1,9 @@
 //! Probing datasets (METHODS.md 4): code-token hidden states per layer and labelled
 //! examples per task.
 //!
-//! Per snippet: `syntax::parse` → `model_input` (source mode) → trace with hidden states →
+//! Per snippet: `syntax::parse` → the analysis pipeline's hidden states (source mode) →
 //! subword alignment → `H_tok[l,i]` = mean over the subwords of code token `i`
-//! ([`aggregate_hidden`]). Code tokens with no subword (beyond a truncated window) are
+//! ([`crate::analysis::hidden`]). Code tokens with no subword (beyond a truncated window) are
 //! dropped, and so are examples touching them.
 //!
 //! Label definitions (codescope's choices where METHODS.md leaves them open):
@@ -29,10 +29,9 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::Rng;
-use crate::analysis::{attention::aggregate_hidden, model_input, Mode};
-use crate::error::{Error, Result};
-use crate::model::{ForwardOptions, LoadedModel};
-use crate::syntax::{self, Category, Coarse, CodeToken, DfgKind, Syntax};
+use crate::error::Result;
+use crate::model::LoadedModel;
+use crate::syntax::{self, Category, Coarse, DfgKind, Syntax};
 
 /// A probing task (METHODS.md 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -116,14 +115,7 @@ pub enum PairFeatures {
     Concat,
 }
 
-/// Code-token hidden states of one snippet.
-#[derive(Debug, Clone)]
-pub struct SnippetHidden {
-    /// Syntax-token index of each covered code token (tokens with ≥ 1 subword).
-    pub tokens: Vec<usize>,
-    /// `[layer+1][k * dim + d]` for the k-th covered token; layer 0 = embeddings.
-    pub layers: Vec<Vec<f32>>,
-}
+pub use crate::analysis::hidden::{token_hidden, SnippetHidden};
 
 /// Hidden states of a whole corpus, per snippet.
 #[derive(Debug, Clone)]
@@ -154,39 +146,10 @@ pub fn parse_all(snippets: &[crate::corpus::Snippet]) -> Vec<Option<Syntax>> {
         .collect()
 }
 
-/// Trace one parsed snippet (source mode) and aggregate its hidden states to code tokens.
+/// Trace one parsed snippet (source mode) and aggregate its hidden states to code tokens
+/// (the analysis pipeline's [`crate::analysis::hidden::hidden_states`]).
 pub fn snippet_hidden(model: &LoadedModel, syn: &Syntax) -> Result<SnippetHidden> {
-    let (text, tokens) = model_input(syn, Mode::Source)?;
-    let trace = model.trace(
-        &text,
-        &ForwardOptions {
-            hidden: true,
-            cancel: None,
-        },
-    )?;
-    token_hidden(&trace, &tokens)
-}
-
-/// Aggregate a trace's hidden states (traced with `hidden: true`) to the code tokens
-/// `tokens` (spans in the trace's text), as [`snippet_hidden`] does.
-pub fn token_hidden(trace: &crate::model::Trace, tokens: &[CodeToken]) -> Result<SnippetHidden> {
-    let hidden = trace
-        .hidden
-        .as_ref()
-        .ok_or_else(|| Error::Compute("the model returned no hidden states".into()))?;
-    let alignment = crate::analysis::align_trace(trace, tokens);
-    let covered: Vec<usize> = (0..tokens.len())
-        .filter(|&t| {
-            alignment.token_to_subwords[t]
-                .iter()
-                .any(|&p| p < hidden.len)
-        })
-        .collect();
-    let layers = aggregate_hidden(hidden, &alignment, &covered);
-    Ok(SnippetHidden {
-        tokens: covered,
-        layers,
-    })
+    crate::analysis::hidden::hidden_states(model, syn)
 }
 
 /// One labelled example: a token (`b == None`) or an ordered pair, by position in

@@ -26,6 +26,8 @@ pub mod bundled;
 pub mod cache;
 pub mod dataset;
 pub mod directprobe;
+pub mod label;
+pub mod shard;
 pub mod structural;
 pub mod train;
 
@@ -39,40 +41,9 @@ use crate::model::{LoadedModel, ModelInfo};
 pub use dataset::{Example, Features, PairFeatures, Task, TaskData};
 pub use train::{ProbeKind, TrainOptions};
 
+use crate::rng::mix;
 /// Seeded SplitMix64 stream (sampling, splits, control labels, weight init).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
-    }
-    /// Uniform in `[0, 1)`.
-    pub fn f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.f64() * n as f64) as usize % n.max(1)
-    }
-    /// Fisher-Yates shuffle.
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i + 1);
-            v.swap(i, j);
-        }
-    }
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use crate::rng::Rng;
 
 /// FNV-1a of a string, for keyed control labels.
 fn hash_str(s: &str) -> u64 {
@@ -229,14 +200,46 @@ pub struct RunSpec<'a> {
     /// Also run the structural probe (Hewitt & Manning) at every probed layer.
     pub structural: Option<structural::StructuralOptions>,
     /// Polled between snippets and between fits; returning `true` stops the run with
-    /// `Error::Compute("cancelled")` (the TUI's latest-wins worker).
+    /// `Error::Cancelled` (the explorer's latest-wins worker).
     pub cancel: Option<&'a (dyn Fn() -> bool + Sync)>,
+}
+
+/// Seed of pair sampling, splits, control labels and probe initialisation by default.
+pub const DEFAULT_SEED: u64 = 0;
+/// At most this many pairs per snippet and pair task by default.
+pub const DEFAULT_MAX_PAIRS: usize = 40;
+/// Share of snippets (or examples) held out for testing.
+pub const DEFAULT_TEST_FRACTION: f64 = 0.2;
+
+impl<'a> RunSpec<'a> {
+    /// A run of every task with the defaults the CLI documents (linear probes, split by
+    /// snippet, `h_a - h_b` pair features, every layer, no cache, no structural probe);
+    /// callers change the fields they set.
+    pub fn new(model: &'a LoadedModel, snippets: &'a [Snippet], corpus_name: String) -> Self {
+        RunSpec {
+            model,
+            snippets,
+            corpus_name,
+            tasks: Task::ALL.to_vec(),
+            kind: ProbeKind::Linear,
+            split: Split::Snippet,
+            pair_features: PairFeatures::Diff,
+            seed: DEFAULT_SEED,
+            max_pairs: DEFAULT_MAX_PAIRS,
+            test_fraction: DEFAULT_TEST_FRACTION,
+            layers: None,
+            cache_root: None,
+            train: TrainOptions::default(),
+            structural: None,
+            cancel: None,
+        }
+    }
 }
 
 impl RunSpec<'_> {
     fn check_cancel(&self) -> Result<()> {
         if self.cancel.is_some_and(|f| f()) {
-            return Err(crate::error::Error::Compute("cancelled".into()));
+            return Err(crate::error::Error::Cancelled);
         }
         Ok(())
     }

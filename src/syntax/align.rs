@@ -16,7 +16,7 @@
 //!
 //! Overlap is strict: `[s, e)` and `[t.start, t.end)` share at least one byte.
 
-use super::parse::CodeToken;
+use super::token::CodeToken;
 
 /// A subword's byte span in the text the tokenizer saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

@@ -40,6 +40,60 @@ impl Language {
         }
     }
 
+    /// Guess the language of a text whose file name does not say (a `.txt`, stdin):
+    /// Java when its lines look like Java (ending in `;`, `{` or `}`; `public`,
+    /// `import java.`, `System.`) more than like Python (ending in `:`; `def`, `elif`,
+    /// `self.`, `from x import`), else Python. Reads at most the first 64 KiB.
+    pub fn from_text(text: &str) -> Language {
+        let mut end = text.len().min(64 << 10);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let (mut java, mut py) = (0i64, 0i64);
+        for line in text[..end].lines() {
+            let l = line.trim();
+            if l.is_empty() {
+                continue;
+            }
+            if l.ends_with(';') || l.ends_with('{') || l == "}" {
+                java += 1;
+            }
+            if l.ends_with(':') {
+                py += 1;
+            }
+            for w in [
+                "public ",
+                "private ",
+                "protected ",
+                "static void ",
+                "import java",
+                "System.",
+                "@Override",
+                "package ",
+            ] {
+                if l.starts_with(w) || l.contains(&format!(" {w}")) {
+                    java += 2;
+                }
+            }
+            for w in ["def ", "elif ", "self.", "from ", "print(", "lambda "] {
+                if l.starts_with(w) || l.contains(&format!(" {w}")) {
+                    py += 2;
+                }
+            }
+            if l.starts_with('#') {
+                py += 1;
+            }
+            if l.starts_with("//") || l.starts_with("/*") {
+                java += 1;
+            }
+        }
+        if java > py {
+            Language::Java
+        } else {
+            Language::Python
+        }
+    }
+
     /// Parse a language name as typed by a user (`python`, `py`, `java`; case-insensitive).
     pub fn from_name(name: &str) -> Result<Language, SyntaxError> {
         match name.trim().to_ascii_lowercase().as_str() {
@@ -224,6 +278,48 @@ mod tests {
         }
         assert!(Language::from_name("cobol").is_err());
         assert_eq!(Language::from_name(" PY ").unwrap(), Language::Python);
+    }
+
+    #[test]
+    fn from_text_tells_java_from_python() {
+        let java = "package a;\n\npublic class Cart {\n    private int n;\n    int total() {\n        return n * 2;\n    }\n}\n";
+        assert_eq!(Language::from_text(java), Language::Java);
+        let py = "import os\n\ndef total(items):\n    # sum\n    return sum(items)\n";
+        assert_eq!(Language::from_text(py), Language::Python);
+        assert_eq!(Language::from_text(""), Language::Python);
+        let samples = [
+            (
+                Language::Python,
+                include_str!("../../assets/samples/python/word_count.py"),
+            ),
+            (
+                Language::Python,
+                include_str!("../../assets/samples/python/binary_search.py"),
+            ),
+            (
+                Language::Python,
+                include_str!("../../assets/samples/python/inventory.py"),
+            ),
+            (
+                Language::Python,
+                include_str!("../../assets/samples/python/async_fetch.py"),
+            ),
+            (
+                Language::Java,
+                include_str!("../../assets/samples/java/BinarySearch.java"),
+            ),
+            (
+                Language::Java,
+                include_str!("../../assets/samples/java/Inventory.java"),
+            ),
+            (
+                Language::Java,
+                include_str!("../../assets/samples/java/Shapes.java"),
+            ),
+        ];
+        for (l, text) in samples {
+            assert_eq!(Language::from_text(text), l, "{text}");
+        }
     }
 
     #[test]

@@ -9,8 +9,20 @@
 //! Pipeline ([`parse()`]): tree-sitter parse (with a byte limit and a timeout) -> for Java
 //! snippets without a class, an internal wrapper (see [`Syntax::wrapped`]) -> code tokens
 //! with fine category, coarse category, role and depth (`parse.rs`) -> graphs
-//! (`relations.rs`). [`align()`] maps tokenizer subwords onto the tokens; [`paper_text`]
+//! (`graph.rs`). [`align()`] maps tokenizer subwords onto the tokens; [`paper_text`]
 //! builds the study's space-joined input.
+//!
+//! Rooms (a third language is one new file in `roles/` and `dfg/` plus its entries in
+//! `lang.rs`):
+//! - `lang.rs`: languages, grammars and the node kinds each treats specially;
+//! - `token.rs`: the code token, categories and the category rules, role types;
+//! - `parse.rs`: limits, tree-sitter runs, wrappers, errors -> [`Syntax`];
+//! - `arena.rs`: the flattened tree and the LCA / tree-distance queries;
+//! - `roles/{python,java}.rs`: identifier roles per language;
+//! - `graph.rs`: the [`Graph`] names and the [`Graphs`] of a snippet;
+//! - `motif.rs`: the AST motif graph;
+//! - `dfg/{mod,python,java}.rs`: the data-flow graph (engine + per-language rules);
+//! - `align.rs`: subword <-> code token alignment; `paper.rs`: paper-mode text.
 //!
 //! Invariants (checked by the tests in `tests.rs`):
 //! - every offset is a BYTE offset into [`Syntax::source`] (the text the caller passed,
@@ -25,10 +37,15 @@
 //! module can be mounted in a scratch crate for testing.
 
 mod align;
+mod arena;
+mod dfg;
+mod graph;
 mod lang;
+mod motif;
 mod paper;
 mod parse;
-mod relations;
+mod roles;
+mod token;
 
 #[cfg(test)]
 mod tests;
@@ -36,12 +53,12 @@ mod tests;
 use std::fmt::Write as _;
 
 pub use align::{align, Alignment, SubwordSpan};
+pub use dfg::DfgKind;
+pub use graph::{Graph, Graphs, MAX_GRAPH_EDGES};
 pub use lang::Language;
 pub use paper::{paper_text, paper_text_of, PaperText};
-pub use parse::{
-    parse, parse_with, Binding, Category, Coarse, CodeToken, IdentRole, Limits, ParseIssue, Role,
-};
-pub use relations::{DfgKind, Graph, Graphs, MAX_GRAPH_EDGES};
+pub use parse::{parse, parse_with, Limits};
+pub use token::{Binding, Category, Coarse, CodeToken, IdentRole, ParseIssue, Role};
 
 /// Errors of the syntax layer. Broken code is NOT an error (see [`Syntax::errors`]).
 #[derive(Debug, thiserror::Error)]
@@ -103,7 +120,7 @@ pub struct Syntax {
     /// method has the depths it would have at the top of a file.
     pub wrapped: bool,
     /// Parent links and depths of the (rebased) syntax tree, for LCA queries.
-    tree: relations::TreeInfo,
+    tree: arena::TreeInfo,
 }
 
 /// The lowest common ancestor of two code tokens.

@@ -11,7 +11,7 @@
 //! text is kept verbatim (a docstring or text block keeps its inner newlines). Docstrings
 //! stay (the study dropped them; codescope keeps every code token).
 
-use super::parse::CodeToken;
+use super::token::CodeToken;
 use super::Syntax;
 
 /// The paper-mode text and the span of each code token in it.

@@ -31,7 +31,11 @@ pub const HELP: &[(&str, &str)] = &[
     ("e", "edit (Esc applies)"),
     ("o", "open another file"),
     ("M", "switch model"),
+    ("L", "language: python / java"),
     ("x", "export SVG + JSON to ."),
     ("?", "this help"),
     ("q Esc C-c", "quit"),
+    ("", "Mouse"),
+    ("click", "token, heatmap cell, head"),
+    ("wheel", "scroll the panel under it"),
 ];

@@ -4,10 +4,17 @@
 //! - [`app::App`] holds all state; `App::update(Msg) -> Vec<Effect>` is the only place
 //!   it changes, and drawing ([`widgets::draw`]) reads `&App`. Both run without a
 //!   terminal, which is how the tests drive them.
-//! - Plain threads and one event enum ([`msg::Msg`]): an input thread (crossterm key and
-//!   resize events), a signal thread (SIGTERM/SIGINT/SIGHUP via signal-hook) and the
-//!   model [`worker::Worker`] all send into one channel. The UI thread blocks on it,
-//!   drains whatever else is queued, applies the batch and redraws once.
+//! - Plain threads and one event enum ([`msg::Msg`]): an input thread (crossterm key,
+//!   mouse click / wheel and resize events), a signal thread (SIGTERM/SIGINT/SIGHUP via signal-hook), the I/O
+//!   thread ([`io::IoThread`]: parsing, file reads, path completion, preset checks) and the model
+//!   [`worker::Worker`] all send into one channel. The UI thread blocks on it, drains
+//!   whatever else is queued, applies the batch, carries out the effects and redraws
+//!   once.
+//! - From a key press to a frame: input thread -> `Msg::Key` -> `App::update` (state
+//!   changes, then `settle` brings scroll positions and derived state up to date) ->
+//!   effects (e.g. `Effect::Parse` to the I/O thread, then `Msg::Parsed` ->
+//!   `Effect::Analyse` to the worker -> `analysis::run` -> `WorkerMsg::Analysed`) ->
+//!   `widgets::draw(&App)` with the pure layout of [`layout`].
 //! - One worker thread owns the model and tokenizer; model loads, analyses and probe
 //!   training (the probe panel, `p`) are latest-wins jobs, cancelled between layers
 //!   (probes: between snippets and fits) when superseded; probes yield to the others.
@@ -18,7 +25,9 @@
 pub mod app;
 pub mod data;
 pub mod editor;
+pub mod io;
 pub mod keymap;
+pub mod layout;
 pub mod msg;
 pub mod theme;
 pub mod widgets;
@@ -29,7 +38,9 @@ use std::io::IsTerminal;
 use std::panic::PanicHookInfo;
 use std::sync::{mpsc, Arc};
 
-use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
+};
 use crossterm::execute;
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
@@ -54,9 +65,8 @@ pub struct Options {
     pub name: String,
     pub text: String,
     pub lang: Language,
-    /// `--model` (None: the default model).
-    pub model: Option<String>,
-    pub light: bool,
+    /// The validated command line (model, theme, cache directory).
+    pub settings: crate::settings::Settings,
 }
 
 type Hook = Arc<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
@@ -71,6 +81,7 @@ fn restore_terminal() {
     let _ = disable_raw_mode();
     let _ = execute!(
         std::io::stdout(),
+        DisableMouseCapture,
         LeaveAlternateScreen,
         crossterm::cursor::Show
     );
@@ -92,7 +103,9 @@ impl TerminalGuard {
             }
         }));
         enable_raw_mode()?;
-        if let Err(e) = execute!(std::io::stdout(), EnterAlternateScreen) {
+        // Mouse reports (clicks, wheel) on: the keyboard stays first, the mouse is a
+        // shortcut; terminals forward it over SSH too.
+        if let Err(e) = execute!(std::io::stdout(), EnterAlternateScreen, EnableMouseCapture) {
             restore_terminal();
             return Err(e);
         }
@@ -118,22 +131,28 @@ pub fn run(opts: Options) -> Result<()> {
     }
     // Download progress bars would draw over the screen.
     source::set_progress(false);
-    let theme = Theme::new(ColorMode::detect(), opts.light);
+    // A signal must let the loop below restore the terminal before the process exits.
+    crate::signals::defer_exit();
+    let theme = Theme::new(ColorMode::detect(), opts.settings.light);
     let doc = Doc::new(opts.name, opts.text, opts.lang);
     let mut app = App::new(
         Config {
             theme,
-            model_spec: opts.model,
-            probe_presets: true,
+            model_spec: opts.settings.model.clone(),
         },
         doc,
     );
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let wtx = tx.clone();
-    let worker = Worker::spawn(move |m| {
+    let worker = Worker::spawn(opts.settings.cache_dir.clone(), move |m| {
         let _ = wtx.send(Msg::Worker(m));
     });
+    let iotx = tx.clone();
+    let io_thread = io::IoThread::spawn(move |m| {
+        let _ = iotx.send(m);
+    })
+    .map_err(|e| Error::io("<thread>", e))?;
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
@@ -165,6 +184,16 @@ pub fn run(opts: Options) -> Result<()> {
             let m = match event::read() {
                 Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Msg::Key(k),
                 Ok(Event::Resize(width, height)) => Msg::Resize { width, height },
+                Ok(Event::Mouse(m))
+                    if matches!(
+                        m.kind,
+                        MouseEventKind::Down(_)
+                            | MouseEventKind::ScrollUp
+                            | MouseEventKind::ScrollDown
+                    ) =>
+                {
+                    Msg::Mouse(m)
+                }
                 Ok(_) => continue,
                 Err(e) => {
                     tracing::error!("terminal input: {e}");
@@ -177,10 +206,16 @@ pub fn run(opts: Options) -> Result<()> {
         })
         .map_err(|e| Error::io("<thread>", e))?;
 
-    let result = event_loop(&mut terminal, &mut app, &rx, &worker);
+    let result = event_loop(&mut terminal, &mut app, &rx, &worker, &io_thread);
     worker.stop();
+    io_thread.stop();
     sig_handle.close();
     drop(guard);
+    // Why this model (the default choice, a fallback): the status bar may have cut it,
+    // and the README promises it on stderr.
+    if let Some(n) = &app.model.notice {
+        eprintln!("codescope: {n}");
+    }
     result
 }
 
@@ -189,6 +224,7 @@ fn event_loop(
     app: &mut App,
     rx: &mpsc::Receiver<Msg>,
     worker: &Worker,
+    io_thread: &io::IoThread,
 ) -> Result<()> {
     let io = |e: std::io::Error| Error::io("<terminal>", e);
     let size = terminal.size().map_err(io)?;
@@ -198,14 +234,22 @@ fn event_loop(
     });
     let mut pending: Vec<Effect> = app.start();
     loop {
-        // Carry out effects; exports feed their result back as a message.
+        // Carry out effects; exports and labels feed their result back as a message.
         let mut follow = Vec::new();
         for fx in pending.drain(..) {
             match fx {
                 Effect::Quit => return Ok(()),
+                Effect::Parse(job) => io_thread.parse(job),
+                Effect::ReadFile(path) => io_thread.read(path),
+                Effect::Complete(typed) => io_thread.complete(typed),
+                Effect::CheckPresets(names) => io_thread.check_presets(names),
                 Effect::LoadModel(spec) => worker.load(spec),
                 Effect::Analyse(job) => worker.analyse(job),
                 Effect::Probe(job) => worker.probe(job),
+                Effect::LabelToken(key, job) => follow.push(Msg::TokenLabel {
+                    key,
+                    label: crate::probe::label::label_token(&job),
+                }),
                 Effect::Export => follow.push(Msg::Exported(export_current(app))),
             }
         }
@@ -246,13 +290,14 @@ fn export_current(app: &App) -> std::result::Result<Vec<String>, String> {
 
 /// The explorer's current view as export data (`None` before the first analysis).
 pub fn export_view(app: &App) -> Option<export::View> {
-    let (_, p) = app.data.as_ref()?;
-    let a = &p.analysis;
+    let a = app.prepared()?;
+    let p = a;
     let syn = app.doc.syntax.as_ref()?;
     let ta = &a.token_attention;
     let (layers, heads) = (ta.layers, ta.heads);
-    let l = app.layer.min(layers.saturating_sub(1));
-    let h = app.head.min(heads.saturating_sub(1));
+    let v = &app.view;
+    let l = v.layer.min(layers.saturating_sub(1));
+    let h = v.head.min(heads.saturating_sub(1));
     let weights = app.token_weights().unwrap_or_default();
     let surp = app.surprisal_shown();
     let tokens = syn
@@ -277,13 +322,14 @@ pub fn export_view(app: &App) -> Option<export::View> {
         .with_matrix(|m, n| m.chunks(n.max(1)).map(|r| r.to_vec()).collect())
         .unwrap_or_default();
     let gold_edges = (0..n * n)
-        .filter(|&k| p.gold_any[k])
+        .filter(|&k| a.gold_any[k])
         .map(|k| (k / n, k % n))
         .collect();
-    let scores = if app.mean {
+    let scores = if v.mean {
         BTreeMap::new()
     } else {
-        app.scores
+        app.shown
+            .scores
             .iter()
             .filter_map(|(g, s)| {
                 let sc = s.scores.get(l)?.get(h)?;
@@ -301,7 +347,7 @@ pub fn export_view(app: &App) -> Option<export::View> {
     };
     let names2 = &crate::analysis::categories::COARSE;
     let names5 = &crate::analysis::categories::FINE;
-    let (ch, fh) = if app.mean {
+    let (ch, fh) = if v.mean {
         (&a.coarse_layer[l], &a.fine_layer[l])
     } else {
         (&a.coarse[l][h], &a.fine[l][h])
@@ -319,6 +365,7 @@ pub fn export_view(app: &App) -> Option<export::View> {
     );
     let (label, info) = app
         .model
+        .loaded
         .clone()
         .unwrap_or_else(|| (a.trace.model.source.clone(), a.trace.model.clone()));
     Some(export::View {
@@ -330,25 +377,25 @@ pub fn export_view(app: &App) -> Option<export::View> {
         mode: a.mode.name().to_string(),
         layer: l + 1,
         layers,
-        head: (!app.mean).then_some(h + 1),
+        head: (!v.mean).then_some(h + 1),
         heads,
         threshold: app.threshold(),
-        direction: match app.direction {
+        direction: match v.direction {
             Direction::From => "from",
             Direction::To => "to",
         }
         .to_string(),
         source: app.doc.text.clone(),
         tokens,
-        selected: Some(app.cursor).filter(|&c| c < syn.tokens.len()),
+        selected: Some(v.cursor).filter(|&c| c < syn.tokens.len()),
         matrix_tokens: ta.tokens.clone(),
         matrix,
         gold_edges,
-        gold_overlay: app.gold,
+        gold_overlay: v.gold,
         scores,
         head_grid: export::HeadGrid {
-            metric: app.metric.key().to_string(),
-            values: app.metric.values(p, &app.scores),
+            metric: v.metric.key().to_string(),
+            values: v.metric.values(p, &app.shown.scores),
         },
         categories,
         surprisal: surp.map(|s| export::SurprisalView {
@@ -357,7 +404,7 @@ pub fn export_view(app: &App) -> Option<export::View> {
             max_bits: s.max_bits,
             top_decile_bits: s.top_decile.is_finite().then_some(s.top_decile),
             selected_expected: s
-                .expected(app.cursor)
+                .expected(v.cursor)
                 .unwrap_or(&[])
                 .iter()
                 .map(|p| export::Expected {

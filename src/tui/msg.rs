@@ -1,25 +1,55 @@
 //! The explorer's one event enum and the effects `App::update` asks the runtime for
 //! (bottom's `event.rs` shape: plain threads send [`Msg`]s over one channel).
+//!
+//! Everything that touches the disk, the parser or the model is an [`Effect`]: reading a
+//! file, parsing a text (off the UI thread), listing which presets are on disk, loading a
+//! model, analysing, training probes, labelling a token with a trained probe, exporting.
+//! Their results come back as [`Msg`]s. `App::update` itself only computes.
 
 use std::sync::Arc;
 
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyEvent, MouseEvent};
 
-use super::data::Prepared;
-use crate::analysis::Options;
+use crate::analysis::{Options, SnippetAnalysis};
+use crate::input::Input;
 use crate::model::ModelInfo;
+use crate::probe::label::{LabelJob, TokenProbe};
 use crate::probe::{ProbeReport, ProbeResult, Task};
-use crate::syntax::Language;
+use crate::syntax::{Language, Syntax};
 
 /// Everything that can happen to the app.
 #[derive(Debug)]
 pub enum Msg {
     /// A key press (from the input thread).
     Key(KeyEvent),
+    /// A mouse click or wheel turn (from the input thread; moves and drags are dropped).
+    Mouse(MouseEvent),
+    /// Tab completions of the open prompt's `typed` path ([`Effect::Complete`]).
+    Completions {
+        typed: String,
+        candidates: Vec<String>,
+    },
     /// The terminal was resized.
     Resize { width: u16, height: u16 },
     /// The model worker reports.
     Worker(WorkerMsg),
+    /// Parse request `req` done: the syntax, or why the parser refused the text.
+    Parsed {
+        req: u64,
+        result: Result<Arc<Syntax>, String>,
+    },
+    /// A file asked for with [`Effect::ReadFile`]: its contents, or the error.
+    FileRead {
+        path: String,
+        result: Result<Input, String>,
+    },
+    /// Which presets of the open model picker are on local disk (in picker order).
+    PresetsChecked(Vec<bool>),
+    /// The probe label of [`Effect::LabelToken`] (`key` says what it was asked for).
+    TokenLabel {
+        key: LabelKey,
+        label: Option<TokenProbe>,
+    },
     /// An export finished: the file names written, or an error.
     Exported(Result<Vec<String>, String>),
     /// SIGTERM / SIGINT / SIGHUP: quit now.
@@ -40,7 +70,10 @@ pub enum WorkerMsg {
     /// Loading failed; the previous model (if any) stays.
     ModelFailed { label: String, error: String },
     /// Analysis of request `req` done.
-    Analysed { req: u64, data: Arc<Prepared> },
+    Analysed {
+        req: u64,
+        data: Arc<SnippetAnalysis>,
+    },
     /// Analysis of request `req` failed.
     AnalyseFailed { req: u64, error: String },
     /// Probe request `req` is under way: what it is doing, and the latest finished
@@ -73,12 +106,20 @@ impl std::fmt::Debug for WorkerMsg {
     }
 }
 
-/// An analysis request (latest wins).
+/// A parse request (latest wins; runs off the UI thread).
 #[derive(Debug, Clone)]
-pub struct AnalyseJob {
+pub struct ParseJob {
     pub req: u64,
     pub text: String,
     pub lang: Language,
+}
+
+/// An analysis request (latest wins): the parsed snippet, not its text, so it is parsed
+/// once.
+#[derive(Debug, Clone)]
+pub struct AnalyseJob {
+    pub req: u64,
+    pub syntax: Arc<Syntax>,
     pub opts: Options,
     /// Run the LM head too (causal models, for the surprisal view).
     pub surprisal: bool,
@@ -96,15 +137,28 @@ pub struct ProbeJob {
     pub task: Task,
 }
 
+/// What a token label was asked for: (analysis request, token, hidden layer, task).
+pub type LabelKey = (u64, usize, usize, Task);
+
 /// What `App::update` asks the runtime to do.
 #[derive(Debug, Clone)]
 pub enum Effect {
+    /// Parse a text off the UI thread (supersedes any earlier request).
+    Parse(ParseJob),
+    /// Read a file (the open prompt) with the input limits.
+    ReadFile(String),
+    /// List the paths that complete a partly typed path (the open prompt's Tab).
+    Complete(String),
+    /// Check which of these preset names are on local disk.
+    CheckPresets(Vec<String>),
     /// Load a model (`None`: the default model) in the worker.
     LoadModel(Option<String>),
-    /// Analyse text in the worker (supersedes any earlier request).
+    /// Analyse a parsed snippet in the worker (supersedes any earlier request).
     Analyse(AnalyseJob),
     /// Train probes in the worker (supersedes any earlier probe request).
     Probe(ProbeJob),
+    /// Label a token with a trained probe.
+    LabelToken(LabelKey, LabelJob),
     /// Write the current view as SVG + JSON.
     Export,
     /// Leave the explorer.

@@ -45,8 +45,9 @@ impl ColorMode {
     }
 }
 
+use crate::color::ramp;
 /// An RGB triple.
-pub type Rgb = (u8, u8, u8);
+pub use crate::color::Rgb;
 
 /// The explorer's palette for one theme and colour mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,25 +58,6 @@ pub struct Theme {
 
 /// Shade glyphs for NO_COLOR intensities, lowest first.
 pub const SHADES: [char; 5] = [' ', '░', '▒', '▓', '█'];
-
-fn lerp(a: Rgb, b: Rgb, t: f32) -> Rgb {
-    let t = t.clamp(0.0, 1.0);
-    let f = |x: u8, y: u8| (x as f32 + (y as f32 - x as f32) * t).round() as u8;
-    (f(a.0, b.0), f(a.1, b.1), f(a.2, b.2))
-}
-
-/// Piecewise-linear ramp through `stops` for `t` in `[0, 1]`.
-fn ramp(stops: &[Rgb], t: f32) -> Rgb {
-    let t = if t.is_finite() {
-        t.clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let k = stops.len() - 1;
-    let x = t * k as f32;
-    let i = (x.floor() as usize).min(k - 1);
-    lerp(stops[i], stops[i + 1], x - i as f32)
-}
 
 /// Nearest xterm-256 index of an RGB colour (cube 16..231 or grey ramp 232..255).
 pub fn ansi256(c: Rgb) -> u8 {

@@ -20,14 +20,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::data::Prepared;
 use super::msg::{AnalyseJob, ProbeJob, WorkerMsg};
-use crate::analysis::{self, Mode, Options, SnippetAnalysis};
-use crate::error::{Error, Result};
-use crate::model::{source, ForwardOptions, LoadedModel};
-use crate::syntax::{self, Language};
+use crate::analysis::{self, Mode, RunOptions};
+use crate::error::Result;
+use crate::model::{source, LoadedModel};
 
 /// The model the explorer falls back to when the default model cannot be loaded.
 pub const FALLBACK_MODEL: &str = "minilm";
@@ -49,6 +47,8 @@ impl Slot {
 }
 
 struct Shared {
+    /// Where probe features are cached (codescope's cache directory).
+    cache_root: std::path::PathBuf,
     slot: Mutex<Slot>,
     cv: Condvar,
     /// The newest analysis request id; anything older is superseded.
@@ -67,8 +67,13 @@ type Sender = dyn Fn(WorkerMsg) + Send + Sync;
 
 impl Worker {
     /// Start the worker; `send` receives its reports (called from the worker thread).
-    pub fn spawn(send: impl Fn(WorkerMsg) + Send + Sync + 'static) -> Self {
+    /// Probe features are cached under `cache_root` (codescope's cache directory).
+    pub fn spawn(
+        cache_root: std::path::PathBuf,
+        send: impl Fn(WorkerMsg) + Send + Sync + 'static,
+    ) -> Self {
         let shared = Arc::new(Shared {
+            cache_root,
             slot: Mutex::new(Slot::default()),
             cv: Condvar::new(),
             latest: AtomicU64::new(0),
@@ -216,7 +221,27 @@ fn load_spec(spec: &str) -> Result<LoadedModel> {
 
 /// Load `spec` (or the default model, falling back to [`FALLBACK_MODEL`]).
 fn load(spec: Option<String>, send: &Sender) -> Option<LoadedModel> {
-    let progress = |text: String| send(WorkerMsg::Progress { req: 0, text });
+    let (res, notice) = with_heartbeat(0, send, || false, |progress| load_with(spec, progress));
+    match res {
+        Ok((m, label)) => {
+            send(WorkerMsg::ModelLoaded {
+                info: m.info.clone(),
+                label,
+                notice,
+            });
+            Some(m)
+        }
+        Err((label, error)) => {
+            send(WorkerMsg::ModelFailed { label, error });
+            None
+        }
+    }
+}
+
+/// A loaded model with its label, or (label, error).
+type Loaded = std::result::Result<(LoadedModel, String), (String, String)>;
+
+fn load_with(spec: Option<String>, progress: &(dyn Fn(String) + Sync)) -> (Loaded, Option<String>) {
     let (label, mut notice, default) = match spec {
         Some(s) => (s, None, false),
         None => {
@@ -239,24 +264,10 @@ fn load(spec: Option<String>, send: &Sender) -> Option<LoadedModel> {
         }
         r => r.map(|m| (m, label.clone())),
     };
-    match res {
-        Ok((m, label)) => {
-            tracing::info!(%label, ms = t.elapsed().as_millis() as u64, "explorer model ready");
-            send(WorkerMsg::ModelLoaded {
-                info: m.info.clone(),
-                label,
-                notice,
-            });
-            Some(m)
-        }
-        Err(e) => {
-            send(WorkerMsg::ModelFailed {
-                label,
-                error: e.to_string(),
-            });
-            None
-        }
+    if let Ok((_, label)) = &res {
+        tracing::info!(%label, ms = t.elapsed().as_millis() as u64, "explorer model ready");
     }
+    (res.map_err(|e| (label, e.to_string())), notice)
 }
 
 fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: &Sender) {
@@ -272,29 +283,39 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
         });
         return;
     };
-    let start = Instant::now();
     let layers = m.info.layers;
-    let cancel = |layer: usize| {
-        let s = stale();
-        if !s {
-            send(WorkerMsg::Progress {
-                req,
-                text: format!("analysing: layer {}/{}", layer + 1, layers),
-            });
-        }
-        s
-    };
-    let res = analyze_cancellable(m, &job.text, job.lang, &job.opts, job.surprisal, &cancel);
+    let res = with_heartbeat(req, send, stale, |progress| {
+        let cancel = |layer: usize| {
+            let s = stale();
+            if !s {
+                progress(if layer < layers {
+                    format!("analysing: layer {}/{}", layer + 1, layers)
+                } else {
+                    format!(
+                        "analysing: LM head (next-token probabilities over {} words)",
+                        thousands(m.tokenizer.vocab_size())
+                    )
+                });
+            }
+            s
+        };
+        // Source-mode analyses keep code-token hidden states: what a trained probe
+        // labels.
+        let ro = RunOptions {
+            lm: job.surprisal,
+            hidden: job.opts.mode == Mode::Source,
+            cancel: Some(&cancel),
+        };
+        analysis::run(m, job.syntax.clone(), &job.opts, &ro)
+    });
     if stale() {
         return; // superseded: drop whatever came out
     }
     match res {
-        Ok(a) => {
-            let data = Arc::new(Prepared::new(a, start.elapsed()));
-            if !stale() {
-                send(WorkerMsg::Analysed { req, data });
-            }
-        }
+        Ok(a) => send(WorkerMsg::Analysed {
+            req,
+            data: Arc::new(a),
+        }),
         Err(e) => send(WorkerMsg::AnalyseFailed {
             req,
             error: e.to_string(),
@@ -302,8 +323,68 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
     }
 }
 
+/// `262144` as `262,144`.
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// How long a step may run before its progress line shows the time it has taken.
+const HEARTBEAT: Duration = Duration::from_millis(300);
+
+/// Run `f`, giving it a `progress(text)` reporter for request `req`; while a step (the
+/// time since the last report) takes longer than [`HEARTBEAT`], a second thread repeats
+/// its text with the seconds elapsed, so no step over ~300 ms looks frozen (the LM head
+/// of a 262k-word vocabulary takes seconds). Nothing is sent once `stale()` holds, and
+/// nothing after `f` returns: the caller's result message is always the last word.
+fn with_heartbeat<R>(
+    req: u64,
+    send: &Sender,
+    stale: impl Fn() -> bool + Sync,
+    f: impl FnOnce(&(dyn Fn(String) + Sync)) -> R,
+) -> R {
+    // (text, since) of the step under way; `None` once `f` has returned. Reports are
+    // sent while holding the lock.
+    let step: Mutex<Option<(String, Instant)>> = Mutex::new(Some((String::new(), Instant::now())));
+    let lock = || step.lock().unwrap_or_else(|e| e.into_inner());
+    let progress = |text: String| {
+        let mut g = lock();
+        if g.is_some() {
+            *g = Some((text.clone(), Instant::now()));
+            send(WorkerMsg::Progress { req, text });
+        }
+    };
+    std::thread::scope(|sc| {
+        let beat = sc.spawn(|| loop {
+            std::thread::park_timeout(Duration::from_millis(100));
+            let g = lock();
+            let Some((text, since)) = g.as_ref() else {
+                return;
+            };
+            let el = since.elapsed();
+            if el >= HEARTBEAT && !text.is_empty() && !stale() {
+                send(WorkerMsg::Progress {
+                    req,
+                    text: format!("{text} · {:.1} s", el.as_secs_f64()),
+                });
+            }
+        });
+        let r = f(&progress);
+        *lock() = None;
+        beat.thread().unpark();
+        r
+    })
+}
+
 /// Train the probes of `job` (linear, all layers, the bundled corpus of its language;
-/// features cached under [`source::cache_dir`]). Yields to loads and analyses: the job
+/// features cached under the worker's cache root). Yields to loads and analyses: the job
 /// is cancelled and queued again.
 fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sender) {
     let req = job.req;
@@ -331,21 +412,10 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
     };
     let cancel = || stale() || urgent();
     let spec = crate::probe::RunSpec {
-        model: m,
-        snippets: &snippets,
-        corpus_name: format!("bundled:{}", job.lang.name()),
         tasks: vec![job.task],
-        kind: crate::probe::ProbeKind::Linear,
-        split: crate::probe::Split::Snippet,
-        pair_features: crate::probe::PairFeatures::Diff,
-        seed: 0,
-        max_pairs: 40,
-        test_fraction: 0.2,
-        layers: None,
-        cache_root: Some(source::cache_dir()),
-        train: crate::probe::TrainOptions::default(),
-        structural: None,
+        cache_root: Some(shared.cache_root.clone()),
         cancel: Some(&cancel),
+        ..crate::probe::RunSpec::new(m, &snippets, format!("bundled:{}", job.lang.name()))
     };
     let layers = m.info.layers + 1;
     let progress = |text: String, result| {
@@ -395,29 +465,13 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
     }
 }
 
-/// [`analysis::analyze`] with a cancellation hook for the forward pass (checked before
-/// each layer). The same steps: parse, build the model input for the mode, trace, then
-/// [`analysis::analyze_trace`]. With `surprisal`, causal models also run their LM head
-/// (surprisal and next-token predictions, for the surprisal view); source-mode traces
-/// keep hidden states (the token features a trained probe labels).
-pub fn analyze_cancellable(
-    model: &LoadedModel,
-    source_text: &str,
-    lang: Language,
-    opts: &Options,
-    surprisal: bool,
-    cancel: &(dyn Fn(usize) -> bool + Sync),
-) -> Result<SnippetAnalysis> {
-    let syn = syntax::parse(source_text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
-    let (text, tokens) = analysis::model_input(&syn, opts.mode)?;
-    let fwd = ForwardOptions {
-        hidden: opts.mode == Mode::Source,
-        cancel: Some(cancel),
-    };
-    let trace = if surprisal && model.info.causal {
-        model.trace_lm(&text, &fwd)?
-    } else {
-        model.trace(&text, &fwd)?
-    };
-    Ok(analysis::analyze_trace(syn, tokens, trace, opts))
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(super::thousands(262_144), "262,144");
+        assert_eq!(super::thousands(300), "300");
+        assert_eq!(super::thousands(1_000), "1,000");
+        assert_eq!(super::thousands(0), "0");
+    }
 }

@@ -13,20 +13,20 @@ use std::sync::Arc;
 use codescope::model::testutil::{write_tiny_model, Tiny};
 use sha2::{Digest, Sha256};
 
-const BIN: &str = env!("CARGO_BIN_EXE_codescope");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_codescope");
 
-struct Env {
+pub(crate) struct Env {
     _root: tempfile::TempDir,
-    root: PathBuf,
+    pub root: PathBuf,
 }
 
 impl Env {
-    fn new() -> Self {
+    pub fn new() -> Self {
         let d = tempfile::tempdir().unwrap();
         let root = d.path().to_path_buf();
         Env { _root: d, root }
     }
-    fn cmd(&self) -> Command {
+    pub fn cmd(&self) -> Command {
         let mut c = Command::new(BIN);
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -39,14 +39,14 @@ impl Env {
             .env("CODESCOPE_PYPI_URL", "http://127.0.0.1:9");
         c
     }
-    fn sample(&self) -> PathBuf {
+    pub fn sample(&self) -> PathBuf {
         let p = self.root.join("sample.py");
         std::fs::write(&p, "def f(x):\n    return x + 1\n").unwrap();
         p
     }
 }
 
-fn ok(o: &Output) -> String {
+pub(crate) fn ok(o: &Output) -> String {
     assert!(
         o.status.success(),
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -58,7 +58,7 @@ fn ok(o: &Output) -> String {
 }
 
 /// A failing run: non-zero exit, no panic, one `codescope: error:` line.
-fn fails(o: &Output) -> String {
+pub(crate) fn fails(o: &Output) -> String {
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(!o.status.success(), "expected failure, stderr: {err}");
     assert_eq!(o.status.code(), Some(1), "stderr: {err}");
@@ -350,14 +350,14 @@ fn decoder_presets_from_the_hf_cache() {
 }
 
 /// A one-thread HTTP/1.1 server on loopback serving fixed paths; stops on drop.
-struct Server {
+pub(crate) struct Server {
     port: u16,
     stop: Arc<AtomicBool>,
 }
 
 impl Server {
     /// Serve `routes` on an already bound listener (so routes can name its port).
-    fn serve(l: TcpListener, routes: Vec<(String, Vec<u8>)>) -> Server {
+    pub fn serve(l: TcpListener, routes: Vec<(String, Vec<u8>)>) -> Server {
         let port = l.local_addr().unwrap().port();
         l.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -395,7 +395,7 @@ impl Server {
         });
         Server { port, stop }
     }
-    fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 }

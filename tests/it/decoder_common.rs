@@ -1,5 +1,5 @@
-//! Shared by the decoder reference tests (`decoder_reference.rs`,
-//! `codegen_bigcode_reference.rs`): fixture loading and the comparison of one tiny model
+//! Shared by the decoder tests (`decoder_reference.rs`, `codegen_bigcode_reference.rs`,
+//! `decoder_invariants.rs`): fixture loading and the comparison of one tiny model
 //! with its transformers reference (ids, offsets, attention, hidden states, logits,
 //! surprisal, top-5 predictions).
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use candle_core::quantized::gguf_file::Content;
+use codescope::model::gguf::GgufFile;
 use codescope::model::gguf_tokenizer::from_gguf;
 use codescope::model::CodeTokenizer;
 use serde_json::Value;
@@ -72,10 +72,9 @@ fn tokenizer() -> &'static Tokenizer {
             path.display()
         );
         let t0 = Instant::now();
-        let mut f = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
-        let content = Content::read(&mut f).unwrap();
+        let file = GgufFile::open(&path).unwrap();
         let (t1, c1) = (Instant::now(), cpu_seconds());
-        let tok = from_gguf(&content).unwrap();
+        let tok = from_gguf(file.metadata()).unwrap();
         eprintln!(
             "GGUF metadata read {:.0} ms; tokenizer built in {:.0} ms wall, {:.0} ms CPU",
             (t1 - t0).as_secs_f64() * 1e3,
@@ -269,8 +268,8 @@ fn synthetic_ggufs_match_transformers() {
     let files = r["files"].as_object().unwrap();
     assert_eq!(files.len(), 2);
     for (file, want) in files {
-        let mut f = std::fs::File::open(root().join("tests/fixtures").join(file)).unwrap();
-        let t = from_gguf(&Content::read(&mut f).unwrap()).unwrap();
+        let f = GgufFile::open(&root().join("tests/fixtures").join(file)).unwrap();
+        let t = from_gguf(f.metadata()).unwrap();
         assert_eq!(
             t.get_vocab_size(true) as u64,
             want["vocab_size_with_added"].as_u64().unwrap(),

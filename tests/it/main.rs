@@ -7,10 +7,13 @@ mod codegen_bigcode_reference;
 mod decoder_cli;
 #[allow(dead_code)]
 mod decoder_common;
+mod decoder_invariants;
 mod decoder_reference;
 mod gemma3_reference;
 mod gguf_models;
 mod gguf_tokenizer;
+mod hostile_inputs;
+mod hostile_models;
 mod minilm_reference;
 mod model_tiny;
 mod probe_astprobe;
@@ -20,9 +23,12 @@ mod probe_directprobe;
 mod probe_e2e;
 mod probe_sklearn_agreement;
 mod probe_train;
+mod reproduce_shards;
 mod tiny_roberta_reference;
 mod tui_app;
 #[allow(dead_code)]
 mod tui_common;
+mod tui_deep;
 mod tui_e2e;
+mod tui_input;
 mod tui_snapshots;

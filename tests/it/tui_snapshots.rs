@@ -1,7 +1,7 @@
 //! Snapshot tests of every explorer panel and mode on a `TestBackend`, at 120x40 (all
 //! panels) and 80x24 (code + one side panel), with a tiny random-weight model so the
 //! numbers are deterministic and no network is needed. Snapshots live in
-//! `tests/snapshots/`; after an intended change, re-run with `INSTA_UPDATE=always` and
+//! `tests/it/snapshots/`; after an intended change, re-run with `INSTA_UPDATE=always` and
 //! review the diff.
 
 use crate::tui_common;
@@ -20,8 +20,31 @@ fn snap(name: &str, app: &codescope::tui::app::App) {
 #[test]
 fn loading_before_the_model_answers() {
     for (w, h) in SIZES {
-        let (app, _) = fresh(SAMPLE, w, h, theme(ColorMode::TrueColor));
+        // The parse (off the UI thread, milliseconds) has arrived; the model has not.
+        let (mut app, fx) = fresh(SAMPLE, w, h, theme(ColorMode::TrueColor));
+        parsed(&mut app, fx);
         snap("loading", &app);
+    }
+}
+
+/// The heat map and the code panel's attention backgrounds with their colours, in
+/// truecolor and 256 colours (the text snapshots above cannot tell one shade from
+/// another).
+#[test]
+fn heatmap_and_code_colours() {
+    use codescope::tui::app::Focus;
+    for mode in [ColorMode::TrueColor, ColorMode::Ansi256] {
+        let mut app = ready_with(SAMPLE, 120, 40, theme(mode));
+        typed(&mut app, "jjlg");
+        let g = codescope::tui::layout::geometry(&app);
+        let heat = g.panel(Focus::Heatmap).unwrap();
+        let code = g.panel(Focus::Code).unwrap();
+        let name = match mode {
+            ColorMode::TrueColor => "truecolor",
+            _ => "256",
+        };
+        insta::assert_snapshot!(format!("styled_heatmap_{name}"), styled(&app, heat));
+        insta::assert_snapshot!(format!("styled_code_{name}"), styled(&app, code));
     }
 }
 
@@ -178,18 +201,20 @@ fn probe_panel() {
             result: None,
         }));
         snap("probe_progress", &app);
-        app.update(Msg::Worker(WorkerMsg::Probed {
+        let fx = app.update(Msg::Worker(WorkerMsg::Probed {
             req: job.req,
             report: Arc::new(synthetic_report(6, "category")),
         }));
+        serve(&mut app, fx);
         press(&mut app, &[KeyCode::Right]);
         snap("probe_panel", &app);
         // Deeper models scroll to keep the current layer in view.
         let job = probe_job(&app.type_keys("P")).expect("next task");
-        app.update(Msg::Worker(WorkerMsg::Probed {
+        let fx = app.update(Msg::Worker(WorkerMsg::Probed {
             req: job.req,
             report: Arc::new(synthetic_report(12, "depth")),
         }));
+        serve(&mut app, fx);
         snap("probe_panel_12_layers", &app);
     }
 }
@@ -211,7 +236,7 @@ fn surprisal_view_on_a_tiny_decoder() {
         let lay = &app.doc.layout;
         let gutter = lay.lines.len().to_string().len() + 1;
         for (i, b) in sp.bits.iter().enumerate() {
-            if i == app.cursor {
+            if i == app.view.cursor {
                 continue;
             }
             let (x, y) = (1 + gutter + 1 + lay.tok_col[i], 1 + lay.tok_line[i]);
@@ -241,10 +266,11 @@ fn probe_token_label() {
         let job = probe_job(&app.type_keys("p")).expect("a probe job");
         let mut report = synthetic_report(3, "category");
         report.probes = own_probes(&app, Task::Category);
-        app.update(Msg::Worker(WorkerMsg::Probed {
+        let fx = app.update(Msg::Worker(WorkerMsg::Probed {
             req: job.req,
             report: Arc::new(report),
         }));
+        serve(&mut app, fx);
         press(&mut app, &[KeyCode::Right]);
         typed(&mut app, "jl");
         snap("probe_token_label", &app);

@@ -1,7 +1,11 @@
-//! Category attention: the coarse 2x2 (syntactic / identifier) and the fine 5x5
-//! (keyword, operator, delimiter, literal, identifier) mean-attention matrices of the
-//! current head beside its layer average (rows = query class, columns = key class,
-//! self-pairs excluded; values x100).
+//! Category attention relative to uniform: for the coarse 2x2 (syntactic / identifier)
+//! and the fine 5x5 (keyword, operator, delimiter, literal, identifier) classes (rows =
+//! query class, columns = key class, self-pairs excluded), each cell is the mean weight
+//! of a query-key pair divided by uniform attention `1/n` over the `n` analysed tokens
+//! (`×`: 1 = an even spread, 3 = three times that), so long snippets, where every mean
+//! is about `1/n`, still say something. The share (`%`) is the part of the query class's
+//! attention that goes to the key class. Shown for the current head (or head mean) and
+//! beside it the layer average; a footer line says what the numbers are.
 
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -9,7 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::panel;
+use super::{clip, panel};
 use crate::analysis::CategoryMatrix;
 use crate::tui::app::{App, Focus};
 
@@ -17,35 +21,43 @@ const COARSE: [&str; 2] = ["syn", "id"];
 const FINE: [&str; 5] = ["kw", "op", "dl", "lit", "id"];
 const CW: usize = 4;
 
-fn cell(v: Option<f64>) -> String {
-    match v {
-        None => format!("{:>CW$}", "·"),
-        Some(x) => {
-            let p = x * 100.0;
-            if p < 9.95 {
-                format!("{p:>CW$.1}")
-            } else {
-                format!("{p:>CW$.0}")
-            }
-        }
-    }
+/// What a block of cells shows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cells {
+    /// Mean pair weight / (1/n).
+    Ratio,
+    /// Share of the row's attention, %.
+    Share,
 }
 
-fn vmax_of(ms: &[&CategoryMatrix]) -> f64 {
-    ms.iter()
-        .flat_map(|m| m.mean.iter())
-        .flatten()
-        .fold(0.0f64, |m, &v| m.max(v))
-        .max(1e-12)
+fn cell(v: Option<f64>, what: Cells) -> String {
+    match v {
+        None => format!("{:>CW$}", "·"),
+        Some(x) => match what {
+            Cells::Ratio if x < 9.95 => format!("{x:>CW$.1}"),
+            Cells::Ratio => format!("{:>CW$.0}", x.min(999.0)),
+            Cells::Share => format!("{:>CW$.0}", x * 100.0),
+        },
+    }
 }
 
 /// The lines of one matrix: title, column header, one row per query class. Every line
 /// is exactly `4 + k * CW` columns wide.
-fn one<'a>(app: &App, names: &[&str], m: &CategoryMatrix, title: &str, vmax: f64) -> Vec<Line<'a>> {
+fn one<'a>(
+    app: &App,
+    names: &[&str],
+    vals: &dyn Fn(usize, usize) -> Option<f64>,
+    what: Cells,
+    title: &str,
+    vmax: f64,
+) -> Vec<Line<'a>> {
     let t = &app.theme;
     let k = names.len();
     let w = 4 + k * CW;
-    let mut out = vec![Line::from(Span::styled(format!("{title:<w$}"), t.accent()))];
+    let mut out = vec![Line::from(Span::styled(
+        format!("{:<w$}", clip(title, w)),
+        t.accent(),
+    ))];
     let mut head = vec![Span::styled("q\\k ", t.dim())];
     for n in names {
         head.push(Span::styled(format!("{n:>CW$}"), t.dim()));
@@ -54,34 +66,47 @@ fn one<'a>(app: &App, names: &[&str], m: &CategoryMatrix, title: &str, vmax: f64
     for (q, name) in names.iter().enumerate() {
         let mut row = vec![Span::styled(format!("{name:<4}"), t.dim())];
         for kk in 0..k {
-            let v = m.mean_at(q, kk);
+            let v = vals(q, kk);
             let mut st = Style::default();
             if t.colored() {
                 if let Some(x) = v {
-                    let s = ((x / vmax) as f32).sqrt() * 0.85;
+                    let s = ((x / vmax.max(1e-12)) as f32).clamp(0.0, 1.0).sqrt() * 0.85;
                     st = st.bg(t.heat(s, false));
                     if let Some(fg) = t.on_heat(s) {
                         st = st.fg(fg);
                     }
                 }
             }
-            row.push(Span::styled(cell(v), st));
+            row.push(Span::styled(cell(v, what), st));
         }
         out.push(Line::from(row));
     }
     out
 }
 
-/// Two blocks of lines side by side.
-fn beside<'a>(a: Vec<Line<'a>>, b: Vec<Line<'a>>) -> Vec<Line<'a>> {
-    a.into_iter()
-        .zip(b)
-        .map(|(mut x, y)| {
-            x.spans.push(Span::raw("   "));
-            x.spans.extend(y.spans);
-            x
-        })
-        .collect()
+/// Blocks of lines side by side, three columns apart.
+fn beside<'a>(blocks: Vec<Vec<Line<'a>>>) -> Vec<Line<'a>> {
+    let mut it = blocks.into_iter();
+    let Some(first) = it.next() else {
+        return Vec::new();
+    };
+    it.fold(first, |acc, b| {
+        acc.into_iter()
+            .zip(b)
+            .map(|(mut x, y)| {
+                x.spans.push(Span::raw("   "));
+                x.spans.extend(y.spans);
+                x
+            })
+            .collect()
+    })
+}
+
+fn ratio_max(ms: &[&CategoryMatrix], n: usize) -> f64 {
+    ms.iter()
+        .flat_map(|m| (0..m.k * m.k).map(move |i| m.ratio_to_uniform_at(i / m.k, i % m.k, n)))
+        .flatten()
+        .fold(0.0f64, f64::max)
 }
 
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
@@ -89,29 +114,33 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let block = panel(
         app,
         Focus::Categories,
-        vec![
-            Span::styled("Categories", t.accent()),
-            Span::styled(" · mean attention x100", t.dim()),
-        ],
+        super::fit_title(
+            vec![
+                Span::styled("Categories", t.accent()),
+                Span::styled(" · × uniform, % share", t.dim()),
+            ],
+            area.width,
+        ),
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let Some(p) = app.prepared() else {
+    let Some(a) = app.prepared() else {
         f.render_widget(
             Paragraph::new(Span::styled("waiting for the analysis…", t.dim())),
             inner,
         );
         return;
     };
-    let a = &p.analysis;
-    let l = app.layer.min(a.coarse.len().saturating_sub(1));
-    let h = app
-        .head
-        .min(a.coarse.first().map_or(0, |r| r.len()).saturating_sub(1));
     if a.coarse.is_empty() {
         return;
     }
-    let (hc, hf, hname) = if app.mean {
+    let n = a.n();
+    let l = app.view.layer.min(a.coarse.len() - 1);
+    let h = app
+        .view
+        .head
+        .min(a.coarse.first().map_or(0, |r| r.len()).saturating_sub(1));
+    let (hc, hf, hname) = if app.view.mean {
         (
             &a.coarse_layer[l],
             &a.fine_layer[l],
@@ -124,34 +153,86 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             format!("L{} H{}", l + 1, h + 1),
         )
     };
-    let lname = format!("L{} average", l + 1);
+    let lname = format!("L{} avg", l + 1);
     let (cl, fl) = (&a.coarse_layer[l], &a.fine_layer[l]);
-    let cmax = vmax_of(&[hc, cl]);
-    let fmax = vmax_of(&[hf, fl]);
-    let wide = inner.width as usize >= 2 * (4 + 5 * CW) + 3;
+    let cmax = ratio_max(&[hc, cl], n);
+    let fmax = ratio_max(&[hf, fl], n);
+    let r_of = |m: &CategoryMatrix| {
+        let m = m.clone();
+        move |q: usize, k: usize| m.ratio_to_uniform_at(q, k, n)
+    };
+    let s_of = |m: &CategoryMatrix| {
+        let m = m.clone();
+        move |q: usize, k: usize| m.share_at(q, k)
+    };
+    let w = inner.width as usize;
+    let wide = w >= 2 * (4 + 5 * CW) + 3;
+    let three = w >= 3 * (4 + 2 * CW) + 6;
     let mut lines = Vec::new();
-    if wide {
-        lines.extend(beside(
-            one(app, &COARSE, hc, &hname, cmax),
-            one(app, &COARSE, cl, &lname, cmax),
+    let mut coarse = vec![
+        one(
+            app,
+            &COARSE,
+            &r_of(hc),
+            Cells::Ratio,
+            &format!("{hname} ×"),
+            cmax,
+        ),
+        one(
+            app,
+            &COARSE,
+            &s_of(hc),
+            Cells::Share,
+            &format!("{hname} %"),
+            1.0,
+        ),
+    ];
+    if three {
+        coarse.push(one(
+            app,
+            &COARSE,
+            &r_of(cl),
+            Cells::Ratio,
+            &format!("{lname} ×"),
+            cmax,
         ));
-        lines.push(Line::from(""));
-        lines.extend(beside(
-            one(app, &FINE, hf, &hname, fmax),
-            one(app, &FINE, fl, &lname, fmax),
-        ));
-    } else {
-        // Narrow: the 2x2 of head and layer side by side, then the head's 5x5.
-        lines.extend(beside(
-            one(app, &COARSE, hc, &hname, cmax),
-            one(app, &COARSE, cl, &lname, cmax),
-        ));
-        lines.push(Line::from(""));
-        lines.extend(one(app, &FINE, hf, &format!("{hname} (fine)"), fmax));
-        lines.push(Line::from(Span::styled(
-            "wider panel: the layer average too",
-            t.dim(),
-        )));
     }
+    lines.extend(beside(coarse));
+    // coarse (4 lines) + fine (7) + footer (1), and a blank line between if it fits
+    let room_blank = inner.height as usize > 4 + 7 + 1;
+    if room_blank {
+        lines.push(Line::from(""));
+    }
+    if wide {
+        lines.extend(beside(vec![
+            one(
+                app,
+                &FINE,
+                &r_of(hf),
+                Cells::Ratio,
+                &format!("{hname} ×"),
+                fmax,
+            ),
+            one(
+                app,
+                &FINE,
+                &r_of(fl),
+                Cells::Ratio,
+                &format!("{lname} ×"),
+                fmax,
+            ),
+        ]));
+    } else {
+        lines.extend(one(
+            app,
+            &FINE,
+            &r_of(hf),
+            Cells::Ratio,
+            &format!("{hname} × (fine)"),
+            fmax,
+        ));
+    }
+    let foot = format!("× = weight ÷ uniform 1/{n} · % = share of the row");
+    lines.push(Line::from(Span::styled(clip(&foot, w), t.dim())));
     f.render_widget(Paragraph::new(lines), inner);
 }

@@ -17,10 +17,11 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{clip, one_line, panel};
+use crate::analysis::TokenSurprisal;
 use crate::syntax::{Category, DfgKind};
 use crate::tui::app::{App, Direction, Focus};
-use crate::tui::data::TokenSurprisal;
 use crate::tui::data::{advance, TAB};
+use crate::tui::layout;
 
 /// Expand tabs in `s` placed at display column `col`; returns the text and the new column.
 fn expand(s: &str, col: usize) -> (String, usize) {
@@ -54,8 +55,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     }
     let t = &app.theme;
     let doc = &app.doc;
-    let cursor_tok = doc.syntax.as_ref().and_then(|s| s.tokens.get(app.cursor));
-    let dir = match app.direction {
+    let cursor_tok = doc
+        .syntax
+        .as_ref()
+        .and_then(|s| s.tokens.get(app.view.cursor));
+    let dir = match app.view.direction {
         Direction::From => "from",
         Direction::To => "to",
     };
@@ -82,50 +86,17 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     }
     title.push(Span::styled(clip(&head, room), t.dim()));
     let block = panel(app, Focus::Code, title);
-    let inner = block.inner(area);
     f.render_widget(block, area);
-    if inner.height < 2 || inner.width < 8 {
+    let Some(g) = layout::code_geom(app, area) else {
         return;
-    }
-    let legend_h = if inner.height >= 8 { 1 } else { 0 };
-    let pred_h = match surp {
-        Some(_) if inner.height >= 18 => 7,
-        Some(_) if inner.height >= 10 => 2,
-        _ => 0,
     };
-    let text_h = inner.height - legend_h - pred_h;
-    app.code_rows.set(text_h as usize);
+    let (inner, legend_h, pred_h, gutter) = (g.inner, g.legend_h, g.pred_h, g.gutter);
+    let text_h = g.text_rows as u16;
     let lay = &doc.layout;
-    let gutter = lay.lines.len().to_string().len() + 1;
-    let text_w = (inner.width as usize).saturating_sub(gutter + 1).max(1);
-
-    // Scroll so the cursor token stays visible (a margin of 2 lines when possible).
-    let (mut top, mut left) = app.code_scroll.get();
-    let (cl, cc, cw) = match cursor_tok {
-        Some(ct) => (
-            lay.tok_line[app.cursor],
-            lay.tok_col[app.cursor],
-            one_line(&ct.text).chars().count().min(text_w),
-        ),
-        None => (0, 0, 0),
-    };
+    // The scroll that keeps the cursor in view was settled by `App::update`.
+    let (top, left) = app.view.code_scroll;
+    let cl = cursor_tok.map_or(0, |_| lay.tok_line[app.view.cursor]);
     let h = text_h as usize;
-    let margin = if h > 6 { 2 } else { 0 };
-    if cl < top + margin {
-        top = cl.saturating_sub(margin);
-    } else if cl + margin >= top + h {
-        top = cl + margin + 1 - h;
-    }
-    top = top.min(lay.lines.len().saturating_sub(h.min(lay.lines.len())));
-    if cc < left {
-        left = cc.saturating_sub(4);
-    } else if cc + cw > left + text_w {
-        left = cc + cw - text_w + 4;
-    }
-    if cc + cw <= text_w {
-        left = 0;
-    }
-    app.code_scroll.set((top, left));
 
     // Attention weights normalised by the largest weight on another token.
     let weights = app.token_weights();
@@ -134,7 +105,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         .map(|w| {
             w.iter()
                 .enumerate()
-                .filter(|(i, _)| *i != app.cursor)
+                .filter(|(i, _)| *i != app.view.cursor)
                 .filter_map(|(_, v)| *v)
                 .fold(0.0f32, f32::max)
         })
@@ -142,18 +113,18 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let threshold = app.threshold();
     // Data-flow neighbours of the cursor token.
     let mut dfg_mark: Vec<Option<DfgKind>> = vec![None; doc.n_tokens()];
-    if app.dfg {
+    if app.view.dfg {
         if let Some(syn) = &doc.syntax {
             for &(i, j, k) in &syn.graphs.dfg {
-                if i == app.cursor {
+                if i == app.view.cursor {
                     dfg_mark[j] = Some(k);
-                } else if j == app.cursor {
+                } else if j == app.view.cursor {
                     dfg_mark[i] = Some(k);
                 }
             }
         }
     }
-    let search = app.search.as_ref().map(|s| s.to_lowercase());
+    let search = app.view.search.as_ref().map(|s| s.to_lowercase());
 
     let tokens = doc.syntax.as_ref().map(|s| &s.tokens[..]).unwrap_or(&[]);
     let mut lines: Vec<Line> = Vec::with_capacity(h);
@@ -194,7 +165,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                     if let Some(sp) = surp {
                         st = surprisal_style(app, st, sp, i);
                     } else if let Some(Some(w)) = weights.as_ref().and_then(|ws| ws.get(i)) {
-                        if i != app.cursor && wmax > 0.0 {
+                        if i != app.view.cursor && wmax > 0.0 {
                             let v = (w / wmax).clamp(0.0, 1.0);
                             if t.colored() {
                                 if v > 0.02 {
@@ -226,7 +197,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                             st = st.add_modifier(Modifier::ITALIC | Modifier::UNDERLINED);
                         }
                     }
-                    if i == app.cursor {
+                    if i == app.view.cursor {
                         st = t.cursor();
                     }
                     st
@@ -240,22 +211,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 }
             }
         }
-        // Horizontal scroll: drop `left` display columns from the body.
-        let mut skip = left;
-        for sp in body {
-            let n = sp.content.chars().count();
-            if skip >= n {
-                skip -= n;
-                continue;
-            }
-            if skip > 0 {
-                let rest: String = sp.content.chars().skip(skip).collect();
-                skip = 0;
-                spans.push(Span::styled(rest, sp.style));
-            } else {
-                spans.push(sp);
-            }
-        }
+        spans.extend(hscroll(body, left, g.text_w, t.warn()));
         lines.push(Line::from(spans));
     }
     let text_area = Rect::new(inner.x, inner.y, inner.width, text_h);
@@ -286,7 +242,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         if let Some(ct) = cursor_tok {
             let role = ct.role.as_deref().unwrap_or(ct.category.name());
             info = format!(" │ {role}");
-            if app.dfg {
+            if app.view.dfg {
                 let links = dfg_mark.iter().filter(|m| m.is_some()).count();
                 info.push_str(&format!(
                     " · {links} data-flow link{}",
@@ -295,23 +251,66 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             }
             if let Some(Some(w)) = weights
                 .as_ref()
-                .map(|ws| ws.get(app.cursor).copied().flatten())
+                .map(|ws| ws.get(app.view.cursor).copied().flatten())
             {
                 info.push_str(&format!(" · self {w:.2}"));
             }
             if weights
                 .as_ref()
-                .is_some_and(|ws| ws.get(app.cursor).is_some_and(|w| w.is_none()))
+                .is_some_and(|ws| ws.get(app.view.cursor).is_some_and(|w| w.is_none()))
             {
                 info.push_str(" · not analysed");
             }
         }
-        l.push(Span::styled(info, t.dim()));
+        let used: usize = l.iter().map(|s| s.content.chars().count()).sum();
+        l.push(Span::styled(
+            clip(&info, (inner.width as usize).saturating_sub(used)),
+            t.dim(),
+        ));
         f.render_widget(
             Paragraph::new(Line::from(l)),
             Rect::new(inner.x, y, inner.width, 1),
         );
     }
+}
+
+/// The part of a line's `body` spans from display column `left`, at most `w` columns:
+/// a line cut on the right ends with `›`, one scrolled on the left starts with `‹`, so a
+/// clipped line never looks whole.
+fn hscroll<'a>(
+    body: Vec<Span<'a>>,
+    left: usize,
+    w: usize,
+    marker: ratatui::style::Style,
+) -> Vec<Span<'a>> {
+    let total: usize = body.iter().map(|s| s.content.chars().count()).sum();
+    let cut_right = total > left + w;
+    // Columns of text kept after `left` (one fewer on each clipped side for its marker).
+    let mut skip = left + usize::from(left > 0);
+    let mut room = w.saturating_sub(usize::from(cut_right) + usize::from(left > 0));
+    let mut out = Vec::new();
+    if left > 0 && total > left {
+        out.push(Span::styled("‹", marker));
+    }
+    for sp in body {
+        if room == 0 {
+            break;
+        }
+        let n = sp.content.chars().count();
+        if skip >= n {
+            skip -= n;
+            continue;
+        }
+        let take = (n - skip).min(room);
+        let text: String = sp.content.chars().skip(skip).take(take).collect();
+        skip = 0;
+        room -= take;
+        out.push(Span::styled(text, sp.style));
+    }
+    if cut_right {
+        out.push(Span::styled("›", marker));
+    }
+    out
 }
 
 /// The style of token `i` in the surprisal view.
@@ -421,12 +420,12 @@ fn expected_box(app: &App, f: &mut Frame, r: Rect, sp: &TokenSurprisal) {
         .doc
         .syntax
         .as_ref()
-        .and_then(|s| s.tokens.get(app.cursor));
+        .and_then(|s| s.tokens.get(app.view.cursor));
     let name = tok
         .map(|x| clip(&one_line(&x.text), 16))
         .unwrap_or_default();
-    let bits = sp.bits.get(app.cursor).copied().flatten();
-    let n_sub = sp.subwords.get(app.cursor).map_or(0, |v| v.len());
+    let bits = sp.bits.get(app.view.cursor).copied().flatten();
+    let n_sub = sp.subwords.get(app.view.cursor).map_or(0, |v| v.len());
     let actual = match (bits, n_sub) {
         (_, 0) => "not analysed (beyond the model's window)".to_string(),
         (None, _) => "not scored: no prefix predicts the first subword".to_string(),
@@ -435,19 +434,19 @@ fn expected_box(app: &App, f: &mut Frame, r: Rect, sp: &TokenSurprisal) {
             if n > 1 {
                 s.push_str(&format!(" over {n} subwords"));
             }
-            if sp.shared.get(app.cursor).copied().unwrap_or(false) {
+            if sp.shared.get(app.view.cursor).copied().unwrap_or(false) {
                 s.push_str(" · shares a subword");
             }
             s
         }
     };
-    let first = sp.first_subword(app.cursor);
-    let expected = sp.expected(app.cursor).unwrap_or(&[]);
+    let first = sp.first_subword(app.view.cursor);
+    let expected = sp.expected(app.view.cursor).unwrap_or(&[]);
     let first_id = sp
         .subwords
-        .get(app.cursor)
+        .get(app.view.cursor)
         .and_then(|v| v.first())
-        .and_then(|&k| app.prepared().and_then(|p| p.analysis.trace.tokens.get(k)))
+        .and_then(|&k| app.prepared().and_then(|p| p.trace.tokens.get(k)))
         .map(|s| s.id);
     let item = |p: &crate::model::Prediction| -> String {
         show_subword(p.token.as_deref().unwrap_or("?"))
@@ -546,7 +545,6 @@ fn draw_editor(app: &App, f: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let h = inner.height as usize;
-    app.code_rows.set(h);
     // The editor keeps its own scroll; compute the view here without mutating it.
     let mut top = ed.scroll;
     if ed.row < top {
@@ -602,6 +600,27 @@ mod tests {
         assert_eq!(show_subword("Ġfoo"), "␣foo");
         assert_eq!(show_subword("▁bar"), "␣bar");
         assert_eq!(show_subword("Ċĉ<0x0A>"), "↵⇥↵");
+    }
+
+    #[test]
+    fn clipped_lines_are_marked() {
+        use ratatui::style::Style;
+        use ratatui::text::Span;
+        let text = |v: Vec<Span>| v.iter().map(|s| s.content.to_string()).collect::<String>();
+        let body = || vec![Span::raw("abcdef"), Span::raw("ghij")];
+        assert_eq!(
+            text(super::hscroll(body(), 0, 10, Style::default())),
+            "abcdefghij"
+        );
+        assert_eq!(
+            text(super::hscroll(body(), 0, 6, Style::default())),
+            "abcde›"
+        );
+        assert_eq!(text(super::hscroll(body(), 3, 4, Style::default())), "‹ef›");
+        assert_eq!(
+            text(super::hscroll(body(), 4, 6, Style::default())),
+            "‹fghij"
+        );
     }
 
     #[test]

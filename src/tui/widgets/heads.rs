@@ -1,8 +1,17 @@
 //! The head grid: small multiples of one per-head score, heads as rows and layers as
-//! columns (so ← → and ↑ ↓ mean the same here as everywhere). The current head is
+//! columns (so ← → and ↑ ↓ mean the same here as everywhere), transposed (layers as
+//! rows) when the panel shows more cells that way ([`layout::grid_geom`]; inside the
+//! transposed grid ↑ ↓ move along layers and ← → along heads). The current head is
 //! highlighted; in this panel the arrows move the grid's own cursor and Enter jumps.
 //! For F1 scores the best head of each layer is underlined (METHODS.md 3: "per layer,
 //! report the best head by F1").
+//!
+//! Deep and wide models: every cell is a separating space plus two digits (three for
+//! entropy; plus a shade glyph without colour), and every layer number in the header is
+//! right-aligned over its column, so numbers never run together. When not every layer
+//! or head fits, the grid scrolls (the origin is settled by `App::update` from
+//! [`layout::grid_geom`], keeping the followed cell a few cells from the edges) and
+//! `◂ ▸ ▴ ▾` mark the sides with more; the footer names the visible range.
 
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -10,11 +19,24 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use super::{clip, panel};
+use super::{clip, fit_title, panel};
 use crate::tui::app::{App, Focus};
 use crate::tui::data::Metric;
+use crate::tui::layout::{self, GRID_LABEL_W};
 use crate::tui::theme::Theme;
 
+/// What a metric's cells are, with their unit, for the panel title.
+pub fn unit(m: Metric) -> &'static str {
+    match m {
+        Metric::F1Motif => "F1×100 vs AST motif",
+        Metric::F1Dfg => "F1×100 vs data flow",
+        Metric::SynToId => "syn→id, % of attention",
+        Metric::IdToSyn => "id→syn, % of attention",
+        Metric::Entropy => "entropy, bits",
+    }
+}
+
+/// A cell's value in `w` columns (right-aligned).
 fn fmt_cell(m: Metric, v: Option<f64>, w: usize) -> String {
     let s = match v {
         None => "·".to_string(),
@@ -22,7 +44,7 @@ fn fmt_cell(m: Metric, v: Option<f64>, w: usize) -> String {
             if w >= 3 && x < 9.95 {
                 format!("{x:.1}")
             } else {
-                format!("{:.0}", x)
+                format!("{:.0}", x.min(99.0))
             }
         }
         Some(x) => format!("{:.0}", (x * 100.0).min(99.0)),
@@ -32,13 +54,17 @@ fn fmt_cell(m: Metric, v: Option<f64>, w: usize) -> String {
 
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
+    let m = app.view.metric;
     let block = panel(
         app,
         Focus::Heads,
-        vec![
-            Span::styled("Heads", t.accent()),
-            Span::styled(format!(" · {} [s]", app.metric.name()), t.dim()),
-        ],
+        fit_title(
+            vec![
+                Span::styled("Heads", t.accent()),
+                Span::styled(format!(" · {} [s]", unit(m)), t.dim()),
+            ],
+            area.width,
+        ),
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -49,20 +75,18 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         );
         return;
     };
-    let values = app.metric.values(p, &app.scores);
-    let layers = values.len();
-    let heads = values.first().map_or(0, |r| r.len());
-    if layers == 0 || heads == 0 || inner.height < 3 {
+    let Some(g) = layout::grid_geom(app, area) else {
         return;
-    }
-    let smax = app.metric.scale_max(&values);
-    let label_w = 4usize;
-    let cw = if inner.width as usize >= label_w + layers * 3 {
-        3
-    } else {
-        2
     };
-    let f1 = matches!(app.metric, Metric::F1Motif | Metric::F1Dfg);
+    let values = m.values(p, &app.shown.scores);
+    let (layers, heads) = (values.len(), values.first().map_or(0, |r| r.len()));
+    if layers != g.layers || heads != g.heads {
+        return; // the analysis shown is not the model's (a switch is under way)
+    }
+    let smax = m.scale_max(&values);
+    let cw = g.cw as usize;
+    let digits = if t.colored() { cw - 1 } else { cw - 2 };
+    let f1 = matches!(m, Metric::F1Motif | Metric::F1Dfg);
     let best: Vec<Option<usize>> = values
         .iter()
         .map(|row| {
@@ -80,43 +104,61 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             b.map(|(h, _)| h)
         })
         .collect();
-    let focused = app.focus == Focus::Heads;
+    let focused = app.view.focus == Focus::Heads;
     let (gl, gh) = if focused {
-        app.grid
+        app.view.grid
     } else {
-        (app.layer, app.head)
+        (app.view.layer, app.view.head)
     };
-    // Rows available for heads: header + footer take two lines.
-    let rows = (inner.height as usize).saturating_sub(2).max(1);
-    let h0 = if heads <= rows {
-        0
-    } else {
-        gh.saturating_sub(rows / 2).min(heads - rows)
-    };
+    let (c0, cvis, _) = g.cols();
+    let (r0, rvis, _) = g.rows();
+    // (layer, head) of the cell in column c, row r.
+    let at = |c: usize, r: usize| if g.transposed { (r, c) } else { (c, r) };
     let mut lines = Vec::new();
-    let mut header = vec![Span::styled(format!("{:<label_w$}", ""), t.dim())];
-    for l in 0..layers {
-        let s = if cw >= 3 {
-            format!("{:>3}", format!("L{}", l + 1))
+    // Header: one right-aligned number per column (layers; heads when transposed);
+    // ◂ / ▸ where columns are hidden.
+    let lw = GRID_LABEL_W as usize;
+    let left = if g.more_left() { "◂" } else { " " };
+    let corner = if g.transposed { "L\\H" } else { "H\\L" };
+    let mut header = vec![Span::styled(
+        format!("{:<lw$}", format!("{corner}{left}")),
+        t.dim(),
+    )];
+    for c in c0..c0 + cvis {
+        let current = if g.transposed {
+            c == app.view.head && !app.view.mean
         } else {
-            format!("{:>2}", (l + 1) % 100)
+            c == app.view.layer
         };
-        let st = if l == app.layer { t.accent() } else { t.dim() };
-        header.push(Span::styled(s, st));
-    }
-    lines.push(Line::from(header));
-    #[allow(clippy::needless_range_loop)] // rows are heads, `values` is [layer][head]
-    for h in h0..(h0 + rows).min(heads) {
-        let st = if h == app.head && !app.mean {
-            t.accent()
+        let st = if current {
+            t.accent().add_modifier(Modifier::BOLD)
         } else {
             t.dim()
         };
-        let mut spans = vec![Span::styled(
-            format!("{:<label_w$}", format!("H{}", h + 1)),
-            st,
-        )];
-        for l in 0..layers {
+        header.push(Span::styled(format!("{:>cw$}", c + 1), st));
+    }
+    if g.more_right() {
+        header.push(Span::styled("▸", t.warn()));
+    }
+    lines.push(Line::from(header));
+    for r in r0..r0 + rvis {
+        let (current, name) = if g.transposed {
+            (r == app.view.layer, format!("L{}", r + 1))
+        } else {
+            (r == app.view.head && !app.view.mean, format!("H{}", r + 1))
+        };
+        let st = if current { t.accent() } else { t.dim() };
+        let mark = if r == r0 && g.more_up() {
+            "▴"
+        } else if r + 1 == r0 + rvis && g.more_down() {
+            "▾"
+        } else {
+            " "
+        };
+        let label = format!("{name:<w$}{mark}", w = lw - 1);
+        let mut spans = vec![Span::styled(label, st)];
+        for c in c0..c0 + cvis {
+            let (l, h) = at(c, r);
             let v = values[l][h];
             let x = v.map_or(0.0, |v| (v / smax) as f32);
             let mut style = if t.colored() {
@@ -134,62 +176,91 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             } else {
                 Style::default()
             };
-            let mut text = fmt_cell(app.metric, v, cw);
-            if !t.colored() {
-                // Shape instead of colour: the leading column carries a shade glyph.
-                let g = Theme::shade(x);
-                text = format!("{g}{}", &fmt_cell(app.metric, v, cw - 1));
-            }
+            let text = if t.colored() {
+                fmt_cell(m, v, digits)
+            } else {
+                // Shape instead of colour: a shade glyph before the digits.
+                format!("{}{}", Theme::shade(x), fmt_cell(m, v, digits))
+            };
             if best[l] == Some(h) {
                 style = style.add_modifier(Modifier::UNDERLINED);
             }
-            if l == app.layer && h == app.head && !app.mean {
+            if l == app.view.layer && h == app.view.head && !app.view.mean {
                 style = t.cursor();
-            } else if app.mean && l == app.layer {
+            } else if app.view.mean && l == app.view.layer {
                 style = style.add_modifier(Modifier::BOLD);
             }
             if focused && l == gl && h == gh {
                 style = t.selected().add_modifier(Modifier::BOLD);
             }
+            // The separating space keeps the panel's background: columns stay apart
+            // even where neighbouring cells have the same colour.
+            spans.push(Span::raw(" "));
             spans.push(Span::styled(text, style));
         }
         lines.push(Line::from(spans));
     }
-    // Footer: the value under the grid cursor (or the current head).
-    let mut foot = format!("L{} H{}: ", gl + 1, gh + 1);
-    match app.metric {
+    // Footer: the value under the grid cursor (or the current head), then the visible
+    // range when the grid scrolls, then the keys.
+    let mut foot = vec![format!("L{} H{}: ", gl + 1, gh + 1)];
+    match m {
         Metric::F1Motif | Metric::F1Dfg => {
-            let g = if app.metric == Metric::F1Motif {
-                "ast_motif"
-            } else {
-                "dfg"
-            };
-            if let Some(s) = app
-                .scores
-                .get(g)
+            if let Some(s) = m
+                .graph()
+                .and_then(|gr| app.shown.scores.get(&gr))
                 .and_then(|s| s.scores.get(gl))
                 .and_then(|r| r.get(gh))
             {
-                foot.push_str(&format!(
+                foot[0].push_str(&format!(
                     "F1 {:.2} P {:.2} R {:.2}",
                     s.f1, s.precision, s.recall
                 ));
+            } else {
+                foot[0].push_str("n/a");
             }
         }
-        m => match values.get(gl).and_then(|r| r.get(gh)).copied().flatten() {
-            Some(v) if m == Metric::Entropy => foot.push_str(&format!("{v:.2} bits")),
-            Some(v) => foot.push_str(&format!("{:.0}%", v * 100.0)),
-            None => foot.push_str("n/a"),
+        _ => match values.get(gl).and_then(|r| r.get(gh)).copied().flatten() {
+            Some(v) if m == Metric::Entropy => foot[0].push_str(&format!("{v:.2} bits")),
+            Some(v) => foot[0].push_str(&format!("{:.0}%", v * 100.0)),
+            None => foot[0].push_str("n/a"),
         },
     }
-    if focused {
-        foot.push_str(" · Enter: jump");
-    } else if f1 {
-        foot.push_str(" · _ best");
+    if g.lvis < layers || g.hvis < heads {
+        foot.push(format!(
+            "L{}–{} of {layers}, H{}–{} of {heads}",
+            g.l0 + 1,
+            g.l0 + g.lvis,
+            g.h0 + 1,
+            g.h0 + g.hvis
+        ));
     }
-    lines.push(Line::from(Span::styled(
-        clip(&foot, inner.width as usize),
-        t.dim(),
-    )));
+    if focused {
+        foot.push("Enter: open".into());
+    } else if f1 {
+        foot.push("_ best".into());
+    }
+    let w = inner.width as usize;
+    let mut rows: Vec<String> = vec![String::new()];
+    for part in foot {
+        let n_rows = rows.len();
+        let cur = rows.last_mut().expect("a row");
+        let add = if cur.is_empty() {
+            part.chars().count()
+        } else {
+            part.chars().count() + 3
+        };
+        if !cur.is_empty() && cur.chars().count() + add > w && n_rows < g.footer_h as usize {
+            rows.push(part);
+            continue;
+        } else {
+            if !cur.is_empty() {
+                cur.push_str(" · ");
+            }
+            cur.push_str(&part);
+        }
+    }
+    for r in rows {
+        lines.push(Line::from(Span::styled(clip(&r, w), t.dim())));
+    }
     f.render_widget(Paragraph::new(lines), inner);
 }

@@ -1,9 +1,15 @@
 //! The attention heatmap of the current layer and head (or head mean): queries are
-//! rows, keys columns, over the analysed code tokens. Two rows per character with `▀`
-//! (fg = upper cell, bg = lower cell), so cells are square. Zoomed out, a cell shows the
+//! rows, keys columns, over the analysed code tokens. Zoomed out, a cell shows the
 //! maximum of its block of tokens. Colour is `sqrt(a / max)` on a blue ramp; with `g`,
-//! cells on a gold edge (AST motif or data flow) use a gold ramp instead. NO_COLOR: one
-//! row per character, intensity as ` ░▒▓█`, gold cells as `○`/`●`.
+//! cells on a gold edge (AST motif or data flow) use a gold ramp instead.
+//!
+//! Rows: one query row per text row, labelled with its token, whenever that shows every
+//! row at the zoom shown; otherwise two rows per character with `▀` (fg = upper row, bg
+//! = lower row, so cells are square) and labels `upper¦lower`. The legend line under the
+//! map is the colour bar (from 0 to the matrix's largest weight, with the middle's
+//! value: the scale is a square root) and says how rows are labelled. NO_COLOR: one row
+//! per character, intensity as ` ░▒▓█`, gold cells as `○`/`●`. `◂ ▸` beside the column
+//! labels and `▴ ▾` in the legend mark the sides with more tokens when zoomed in.
 
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -13,6 +19,7 @@ use ratatui::Frame;
 
 use super::{clip, one_line, panel};
 use crate::tui::app::{App, Focus};
+use crate::tui::layout::{self, HeatGeom};
 use crate::tui::theme::Theme;
 
 /// Max of `a` over the block of rows `r0..r1`, columns `c0..c1`, and whether any pair
@@ -38,29 +45,55 @@ fn block_max(
     (m, g)
 }
 
+/// A weight in at most four columns: `.27`, `1.0`, `3e-3`.
+pub(crate) fn weight(v: f32) -> String {
+    if v >= 0.995 {
+        format!("{v:.1}")
+    } else if v >= 0.005 {
+        format!("{v:.2}").trim_start_matches('0').to_string()
+    } else if v > 0.0 {
+        format!("{v:.0e}")
+    } else {
+        "0".into()
+    }
+}
+
+/// The first visible (row, column) cell and the visible counts for `cells` per side.
+pub(crate) fn visible(app: &App, g: &HeatGeom, cells: usize) -> ((usize, usize), usize, usize) {
+    let vis_c = cells.min(g.cols_avail);
+    let vis_r = cells.min(g.px_rows);
+    let (r0, c0) = app.view.heat_origin;
+    ((r0.min(cells - vis_r), c0.min(cells - vis_c)), vis_r, vis_c)
+}
+
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let mut title = vec![Span::styled("Heatmap", t.accent())];
-    let (layers, heads) = app.dims();
+    let (layers, _) = app.dims();
     if layers > 0 {
-        let h = if app.mean {
+        let h = if app.view.mean {
             "mean of heads".to_string()
         } else {
-            format!("H{}", app.head + 1)
+            format!("H{}", app.view.head + 1)
         };
-        title.push(Span::styled(format!(" · L{} {h}", app.layer + 1), t.dim()));
-        let _ = heads;
+        title.push(Span::styled(
+            format!(" · L{} {h} · attention weight", app.view.layer + 1),
+            t.dim(),
+        ));
     }
-    if app.gold {
+    if app.view.gold {
         title.push(Span::styled(" · gold: AST motif + data flow", t.warn()));
     }
-    let block = panel(app, Focus::Heatmap, title);
+    let block = panel(app, Focus::Heatmap, super::fit_title(title, area.width));
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let Some((_, p)) = app.data.as_ref() else {
+    let Some((_, p)) = app.shown.data.as_ref() else {
         f.render_widget(
             Paragraph::new(Span::styled(
-                app.busy.clone().unwrap_or_else(|| "no analysis yet".into()),
+                clip(
+                    app.status.busy.as_deref().unwrap_or("no analysis yet"),
+                    inner.width as usize,
+                ),
                 t.dim(),
             )),
             inner,
@@ -68,54 +101,26 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         return;
     };
     let n = p.n();
-    if n == 0 || inner.height < 4 || inner.width < 12 {
-        return;
-    }
-    let ta = &p.analysis.token_attention;
+    let ta = &p.token_attention;
     let labels: Vec<String> = ta
         .tokens
         .iter()
-        .map(|&i| one_line(&p.analysis.tokens[i].text))
+        .map(|&i| one_line(&p.tokens[i].text))
         .collect();
-    let sel = p.pos.get(app.cursor).copied().flatten();
-    let half = t.colored();
-    let gutter: usize = if inner.width >= 40 { 12 } else { 7 };
-    let label_rows: usize = if inner.height >= 14 { 3 } else { 1 };
-    let info_rows = 1usize;
-    let cols_avail = (inner.width as usize).saturating_sub(gutter).max(1);
-    let rows_avail = (inner.height as usize)
-        .saturating_sub(label_rows + info_rows)
-        .max(1);
-    let px_rows = if half { rows_avail * 2 } else { rows_avail };
-    let fit = n.div_ceil(cols_avail).max(n.div_ceil(px_rows)).max(1);
-    app.heat_fit.set(fit);
-    let z = if app.zoom == 0 { fit } else { app.zoom.min(n) };
+    let sel = p.pos.get(app.view.cursor).copied().flatten();
+    let Some(g) = layout::heat_geom(app, area, n) else {
+        return;
+    };
+    let (gutter, z, half) = (g.gutter, g.zoom, g.half);
     let cells = n.div_ceil(z);
-    let vis_c = cells.min(cols_avail);
-    let vis_r = cells.min(px_rows);
-    // Keep the selected token's row and column in view.
-    let (mut r0, mut c0) = app.heat_origin.get();
-    if let Some(s) = sel {
-        let sc = s / z;
-        if sc < c0 {
-            c0 = sc;
-        } else if sc >= c0 + vis_c {
-            c0 = sc + 1 - vis_c;
-        }
-        if sc < r0 {
-            r0 = sc;
-        } else if sc >= r0 + vis_r {
-            r0 = sc + 1 - vis_r;
-        }
-    }
-    c0 = c0.min(cells - vis_c);
-    r0 = r0.min(cells - vis_r);
-    app.heat_origin.set((r0, c0));
+    // The origin that keeps the selected token in view was settled by `App::update`.
+    let ((r0, c0), vis_r, vis_c) = visible(app, &g, cells);
 
-    let gold = app.gold.then_some(&p.gold_any[..]);
+    let gold = app.view.gold.then_some(&p.gold_any[..]);
     let _ = app.with_matrix(|a, n| {
         let vmax = a.iter().copied().fold(0.0f32, f32::max).max(1e-9);
         let scale = |v: f32| (v / vmax).clamp(0.0, 1.0).sqrt();
+        let w = inner.width as usize;
         let mut lines: Vec<Line> = Vec::with_capacity(inner.height as usize);
         // Info line.
         let zoom = if z == 1 {
@@ -123,60 +128,66 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         } else {
             format!("{z} tok/cell")
         };
-        let zoom = if app.zoom == 0 {
+        let zoom = if app.view.zoom == 0 {
             format!("fit {zoom}")
         } else {
             zoom
         };
-        let mut info = format!(" {n} tokens · max {vmax:.2} · √ scale · {zoom}");
+        let mut info = format!(" {n} tokens · rows query, cols key · {zoom}");
         if let Some(s) = sel {
             info.push_str(&format!(" · row «{}»", clip(&labels[s], 10)));
         }
-        lines.push(Line::from(Span::styled(
-            clip(&info, inner.width as usize),
-            t.dim(),
-        )));
-        // Column labels: the first token of each column, written downwards.
-        for k in 0..label_rows {
-            let mut spans = vec![Span::raw(" ".repeat(gutter))];
+        lines.push(Line::from(Span::styled(clip(&info, w), t.dim())));
+        // Column labels: the first token of each column, written downwards; ◂ ▸ where
+        // columns are hidden.
+        for k in 0..g.label_rows {
+            let mut spans = vec![Span::raw(" ".repeat(gutter - 1))];
+            spans.push(if k == 0 && c0 > 0 {
+                Span::styled("◂", t.warn())
+            } else {
+                Span::raw(" ")
+            });
             for c in c0..c0 + vis_c {
-                let tok = c * z;
-                let ch = labels[tok].chars().nth(k).unwrap_or(' ');
+                let ch = labels[c * z].chars().nth(k).unwrap_or(' ');
                 let is_sel = sel.is_some_and(|s| s / z == c);
                 let style = if is_sel { t.cursor() } else { t.dim() };
                 spans.push(Span::styled(ch.to_string(), style));
             }
+            if k == 0 && c0 + vis_c < cells {
+                spans.push(Span::styled("▸", t.warn()));
+            }
             lines.push(Line::from(spans));
         }
         let step = if half { 2 } else { 1 };
+        let is_sel = |cell: usize| sel.is_some_and(|s| s / z == cell);
+        let label = |cell: usize, w: usize| -> String {
+            let s = &labels[cell * z];
+            if s.chars().count() > w {
+                clip(s, w)
+            } else {
+                s.clone()
+            }
+        };
+        let lab_w = gutter - 1;
         let mut r = r0;
         while r < r0 + vis_r {
             let upper = r;
-            let lower = (r + 1 < r0 + vis_r && half).then_some(r + 1);
-            let is_sel = |cell: usize| sel.is_some_and(|s| s / z == cell);
-            let label = |cell: usize| -> String {
-                labels[cell * z]
-                    .chars()
-                    .take(if gutter >= 12 { 5 } else { 6 })
-                    .collect()
-            };
-            let lab = if gutter >= 12 {
+            let lower = (half && r + 1 < r0 + vis_r).then_some(r + 1);
+            let lab = if half && lab_w >= 11 {
+                let lw = label(upper, 5);
                 match lower {
-                    Some(lw) => format!("{:>5}/{:<5}", label(upper), label(lw)),
-                    None => format!("{:>5}/{:<5}", label(upper), ""),
+                    // `¦`, not `/`: a slash is a token of its own.
+                    Some(lo) => format!("{lw:>5}¦{:<5}", label(lo, 5)),
+                    None => format!("{lw:>5}{:6}", ""),
                 }
             } else {
-                format!("{:>6}", label(upper))
+                format!("{:>lab_w$}", label(upper, lab_w))
             };
-            let marker = if is_sel(upper) || lower.is_some_and(is_sel) {
-                "▶"
+            let selected = is_sel(upper) || lower.is_some_and(is_sel);
+            let (marker, lab_style) = if selected {
+                ("▶", t.accent())
             } else {
-                " "
-            };
-            let lab_style = if is_sel(upper) || lower.is_some_and(is_sel) {
-                t.accent()
-            } else {
-                t.dim()
+                (" ", t.dim())
             };
             let mut spans = vec![
                 Span::styled(lab, lab_style),
@@ -195,6 +206,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                         None => t.color(t.background()),
                     };
                     spans.push(Span::styled("▀", Style::default().fg(fg).bg(bg)));
+                } else if t.colored() {
+                    let st = Style::default().fg(t.heat(scale(vu), gu));
+                    spans.push(Span::styled("█", st));
                 } else {
                     let v = scale(vu);
                     let ch = if gu {
@@ -216,6 +230,71 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             lines.push(Line::from(spans));
             r += step;
         }
+        // Pad to the legend line.
+        let legend_y = (inner.height as usize).saturating_sub(g.legend_rows);
+        while lines.len() < legend_y {
+            lines.push(Line::from(""));
+        }
+        if g.legend_rows > 0 {
+            let more = match (r0 > 0, r0 + vis_r < cells) {
+                (true, true) => " ▴▾",
+                (true, false) => " ▴",
+                (false, true) => " ▾",
+                (false, false) => "",
+            };
+            lines.push(legend(app, vmax, (half, lab_w >= 11), more, w));
+        }
         f.render_widget(Paragraph::new(lines), inner);
     });
+}
+
+/// The colour bar with its values and how rows are labelled (`half`: two query rows a
+/// text row; `labels_both`: both are labelled), one line of `w` columns.
+fn legend<'a>(
+    app: &App,
+    vmax: f32,
+    (half, labels_both): (bool, bool),
+    more: &str,
+    w: usize,
+) -> Line<'a> {
+    let t = &app.theme;
+    let mut l = vec![Span::styled(" 0 ", t.dim())];
+    if t.colored() {
+        for k in 0..8 {
+            let v = k as f32 / 7.0;
+            l.push(Span::styled("█", Style::default().fg(t.heat(v, false))));
+        }
+    } else {
+        for c in [' ', '░', '▒', '▓', '█'] {
+            l.push(Span::styled(c.to_string(), Style::default()));
+        }
+    }
+    // The scale is a square root: the bar's middle is a quarter of the largest weight.
+    let text = format!(
+        " {} √ (mid {}){more}{}",
+        weight(vmax),
+        weight(vmax / 4.0),
+        match (half, labels_both) {
+            (true, true) => " · 2 rows a line, labels top¦bottom",
+            (true, false) => " · 2 rows a line, label: top",
+            (false, _) => "",
+        }
+    );
+    let used: usize = l.iter().map(|s| s.content.chars().count()).sum();
+    l.push(Span::styled(clip(&text, w.saturating_sub(used)), t.dim()));
+    Line::from(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::weight;
+
+    #[test]
+    fn weights_fit_four_columns() {
+        assert_eq!(weight(0.27), ".27");
+        assert_eq!(weight(1.0), "1.0");
+        assert_eq!(weight(0.003), "3e-3");
+        assert_eq!(weight(0.0), "0");
+        assert_eq!(weight(0.0675), ".07");
+    }
 }

@@ -1,12 +1,6 @@
-//! Drawing: `draw(app, frame)` lays out the panels for the terminal size and calls one
-//! function per panel. Everything here reads `&App`; the only state written while
-//! drawing is the scroll/zoom bookkeeping kept in `Cell`s (so the next key press knows
-//! what was on screen).
-//!
-//! Layouts: at least [`FULL_W`]x[`FULL_H`] all panels (code | heatmap over heads |
-//! categories | probes); smaller, down to [`MIN_W`]x[`MIN_H`], the code beside one side
-//! panel chosen with Tab (below 76 columns only the focused panel); smaller still, a
-//! "terminal too small" message.
+//! Drawing: `draw(app, frame)` places the panels where the pure layout
+//! ([`crate::tui::layout::geometry`]) puts them and calls one function per panel.
+//! Everything here reads `&App` and writes nothing but the frame.
 
 mod categories;
 mod code;
@@ -16,87 +10,41 @@ mod overlay;
 mod probes;
 mod status;
 
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::app::{App, Focus, Overlay};
-
-/// Smallest usable terminal.
-pub const MIN_W: u16 = 60;
-pub const MIN_H: u16 = 16;
-/// Size from which every panel is shown at once.
-pub const FULL_W: u16 = 110;
-pub const FULL_H: u16 = 32;
+use super::layout;
+pub use super::layout::{FULL_H, FULL_W, MIN_H, MIN_W};
+pub use heads::unit as metric_unit;
+pub use probes::probe_rows;
 
 /// Draw the whole explorer.
 pub fn draw(app: &App, f: &mut Frame) {
     let area = f.area();
     let base = app.theme.text();
     f.buffer_mut().set_style(area, base);
-    if area.width < MIN_W || area.height < MIN_H {
+    let g = layout::geometry_in(app, area);
+    if g.too_small {
         too_small(app, f, area);
         return;
     }
-    let [main, status_area] =
-        Layout::vertical([Constraint::Min(1), Constraint::Length(2)]).areas(area);
-    if area.width >= FULL_W && area.height >= FULL_H {
-        full(app, f, main);
-    } else {
-        compact(app, f, main);
+    if let Some(r) = g.code {
+        code::draw(app, f, r);
     }
-    status::draw(app, f, status_area);
+    for &(which, r) in &g.panels {
+        side_panel(app, f, r, which);
+    }
+    status::draw(app, f, g.status);
     match &app.overlay {
         Overlay::None => {}
         Overlay::Help => overlay::help(app, f, area),
-        Overlay::Prompt(kind, input) => overlay::prompt(app, f, status_area, *kind, input),
+        Overlay::Prompt(kind, input) => overlay::prompt(app, f, g.status, *kind, input),
         Overlay::Models(p) => overlay::models(app, f, area, p),
     }
-}
-
-fn full(app: &App, f: &mut Frame, main: Rect) {
-    let (layers, heads) = app.dims();
-    let heads = if heads == 0 { 12 } else { heads };
-    let bottom_h = (heads as u16 + 4).clamp(14, main.height / 2);
-    let [top, bottom] =
-        Layout::vertical([Constraint::Min(8), Constraint::Length(bottom_h)]).areas(main);
-    let [code_a, heat_a] =
-        Layout::horizontal([Constraint::Percentage(54), Constraint::Percentage(46)]).areas(top);
-    let layers = if layers == 0 { 12 } else { layers };
-    let grid_w = (5 + 3 * layers as u16 + 2).max(32);
-    let [grid_a, cat_a, probe_a] = Layout::horizontal([
-        Constraint::Length(grid_w),
-        Constraint::Length(54),
-        Constraint::Min(18),
-    ])
-    .areas(bottom);
-    code::draw(app, f, code_a);
-    heatmap::draw(app, f, heat_a);
-    heads::draw(app, f, grid_a);
-    categories::draw(app, f, cat_a);
-    probes::draw(app, f, probe_a);
-}
-
-fn compact(app: &App, f: &mut Frame, main: Rect) {
-    let side = if app.side == Focus::Code {
-        Focus::Heatmap
-    } else {
-        app.side
-    };
-    if main.width < 76 {
-        if app.focus == Focus::Code || app.editor.is_some() {
-            code::draw(app, f, main);
-        } else {
-            side_panel(app, f, main, side);
-        }
-        return;
-    }
-    let [code_a, side_a] =
-        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(main);
-    code::draw(app, f, code_a);
-    side_panel(app, f, side_a, side);
 }
 
 fn side_panel(app: &App, f: &mut Frame, area: Rect, which: Focus) {
@@ -111,7 +59,7 @@ fn side_panel(app: &App, f: &mut Frame, area: Rect, which: Focus) {
 /// A bordered panel with a title; the focused one is highlighted and says "Tab" on
 /// small terminals so the cycling is discoverable.
 pub(crate) fn panel<'a>(app: &App, which: Focus, title: Vec<Span<'a>>) -> Block<'a> {
-    let focused = app.focus == which;
+    let focused = app.view.focus == which;
     let t = &app.theme;
     let mut spans = vec![Span::raw(" ")];
     spans.extend(title);
@@ -155,6 +103,29 @@ fn too_small(app: &App, f: &mut Frame, area: Rect) {
             .style(Style::default()),
         Rect::new(area.x, y, area.width, h.max(1)),
     );
+}
+
+/// Title spans clipped to a panel `width` wide (borders and the spaces around the title
+/// taken off), the last one kept ending in `…` when something was cut: ratatui would cut
+/// a long title silently.
+pub(crate) fn fit_title(spans: Vec<Span<'_>>, width: u16) -> Vec<Span<'_>> {
+    let mut room = (width as usize).saturating_sub(4);
+    let total: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    if total <= room {
+        return spans;
+    }
+    let mut out = Vec::new();
+    for s in spans {
+        let n = s.content.chars().count();
+        if n < room {
+            room -= n;
+            out.push(s);
+        } else {
+            out.push(Span::styled(clip(&s.content, room), s.style));
+            break;
+        }
+    }
+    out
 }
 
 /// Clip `s` to `w` display chars with an ellipsis.

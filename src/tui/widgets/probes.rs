@@ -5,8 +5,10 @@
 //! a bar whose `▒` part is the control accuracy and whose `█` part is what the probe
 //! gets beyond it (`░` where control beats the probe), then the accuracy and the
 //! selectivity (accuracy - control). The row of the current layer's output is
-//! highlighted (and marked `▸`). Rows come first when space is short; the legend and sizes follow if
-//! they fit, and a long stack of layers scrolls to keep the current one in view.
+//! highlighted (and marked `▸`). The legend shows whenever two rows fit beside it; a long
+//! stack of layers (deep models) scrolls to keep the current one in view (← → move it,
+//! so does the wheel), with a line naming the rows shown; the corpus sizes follow when
+//! every row fits.
 //!
 //! With a report cached, the first line is the probe's label for the cursor token at the
 //! current layer's output beside the gold label (token-level tasks: category, depth).
@@ -21,16 +23,123 @@ use super::{clip, panel};
 use crate::probe::ProbeResult;
 use crate::tui::app::{App, Focus, TokenProbe};
 
+/// The probe results shown for the panel's task, by layer (the cached report's, else
+/// the running job's partial ones), and the status line above them.
+fn results_of(app: &App) -> (Vec<&ProbeResult>, Option<(String, bool)>) {
+    let mut results: Vec<&ProbeResult> = Vec::new();
+    let mut status = None;
+    if let Some(r) = app.probe_report() {
+        results.extend(r.results.iter().filter(|x| x.task == app.probe.task.name()));
+        if results.is_empty() {
+            status = Some(("too few examples for this task".to_string(), true));
+        }
+    } else if let Some(run) = app.probe_running() {
+        results.extend(run.partial.iter());
+        status = Some((run.progress.clone(), true));
+    }
+    results.sort_by_key(|x| x.layer);
+    (results, status)
+}
+
+/// The index of the current layer's output among `results`.
+fn current_row(app: &App, results: &[&ProbeResult]) -> Option<usize> {
+    results.iter().position(|x| x.layer == app.view.layer + 1)
+}
+
+/// Where the probe panel's lines go in its inner area of height `h`.
+struct Rows {
+    show_status: bool,
+    token_line: bool,
+    show_legend: bool,
+    /// A "rows a–b of n" line (when not every layer fits), else the sizes line if it fits.
+    show_range: bool,
+    show_sizes: bool,
+    /// First result shown and how many.
+    start: usize,
+    rows: usize,
+}
+
+fn rows_for(app: &App, n: usize, hl: Option<usize>, status: bool, h: usize) -> Rows {
+    let mut room = h;
+    let show_status = status && room >= 2;
+    if show_status {
+        room -= 1;
+    }
+    let token_line = app.token_probe().is_some() && room >= 2;
+    if token_line {
+        room -= 1;
+    }
+    // The legend says what the bars are: shown whenever two result rows remain.
+    let show_legend = n > 0 && room >= 3;
+    if show_legend {
+        room -= 1;
+    }
+    let show_range = n > room && room >= 3;
+    if show_range {
+        room -= 1;
+    }
+    let show_sizes = !show_range && n > 0 && room > n;
+    if show_sizes {
+        room -= 1;
+    }
+    let rows = room.min(n);
+    // The current layer's row in the middle where the stack allows.
+    let start = hl
+        .map(|i| i.saturating_sub(rows / 2))
+        .unwrap_or(0)
+        .min(n - rows);
+    Rows {
+        show_status,
+        token_line,
+        show_legend,
+        show_range,
+        show_sizes,
+        start,
+        rows,
+    }
+}
+
+/// The screen row of each result row shown in probe panel `area` with its layer (0 =
+/// embeddings), for mouse clicks (`None` without results).
+pub fn probe_rows(app: &App, area: Rect) -> Option<Vec<(u16, usize)>> {
+    let inner = crate::tui::layout::inner(area);
+    let (results, status) = results_of(app);
+    if results.is_empty() {
+        return None;
+    }
+    let hl = current_row(app, &results);
+    let r = rows_for(
+        app,
+        results.len(),
+        hl,
+        status.is_some(),
+        inner.height as usize,
+    );
+    let y0 =
+        inner.y + u16::from(r.show_status) + u16::from(r.token_line) + u16::from(r.show_legend);
+    Some(
+        results[r.start..r.start + r.rows]
+            .iter()
+            .enumerate()
+            .map(|(k, x)| (y0 + k as u16, x.layer))
+            .collect(),
+    )
+}
+
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let block = panel(
         app,
         Focus::Probes,
-        vec![
-            Span::styled("Probes", t.accent()),
-            Span::raw(" "),
-            Span::styled(app.probe_task.name(), t.warn()),
-        ],
+        super::fit_title(
+            vec![
+                Span::styled("Probes", t.accent()),
+                Span::raw(" "),
+                Span::styled(app.probe.task.name(), t.warn()),
+                Span::styled(" · accuracy vs control", t.dim()),
+            ],
+            area.width,
+        ),
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -38,21 +147,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     if w == 0 || h == 0 {
         return;
     }
-    let mut results: Vec<&ProbeResult> = Vec::new();
-    let mut status: Option<Line> = None;
-    if let Some(r) = app.probe_report() {
-        results.extend(r.results.iter().filter(|x| x.task == app.probe_task.name()));
-        if results.is_empty() {
-            status = Some(Line::from(Span::styled(
-                clip("too few examples for this task", w),
-                t.warn(),
-            )));
-        }
-    } else if let Some(run) = app.probe_running() {
-        results.extend(run.partial.iter());
-        status = Some(Line::from(Span::styled(clip(&run.progress, w), t.warn())));
-    } else {
-        let (text, style) = if app.model.is_none() {
+    let (results, status) = results_of(app);
+    if results.is_empty() && status.is_none() {
+        let (text, style) = if app.model.loaded.is_none() {
             ("waiting for the model…".to_string(), t.dim())
         } else if let Some(e) = app.probe_failure() {
             (format!("probe failed: {e}"), t.error())
@@ -67,7 +164,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             Span::styled("p", t.warn()),
             Span::raw(format!(
                 ": train linear probes for {} on the bundled {} corpus (per-layer accuracy vs control; in the background, cached after)",
-                app.probe_task.name(),
+                app.probe.task.name(),
                 app.doc.lang.name()
             )),
         ]));
@@ -78,47 +175,24 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), inner);
         return;
     }
-    results.sort_by_key(|x| x.layer);
 
     // Row layout: label(3) bar(bw) acc(3) sel(4), single spaces between.
     let bw = w.saturating_sub(13).max(3);
-    let current = app.layer + 1; // the current layer's output (0 = embeddings)
+    let current = app.view.layer + 1; // the current layer's output (0 = embeddings)
     let n = results.len();
-    let mut room = h;
-    // The progress line always shows; legend and sizes only if every row fits too.
-    let show_status = status.is_some() && room >= 2;
-    if show_status {
-        room -= 1;
-    }
-    let token_line = app
-        .token_probe()
-        .filter(|_| room >= 2)
-        .map(|tp| token_probe_line(app, &tp, w));
-    if token_line.is_some() {
-        room -= 1;
-    }
-    let mut take = || {
-        let ok = n > 0 && room > n;
-        if ok {
-            room -= 1;
-        }
-        ok
-    };
-    let show_legend = take();
-    let show_sizes = take();
-    let rows = room.min(n);
-    let hl = results.iter().position(|x| x.layer == current);
-    let start = hl
-        .map(|i| i.saturating_sub(rows / 2))
-        .unwrap_or(0)
-        .min(n - rows);
-
+    let r = rows_for(app, n, current_row(app, &results), status.is_some(), h);
     let mut lines = Vec::new();
-    if show_status {
-        lines.extend(status);
+    if r.show_status {
+        if let Some((text, _)) = &status {
+            lines.push(Line::from(Span::styled(clip(text, w), t.warn())));
+        }
     }
-    lines.extend(token_line);
-    if show_legend {
+    if r.token_line {
+        if let Some(tp) = app.token_probe() {
+            lines.push(token_probe_line(app, &tp, w));
+        }
+    }
+    if r.show_legend {
         let (acc, ctl) = if bw >= 13 {
             ("acc ", "control")
         } else {
@@ -135,7 +209,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             Span::styled(" acc  sel", t.dim()),
         ]));
     }
-    for x in &results[start..start + rows] {
+    for x in &results[r.start..r.start + r.rows] {
         let sel = x.layer == current;
         let label = match (x.layer, sel) {
             (0, _) => "emb".to_string(),
@@ -160,7 +234,31 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         ));
         lines.push(Line::from(spans));
     }
-    if show_sizes {
+    if r.show_range {
+        let name = |l: usize| {
+            if l == 0 {
+                "emb".to_string()
+            } else {
+                l.to_string()
+            }
+        };
+        let first = results[r.start].layer;
+        let last = results[r.start + r.rows - 1].layer;
+        let up = if r.start > 0 { "▴" } else { " " };
+        let down = if r.start + r.rows < n { "▾" } else { " " };
+        lines.push(Line::from(Span::styled(
+            clip(
+                &format!(
+                    "{up}{down} {}–{} of {n} · ← → scroll",
+                    name(first),
+                    name(last)
+                ),
+                w,
+            ),
+            t.dim(),
+        )));
+    }
+    if r.show_sizes {
         if let Some(x) = results.first() {
             lines.push(Line::from(Span::styled(
                 clip(

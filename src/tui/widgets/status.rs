@@ -26,7 +26,7 @@ pub fn notices(app: &App) -> Vec<(Level, String)> {
         }
     }
     if let Some(p) = app.prepared() {
-        let tr = &p.analysis.trace;
+        let tr = &p.trace;
         if tr.truncated > 0 {
             let left = app.doc.n_tokens().saturating_sub(p.n());
             out.push((
@@ -41,7 +41,7 @@ pub fn notices(app: &App) -> Vec<(Level, String)> {
             out.push((Level::Info, "showing the previous analysis".into()));
         }
     }
-    if let Some(n) = &app.model_notice {
+    if let Some(n) = &app.model.notice {
         out.push((Level::Info, n.clone()));
     }
     out
@@ -52,7 +52,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let st = t.status();
     let sep = Span::styled(" │ ", st);
     let (layers, heads) = app.dims();
-    let model = match &app.model {
+    let model = match &app.model.loaded {
         Some((label, info)) => format!("{label} ({})", info.architecture),
         None => "no model yet".into(),
     };
@@ -63,20 +63,20 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             format!("{}/{n}", i + 1)
         }
     };
-    let head = if app.mean {
+    let head = if app.view.mean {
         format!("head mean/{heads}")
     } else {
-        format!("head {}", frac(app.head, heads))
+        format!("head {}", frac(app.view.head, heads))
     };
     // Items in order; optional ones (flagged) are dropped from the right when narrow.
     let mut items: Vec<(String, bool)> = vec![
         (format!(" {model}"), false),
-        (format!("layer {}", frac(app.layer, layers)), false),
+        (format!("layer {}", frac(app.view.layer, layers)), false),
         (head, false),
         (format!("t {:.2}", app.threshold()), false),
-        (app.mode.name().to_string(), false),
+        (app.view.mode.name().to_string(), false),
         (
-            match app.direction {
+            match app.view.direction {
                 Direction::From => "from",
                 Direction::To => "to",
             }
@@ -90,9 +90,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             .perplexity
             .map_or("ppl -".to_string(), |p| format!("ppl {p:.1}"));
         items.push((ppl, false));
-    } else if app.surprisal {
+    } else if app.view.surprisal {
         items.push(("surprisal…".into(), false));
-    } else if app.model.as_ref().is_some_and(|(_, i)| i.causal) {
+    } else if app.model.loaded.as_ref().is_some_and(|(_, i)| i.causal) {
         items.push(("S surprisal".into(), true));
     }
     if let Some(p) = app.prepared() {
@@ -101,7 +101,8 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     if app.editor.is_some() {
         items.push(("EDIT".into(), false));
     }
-    items.push(("? help".into(), true));
+    // Always shown: the way to every other key.
+    items.push(("? help".into(), false));
     let width = area.width as usize;
     let total = |it: &[(String, bool)]| -> usize {
         it.iter().map(|(s, _)| s.chars().count()).sum::<usize>() + 3 * it.len().saturating_sub(1)
@@ -111,6 +112,13 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             break;
         };
         items.remove(i);
+    }
+    // Still too wide: the model's name gives way (with a marker), never `? help`.
+    let over = total(&items).saturating_sub(width);
+    if over > 0 {
+        let m = &mut items[0].0;
+        let keep = m.chars().count().saturating_sub(over).max(4);
+        *m = clip(m, keep);
     }
     let mut l1 = Vec::new();
     for (i, (s, _)) in items.into_iter().enumerate() {
@@ -124,10 +132,10 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     l1.push(Span::styled(" ".repeat(pad), st));
 
     let mut parts: Vec<(Level, String)> = Vec::new();
-    if let Some(b) = &app.busy {
+    if let Some(b) = &app.status.busy {
         parts.push((Level::Warn, format!("⟳ {b}")));
     }
-    if let Some(m) = &app.message {
+    if let Some(m) = &app.status.message {
         parts.push(m.clone());
     }
     parts.extend(notices(app));

@@ -4,11 +4,11 @@
 //! A GGUF file carries its own configuration (`{arch}.*` metadata), tokenizer
 //! (`tokenizer.ggml.*`, rebuilt by [`super::gguf_tokenizer`]) and tensors in llama.cpp's
 //! names and block-quantized types. Loading:
-//! 1. the header is read with candle's `gguf_file` reader and checked against the file
-//!    length (a truncated file fails here, naming the missing bytes);
+//! 1. the header is read and validated by codescope's own bounded [`reader`] (candle's
+//!    cannot be made safe from outside; see there), the file memory-mapped;
 //! 2. an HF-style `config.json` value is built from the metadata, so the architectures
 //!    are configured exactly as from a hub checkpoint;
-//! 3. every tensor is dequantized to f32 at load (in parallel, one reader per task) and
+//! 3. every tensor is dequantized to f32 at load (in parallel, from the mapped bytes) and
 //!    renamed to the HF checkpoint name, undoing llama.cpp's conversion edits: Gemma's
 //!    RMSNorm weights are stored as `1 + w`, Llama's Q/K rows are permuted for
 //!    llama.cpp's interleaved rope (transformers' `reverse_permute_weights`).
@@ -18,64 +18,105 @@
 //! the 256-element k-quant block) without SIMD and were ~10x slower than f32 gemm on
 //! the dequantized weights. The price is memory: f32 weights (1.1 GB for Gemma 3 270M).
 
-use std::collections::HashMap;
+pub mod reader;
+
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use candle_core::quantized::gguf_file::{Content, Value};
 use candle_core::{DType, Device, Tensor};
 use rayon::prelude::*;
+
+use crate::model::limits::MAX_LAYERS;
+pub use reader::{Array, Header, Metadata, TensorEntry, Value};
 
 use crate::error::{Error, Result};
 
 /// GGUF `general.architecture` values codescope can run.
 pub const GGUF_ARCHITECTURES: &[&str] = &["gemma3", "llama", "qwen2"];
 
-/// An opened GGUF file: header, metadata and tensor directory (no tensor data yet).
+/// An opened GGUF file: the validated header and the file's bytes, memory-mapped (no
+/// tensor dequantized yet).
 pub struct GgufFile {
     pub path: PathBuf,
-    pub content: Content,
+    pub header: Header,
+    map: memmap2::Mmap,
 }
 
 impl GgufFile {
-    /// Read and check the header.
+    /// Map the file and read and validate its header.
     pub fn open(path: &Path) -> Result<Self> {
-        let corrupt = |reason: String| Error::CorruptWeights {
-            path: path.into(),
-            reason,
-        };
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
         let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
-        let mut r = BufReader::new(f);
-        let content =
-            Content::read(&mut r).map_err(|e| corrupt(format!("not a GGUF file: {e}")))?;
-        // Every tensor must fit inside the file.
-        let mut end = 0u64;
-        for (name, t) in &content.tensor_infos {
-            let elems = t.shape.elem_count();
-            let bs = t.ggml_dtype.block_size();
-            if elems % bs != 0 {
-                return Err(corrupt(format!(
-                    "tensor {name}: {elems} elements are not a multiple of the {bs}-element block"
-                )));
+        // SAFETY: mapped read-only; codescope never writes model files, and a concurrent
+        // truncation by another process is outside what we can guard (as for safetensors).
+        let map = unsafe { memmap2::Mmap::map(&f) }.map_err(|e| Error::io(path, e))?;
+        let cap = crate::model::limits::max_gguf_metadata_bytes()?;
+        let header = reader::read_header(&map[..], len, cap).map_err(|reason| {
+            let what = if reason.contains("magic") || reason.contains("version") {
+                "not a GGUF file"
+            } else {
+                "invalid GGUF"
+            };
+            Error::CorruptWeights {
+                path: path.into(),
+                reason: format!("{what}: {reason}"),
             }
-            let bytes = (elems / bs * t.ggml_dtype.type_size()) as u64;
-            end = end.max(content.tensor_data_offset + t.offset + bytes);
-        }
-        if end > len {
-            return Err(corrupt(format!(
-                "truncated: tensors need {end} bytes, the file has {len}"
-            )));
-        }
+        })?;
         Ok(GgufFile {
             path: path.into(),
-            content,
+            header,
+            map,
         })
     }
 
+    /// The metadata.
+    pub fn metadata(&self) -> &Metadata {
+        &self.header.metadata
+    }
+
+    /// The raw bytes of a tensor's data (in bounds: checked when the header was read).
+    fn raw(&self, t: &TensorEntry) -> &[u8] {
+        let start = (self.header.data_offset + t.offset) as usize;
+        &self.map[start..start + t.bytes as usize]
+    }
+
+    /// A tensor dequantized to f32 (shape outermost first).
+    pub fn dequantize(&self, t: &TensorEntry) -> Result<Tensor> {
+        let corrupt = |e: candle_core::Error| Error::CorruptWeights {
+            path: self.path.clone(),
+            reason: format!("tensor {}: {}", t.name, crate::error::candle_message(&e)),
+        };
+        let raw = self.raw(t);
+        // candle reinterprets the bytes as blocks: hand it an 8-byte-aligned copy when
+        // the mapped bytes are not (llama.cpp's alignment may be as small as 1).
+        let aligned: Vec<u64>;
+        let raw = if (raw.as_ptr() as usize) % 8 == 0 {
+            raw
+        } else {
+            let mut v = vec![0u64; raw.len().div_ceil(8)];
+            // SAFETY: v holds at least raw.len() bytes; u64 has no invalid bit patterns.
+            let bytes =
+                unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, raw.len()) };
+            bytes.copy_from_slice(raw);
+            aligned = v;
+            // SAFETY: reading back the bytes just written.
+            unsafe { std::slice::from_raw_parts(aligned.as_ptr() as *const u8, raw.len()) }
+        };
+        let q = candle_core::quantized::ggml_file::qtensor_from_ggml(
+            t.dtype,
+            raw,
+            t.dims.clone(),
+            &Device::Cpu,
+        )
+        .map_err(corrupt)?;
+        q.dequantize(&Device::Cpu)
+            .and_then(|t| t.to_dtype(DType::F32))
+            .map_err(corrupt)
+    }
+
     fn meta(&self, key: &str) -> Option<&Value> {
-        self.content.metadata.get(key)
+        self.header.metadata.get(key)
     }
 
     /// A numeric metadata value as f64 (any integer or float type).
@@ -113,6 +154,46 @@ impl GgufFile {
             })
     }
 
+    /// `{arch}.block_count`, checked against the tensors before anything is sized by it:
+    /// between 1 and [`MAX_LAYERS`], and every layer `0..n` must have tensors (`blk.i.*`)
+    /// while no tensor names a layer past the end.
+    fn block_count(&self, arch: &str) -> Result<usize> {
+        let bad = |reason: String| Error::BadConfig {
+            path: self.path.clone(),
+            reason,
+        };
+        let key = format!("{arch}.block_count");
+        let v = self.need(&key)?;
+        if !(v >= 1.0 && v.fract() == 0.0) {
+            return Err(bad(format!(
+                "{key} is {v}: a model needs at least one layer"
+            )));
+        }
+        if v > MAX_LAYERS as f64 {
+            return Err(bad(format!(
+                "{key} is {v}, more than the {MAX_LAYERS} layers codescope accepts"
+            )));
+        }
+        let n = v as usize;
+        let present: BTreeSet<usize> = self
+            .header
+            .tensors
+            .iter()
+            .filter_map(|t| t.name.strip_prefix("blk.")?.split('.').next()?.parse().ok())
+            .collect();
+        if let Some(missing) = (0..n).find(|i| !present.contains(i)) {
+            return Err(bad(format!(
+                "{key} is {n} but the file holds no tensors for layer {missing}"
+            )));
+        }
+        if let Some(&extra) = present.range(n..).next() {
+            return Err(bad(format!(
+                "{key} is {n} but the file holds tensors for layer {extra}"
+            )));
+        }
+        Ok(n)
+    }
+
     fn need(&self, key: &str) -> Result<f64> {
         self.num(key).ok_or_else(|| Error::BadConfig {
             path: self.path.clone(),
@@ -129,10 +210,9 @@ impl GgufFile {
         if let Some(Value::Array(a)) = self.meta("tokenizer.ggml.tokens") {
             return Some(a.len());
         }
-        self.content
-            .tensor_infos
-            .get("token_embd.weight")
-            .map(|t| t.shape.dims()[0])
+        self.header
+            .tensor("token_embd.weight")
+            .and_then(|t| t.dims.first().copied())
     }
 
     /// An HF `config.json` value for this file (`model_type` set), built from metadata.
@@ -158,13 +238,13 @@ impl GgufFile {
             "vocab_size": vocab,
             "hidden_size": hidden,
             "intermediate_size": self.need(&a("feed_forward_length"))? as usize,
-            "num_hidden_layers": self.need(&a("block_count"))? as usize,
+            "num_hidden_layers": self.block_count(&arch)?,
             "num_attention_heads": heads,
             "num_key_value_heads": kv,
             "head_dim": head_dim,
             "max_position_embeddings": self.need(&a("context_length"))? as usize,
             "rms_norm_eps": self.need(&a("attention.layer_norm_rms_epsilon"))?,
-            "tie_word_embeddings": !self.content.tensor_infos.contains_key("output.weight"),
+            "tie_word_embeddings": self.header.tensor("output.weight").is_none(),
         });
         let theta = self.num(&a("rope.freq_base"));
         match arch.as_str() {
@@ -223,50 +303,37 @@ impl GgufFile {
         let arch = self.architecture()?;
         let heads = cfg["num_attention_heads"].as_u64().unwrap_or(1) as usize;
         let kv = cfg["num_key_value_heads"].as_u64().unwrap_or(1) as usize;
-        let names: Vec<&String> = self.content.tensor_infos.keys().collect();
-        let corrupt = |reason: String| Error::CorruptWeights {
+        let corrupt = |name: &str, e: candle_core::Error| Error::CorruptWeights {
             path: self.path.clone(),
-            reason,
+            reason: format!("tensor {name}: {}", crate::error::candle_message(&e)),
         };
         // Largest first, so the two cores finish together.
-        let mut names = names;
-        names.sort_by_key(|n| std::cmp::Reverse(self.content.tensor_infos[*n].shape.elem_count()));
-        let out: Vec<(String, Tensor)> = names
+        let mut entries: Vec<&TensorEntry> = self.header.tensors.iter().collect();
+        entries.sort_by_key(|t| std::cmp::Reverse(t.bytes));
+        let out: Vec<(String, Tensor)> = entries
             .par_iter()
-            .map_init(
-                || File::open(&self.path).map(BufReader::new),
-                |reader, name| {
-                    let reader = reader.as_mut().map_err(|e| {
-                        Error::io(&self.path, std::io::Error::new(e.kind(), e.to_string()))
-                    })?;
-                    let Some(hf) = hf_name(&arch, name) else {
-                        return Ok(None);
-                    };
-                    let q = self
-                        .content
-                        .tensor(reader, name, &Device::Cpu)
-                        .map_err(|e| corrupt(format!("tensor {name}: {e}")))?;
-                    let mut t = q
-                        .dequantize(&Device::Cpu)
-                        .and_then(|t| t.to_dtype(DType::F32))
-                        .map_err(|e| corrupt(format!("tensor {name}: {e}")))?;
-                    let edit = || -> candle_core::Result<Tensor> {
-                        if arch == "gemma3" && name.ends_with("norm.weight") {
-                            // llama.cpp stores Gemma's `1 + w`; HF checkpoints hold `w`.
-                            return t.affine(1.0, -1.0);
-                        }
-                        if arch == "llama" && name.ends_with("attn_q.weight") {
-                            return reverse_permute(&t, heads);
-                        }
-                        if arch == "llama" && name.ends_with("attn_k.weight") {
-                            return reverse_permute(&t, kv);
-                        }
-                        Ok(t.clone())
-                    };
-                    t = edit().map_err(|e| corrupt(format!("tensor {name}: {e}")))?;
-                    Ok(Some((hf, t)))
-                },
-            )
+            .map(|t| {
+                let name = t.name.as_str();
+                let Some(hf) = hf_name(&arch, name) else {
+                    return Ok(None);
+                };
+                let w = self.dequantize(t)?;
+                let edit = || -> candle_core::Result<Tensor> {
+                    if arch == "gemma3" && name.ends_with("norm.weight") {
+                        // llama.cpp stores Gemma's `1 + w`; HF checkpoints hold `w`.
+                        return w.affine(1.0, -1.0);
+                    }
+                    if arch == "llama" && name.ends_with("attn_q.weight") {
+                        return reverse_permute(&w, heads);
+                    }
+                    if arch == "llama" && name.ends_with("attn_k.weight") {
+                        return reverse_permute(&w, kv);
+                    }
+                    Ok(w.clone())
+                };
+                let w = edit().map_err(|e| corrupt(name, e))?;
+                Ok(Some((hf, w)))
+            })
             .filter_map(|r: Result<Option<(String, Tensor)>>| r.transpose())
             .collect::<Result<Vec<_>>>()?;
         Ok(out.into_iter().collect())

@@ -1,0 +1,57 @@
+//! Code-token hidden states (METHODS.md 1: `H_tok[l,i] = mean_{p in S_i} h[l,p]`), the
+//! features every probe reads and the explorer's per-token probe label uses.
+
+use super::attention::aggregate_hidden;
+use super::{align_trace, model_input, Mode};
+use crate::error::{Error, Result};
+use crate::model::{ForwardOptions, Hidden, LoadedModel, Trace};
+use crate::syntax::{Alignment, CodeToken, Syntax};
+
+/// Code-token hidden states of one snippet.
+#[derive(Debug, Clone)]
+pub struct SnippetHidden {
+    /// Syntax-token index of each covered code token (tokens with ≥ 1 subword).
+    pub tokens: Vec<usize>,
+    /// `[layer+1][k * dim + d]` for the k-th covered token; layer 0 = embeddings.
+    pub layers: Vec<Vec<f32>>,
+}
+
+/// Trace one parsed snippet (source mode, hidden states only) and aggregate its hidden
+/// states to code tokens: what the probes train on.
+pub fn hidden_states(model: &LoadedModel, syn: &Syntax) -> Result<SnippetHidden> {
+    let (text, tokens) = model_input(syn, Mode::Source)?;
+    let trace = model.trace(
+        &text,
+        &ForwardOptions {
+            hidden: true,
+            cancel: None,
+        },
+    )?;
+    token_hidden(&trace, &tokens)
+}
+
+/// Aggregate a trace's hidden states (traced with `hidden: true`) to the code tokens
+/// `tokens` (spans in the trace's text), as [`hidden_states`] does.
+pub fn token_hidden(trace: &Trace, tokens: &[CodeToken]) -> Result<SnippetHidden> {
+    let hidden = trace
+        .hidden
+        .as_ref()
+        .ok_or_else(|| Error::Compute("the model returned no hidden states".into()))?;
+    Ok(aligned_hidden(hidden, &align_trace(trace, tokens)))
+}
+
+/// Code-token hidden states from subword hidden states and their alignment.
+pub fn aligned_hidden(hidden: &Hidden, alignment: &Alignment) -> SnippetHidden {
+    let covered: Vec<usize> = (0..alignment.token_to_subwords.len())
+        .filter(|&t| {
+            alignment.token_to_subwords[t]
+                .iter()
+                .any(|&p| p < hidden.len)
+        })
+        .collect();
+    let layers = aggregate_hidden(hidden, alignment, &covered);
+    SnippetHidden {
+        tokens: covered,
+        layers,
+    }
+}

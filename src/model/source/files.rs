@@ -1,0 +1,172 @@
+//! The files of a model on local disk: a Hugging Face layout directory or one GGUF
+//! file, and which weight container it holds.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::model::tokenizer::TokenizerFiles;
+
+/// The files of a model on local disk.
+#[derive(Debug, Clone)]
+pub struct ModelFiles {
+    /// How the user can name this model again (resolved spec).
+    pub source: String,
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    pub tokenizer: TokenizerFiles,
+    pub weights: Weights,
+}
+
+/// Weight files in one of the supported containers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Weights {
+    /// One or more safetensors files (sharded ones listed by their index).
+    Safetensors(Vec<PathBuf>),
+    /// A PyTorch pickle (`pytorch_model.bin`), as older hub checkpoints ship.
+    Pth(PathBuf),
+    /// A (quantized) GGUF file: weights, configuration and tokenizer in one.
+    Gguf(PathBuf),
+}
+
+impl ModelFiles {
+    /// Inspect a directory in Hugging Face layout.
+    pub fn from_dir(dir: &Path, source: String) -> Result<Self> {
+        if !dir.is_dir() {
+            return Err(Error::ModelNotFound {
+                spec: source,
+                reason: format!("{} is not a directory", dir.display()),
+            });
+        }
+        let config = dir.join("config.json");
+        if !config.is_file() {
+            // A directory holding one GGUF file (a packaged or downloaded quantized model).
+            let ggufs = gguf_files(dir);
+            if ggufs.len() == 1 {
+                return Self::from_gguf(&ggufs[0], source);
+            }
+            return Err(Error::MissingFile {
+                dir: dir.into(),
+                what: if ggufs.is_empty() {
+                    "config.json".into()
+                } else {
+                    format!(
+                        "config.json (or exactly one .gguf file; found {})",
+                        ggufs.len()
+                    )
+                },
+            });
+        }
+        let tokenizer = TokenizerFiles::find(dir).ok_or_else(|| Error::MissingFile {
+            dir: dir.into(),
+            what: "tokenizer (tokenizer.json, vocab.json + merges.txt, or vocab.txt)".into(),
+        })?;
+        let weights = find_weights(dir)?;
+        Ok(ModelFiles {
+            source,
+            dir: dir.into(),
+            config,
+            tokenizer,
+            weights,
+        })
+    }
+}
+
+impl ModelFiles {
+    /// A single GGUF file: configuration, tokenizer and weights all come from it (a
+    /// `tokenizer.json` next to it is preferred when present).
+    pub fn from_gguf(path: &Path, source: String) -> Result<Self> {
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let tokenizer = match TokenizerFiles::find(&dir) {
+            Some(TokenizerFiles::Json(p)) => TokenizerFiles::Json(p),
+            _ => TokenizerFiles::Gguf(path.into()),
+        };
+        Ok(ModelFiles {
+            source,
+            dir,
+            config: path.into(),
+            tokenizer,
+            weights: Weights::Gguf(path.into()),
+        })
+    }
+
+    /// A local path: a model directory or a `.gguf` file.
+    pub fn from_path(path: &Path, source: String) -> Result<Self> {
+        if path.is_file() && is_gguf(path) {
+            return Self::from_gguf(path, source);
+        }
+        Self::from_dir(path, source)
+    }
+}
+
+fn is_gguf(p: &Path) -> bool {
+    p.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+}
+
+/// The `.gguf` files directly inside `dir`, sorted.
+pub(super) fn gguf_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && is_gguf(p))
+        .collect();
+    v.sort();
+    v
+}
+
+fn find_weights(dir: &Path) -> Result<Weights> {
+    let single = dir.join("model.safetensors");
+    if single.is_file() {
+        return Ok(Weights::Safetensors(vec![single]));
+    }
+    let index = dir.join("model.safetensors.index.json");
+    if index.is_file() {
+        let shards = shard_names(&index)?;
+        let mut paths = Vec::new();
+        for s in shards {
+            let p = dir.join(&s);
+            if !p.is_file() {
+                return Err(Error::MissingFile {
+                    dir: dir.into(),
+                    what: format!("shard {s} listed in model.safetensors.index.json"),
+                });
+            }
+            paths.push(p);
+        }
+        return Ok(Weights::Safetensors(paths));
+    }
+    let pth = dir.join("pytorch_model.bin");
+    if pth.is_file() {
+        return Ok(Weights::Pth(pth));
+    }
+    Err(Error::MissingFile {
+        dir: dir.into(),
+        what: "weights (model.safetensors, sharded safetensors with index, or pytorch_model.bin)"
+            .into(),
+    })
+}
+
+/// Shard file names listed in a `model.safetensors.index.json`, sorted and deduplicated.
+pub(super) fn shard_names(index: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(index).map_err(|e| Error::io(index, e))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::CorruptWeights {
+        path: index.into(),
+        reason: e.to_string(),
+    })?;
+    let map = v
+        .get("weight_map")
+        .and_then(|m| m.as_object())
+        .ok_or_else(|| Error::CorruptWeights {
+            path: index.into(),
+            reason: "no weight_map".into(),
+        })?;
+    let mut names: Vec<String> = map
+        .values()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}

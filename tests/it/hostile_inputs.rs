@@ -1,0 +1,243 @@
+//! Issue #16, the input and process items, against the real binary: endless inputs
+//! (`/dev/zero`, `/dev/urandom`, a FIFO fed forever) are refused after reading at most
+//! the input limit, with the peak memory of the process measured; closed stdout/stderr
+//! pipes do not panic; signals exit with 128 + n; `RUST_BACKTRACE=1` keeps load errors
+//! on one line; invalid settings and thresholds are refused by name; a corpus that is
+//! not a file says so.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use codescope::model::testutil::{write_tiny_model, Tiny};
+
+use crate::cli_sources::{fails, ok, Env};
+
+/// Run `cmd` (an `Env` command, logging to `log`) to completion: its output and its
+/// peak resident memory in MiB, as the binary logs it when it finishes (`VmHWM`: the
+/// child's own; `wait4`'s figure would include the test process it was forked from).
+pub(crate) fn run_measured(mut cmd: Command, log: &std::path::Path) -> (Output, u64) {
+    let before = std::fs::read_to_string(log).map_or(0, |l| l.len());
+    let o = cmd.stdin(Stdio::null()).output().unwrap();
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mib = text
+        .get(before..)
+        .unwrap_or("")
+        .lines()
+        .rev()
+        .find_map(|l| l.split("peak_rss_mib=").nth(1))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no peak_rss_mib in the log:\n{text}"));
+    (o, mib)
+}
+
+#[test]
+fn endless_inputs_are_refused_at_the_limit() {
+    let env = Env::new();
+    for dev in ["/dev/zero", "/dev/urandom"] {
+        let mut c = env.cmd();
+        c.args(["syntax", dev]);
+        let (o, mib) = run_measured(c, &env.root.join("log.txt"));
+        eprintln!("peak RSS {mib} MiB");
+        let line = fails(&o);
+        assert!(line.contains("1000000-byte limit"), "{dev}: {line}");
+        assert!(mib < 64, "{dev}: peak RSS {mib} MiB");
+    }
+    // A FIFO whose writer never stops.
+    let fifo = env.root.join("endless.py");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let f2 = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        let mut w = std::fs::OpenOptions::new().write(true).open(&f2).unwrap();
+        let chunk = "x = 1\n".repeat(10_000);
+        // Until the reader goes away (EPIPE).
+        while w.write_all(chunk.as_bytes()).is_ok() {}
+    });
+    let mut c = env.cmd();
+    c.arg("syntax").arg(&fifo);
+    let (o, mib) = run_measured(c, &env.root.join("log.txt"));
+    eprintln!("peak RSS {mib} MiB");
+    let line = fails(&o);
+    assert!(line.contains("1000000-byte limit"), "fifo: {line}");
+    assert!(mib < 64, "fifo: peak RSS {mib} MiB");
+    writer.join().unwrap();
+}
+
+/// A pipe whose read end is already closed: writes to it fail with EPIPE.
+fn closed_pipe() -> std::fs::File {
+    let mut fds = [0; 2];
+    // SAFETY: pipe() fills two fds we then own.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    unsafe {
+        libc::close(fds[0]);
+        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fds[1])
+    }
+}
+
+#[test]
+fn closed_output_pipes_do_not_panic() {
+    let env = Env::new();
+    // Output to a closed stdout and stderr (`codescope syntax f 2>&1 | head -c 0`): the
+    // reader stopped reading; codescope ends quietly.
+    let out = closed_pipe();
+    let st = env
+        .cmd()
+        .args(["syntax", "--json"])
+        .arg(env.sample())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0), "{st:?}");
+    // An error with stderr closed: still exit 1, not a panic (101).
+    let st = env
+        .cmd()
+        .args(["syntax", "/no/such.py"])
+        .stdout(Stdio::null())
+        .stderr(closed_pipe())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(1), "{st:?}");
+}
+
+#[test]
+fn signals_exit_with_128_plus_n() {
+    let env = Env::new();
+    let sigs = [
+        (libc::SIGTERM, "TERM"),
+        (libc::SIGHUP, "HUP"),
+        (libc::SIGINT, "INT"),
+    ];
+    for (i, (sig, name)) in sigs.into_iter().enumerate() {
+        // `syntax -` waits on a stdin that never ends.
+        let mut child = env
+            .cmd()
+            .args(["syntax", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Signal only once the handler is installed (main logs "started" right after).
+        let log = env.root.join("log.txt");
+        let t0 = std::time::Instant::now();
+        while !std::fs::read_to_string(&log).is_ok_and(|l| l.matches("started").count() > i) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "no start in the log"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: signalling our own child.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+        // Keep stdin open while waiting (wait would close it: an empty input, not a signal).
+        let stdin = child.stdin.take();
+        let o = child.wait_with_output().unwrap();
+        drop(stdin);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(128 + sig), "SIG{name}: {err}");
+    }
+}
+
+#[test]
+fn backtrace_setting_keeps_load_errors_on_one_line() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    // Weights whose shapes disagree with the config: candle's error, with the backtrace
+    // it attaches when RUST_BACKTRACE is set.
+    let cfg = m.join("config.json");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("\"intermediate_size\": 64", "\"intermediate_size\": 48");
+    assert!(text.contains("48"), "{text}");
+    std::fs::write(&cfg, text).unwrap();
+    for bt in ["1", "full"] {
+        let o = env
+            .cmd()
+            .env("RUST_BACKTRACE", bt)
+            .args(["trace", "--model"])
+            .arg(&m)
+            .arg(env.sample())
+            .output()
+            .unwrap();
+        let line = fails(&o);
+        assert!(line.contains("shape"), "{line}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "RUST_BACKTRACE={bt}:\n{err}");
+    }
+}
+
+#[test]
+fn invalid_settings_and_thresholds_are_refused_by_name() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    for bad in ["lots", "-5", "0", "1.5"] {
+        let line = fails(
+            &env.cmd()
+                .env("CODESCOPE_ATTENTION_BUDGET_MB", bad)
+                .args(["trace", "--model"])
+                .arg(&m)
+                .arg(env.sample())
+                .output()
+                .unwrap(),
+        );
+        assert!(
+            line.contains("CODESCOPE_ATTENTION_BUDGET_MB") && line.contains(bad),
+            "{line}"
+        );
+    }
+    // A valid budget still works (64 MiB is plenty for the tiny model).
+    ok(&env
+        .cmd()
+        .env("CODESCOPE_ATTENTION_BUDGET_MB", "64")
+        .args(["trace", "--model"])
+        .arg(&m)
+        .arg(env.sample())
+        .output()
+        .unwrap());
+    for (cmd, t) in [
+        ("analyze", "1e308"),
+        ("analyze", "-0.1"),
+        ("analyze", "nan"),
+        ("reproduce", "2"),
+    ] {
+        let mut c = env.cmd();
+        c.args([cmd, &format!("--threshold={t}")]);
+        if cmd == "analyze" {
+            c.arg(env.sample());
+        } else {
+            c.args(["--data", "/dev/null"]);
+        }
+        let o = c.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{cmd} {t}: {err}");
+        assert!(err.contains(&format!("{t} is outside [0, 1]")), "{err}");
+        assert!(!err.contains("inf is outside"), "{err}");
+    }
+}
+
+#[test]
+fn a_corpus_that_is_not_a_file_says_so() {
+    let env = Env::new();
+    let line = fails(
+        &env.cmd()
+            .args(["reproduce", "--data", "/dev/null"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        line.contains("/dev/null") && line.contains("not a regular file"),
+        "{line}"
+    );
+    let line = fails(
+        &env.cmd()
+            .args(["reproduce", "--data", "/no/such/corpus"])
+            .output()
+            .unwrap(),
+    );
+    assert!(line.contains("no such file"), "{line}");
+}
