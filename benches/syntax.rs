@@ -66,7 +66,7 @@ fn bench_syntax(c: &mut Criterion) {
             "{lang}: {} lines, {} tokens, {} motif / {} dfg edges",
             src.lines().count(),
             s.tokens.len(),
-            s.graphs.ast_motif.len(),
+            s.graphs.edge_count(codescope::syntax::Graph::AstMotif),
             s.graphs.dfg.len()
         );
         c.bench_function(&format!("parse_{lang}_1000_lines"), |b| {

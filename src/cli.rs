@@ -56,6 +56,12 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Corpus mode: the study's tables (macro P/R/F1, best head per layer, GED).
     Reproduce(ReproduceArgs),
+    /// Compare a snippet with its twin (its identifiers renamed, or a second file):
+    /// head scores, attention and surprisal side by side on aligned code tokens.
+    Compare(CompareArgs),
+    /// Rename a snippet's own identifiers and check that the twin keeps the tree shape and
+    /// the data flow (no model). With --data, check every snippet of a corpus.
+    Rewrite(RewriteArgs),
     /// Probe hidden states per layer: linear/MLP/DirectProbe/AST-Probe, control tasks,
     /// selectivity.
     Probe(ProbeArgs),
@@ -69,6 +75,23 @@ pub enum Command {
         /// Model spec (default: the --model option, else the default model).
         spec: Option<String>,
     },
+    /// Check or clean codescope's cache.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+/// What `codescope cache` does.
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum CacheAction {
+    /// Hash every model codescope downloaded or derived and compare with what was
+    /// recorded when it was cached (exit 1 if any differs).
+    Verify,
+    /// Remove the dequantized GGUF weights (rebuilt on the next open) and temporary
+    /// files that interrupted downloads left. Downloaded models are kept; delete their
+    /// directories (see `codescope models`) to remove them.
+    Clean,
 }
 
 #[derive(Debug, clap::Args)]
@@ -136,10 +159,75 @@ pub struct ReproduceArgs {
     /// Input mode, as for analyze (the study used `paper`).
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+    /// Also score every snippet's renamed twin: per layer the best-head F1 of original and
+    /// twin with a paired bootstrap 95% interval of the difference; for causal models the
+    /// rename sensitivity per snippet.
+    #[arg(long, value_parser = REWRITES)]
+    pub rewrite: Option<String>,
+    /// Seed of rename:shuffle and of the bootstrap.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// Score only shard K of N (snippets i with i mod N = K-1), for runs split over
     /// machines or processes; `codescope merge` adds the shards up.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<crate::analysis::reproduce::Shard>,
+}
+
+/// The rewrites a user can ask for.
+pub const REWRITES: [&str; 2] = ["rename:neutral", "rename:shuffle"];
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The original snippet (a file, or `-` for stdin).
+    pub file: String,
+    /// Its twin: a second file with an edited copy. Without it, the twin is the rewrite.
+    pub twin: Option<String>,
+    /// How to make the twin when no TWIN file is given: neutral role-based names
+    /// (f1, p1, v1, ...) or the snippet's own names shuffled within each role.
+    #[arg(long, value_parser = REWRITES, default_value = "rename:neutral", conflicts_with = "twin")]
+    pub rewrite: String,
+    /// Seed of rename:shuffle.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Attention threshold t of `P = [A > t]`, between 0 and 1.
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
+    pub threshold: f32,
+    /// Feed the source as written, or the study's space-joined code tokens.
+    #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
+    pub mode: crate::analysis::Mode,
+    /// Also train a linear probe for this token task (category or depth) on the bundled
+    /// corpus (features cached) and compare its predictions on both twins per layer.
+    #[arg(long, value_enum)]
+    pub probe: Option<crate::probe::Task>,
+    /// Print the JSON document.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print long-format CSV (table,key,layer,head,metric,value).
+    #[arg(long)]
+    pub csv: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RewriteArgs {
+    /// The snippet to rewrite (a file, or `-` for stdin). Not with --data.
+    #[arg(required_unless_present = "data", conflicts_with = "data")]
+    pub file: Option<String>,
+    /// Check a corpus instead: a directory or .zip of .py/.java files, a
+    /// CodeSearchNet-style .jsonl(.gz), `stdlib`, or `bundled` (the probe corpus).
+    #[arg(long)]
+    pub data: Option<String>,
+    /// Use at most this many snippets of the corpus.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// The rewrite.
+    #[arg(long, value_parser = REWRITES, default_value = "rename:neutral")]
+    pub rewrite: String,
+    /// Seed of rename:shuffle.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print JSON (the twin's text, the renamed names, the aligned tokens).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -197,6 +285,10 @@ pub struct ProbeArgs {
     /// At most this many pairs per snippet and pair task.
     #[arg(long, default_value_t = crate::probe::DEFAULT_MAX_PAIRS)]
     pub max_pairs: usize,
+    /// The data-flow graph the dfg task's labels come from: `dfg` (the study's,
+    /// GraphCodeBERT's rules) or `dfg_refined` (codescope's identifier-only data flow).
+    #[arg(long, default_value = "dfg", value_parser = parse_dfg_graph)]
+    pub graph: crate::syntax::Graph,
     /// Do not read or write the feature cache.
     #[arg(long)]
     pub no_cache: bool,
@@ -237,4 +329,13 @@ fn threshold(s: &str) -> Result<f32, String> {
         return Err(format!("{s} is outside [0, 1]"));
     }
     Ok(v as f32)
+}
+
+/// `--graph` of `probe`: one of the data-flow graphs.
+fn parse_dfg_graph(s: &str) -> Result<crate::syntax::Graph, String> {
+    use crate::syntax::Graph;
+    match Graph::from_name(s) {
+        Some(g @ (Graph::Dfg | Graph::DfgRefined)) => Ok(g),
+        _ => Err(format!("`{s}` is not a data-flow graph (dfg, dfg_refined)")),
+    }
 }

@@ -4,7 +4,8 @@ use std::io::Write;
 
 use crate::analysis;
 use crate::cli::{
-    AnalyzeArgs, Cli, Command, MergeArgs, ProbeArgs, ReproduceArgs, SyntaxArgs, TraceArgs,
+    AnalyzeArgs, Cli, Command, CompareArgs, MergeArgs, ProbeArgs, ReproduceArgs, RewriteArgs,
+    SyntaxArgs, TraceArgs,
 };
 use crate::error::{Error, Result};
 use crate::input;
@@ -24,10 +25,13 @@ pub fn run(cli: Cli) -> Result<()> {
     let s = &settings;
     match &cli.command {
         Some(Command::Models) => models(),
+        Some(Command::Cache { action }) => cache_cmd(*action),
         Some(Command::Merge(args)) => merge_cmd(s, args),
         Some(Command::Syntax(args)) => syntax_cmd(s, args),
         Some(Command::Analyze(args)) => analyze_cmd(s, args),
         Some(Command::Reproduce(args)) => reproduce_cmd(s, args),
+        Some(Command::Compare(args)) => compare_cmd(s, args),
+        Some(Command::Rewrite(args)) => rewrite_cmd(s, args),
         Some(Command::Trace(args)) => trace_cmd(s.model.as_deref(), args),
         Some(Command::Probe(args)) => probe_cmd(s, args),
         Some(Command::Fetch { spec }) => {
@@ -108,7 +112,79 @@ fn models() -> Result<()> {
         source::cache_dir().display()
     )
     .map_err(w)?;
+    let cached = model::gguf::cache::list();
+    if !cached.is_empty() {
+        writeln!(
+            out,
+            "Dequantized GGUF weights (opened from here; `codescope cache clean` removes them):"
+        )
+        .map_err(w)?;
+    }
+    for e in cached {
+        let from = e.source.map_or("(unknown source)".to_string(), |s| {
+            s.path.display().to_string()
+        });
+        writeln!(
+            out,
+            "  {:>7} MiB  {}  from {from}",
+            e.bytes >> 20,
+            e.dir.display()
+        )
+        .map_err(w)?;
+    }
     Ok(())
+}
+
+/// `codescope cache verify|clean`.
+fn cache_cmd(action: crate::cli::CacheAction) -> Result<()> {
+    use crate::cli::CacheAction;
+    use crate::model::integrity;
+    match action {
+        CacheAction::Verify => {
+            let checked = integrity::verify_all()?;
+            let mut out = String::new();
+            let mut bad = 0;
+            for v in &checked {
+                let state = if v.problems.is_empty() {
+                    "ok"
+                } else {
+                    "CHANGED"
+                };
+                out += &format!(
+                    "{state:<8} {} ({} files) {}\n",
+                    v.source,
+                    v.files,
+                    v.dir.display()
+                );
+                for p in &v.problems {
+                    out += &format!("         {p}\n");
+                }
+                bad += usize::from(!v.problems.is_empty());
+            }
+            if checked.is_empty() {
+                out += "nothing recorded: codescope has not downloaded or derived a model yet\n";
+            }
+            print(&out)?;
+            if bad > 0 {
+                return Err(Error::CorruptWeights {
+                    path: source::cache_dir(),
+                    reason: format!(
+                        "{bad} cached model(s) changed since they were recorded; delete them and fetch again"
+                    ),
+                });
+            }
+            Ok(())
+        }
+        CacheAction::Clean => {
+            let r = model::gguf::cache::clean()?;
+            print(&format!(
+                "removed {} dequantized GGUF cache(s) ({} MiB) and {} stale temporary download(s)\n",
+                r.caches,
+                r.bytes >> 20,
+                r.stale
+            ))
+        }
+    }
 }
 
 fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
@@ -279,7 +355,8 @@ fn syntax_cmd(settings: &Settings, args: &SyntaxArgs) -> Result<()> {
     let lang = settings.language_for(&args.file, &inp.text);
     let syn = syntax::parse(&inp.text, lang).map_err(|e| Error::Syntax(e.to_string()))?;
     if args.json {
-        print(&format!("{}\n", syn.to_json()))
+        let doc = syn.to_json().map_err(|e| Error::Syntax(e.to_string()))?;
+        print(&format!("{doc}\n"))
     } else {
         print(&syn.render_table(color_stdout()))
     }
@@ -358,8 +435,11 @@ fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
         .map(|d| Ok((d.clone(), reproduce::load_state(d)?)))
         .collect::<Result<Vec<_>>>()?;
     let agg = reproduce::merge(&shards)?;
-    reproduce::write_merged(&agg, &args.out)?;
+    let twins = reproduce::write_merged(&agg, &args.dirs, &args.out, args.threshold)?;
     print(&reproduce::table(&agg, args.threshold))?;
+    if let Some(t) = &twins {
+        print(t)?;
+    }
     crate::logging::notice(format_args!(
         "{} shards merged; tables written to {} (scores.csv, best_heads.csv, summary.json)",
         shards.len(),
@@ -402,13 +482,163 @@ fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
         threshold,
         workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
         shard: args.shard,
+        rewrite: args
+            .rewrite
+            .as_deref()
+            .map(|r| rewrite_of(r, args.seed))
+            .transpose()?,
+        seed: args.seed,
     })?;
     print(&analysis::reproduce::table(&agg, threshold))?;
+    if let Some(t) = &agg.twins_table {
+        print(t)?;
+    }
     crate::logging::notice(format_args!(
-        "tables written to {} (scores.csv, best_heads.csv, summary.json)",
-        args.out.display()
+        "tables written to {} (scores.csv, best_heads.csv, summary.json{})",
+        args.out.display(),
+        if agg.twins_table.is_some() {
+            "; twins.jsonl, twins.csv, twins_layers.csv, twins_summary.json"
+        } else {
+            ""
+        }
     ));
     Ok(())
+}
+
+/// `--rewrite NAME` with `--seed`.
+fn rewrite_of(name: &str, seed: u64) -> Result<syntax::rewrite::Rewrite> {
+    syntax::rewrite::Rewrite::from_name(name, seed).ok_or_else(|| Error::Input {
+        name: "--rewrite".into(),
+        reason: format!("unknown rewrite `{name}` (rename:neutral, rename:shuffle)"),
+    })
+}
+
+fn compare_cmd(settings: &Settings, args: &CompareArgs) -> Result<()> {
+    use analysis::compare::{self, TwinSpec};
+    if !(0.0..1.0).contains(&args.threshold) {
+        return Err(Error::Input {
+            name: "--threshold".into(),
+            reason: format!("{} is outside [0, 1)", args.threshold),
+        });
+    }
+    let inp = input::read(&args.file)?;
+    let lang = settings.language_for(&args.file, &inp.text);
+    let a = std::sync::Arc::new(analysis::parse(&inp.text, lang)?);
+    let twin_spec = match &args.twin {
+        Some(f) => {
+            let t = input::read(f)?;
+            TwinSpec::Text {
+                label: t.name,
+                text: t.text,
+            }
+        }
+        None => TwinSpec::Rename(rewrite_of(&args.rewrite, args.seed)?),
+    };
+    let twin = std::sync::Arc::new(compare::make_twin(&a, &twin_spec)?);
+    if twin.b.errors.len() > a.errors.len() {
+        crate::logging::notice(format_args!(
+            "notice: the twin has {} parse errors, the original {}",
+            twin.b.errors.len(),
+            a.errors.len()
+        ));
+    }
+    let m = load_model(settings.model.as_deref())?;
+    let opts = analysis::Options {
+        mode: args.mode,
+        threshold: args.threshold,
+        sweep: false,
+    };
+    if let Some(task) = args.probe {
+        if task.is_pair() || args.mode != analysis::Mode::Source {
+            return Err(Error::Input {
+                name: "--probe".into(),
+                reason: format!(
+                    "`{}`: compare labels single tokens in source mode (category, depth)",
+                    task.name()
+                ),
+            });
+        }
+    }
+    let ro = analysis::RunOptions {
+        lm: m.info.causal,
+        hidden: args.probe.is_some(),
+        ..Default::default()
+    };
+    let mut c = compare::compare(&m, a, twin, &opts, &ro)?;
+    if let Some(task) = args.probe {
+        let snippets = crate::probe::bundled::snippets(Some(lang));
+        let spec = crate::probe::RunSpec {
+            tasks: vec![task],
+            cache_root: Some(settings.cache_dir.clone()),
+            ..crate::probe::RunSpec::new(&m, &snippets, format!("bundled:{}", lang.name()))
+        };
+        crate::logging::notice(format_args!(
+            "training {} probes on the bundled {} corpus…",
+            task.name(),
+            lang.name()
+        ));
+        let report = crate::probe::run(&spec, &mut |_| {})?;
+        c.probe = compare::probe_agreement(&report, task, &c).map(|v| (task, v));
+    }
+    for (side, x) in [("original", &c.a), ("twin", &c.b)] {
+        if x.trace.truncated > 0 {
+            crate::logging::notice(format_args!(
+                "notice: the {side} was truncated to the window of {} tokens ({} dropped)",
+                m.info.window, x.trace.truncated
+            ));
+        }
+    }
+    if args.json {
+        print(&format!("{}\n", compare::to_json(&c)))
+    } else if args.csv {
+        print(&compare::to_csv(&c))
+    } else {
+        print(&compare::summary(&inp.name, &c))
+    }
+}
+
+fn rewrite_cmd(settings: &Settings, args: &RewriteArgs) -> Result<()> {
+    let rw = rewrite_of(&args.rewrite, args.seed)?;
+    if let Some(data) = &args.data {
+        let lang = settings.lang;
+        let (name, mut snippets) = if data == "bundled" {
+            (
+                "the bundled probe corpus".to_string(),
+                crate::probe::bundled::snippets(lang),
+            )
+        } else {
+            let path = if data == "stdlib" {
+                python_stdlib()?
+            } else {
+                std::path::PathBuf::from(data)
+            };
+            let c = crate::corpus::load(&path, lang, args.limit)?;
+            (path.display().to_string(), c.snippets)
+        };
+        if let Some(n) = args.limit {
+            snippets.truncate(n);
+        }
+        let r = analysis::compare::check_corpus(&snippets, rw);
+        return print(&analysis::compare::check_table(&r, rw, &name));
+    }
+    let file = args.file.as_deref().unwrap_or("-");
+    let inp = input::read(file)?;
+    let lang = settings.language_for(file, &inp.text);
+    let a = analysis::parse(&inp.text, lang)?;
+    let t = syntax::rewrite::rename(&a, rw)
+        .map_err(|e| Error::Syntax(format!("{}: {e}", rw.name())))?;
+    if args.json {
+        let doc = serde_json::json!({
+            "rewrite": rw.name(),
+            "text": t.b.source,
+            "renamed": t.renamed,
+            "alignment": t.pairs,
+            "changed": t.pairs.iter().zip(&t.changed).filter(|(_, c)| **c).map(|(p, _)| *p).collect::<Vec<_>>(),
+        });
+        print(&format!("{doc}\n"))
+    } else {
+        print(&t.b.source)
+    }
 }
 
 fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
@@ -455,6 +685,7 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         pair_features: args.pair_features,
         seed: args.seed,
         max_pairs: args.max_pairs,
+        dfg_graph: args.graph,
         layers: (!args.layers.is_empty()).then(|| args.layers.clone()),
         cache_root: (!args.no_cache).then(|| settings.cache_dir.clone()),
         train: probe::TrainOptions {

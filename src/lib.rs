@@ -41,6 +41,9 @@
 //! the I/O thread, whose `Msg::Parsed` leads to `Effect::Analyse` for the model worker,
 //! which runs [`analysis::run`] and answers `WorkerMsg::Analysed`) -> once the batch is
 //! applied, [`tui::widgets::draw`] renders `&App` into the frame.
+//!
+//! Untrusted model files, indexes and hubs are handled in [`model`] (`source`, `gguf`,
+//! `pickle`, `weights`, `integrity`, `limits`; README "Trust and limits").
 
 pub mod analysis;
 pub mod cli;

@@ -9,7 +9,7 @@ use tracing_subscriber::EnvFilter;
 /// Level from `CODESCOPE_LOG` (default `info`). If the file cannot be opened, logging
 /// is off: a log problem must never stop the tool or reach the screen.
 pub fn init(path: Option<PathBuf>) {
-    let path = path.unwrap_or_else(|| crate::model::source::cache_dir().join("codescope.log"));
+    let path = path.unwrap_or_else(crate::model::source::default_log_file);
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -49,4 +49,41 @@ pub fn peak_rss_mib() -> Option<u64> {
         .parse()
         .ok()?;
     Some(kb / 1024)
+}
+
+thread_local! {
+    static CONTAINED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Install a panic hook that stays silent (a debug log line) for panics that
+/// [`contain_panics`] turns into errors, and otherwise defers to the previous hook. A
+/// dependency that panics on bad input (tokenizers does on some malformed
+/// `tokenizer.json` files) must give one error line, not a panic report.
+pub fn install_panic_hook() {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if CONTAINED.with(|c| c.get()) {
+            tracing::debug!("contained panic: {info}");
+        } else {
+            prev(info)
+        }
+    }));
+}
+
+/// Run `f`; a panic inside it becomes `err(the panic's message)`.
+pub fn contain_panics<T>(
+    f: impl FnOnce() -> crate::Result<T>,
+    err: impl FnOnce(String) -> crate::Error,
+) -> crate::Result<T> {
+    let was = CONTAINED.with(|c| c.replace(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CONTAINED.with(|c| c.set(was));
+    r.unwrap_or_else(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(err(crate::error::one_line(&msg)))
+    })
 }

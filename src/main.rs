@@ -2,6 +2,7 @@
 //! run, report errors as one line on stderr with a non-zero exit.
 
 use clap::Parser;
+use codescope::{logging, model::integrity, signals};
 
 fn main() {
     // candle attaches a backtrace to its errors when RUST_BACKTRACE is set, which would
@@ -11,25 +12,31 @@ fn main() {
     }
     codescope::model::kernels::tame_candle_spin();
     let cli = codescope::cli::Cli::parse();
-    codescope::logging::init(cli.log_file.clone());
-    codescope::signals::install();
+    logging::init(cli.log_file.clone());
+    logging::install_panic_hook();
+    signals::install();
+    let gguf_cache = std::env::var("CODESCOPE_GGUF_CACHE").map_or(true, |v| v.trim() != "0");
+    codescope::model::gguf::cache::set_enabled(gguf_cache);
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "started");
     let result = codescope::commands::run(cli);
-    let peak = codescope::logging::peak_rss_mib().unwrap_or(0);
+    codescope::model::gguf::cache::finish();
+    // Background digests of cached models: a mismatch makes the run a failure.
+    let corrupt = integrity::finish();
+    corrupt
+        .iter()
+        .for_each(|c| logging::notice(format_args!("error: {c}")));
+    let peak = logging::peak_rss_mib().unwrap_or(0);
     tracing::info!(ok = result.is_ok(), peak_rss_mib = peak, "finished");
-    if let Some(status) = codescope::signals::exit_status() {
-        std::process::exit(status);
-    }
-    match result {
-        Ok(()) => {}
+    let failed = match result {
         // `codescope ... | head`: the reader stopped reading; nothing to report.
-        Err(e) if e.is_broken_stdout() => {}
-        Err(e) => {
+        Err(e) if !e.is_broken_stdout() => {
             let line = codescope::error::one_line(&e.to_string());
             tracing::error!("{line}");
-            // A closed stderr must not turn the error into a panic.
-            codescope::logging::notice(format_args!("error: {line}"));
-            std::process::exit(1);
+            // Never eprintln!: a closed stderr would turn the error into a panic.
+            logging::notice(format_args!("error: {line}"));
+            true
         }
-    }
+        _ => !corrupt.is_empty(),
+    };
+    std::process::exit(signals::exit_status().unwrap_or(i32::from(failed)));
 }

@@ -12,6 +12,7 @@
 //! - attention entropy: [`entropy`];
 //! - code-token surprisal and perplexity: [`surprisal`] (METHODS.md 5);
 //! - code-token hidden states for probes: [`hidden`];
+//! - a snippet against its counterfactual twin (renamed or edited): [`compare`];
 //! - output forms (JSON, CSV, text): [`report`]; corpus tables: [`reproduce`].
 //!
 //! This is where `syntax` and `model` meet, through byte spans only. Nothing here holds a
@@ -21,11 +22,13 @@
 
 pub mod attention;
 pub mod categories;
+pub mod compare;
 pub mod entropy;
 pub mod hidden;
 pub mod relations;
 pub mod report;
 pub mod reproduce;
+pub mod reproduce_twins;
 pub mod surprisal;
 
 use std::collections::BTreeMap;
@@ -252,7 +255,12 @@ pub fn from_trace(
     let n_all = tokens.len();
     let golds: BTreeMap<Graph, GoldMask> = Graph::ALL
         .iter()
-        .map(|&g| (g, GoldMask::new(syn.graphs.edges(g), &ta.tokens, n_all)))
+        .map(|&g| {
+            (
+                g,
+                GoldMask::new(syn.graphs.edges_within(g, &ta.tokens), &ta.tokens, n_all),
+            )
+        })
         .collect();
     let mut gold_any = vec![false; ta.n() * ta.n()];
     for g in [Graph::AstMotif, Graph::Dfg] {

@@ -53,6 +53,20 @@ fn scores_json(hs: &HeadScores) -> Value {
     })
 }
 
+/// The `category_attention` object of `analyze --json` (also `compare --json`'s `a`/`b`).
+pub fn category_json(a: &SnippetAnalysis) -> Value {
+    json!({
+        "coarse": matrix_json(&a.coarse, &COARSE, false),
+        "fine": matrix_json(&a.fine, &FINE, false),
+        "coarse_share": matrix_json(&a.coarse, &COARSE, true),
+        "fine_share": matrix_json(&a.fine, &FINE, true),
+        "coarse_layer_mean": layer_json(&a.coarse_layer, &COARSE, false),
+        "fine_layer_mean": layer_json(&a.fine_layer, &FINE, false),
+        "coarse_all": Value::Object(a.coarse_all.named(&COARSE, false)),
+        "fine_all": Value::Object(a.fine_all.named(&FINE, false)),
+    })
+}
+
 /// The `analyze --json` document.
 pub fn to_json(a: &SnippetAnalysis) -> Value {
     let mut relations = Map::new();
@@ -65,21 +79,12 @@ pub fn to_json(a: &SnippetAnalysis) -> Value {
         "threshold": a.threshold,
         "language": a.syntax.language.name(),
         "text": a.trace.text,
-        "tokens": a.syntax.to_json()["tokens"].clone(),
+        "tokens": a.syntax.tokens,
         "analysed_tokens": a.token_attention.tokens,
         "truncated": a.trace.truncated,
         "parse_errors": a.syntax.errors.len(),
         "relations": relations,
-        "category_attention": {
-            "coarse": matrix_json(&a.coarse, &COARSE, false),
-            "fine": matrix_json(&a.fine, &FINE, false),
-            "coarse_share": matrix_json(&a.coarse, &COARSE, true),
-            "fine_share": matrix_json(&a.fine, &FINE, true),
-            "coarse_layer_mean": layer_json(&a.coarse_layer, &COARSE, false),
-            "fine_layer_mean": layer_json(&a.fine_layer, &FINE, false),
-            "coarse_all": Value::Object(a.coarse_all.named(&COARSE, false)),
-            "fine_all": Value::Object(a.fine_all.named(&FINE, false)),
-        },
+        "category_attention": category_json(a),
     });
     if let Some(sw) = &a.sweep {
         let mut m = Map::new();

@@ -6,6 +6,11 @@
 //! gold graph is empty still count (recall 0), as the formula says; how many there were
 //! is reported per graph.
 //!
+//! With `--rewrite`, every snippet's renamed twin is scored too (`reproduce_twins.rs`:
+//! per-layer best-head F1 of original and twin with a paired bootstrap interval, the
+//! rename sensitivity of causal models); shards keep their pair records, which a merge
+//! concatenates.
+//!
 //! Resumable: the running sums and the index of the next snippet are checkpointed to
 //! `OUT/state.json` (written to a temporary file, then renamed) every few snippets; a
 //! new run with the same model, corpus and mode continues from there.
@@ -23,10 +28,12 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::relations::{threshold_grid, HeadScores};
+use super::reproduce_twins::{self, TwinRecord};
 use super::{Graph, Mode, Options};
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
+use crate::syntax::rewrite::Rewrite;
 
 const METRICS: [&str; 4] = ["precision", "recall", "f1", "ged_per_node"];
 
@@ -99,6 +106,15 @@ pub struct Aggregate {
     pub sums: Vec<i128>,
     /// Seconds spent so far (across resumed runs).
     pub seconds: f64,
+    /// `--rewrite`: the rewrite whose twins are scored too (`reproduce_twins.rs`).
+    #[serde(default)]
+    pub rewrite: Option<String>,
+    /// `--seed` of a `--rewrite` run (the bootstrap's).
+    #[serde(default)]
+    pub twins_seed: u64,
+    /// The twins' printed table, when `--rewrite` was given (not checkpointed).
+    #[serde(skip)]
+    pub twins_table: Option<String>,
 }
 
 impl Aggregate {
@@ -119,6 +135,9 @@ impl Aggregate {
             failed: 0,
             empty_gold: vec![0; Graph::ALL.len()],
             seconds: 0.0,
+            rewrite: r.rewrite.map(reproduce_twins::rewrite_label),
+            twins_seed: r.seed,
+            twins_table: None,
         }
     }
 
@@ -154,6 +173,7 @@ impl Aggregate {
         ) && self.grid == other.grid
             && self.empty_gold.len() == other.empty_gold.len()
             && self.sums.len() == other.sums.len()
+            && self.rewrite == other.rewrite
     }
 
     /// How many snippets this run covers (the shard's share of the corpus, or all).
@@ -207,6 +227,10 @@ pub struct Run<'a> {
     pub workers: usize,
     /// Score only this shard of the corpus.
     pub shard: Option<Shard>,
+    /// Also score each snippet's twin made by this rewrite.
+    pub rewrite: Option<Rewrite>,
+    /// Seed of the bootstrap (and of `rename:shuffle`, through `rewrite`).
+    pub seed: u64,
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
@@ -231,11 +255,15 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                 return Err(Error::Input {
                     name: r.out.display().to_string(),
                     reason: format!(
-                        "holds a run of {} on {} ({} mode{}); use another --out or delete it",
+                        "holds a run of {} on {} ({} mode{}{}); use another --out or delete it",
                         a.model,
                         a.corpus,
                         a.mode,
-                        a.shard.map(|s| format!(", shard {s}")).unwrap_or_default()
+                        a.shard.map(|s| format!(", shard {s}")).unwrap_or_default(),
+                        a.rewrite
+                            .as_deref()
+                            .map(|r| format!(", {r} twins"))
+                            .unwrap_or_default()
                     ),
                 });
             }
@@ -252,6 +280,14 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     let own: Vec<usize> = (0..r.snippets.len())
         .filter(|&i| r.shard.is_none_or(|sh| sh.owns(i)))
         .collect();
+    // Pair records of an earlier run up to the checkpoint (lines past it are dropped).
+    let twins_path = r.out.join(reproduce_twins::RECORDS);
+    let mut records = Vec::new();
+    if r.rewrite.is_some() {
+        let upto = own.get(agg.next).copied().unwrap_or(usize::MAX);
+        records = reproduce_twins::read_records(&twins_path, upto);
+        reproduce_twins::write_records(&twins_path, &records)?;
+    }
     let bar = indicatif::ProgressBar::new(own.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -288,7 +324,8 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                     if i >= total {
                         break;
                     }
-                    let run = || score_snippet(r.model, &r.snippets[own[i]], opts);
+                    let run =
+                        || score_snippet(r.model, own[i], &r.snippets[own[i]], opts, r.rewrite);
                     let out = match &pool {
                         Some(p) => p.install(run),
                         None => run(),
@@ -306,7 +343,13 @@ pub fn run(r: &Run) -> Result<Aggregate> {
             while let Some(out) = pending.remove(&agg.next) {
                 let s = &r.snippets[own[agg.next]];
                 match out {
-                    Ok(per_graph) => {
+                    Ok((per_graph, twin)) => {
+                        if let Some(rec) = twin {
+                            if result.is_ok() {
+                                result = reproduce_twins::append_record(&twins_path, &rec);
+                            }
+                            records.push(rec);
+                        }
                         for (g, (empty, sweeps)) in per_graph.into_iter().enumerate() {
                             if empty {
                                 agg.empty_gold[g] += 1;
@@ -346,6 +389,15 @@ pub fn run(r: &Run) -> Result<Aggregate> {
         &serde_json::to_string(&agg).unwrap_or_default(),
     )?;
     write_tables(&agg, &r.out)?;
+    if let Some(rw) = r.rewrite {
+        agg.twins_table = Some(reproduce_twins::write_tables(
+            &records,
+            &reproduce_twins::rewrite_label(rw),
+            r.seed,
+            r.threshold,
+            &r.out,
+        )?);
+    }
     Ok(agg)
 }
 
@@ -427,37 +479,63 @@ pub fn load_state(dir: &Path) -> Result<Aggregate> {
     })
 }
 
-/// Write a merged aggregate's checkpoint and tables into `out`.
-pub fn write_merged(agg: &Aggregate, out: &Path) -> Result<()> {
+/// Write a merged aggregate's checkpoint and tables into `out`; for a `--rewrite` run,
+/// the shards' pair records (read from `dirs`) and the twins' tables too (returned).
+pub fn write_merged(
+    agg: &Aggregate,
+    dirs: &[PathBuf],
+    out: &Path,
+    thr: f32,
+) -> Result<Option<String>> {
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     write_atomic(
         &out.join("state.json"),
         &serde_json::to_string(agg).unwrap_or_default(),
     )?;
-    write_tables(agg, out)
+    write_tables(agg, out)?;
+    let Some(label) = &agg.rewrite else {
+        return Ok(None);
+    };
+    let records = reproduce_twins::merge_records(dirs)?;
+    reproduce_twins::write_records(&out.join(reproduce_twins::RECORDS), &records)?;
+    reproduce_twins::write_tables(&records, label, agg.twins_seed, thr, out).map(Some)
 }
 
 /// Per graph (in [`Graph::ALL`] order): whether the gold graph was empty, and the
-/// scores at every threshold of the grid.
+/// scores at every threshold of the grid; with a rewrite, the twin's pair record too.
+type Scored = (Vec<(bool, Vec<HeadScores>)>, Option<TwinRecord>);
+
 fn score_snippet(
     model: &LoadedModel,
+    index: usize,
     s: &Snippet,
     opts: &Options,
-) -> Result<Vec<(bool, Vec<HeadScores>)>> {
-    let mut a = super::analyze(
-        model,
-        &s.code,
-        s.language,
-        &Options {
-            sweep: true,
-            ..*opts
-        },
-    )?;
+    rewrite: Option<Rewrite>,
+) -> Result<Scored> {
+    let (mut a, twin) = match rewrite {
+        Some(rw) => {
+            let (a, rec) = reproduce_twins::score_pair(model, index, s, opts, rw)?;
+            (a, Some(rec))
+        }
+        None => (
+            super::analyze(
+                model,
+                &s.code,
+                s.language,
+                &Options {
+                    sweep: true,
+                    ..*opts
+                },
+            )?,
+            None,
+        ),
+    };
     let mut sweep = a.sweep.take().unwrap_or_default();
-    Ok(Graph::ALL
+    let per_graph = Graph::ALL
         .iter()
         .map(|g| (a.golds[g].edges == 0, sweep.remove(g).unwrap_or_default()))
-        .collect())
+        .collect();
+    Ok((per_graph, twin))
 }
 
 /// The tables of an aggregate: `scores.csv`, `best_heads.csv`, `summary.json` (no

@@ -161,14 +161,27 @@ pub fn write_files(view: &View, dir: &Path, stem: &str) -> std::io::Result<(Path
     }
     let svg_path = dir.join(format!("{s}.svg"));
     let json_path = dir.join(format!("{s}.json"));
-    std::fs::write(&svg_path, svg::render(view))?;
-    std::fs::write(&json_path, json::render(view)?)?;
+    write_named(&svg_path, svg::render(view).as_bytes())?;
+    write_named(&json_path, json::render(view)?.as_bytes())?;
     Ok((svg_path, json_path))
+}
+
+/// `std::fs::write`, with the path in the error (the explorer shows it on one line).
+fn write_named(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(path, bytes)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_errors_name_the_path() {
+        let p = Path::new("/no/such/dir/codescope-x.svg");
+        let e = write_named(p, b"x").unwrap_err().to_string();
+        assert!(e.starts_with("/no/such/dir/codescope-x.svg: "), "{e}");
+    }
 
     #[test]
     fn stems_are_utc_dates() {

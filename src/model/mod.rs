@@ -71,6 +71,7 @@ pub mod gguf;
 pub mod gguf_tokenizer;
 pub mod gpt2;
 pub mod gpt_bigcode;
+pub mod integrity;
 pub mod kernels;
 pub mod limits;
 pub mod llama;
@@ -348,24 +349,10 @@ impl LoadedModel {
     /// Load a model from resolved files.
     pub fn load(files: &ModelFiles) -> Result<Self> {
         let start = Instant::now();
+        // A cached model codescope fetched must still be what it fetched.
+        integrity::check_on_open(&files.dir)?;
         let (backbone, arch, tokenizer) = if let Weights::Gguf(path) = &files.weights {
-            let file = gguf::GgufFile::open(path)?;
-            // The tokenizer (a 262k-entry vocabulary for Gemma 3) is rebuilt on its own
-            // thread while the weights are dequantized. A tokenizer.json beside the file
-            // wins; else the one in the GGUF metadata.
-            let (backbone, tokenizer) = std::thread::scope(|s| {
-                let tk = s.spawn(|| match &files.tokenizer {
-                    TokenizerFiles::Gguf(_) => CodeTokenizer::from_gguf(&file),
-                    other => CodeTokenizer::load(other, &files.dir),
-                });
-                let backbone = gguf_backbone(&file);
-                let tokenizer = tk
-                    .join()
-                    .unwrap_or_else(|_| Err(Error::Compute("tokenizer build panicked".into())));
-                (backbone, tokenizer)
-            });
-            let (backbone, arch) = backbone?;
-            (backbone, arch, tokenizer?)
+            load_gguf(files, path)?
         } else {
             let (cfg, model_type) = read_config(&files.config)?;
             let (backbone, arch) =
@@ -573,23 +560,127 @@ fn build_backbone(
     Ok((backbone, family.name()))
 }
 
-/// Load the backbone of a GGUF file (weights dequantized to f32 at load; see
-/// [`gguf`]). Returns the opened file too (its metadata holds the tokenizer).
+/// Freshly dequantized GGUF tensors and the file's digest, kept to fill the cache.
+type Fresh = Option<(std::collections::HashMap<String, Tensor>, String)>;
+
+/// A GGUF model: backbone and tokenizer, built on two threads (the tokenizer, a
+/// 262k-entry vocabulary for Gemma 3, while the weights are read). With the
+/// dequantized-weight cache on ([`gguf::cache::set_enabled`]) both come from its entry
+/// for the file when there is one; otherwise they are built from the GGUF and the entry
+/// is written in the background. A `tokenizer.json` beside the GGUF wins over the one in
+/// its metadata.
+fn load_gguf(
+    files: &ModelFiles,
+    path: &Path,
+) -> Result<(Box<dyn Backbone>, &'static str, CodeTokenizer)> {
+    use gguf::cache;
+    let file = gguf::GgufFile::open(path)?;
+    let entry = if cache::enabled() {
+        cache::lookup(path)?
+    } else {
+        None
+    };
+    let from_gguf = matches!(files.tokenizer, TokenizerFiles::Gguf(_));
+    let cached_tokenizer = entry
+        .as_deref()
+        .and_then(cache::tokenizer_file)
+        .filter(|_| from_gguf);
+    let mut fresh: Fresh = None;
+    let (backbone, tokenizer) = std::thread::scope(|s| {
+        let tk = s.spawn(|| {
+            let t0 = Instant::now();
+            let t = match (&files.tokenizer, &cached_tokenizer) {
+                (TokenizerFiles::Gguf(_), Some(json)) => CodeTokenizer::from_json_file(json)
+                    .or_else(|e| {
+                        tracing::warn!("cached tokenizer unusable ({e}); rebuilding it");
+                        CodeTokenizer::from_gguf(&file)
+                    }),
+                (TokenizerFiles::Gguf(_), None) => CodeTokenizer::from_gguf(&file),
+                (other, _) => CodeTokenizer::load(other, &files.dir),
+            };
+            let ms = t0.elapsed().as_millis() as u64;
+            tracing::info!(ms, cached = cached_tokenizer.is_some(), "tokenizer ready");
+            t
+        });
+        let t0 = Instant::now();
+        let want_fresh = cache::enabled().then_some(&mut fresh);
+        let backbone = gguf_backbone(&file, entry.as_deref(), want_fresh);
+        tracing::info!(ms = t0.elapsed().as_millis() as u64, "GGUF backbone built");
+        let tokenizer = tk
+            .join()
+            .unwrap_or_else(|_| Err(Error::Compute("tokenizer build panicked".into())));
+        (backbone, tokenizer)
+    });
+    let (backbone, arch) = backbone?;
+    let tokenizer = tokenizer?;
+    if let Some((tensors, digest)) = fresh {
+        let json = if from_gguf {
+            tokenizer.to_json().ok()
+        } else {
+            None
+        };
+        cache::store_in_background(path, digest, &tensors, json);
+    }
+    Ok((backbone, arch, tokenizer))
+}
+
+/// The f32 tensors of a GGUF: from the cache entry `entry` when given (one that fails
+/// its integrity check is discarded), else dequantized — hashed too, and kept in
+/// `fresh` for the cache, when `fresh` is given.
+fn gguf_tensors(
+    file: &gguf::GgufFile,
+    cfg: &serde_json::Value,
+    entry: Option<&Path>,
+    fresh: Option<&mut Fresh>,
+) -> Result<std::collections::HashMap<String, Tensor>> {
+    use gguf::cache;
+    let t0 = Instant::now();
+    if let Some(dir) = entry {
+        match cache::load(dir) {
+            Ok(t) => {
+                let ms = t0.elapsed().as_millis() as u64;
+                tracing::info!(dir = %dir.display(), ms, "dequantized weights from the cache");
+                return Ok(t);
+            }
+            Err(e) => {
+                tracing::warn!("discarding the dequantized-weight cache entry: {e}");
+                cache::discard(dir);
+            }
+        }
+    }
+    let Some(fresh) = fresh else {
+        return file.hf_tensors(cfg);
+    };
+    let (tensors, digest) = file.hf_tensors_and_digest(cfg)?;
+    let ms = t0.elapsed().as_millis() as u64;
+    tracing::info!(ms, "GGUF dequantized and hashed");
+    // Tensors share storage: the clone for the cache copies no weights.
+    *fresh = Some((tensors.clone(), digest));
+    Ok(tensors)
+}
+
+/// Load the backbone of a GGUF file (weights dequantized to f32 at load, never from or
+/// into the cache; see [`gguf`]). Returns the opened file too (its metadata holds the
+/// tokenizer).
 pub fn load_gguf_backbone(
     path: &Path,
 ) -> Result<(Box<dyn Backbone>, &'static str, gguf::GgufFile)> {
     let file = gguf::GgufFile::open(path)?;
-    let (backbone, arch) = gguf_backbone(&file)?;
+    let (backbone, arch) = gguf_backbone(&file, None, None)?;
     Ok((backbone, arch, file))
 }
 
-/// The backbone of an opened GGUF file.
-fn gguf_backbone(file: &gguf::GgufFile) -> Result<(Box<dyn Backbone>, &'static str)> {
+/// The backbone of an opened GGUF file (see [`gguf_tensors`] for the cache arguments).
+fn gguf_backbone(
+    file: &gguf::GgufFile,
+    entry: Option<&Path>,
+    fresh: Option<&mut Fresh>,
+) -> Result<(Box<dyn Backbone>, &'static str)> {
     let cfg = file.hf_config()?;
     let model_type = cfg["model_type"].as_str().unwrap_or_default().to_string();
     let weights = Weights::Gguf(file.path.clone());
     build_backbone(&cfg, &model_type, &file.path, &weights, || {
-        let tensors = file.hf_tensors(&cfg)?;
+        let tensors = gguf_tensors(file, &cfg, entry, fresh)?;
         Ok(VarBuilder::from_backend(
             Box::new(weights::Finite(tensors)),
             DType::F32,

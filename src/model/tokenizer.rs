@@ -74,7 +74,18 @@ impl CodeTokenizer {
     /// Load from files; `dir` is used to read `tokenizer_config.json` for the slow-file
     /// fallbacks.
     pub fn load(files: &TokenizerFiles, dir: &Path) -> Result<Self> {
-        Self::from_tokenizer(build(files, dir)?)
+        // tokenizers panics on some malformed files (an `expect` in its decoder
+        // deserializer): one error line instead.
+        let t = crate::logging::contain_panics(
+            || build(files, dir),
+            |m| {
+                Error::Tokenizer(format!(
+                    "cannot read the tokenizer in {}: {m}",
+                    dir.display()
+                ))
+            },
+        )?;
+        Self::from_tokenizer(t)
     }
 
     /// Wrap an existing tokenizer (tests, GGUF-rebuilt tokenizers).
@@ -84,6 +95,22 @@ impl CodeTokenizer {
             .map_err(|e| tk_err("disabling truncation", e))?;
         inner.with_padding(None);
         Ok(CodeTokenizer { inner })
+    }
+
+    /// A tokenizer saved by [`CodeTokenizer::to_json`] (the dequantized-GGUF cache).
+    pub fn from_json_file(path: &Path) -> Result<Self> {
+        let t = crate::logging::contain_panics(
+            || Tokenizer::from_file(path).map_err(|e| tk_err("reading the cached tokenizer", e)),
+            |m| tk_err("reading the cached tokenizer", m),
+        )?;
+        Self::from_tokenizer(t)
+    }
+
+    /// This tokenizer as `tokenizer.json` text.
+    pub fn to_json(&self) -> Result<String> {
+        self.inner
+            .to_string(false)
+            .map_err(|e| tk_err("saving the tokenizer", e))
     }
 
     /// The tokenizer stored in a GGUF file's metadata.

@@ -24,14 +24,14 @@
 //! and task. Pair features are `h_a - h_b` (METHODS.md 4), [`PairFeatures::Concat`]
 //! gives `[h_a; h_b]`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use serde::Serialize;
 
 use super::Rng;
 use crate::error::Result;
 use crate::model::LoadedModel;
-use crate::syntax::{self, Category, Coarse, DfgKind, Syntax};
+use crate::syntax::{self, Category, Coarse, DfgKind, Graph, Syntax};
 
 /// A probing task (METHODS.md 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
@@ -178,6 +178,9 @@ pub struct DatasetOptions {
     /// At most this many pairs per snippet and pair task.
     pub max_pairs: usize,
     pub seed: u64,
+    /// The data-flow graph the `dfg` task's labels come from (`Graph::Dfg`, the study's,
+    /// or `Graph::DfgRefined`).
+    pub dfg_graph: Graph,
 }
 
 impl Default for DatasetOptions {
@@ -185,19 +188,35 @@ impl Default for DatasetOptions {
         DatasetOptions {
             max_pairs: 40,
             seed: 0,
+            dfg_graph: Graph::Dfg,
         }
     }
 }
 
 /// Label the tokens / pairs of one snippet for `task`. `covered` are the syntax-token
 /// indices that have hidden states (position k in `covered` = row k of the features);
-/// returned examples use those positions.
+/// returned examples use those positions. The `dfg` task's labels come from the study's
+/// data-flow graph ([`label_snippet_with`] picks another).
 pub fn label_snippet(
     task: Task,
     syn: &Syntax,
     covered: &[usize],
     snippet: usize,
     max_pairs: usize,
+    rng: &mut Rng,
+) -> Vec<Example> {
+    label_snippet_with(task, syn, covered, snippet, max_pairs, Graph::Dfg, rng)
+}
+
+/// [`label_snippet`] with the `dfg` task's labels taken from `dfg_graph` (`Graph::Dfg`
+/// or `Graph::DfgRefined`; any other graph gives the `dfg` task no edges).
+pub fn label_snippet_with(
+    task: Task,
+    syn: &Syntax,
+    covered: &[usize],
+    snippet: usize,
+    max_pairs: usize,
+    dfg_graph: Graph,
     rng: &mut Rng,
 ) -> Vec<Example> {
     let toks = &syn.tokens;
@@ -252,14 +271,13 @@ pub fn label_snippet(
         }
         Task::Siblings | Task::SiblingsId => {
             let want_id = task == Task::SiblingsId;
-            let edges: HashSet<(usize, usize)> = syn.graphs.ast_motif.iter().copied().collect();
             let (mut pos_p, mut neg_p) = (Vec::new(), Vec::new());
             for &a in covered.iter().filter(|&&a| is_kw(a)) {
                 for &b in covered {
                     if b == a || (want_id && !is_id(b)) {
                         continue;
                     }
-                    if edges.contains(&(a, b)) {
+                    if syn.graphs.contains(Graph::AstMotif, a, b) {
                         pos_p.push((a, b));
                     } else {
                         neg_p.push((a, b));
@@ -274,7 +292,7 @@ pub fn label_snippet(
         Task::Dfg => {
             let ids: Vec<usize> = covered.iter().copied().filter(|&i| is_id(i)).collect();
             let mut kinds: HashMap<(usize, usize), DfgKind> = HashMap::new();
-            for &(i, j, k) in &syn.graphs.dfg {
+            for &(i, j, k) in syn.graphs.dfg_edges(dfg_graph).unwrap_or(&[]) {
                 kinds.entry((i, j)).or_insert(k);
             }
             let (mut cf, mut cp, mut none) = (Vec::new(), Vec::new(), Vec::new());
@@ -339,12 +357,13 @@ pub fn build_task(
         // change the pairs sampled for the others.
         let mut rng =
             Rng::new(opts.seed ^ (task as u64 + 1).wrapping_mul(0x9E37_79B9) ^ (s as u64) << 20);
-        examples.extend(label_snippet(
+        examples.extend(label_snippet_with(
             task,
             syn,
             &features.snippets[s].tokens,
             s,
             opts.max_pairs,
+            opts.dfg_graph,
             &mut rng,
         ));
     }

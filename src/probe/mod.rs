@@ -191,6 +191,8 @@ pub struct RunSpec<'a> {
     pub pair_features: PairFeatures,
     pub seed: u64,
     pub max_pairs: usize,
+    /// The data-flow graph of the `dfg` task's labels (`Graph::Dfg` by default).
+    pub dfg_graph: crate::syntax::Graph,
     pub test_fraction: f64,
     /// Hidden layers to probe (0 = embeddings); `None` = all.
     pub layers: Option<Vec<usize>>,
@@ -226,6 +228,7 @@ impl<'a> RunSpec<'a> {
             pair_features: PairFeatures::Diff,
             seed: DEFAULT_SEED,
             max_pairs: DEFAULT_MAX_PAIRS,
+            dfg_graph: crate::syntax::Graph::Dfg,
             test_fraction: DEFAULT_TEST_FRACTION,
             layers: None,
             cache_root: None,
@@ -332,6 +335,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
     let dopts = dataset::DatasetOptions {
         max_pairs: spec.max_pairs,
         seed: spec.seed,
+        dfg_graph: spec.dfg_graph,
     };
     let mut prepared = Vec::new();
     let tasks: &[Task] = if spec.kind == ProbeKind::Ast {
@@ -583,6 +587,7 @@ pub fn dump(
     let dopts = dataset::DatasetOptions {
         max_pairs: spec.max_pairs,
         seed: spec.seed,
+        dfg_graph: spec.dfg_graph,
     };
     if spec.kind == ProbeKind::Ast {
         let prep = astprobe::prepare(

@@ -34,6 +34,10 @@ pub(crate) struct ANode {
     len: u32,
     /// Index into the token list, or [`NONE`].
     pub token: u32,
+    /// A node of today's grammar that the study's grammar did not have (its children
+    /// belonged to the parent then): skipped by the study view ([`Arena::view_parent`],
+    /// [`Arena::view_children`]). See [`Language::study_transparent`].
+    pub transparent: bool,
 }
 
 /// The syntax tree in preorder, with children stored contiguously.
@@ -60,6 +64,26 @@ impl Arena {
     }
     pub fn parent_kind(&self, n: u32) -> &'static str {
         self.parent(n).map_or("", |p| self.kind(p))
+    }
+    /// The parent in the study's grammar: the nearest ancestor that is not transparent.
+    /// Transparent chains are at most two nodes long, so this is O(1).
+    pub fn view_parent(&self, n: u32) -> Option<u32> {
+        let mut p = self.parent(n)?;
+        while self.nodes[p as usize].transparent {
+            p = self.parent(p)?;
+        }
+        Some(p)
+    }
+    /// Append the children of `n` in the study's grammar (transparent children replaced
+    /// by their own view children) to `out`.
+    pub fn view_children(&self, n: u32, out: &mut Vec<u32>) {
+        for &c in self.children(n) {
+            if self.nodes[c as usize].transparent {
+                self.view_children(c, out);
+            } else {
+                out.push(c);
+            }
+        }
     }
     pub fn is_leaf(&self, n: u32) -> bool {
         self.nodes[n as usize].len == 0
@@ -192,7 +216,13 @@ impl<'a> Builder<'a> {
                     });
                 }
             }
+            let parent_kind = stack.last().map_or("", |&p| self.arena.kind(p));
+            let grand_kind = stack
+                .len()
+                .checked_sub(2)
+                .map_or("", |k| self.arena.kind(stack[k]));
             self.arena.nodes.push(ANode {
+                transparent: self.lang.study_transparent(kind, parent_kind, grand_kind),
                 kind,
                 field: cursor.field_id().map(|f| names.field(f.get())),
                 start,

@@ -22,14 +22,18 @@
 //! - `graph.rs`: the [`Graph`] names and the [`Graphs`] of a snippet;
 //! - `motif.rs`: the AST motif graph;
 //! - `dfg/{mod,python,java}.rs`: the data-flow graph (engine + per-language rules);
-//! - `align.rs`: subword <-> code token alignment; `paper.rs`: paper-mode text.
+//! - `align.rs`: subword <-> code token alignment; `paper.rs`: paper-mode text;
+//! - `clean.rs`: the study's comment and docstring removal (paper mode, `reproduce`).
 //!
 //! Invariants (checked by the tests in `tests.rs`):
 //! - every offset is a BYTE offset into [`Syntax::source`] (the text the caller passed,
 //!   never the wrapped text), and `&source[t.start..t.end] == t.text` for every token;
 //! - tokens are in source order, non-overlapping, non-empty; comments are never tokens;
-//! - every graph is sorted and deduplicated, with indices into `tokens`, and has no self
-//!   edges;
+//! - every graph is sorted and deduplicated, with indices into `tokens`; none has self
+//!   edges but the study's `dfg` (its loop bodies are walked twice);
+//! - the whole layer is linear in the input on any shape (no per-token climb of the tree;
+//!   branch states cost their changes; the motif graph is stored as bicliques and listed
+//!   per window), within the documented caps (walk depth, loop visit budget, edge limit);
 //! - parsing never panics, whatever the input: broken code yields `errors` plus the best
 //!   tokens and graphs tree-sitter's error recovery allows.
 //!
@@ -38,12 +42,14 @@
 
 mod align;
 mod arena;
+mod clean;
 mod dfg;
 mod graph;
 mod lang;
 mod motif;
 mod paper;
 mod parse;
+pub mod rewrite;
 mod roles;
 mod token;
 
@@ -53,6 +59,7 @@ mod tests;
 use std::fmt::Write as _;
 
 pub use align::{align, Alignment, SubwordSpan};
+pub use clean::{remove_comments_and_docstrings, CleanError};
 pub use dfg::DfgKind;
 pub use graph::{Graph, Graphs, MAX_GRAPH_EDGES};
 pub use lang::Language;
@@ -77,9 +84,10 @@ pub enum SyntaxError {
     /// tree-sitter did not finish within [`Limits::timeout`].
     #[error("parsing did not finish within {0:?}")]
     Timeout(std::time::Duration),
-    /// The gold graphs would exceed [`MAX_GRAPH_EDGES`] edges (e.g. a huge flat list
-    /// literal: the motif graph is quadratic in the number of siblings).
-    #[error("the relation graphs would have {edges} edges, over the limit of {max}")]
+    /// A graph has more than [`MAX_GRAPH_EDGES`] edges: a data-flow graph (refused at
+    /// parse time), or a motif graph asked to be listed whole (a huge flat literal: the
+    /// motif graph is quadratic in the number of siblings; windows of it stay available).
+    #[error("a relation graph would have {edges} edges, over the limit of {max}")]
     TooManyEdges {
         /// Number of edges the graph would have (lower bound).
         edges: usize,
@@ -181,15 +189,20 @@ impl Syntax {
     /// The JSON export, exactly:
     /// `{"language", "tokens": [{text,start,end,kind,category,coarse,role,depth}],
     ///   "graphs": {"ast_motif": [[i,j]], "syntactic": [[i,j]],
-    ///   "syntactic_identifier": [[i,j]], "dfg": [[i,j,"comesFrom"|"computedFrom"]]},
-    ///   "errors": [{start,end,message}]}`.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+    ///   "syntactic_identifier": [[i,j]], "dfg": [[i,j,"comesFrom"|"computedFrom"]],
+    ///   "dfg_refined": [[i,j,kind]]}, "errors": [{start,end,message}]}` (keys sorted).
+    ///
+    /// # Errors
+    /// [`SyntaxError::TooManyEdges`] when the motif graph has more than
+    /// [`MAX_GRAPH_EDGES`] edges (a huge flat literal): too many to list.
+    pub fn to_json(&self) -> Result<serde_json::Value, SyntaxError> {
+        self.graphs.check_listable()?;
+        Ok(serde_json::json!({
             "language": self.language,
             "tokens": self.tokens,
             "graphs": self.graphs,
             "errors": self.errors,
-        })
+        }))
     }
 
     /// A readable token table (index, byte span, depth, category, kind, role, text).

@@ -78,6 +78,7 @@ pub fn parse_with(source: &str, lang: Language, limits: &Limits) -> Result<Synta
     };
     let base = arena.nodes[container_id as usize].depth;
 
+    let role_cx = roles::Context::new(&arena, lang);
     let mut tokens = Vec::with_capacity(raw.len());
     let mut token_node = Vec::with_capacity(raw.len());
     for r in &raw {
@@ -90,10 +91,7 @@ pub fn parse_with(source: &str, lang: Language, limits: &Limits) -> Result<Synta
             arena.parent_kind(r.node),
         );
         let role = (category == Category::Identifier)
-            .then(|| match lang {
-                Language::Python => roles::python::role(&arena, r.node),
-                Language::Java => roles::java::role(&arena, r.node),
-            })
+            .then(|| role_cx.role(&arena, r.node))
             .map(|r| r.to_string());
         tokens.push(CodeToken {
             text: text[r.start..r.end].to_string(),
@@ -118,7 +116,7 @@ pub fn parse_with(source: &str, lang: Language, limits: &Limits) -> Result<Synta
         .map(|(s, e)| (s - prefix, e - prefix))
         .collect();
     let tree_info = TreeInfo::new(&arena, container_id, base, token_node);
-    let graphs = graph::build_graphs(&arena, &tokens, &tree_info, lang, container_id)?;
+    let graphs = graph::build_graphs(&arena, source, &tokens, &tree_info, lang, container_id)?;
 
     Ok(Syntax {
         language: lang,
@@ -187,20 +185,27 @@ fn choose_parse(
         Language::Python if python_looks_like_methods(&original, source) => {
             // Methods pasted out of a class: give them their class back, so `self` is a
             // receiver. The first line's indentation decides the wrapper's. A first line
-            // at column 0 is re-indented (by 4, the first line only) just when the body
-            // lines are indented deeper than that (a def copied without its indentation,
-            // body still indented): for a method dedented as a whole, as corpus
-            // extraction gives it, the one-line indent would leave the body outside the
-            // def and break its data flow.
+            // at column 0 is re-indented (by 4, the first line only) just when the source
+            // does not parse as it is and the other lines are indented deeper than that
+            // (a def copied without its indentation, body still indented): for a method
+            // dedented as a whole, as corpus extraction gives it, the one-line indent
+            // would leave the body outside the def and break its data flow.
             let indent = |l: &str| {
                 l.chars()
                     .take_while(|c| *c == ' ' || *c == '\t')
                     .map(|c| if c == '\t' { 8 } else { 1 })
                     .sum::<usize>()
             };
-            let mut lines = source.lines().filter(|l| !l.trim().is_empty());
-            let first = lines.next().unwrap_or("");
-            let body: Vec<usize> = lines.map(indent).collect();
+            let first = source.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            // The indentation of every statement after the first line (not of every line:
+            // a dedented method whose signature spans lines has a continuation line
+            // indented deeper than its body).
+            let lines: Vec<&str> = source.split('\n').collect();
+            let body: Vec<usize> = statement_rows(&original)
+                .into_iter()
+                .skip(1)
+                .filter_map(|r| lines.get(r).map(|l| indent(l)))
+                .collect();
             if indent(first) > 0 {
                 vec![PY_CLASS_WRAP]
             } else if body.first().is_some_and(|&b| b > 4) && body.iter().all(|&b| b >= 4) {
@@ -259,6 +264,38 @@ fn python_looks_like_methods(tree: &tree_sitter::Tree, source: &str) -> bool {
         }
     }
     any_method
+}
+
+/// Rows where a Python statement starts (a named child of the module or of a block,
+/// comments excluded), in source order; one row once.
+fn statement_rows(tree: &tree_sitter::Tree) -> Vec<usize> {
+    let mut rows = Vec::new();
+    let mut cursor = tree.walk();
+    // Kinds of the current node's ancestors (tree-sitter's `parent()` costs the depth).
+    let mut stack: Vec<&str> = Vec::new();
+    loop {
+        let node = cursor.node();
+        if node.is_named()
+            && node.kind() != "comment"
+            && matches!(stack.last(), Some(&("module" | "block")))
+            && rows.last() != Some(&node.start_position().row)
+        {
+            rows.push(node.start_position().row);
+        }
+        if cursor.goto_first_child() {
+            stack.push(node.kind());
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return rows;
+            }
+            stack.pop();
+        }
+    }
 }
 
 /// Does a Java tree declare a type (or package/imports) at top level? Then it is a file.

@@ -144,21 +144,26 @@ pub enum Metric {
     SynToId,
     IdToSyn,
     Entropy,
+    /// F1 against codescope's refined data flow (`dfg_refined`), beside the study's.
+    F1DfgRefined,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 5] = [
+    /// Cycle order of `s`; digit keys pick by position (`1`..`6`).
+    pub const ALL: [Metric; 6] = [
         Metric::F1Motif,
         Metric::F1Dfg,
         Metric::SynToId,
         Metric::IdToSyn,
         Metric::Entropy,
+        Metric::F1DfgRefined,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
             Metric::F1Motif => "F1 vs AST motif",
             Metric::F1Dfg => "F1 vs data flow",
+            Metric::F1DfgRefined => "F1 vs refined data flow",
             Metric::SynToId => "syn→id share",
             Metric::IdToSyn => "id→syn share",
             Metric::Entropy => "entropy (bits)",
@@ -170,6 +175,7 @@ impl Metric {
         match self {
             Metric::F1Motif => "f1_ast_motif",
             Metric::F1Dfg => "f1_dfg",
+            Metric::F1DfgRefined => "f1_dfg_refined",
             Metric::SynToId => "share_syn_to_id",
             Metric::IdToSyn => "share_id_to_syn",
             Metric::Entropy => "entropy_bits",
@@ -186,6 +192,7 @@ impl Metric {
         match self {
             Metric::F1Motif => Some(Graph::AstMotif),
             Metric::F1Dfg => Some(Graph::Dfg),
+            Metric::F1DfgRefined => Some(Graph::DfgRefined),
             _ => None,
         }
     }
@@ -210,6 +217,7 @@ impl Metric {
         match self {
             Metric::F1Motif => f1(Graph::AstMotif),
             Metric::F1Dfg => f1(Graph::Dfg),
+            Metric::F1DfgRefined => f1(Graph::DfgRefined),
             Metric::SynToId => a
                 .coarse
                 .iter()

@@ -35,6 +35,8 @@ pub struct Geometry {
     pub status: Rect,
     /// The code panel, when shown.
     pub code: Option<Rect>,
+    /// Compare mode: the twin's code, below the code panel (taken from its height).
+    pub twin: Option<Rect>,
     /// The side panels shown, with their rectangles.
     pub panels: Vec<(Focus, Rect)>,
 }
@@ -57,6 +59,21 @@ pub fn geometry(app: &App) -> Geometry {
 /// [`geometry`] for a given screen area (drawing passes the frame's, which equals
 /// `app.size` once the resize message has been applied).
 pub fn geometry_in(app: &App, area: Rect) -> Geometry {
+    let mut g = panels_in(app, area);
+    // Compare mode: the twin under the code, when the code panel is tall enough to share.
+    if let Some(r) = g
+        .code
+        .filter(|r| app.compare.on && app.editor.is_none() && r.height >= 12)
+    {
+        let [code, twin] =
+            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(r);
+        g.code = Some(code);
+        g.twin = Some(twin);
+    }
+    g
+}
+
+fn panels_in(app: &App, area: Rect) -> Geometry {
     if area.width < MIN_W || area.height < MIN_H {
         return Geometry {
             too_small: true,

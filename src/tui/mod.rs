@@ -245,6 +245,7 @@ fn event_loop(
                 Effect::CheckPresets(names) => io_thread.check_presets(names),
                 Effect::LoadModel(spec) => worker.load(spec),
                 Effect::Analyse(job) => worker.analyse(job),
+                Effect::Compare(job) => worker.compare(job),
                 Effect::Probe(job) => worker.probe(job),
                 Effect::LabelToken(key, job) => follow.push(Msg::TokenLabel {
                     key,
@@ -277,15 +278,23 @@ fn event_loop(
 fn export_current(app: &App) -> std::result::Result<Vec<String>, String> {
     let view = export_view(app).ok_or("nothing to export yet")?;
     let dir = std::env::current_dir().map_err(|e| e.to_string())?;
-    let (svg, json) =
-        export::write_files(&view, &dir, &export::stem_now()).map_err(|e| e.to_string())?;
+    let stem = export::stem_now();
+    let (svg, json) = export::write_files(&view, &dir, &stem).map_err(|e| e.to_string())?;
     let name = |p: &std::path::Path| {
         p.file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
     tracing::info!(svg = %svg.display(), json = %json.display(), "exported");
-    Ok(vec![name(&svg), name(&json)])
+    let mut names = vec![name(&svg), name(&json)];
+    // Compare mode: the comparison too, as `codescope compare --json` writes it.
+    if let Some(c) = app.comparison() {
+        let path = dir.join(format!("{stem}-compare.json"));
+        let doc = crate::analysis::compare::to_json(c).to_string();
+        std::fs::write(&path, doc).map_err(|e| format!("{}: {e}", path.display()))?;
+        names.push(name(&path));
+    }
+    Ok(names)
 }
 
 /// The explorer's current view as export data (`None` before the first analysis).

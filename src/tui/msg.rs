@@ -10,11 +10,13 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyEvent, MouseEvent};
 
+use crate::analysis::compare::Comparison;
 use crate::analysis::{Options, SnippetAnalysis};
 use crate::input::Input;
 use crate::model::ModelInfo;
 use crate::probe::label::{LabelJob, TokenProbe};
 use crate::probe::{ProbeReport, ProbeResult, Task};
+use crate::syntax::rewrite::{Rewrite, Twin};
 use crate::syntax::{Language, Syntax};
 
 /// Everything that can happen to the app.
@@ -87,6 +89,16 @@ pub enum WorkerMsg {
     Probed { req: u64, report: Arc<ProbeReport> },
     /// Probe request `req` failed (or was dropped).
     ProbeFailed { req: u64, error: String },
+    /// Compare request `req`: the twin (or why it could not be made), before its
+    /// analysis.
+    TwinMade {
+        req: u64,
+        result: Result<Arc<Twin>, String>,
+    },
+    /// Compare request `req` done.
+    Compared { req: u64, data: Arc<Comparison> },
+    /// Compare request `req` failed.
+    CompareFailed { req: u64, error: String },
 }
 
 impl std::fmt::Debug for WorkerMsg {
@@ -102,6 +114,15 @@ impl std::fmt::Debug for WorkerMsg {
             }
             WorkerMsg::Probed { req, .. } => write!(f, "Probed({req})"),
             WorkerMsg::ProbeFailed { req, error } => write!(f, "ProbeFailed({req}: {error})"),
+            WorkerMsg::TwinMade { req, result } => {
+                write!(
+                    f,
+                    "TwinMade({req}, {})",
+                    if result.is_ok() { "ok" } else { "failed" }
+                )
+            }
+            WorkerMsg::Compared { req, .. } => write!(f, "Compared({req})"),
+            WorkerMsg::CompareFailed { req, error } => write!(f, "CompareFailed({req}: {error})"),
         }
     }
 }
@@ -137,6 +158,35 @@ pub struct ProbeJob {
     pub task: Task,
 }
 
+/// Where compare mode's twin comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TwinSource {
+    /// A checked renaming of the snippet.
+    Rewrite(Rewrite),
+    /// A file the user named (read by the worker with the input limits).
+    File(String),
+}
+
+/// A comparison request (latest wins; runs after a pending analysis): make the twin of
+/// the analysed snippet `a`, analyse it with the same options, compare the two.
+#[derive(Clone)]
+pub struct CompareJob {
+    pub req: u64,
+    pub a: Arc<SnippetAnalysis>,
+    pub twin: TwinSource,
+    pub opts: Options,
+    /// Run the LM head on the twin too (as A was).
+    pub surprisal: bool,
+    /// A trained probe to label both twins with (its per-layer agreement).
+    pub probe: Option<(Arc<ProbeReport>, Task)>,
+}
+
+impl std::fmt::Debug for CompareJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CompareJob({}, {:?})", self.req, self.twin)
+    }
+}
+
 /// What a token label was asked for: (analysis request, token, hidden layer, task).
 pub type LabelKey = (u64, usize, usize, Task);
 
@@ -159,6 +209,9 @@ pub enum Effect {
     Probe(ProbeJob),
     /// Label a token with a trained probe.
     LabelToken(LabelKey, LabelJob),
+    /// Compare the analysis shown with its twin in the worker (supersedes any earlier
+    /// comparison request).
+    Compare(CompareJob),
     /// Write the current view as SVG + JSON.
     Export,
     /// Leave the explorer.

@@ -429,6 +429,31 @@ impl Theme {
         }
     }
 
+    /// Diverging ramp RGB for `v` in `[-1, 1]` (compare mode's B − A): blue below zero,
+    /// the background at zero, orange above; a non-finite `v` counts as 0.
+    pub fn diverging_rgb(&self, v: f32) -> Rgb {
+        let (neg, mid, pos) = if self.light {
+            ((33, 102, 172), (250, 250, 247), (200, 90, 20))
+        } else {
+            ((80, 150, 255), (22, 24, 32), (255, 140, 50))
+        };
+        let v = if v.is_finite() {
+            v.clamp(-1.0, 1.0)
+        } else {
+            0.0
+        };
+        if v < 0.0 {
+            ramp(&[mid, neg], -v)
+        } else {
+            ramp(&[mid, pos], v)
+        }
+    }
+
+    /// [`Theme::diverging_rgb`] as a terminal colour.
+    pub fn diverging(&self, v: f32) -> Color {
+        self.color(self.diverging_rgb(v))
+    }
+
     /// Foreground readable on a surprisal background of intensity `v`.
     pub fn on_surprisal(&self, v: f32) -> Color {
         let dark_text = if self.light { v < 0.7 } else { v > 0.72 };

@@ -10,6 +10,9 @@
 //! as failures; the worker keeps serving. (Shape of gitui's `asyncjob`: one slot per job
 //! kind, a generation counter to recognise superseded work.)
 //!
+//! Comparison jobs (compare mode: make the twin, analyse it, compare) come after a
+//! pending analysis and before probes; latest wins, as for analyses.
+//!
 //! Probe jobs (train per-layer probes on the bundled corpus) have the lowest priority:
 //! they run only when no load or analysis is pending, and a running one is cancelled
 //! (between snippets / fits) when one arrives, then queued again unless a newer probe
@@ -22,7 +25,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::msg::{AnalyseJob, ProbeJob, WorkerMsg};
+use super::msg::{AnalyseJob, CompareJob, ProbeJob, TwinSource, WorkerMsg};
 use crate::analysis::{self, Mode, RunOptions};
 use crate::error::Result;
 use crate::model::{source, LoadedModel};
@@ -35,6 +38,7 @@ struct Slot {
     /// `Some(spec)`: load `spec` (`None` inside: the default model).
     load: Option<Option<String>>,
     analyse: Option<AnalyseJob>,
+    compare: Option<CompareJob>,
     probe: Option<ProbeJob>,
     stop: bool,
 }
@@ -42,7 +46,7 @@ struct Slot {
 impl Slot {
     /// A load or analysis is waiting (a running probe yields to it).
     fn urgent(&self) -> bool {
-        self.stop || self.load.is_some() || self.analyse.is_some()
+        self.stop || self.load.is_some() || self.analyse.is_some() || self.compare.is_some()
     }
 }
 
@@ -55,6 +59,8 @@ struct Shared {
     latest: AtomicU64,
     /// The newest probe request id.
     latest_probe: AtomicU64,
+    /// The newest comparison request id.
+    latest_compare: AtomicU64,
 }
 
 /// Handle to the worker thread. Dropping it stops the thread after its current job.
@@ -78,6 +84,7 @@ impl Worker {
             cv: Condvar::new(),
             latest: AtomicU64::new(0),
             latest_probe: AtomicU64::new(0),
+            latest_compare: AtomicU64::new(0),
         });
         let sh = shared.clone();
         let send: Box<Sender> = Box::new(send);
@@ -106,6 +113,14 @@ impl Worker {
         self.shared.cv.notify_one();
     }
 
+    /// Queue a comparison; a pending or running older one is superseded.
+    pub fn compare(&self, job: CompareJob) {
+        self.shared.latest_compare.store(job.req, Ordering::SeqCst);
+        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+        s.compare = Some(job);
+        self.shared.cv.notify_one();
+    }
+
     /// Queue a probe job; a pending or running older one is superseded.
     pub fn probe(&self, job: ProbeJob) {
         self.shared.latest_probe.store(job.req, Ordering::SeqCst);
@@ -118,6 +133,7 @@ impl Worker {
     pub fn stop(&self) {
         self.shared.latest.store(u64::MAX, Ordering::SeqCst);
         self.shared.latest_probe.store(u64::MAX, Ordering::SeqCst);
+        self.shared.latest_compare.store(u64::MAX, Ordering::SeqCst);
         let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
         s.stop = true;
         self.shared.cv.notify_one();
@@ -141,6 +157,7 @@ impl Drop for Worker {
 enum Job {
     Load(Option<String>),
     Analyse(AnalyseJob),
+    Compare(CompareJob),
     Probe(ProbeJob),
 }
 
@@ -155,6 +172,9 @@ fn next_job(shared: &Shared) -> Option<Job> {
         }
         if let Some(a) = s.analyse.take() {
             return Some(Job::Analyse(a));
+        }
+        if let Some(c) = s.compare.take() {
+            return Some(Job::Compare(c));
         }
         if let Some(p) = s.probe.take() {
             return Some(Job::Probe(p));
@@ -193,6 +213,33 @@ fn run(shared: &Shared, send: &Sender) {
                 }));
                 if let Err(p) = r {
                     send(WorkerMsg::AnalyseFailed {
+                        req,
+                        error: format!("internal error: {}", panic_text(p)),
+                    });
+                }
+            }
+            Job::Compare(job) => {
+                let req = job.req;
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    let stale = || shared.latest_compare.load(Ordering::SeqCst) != req;
+                    if stale() {
+                        return;
+                    }
+                    let Some(m) = model.as_ref() else {
+                        return send(WorkerMsg::CompareFailed {
+                            req,
+                            error: "no model is loaded".into(),
+                        });
+                    };
+                    let cancel = |_: usize| stale();
+                    compare(m, &job, Some(&cancel), &|w| {
+                        if !stale() {
+                            send(w)
+                        }
+                    })
+                }));
+                if let Err(p) = r {
+                    send(WorkerMsg::CompareFailed {
                         req,
                         error: format!("internal error: {}", panic_text(p)),
                     });
@@ -381,6 +428,67 @@ fn with_heartbeat<R>(
         beat.thread().unpark();
         r
     })
+}
+
+/// Make the twin of a comparison job, analyse it with the job's options and compare it
+/// with the job's analysis; reports go to `send` in order (the twin first, so it shows
+/// while its forward runs). `cancel` stops the twin's forward between layers. Public so
+/// tests can serve the job synchronously.
+pub fn compare(
+    m: &LoadedModel,
+    job: &CompareJob,
+    cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+    send: &dyn Fn(WorkerMsg),
+) {
+    use crate::analysis::compare::{self as cmp, TwinSpec};
+    let req = job.req;
+    let spec = match &job.twin {
+        TwinSource::Rewrite(rw) => Ok(TwinSpec::Rename(*rw)),
+        TwinSource::File(path) => crate::input::read(&super::io::expand_tilde(path))
+            .map(|inp| TwinSpec::Text {
+                label: inp.name,
+                text: inp.text,
+            })
+            .map_err(|e| e.to_string()),
+    };
+    let twin = spec.and_then(|spec| {
+        cmp::make_twin(&job.a.syntax, &spec)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    });
+    send(WorkerMsg::TwinMade {
+        req,
+        result: twin.clone(),
+    });
+    let Ok(twin) = twin else {
+        return;
+    };
+    let ro = RunOptions {
+        lm: job.surprisal,
+        hidden: job.opts.mode == Mode::Source,
+        cancel,
+    };
+    send(WorkerMsg::Progress {
+        req: 0,
+        text: "analysing the twin…".into(),
+    });
+    match analysis::run(m, Arc::new(twin.b.clone()), &job.opts, &ro) {
+        Ok(b) => {
+            let mut c = cmp::from_analyses(job.a.clone(), Arc::new(b), twin);
+            if let Some((report, task)) = &job.probe {
+                c.probe = cmp::probe_agreement(report, *task, &c).map(|v| (*task, v));
+            }
+            send(WorkerMsg::Compared {
+                req,
+                data: Arc::new(c),
+            })
+        }
+        Err(crate::error::Error::Cancelled) => {}
+        Err(e) => send(WorkerMsg::CompareFailed {
+            req,
+            error: format!("the twin: {e}"),
+        }),
+    }
 }
 
 /// Train the probes of `job` (linear, all layers, the bundled corpus of its language;

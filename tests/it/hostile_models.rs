@@ -499,3 +499,31 @@ fn safetensors_and_config_attacks_are_named() {
     );
     assert!(line.contains("the model has 0 layers"), "{line}");
 }
+
+#[test]
+fn a_tokenizer_that_makes_the_tokenizers_crate_panic_is_one_line() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    std::fs::remove_file(m.join("vocab.txt")).unwrap();
+    // A tokenizer.json cut inside its decoder: the tokenizers crate's decoder
+    // deserializer `expect`s and panics (found by tests/it/fuzz.rs).
+    let good = std::fs::read_to_string(fixtures().join("tiny_codegen/tokenizer.json")).unwrap();
+    let at = good.find("\"decoder\"").expect("a decoder");
+    std::fs::write(
+        m.join("tokenizer.json"),
+        format!("{}\"decoder\": {{\"type\": \"ByteLevel\", ", &good[..at]),
+    )
+    .unwrap();
+    let o = env
+        .cmd()
+        .args(["trace", "--model"])
+        .arg(&m)
+        .arg(env.sample())
+        .output()
+        .unwrap();
+    let line = fails(&o);
+    assert!(line.contains("tokenizer"), "{line}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -160,3 +160,50 @@ fn snippet_split_keeps_snippets_whole_and_pair_split_does_not() {
     let test_snips: std::collections::HashSet<_> = te.iter().map(|&i| ex[i].snippet).collect();
     assert!(tr.iter().any(|&i| test_snips.contains(&ex[i].snippet)));
 }
+
+#[test]
+fn dfg_labels_follow_the_chosen_graph() {
+    use codescope::probe::dataset::label_snippet_with;
+    use codescope::syntax::Graph;
+    // `y = o.attr`: the study's graph has y <- attr (attribute names are values), the
+    // refined one does not (an attribute of an arbitrary object is no variable).
+    let syn = parse(
+        "def f(o):\n    y = o.attr\n    return y\n",
+        Language::Python,
+    )
+    .unwrap();
+    let covered: Vec<usize> = (0..syn.tokens.len()).collect();
+    let (y, attr) = (6, 10);
+    assert_eq!(
+        (syn.tokens[y].text.as_str(), syn.tokens[attr].text.as_str()),
+        ("y", "attr")
+    );
+    let names = Task::Dfg.classes();
+    let label = |g: Graph| {
+        label_snippet_with(Task::Dfg, &syn, &covered, 0, 1000, g, &mut Rng::new(1))
+            .into_iter()
+            .find(|e| (e.a, e.b) == (y, Some(attr)))
+            .map(|e| names[e.label].clone())
+    };
+    assert_eq!(label(Graph::Dfg).as_deref(), Some("computedFrom"));
+    // In the refined graph the pair is no edge: at most a sampled `none`.
+    assert_ne!(label(Graph::DfgRefined).as_deref(), Some("computedFrom"));
+    // The default is the study's graph.
+    let default = label_snippet(Task::Dfg, &syn, &covered, 0, 1000, &mut Rng::new(1));
+    let with = label_snippet_with(
+        Task::Dfg,
+        &syn,
+        &covered,
+        0,
+        1000,
+        Graph::Dfg,
+        &mut Rng::new(1),
+    );
+    assert_eq!(
+        default
+            .iter()
+            .map(|e| (e.a, e.b, e.label))
+            .collect::<Vec<_>>(),
+        with.iter().map(|e| (e.a, e.b, e.label)).collect::<Vec<_>>()
+    );
+}

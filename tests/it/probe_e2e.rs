@@ -27,6 +27,7 @@ fn spec<'a>(
         pair_features: PairFeatures::Diff,
         seed: 3,
         max_pairs: 20,
+        dfg_graph: codescope::syntax::Graph::Dfg,
         test_fraction: 0.25,
         layers: None,
         cache_root: cache,

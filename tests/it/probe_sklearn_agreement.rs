@@ -41,6 +41,9 @@ fn linear_probe_agrees_with_sklearn_per_layer() {
         pair_features: PairFeatures::Diff,
         seed: 0,
         max_pairs: 40,
+        // The fixture's examples were dumped when the dfg task's labels came from the
+        // data flow now called dfg_refined: the same examples, so the same graph.
+        dfg_graph: codescope::syntax::Graph::DfgRefined,
         test_fraction: 0.2,
         layers: None,
         cache_root: None,

@@ -162,6 +162,15 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                         app.update(Msg::Worker(WorkerMsg::Analysed { req: job.req, data })),
                     );
                 }
+                Effect::Compare(job) => {
+                    let out = std::cell::RefCell::new(Vec::new());
+                    codescope::tui::worker::compare(model, &job, None, &|w| {
+                        out.borrow_mut().push(w)
+                    });
+                    for w in out.into_inner() {
+                        next.extend(app.update(Msg::Worker(w)));
+                    }
+                }
                 other => left.push(other),
             }
         }

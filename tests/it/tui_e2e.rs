@@ -2,9 +2,10 @@
 //! first with `codescope fetch minilm`). Checks that the code appears, Right / Down change
 //! layer and head, `S` on an encoder says why nothing happens, `q` exits 0, and SIGTERM
 //! leaves a restored terminal (exit status 143 = 128 + SIGTERM); and, with the tiny
-//! Llama fixture, that `S` shows the surprisal view; that mouse clicks (SGR escape
-//! sequences sent with `send-keys -H`) select a token and open a head-grid cell; that
-//! the default model's reason is printed on stderr at exit. Needs tmux.
+//! Llama fixture, that `S` shows the surprisal view and `c` the twin and the differences;
+//! that mouse clicks (SGR escape sequences sent with `send-keys -H`) select a token and
+//! open a head-grid cell; that the default model's reason is printed on stderr at exit.
+//! Needs tmux.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -296,4 +297,40 @@ fn default_model_reason_is_printed_on_stderr() {
         s.contains("codescope: model minilm: CodeBERT is not cached and HF_HUB_OFFLINE is set")
     });
     assert!(!s.contains("layer 1/6"), "{s}");
+}
+
+#[test]
+fn compare_mode_shows_the_twin_and_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let snippet = dir.path().join("area.py");
+    std::fs::write(&snippet, "def area(w, h):\n    return w * h\n").unwrap();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_llama");
+    let tmux = Tmux::new("compare");
+    let exit = start_with(
+        &tmux,
+        dir.path(),
+        &model.display().to_string(),
+        &format!("'{}'", snippet.display()),
+    );
+    let plain = tmux.wait_for("the analysis", 120, |s| {
+        s.contains("def area(w, h)") && s.contains("12 tokens")
+    });
+    assert!(!plain.contains("B−A"), "{plain}");
+    tmux.run(&["send-keys", "-t", "e2e", "c"]);
+    let s = tmux.wait_for("the twin and the differences", 60, |s| {
+        s.contains("Twin · rename:neutral")
+            && s.contains("def f1(p1, p2):")
+            && s.contains("compare rename:neutral")
+            && s.contains("Heads · B−A")
+    });
+    assert!(s.contains("return p1 * p2"), "{s}");
+    tmux.run(&["send-keys", "-t", "e2e", "v"]);
+    tmux.run(&["send-keys", "-t", "e2e", "v"]);
+    tmux.wait_for("the difference heatmap", 30, |s| {
+        s.contains("blue: B lower") && s.contains("compare rename:neutral B−A")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
+    let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
+    assert_eq!(alt.trim(), "0", "alternate screen left");
 }

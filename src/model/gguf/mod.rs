@@ -18,6 +18,7 @@
 //! the 256-element k-quant block) without SIMD and were ~10x slower than f32 gemm on
 //! the dequantized weights. The price is memory: f32 weights (1.1 GB for Gemma 3 270M).
 
+pub mod cache;
 pub mod reader;
 
 use std::collections::{BTreeSet, HashMap};
@@ -296,6 +297,33 @@ impl GgufFile {
             }
         }
         Ok(cfg)
+    }
+
+    /// [`GgufFile::hf_tensors`] and the sha256 of the whole file, hashed on its own
+    /// thread while the tensors are dequantized (the first open of a GGUF pays no extra
+    /// wall time for the key of its dequantized-weight cache).
+    pub fn hf_tensors_and_digest(
+        &self,
+        cfg: &serde_json::Value,
+    ) -> Result<(HashMap<String, Tensor>, String)> {
+        use sha2::{Digest, Sha256};
+        std::thread::scope(|s| {
+            let hasher = s.spawn(|| {
+                let mut h = Sha256::new();
+                for chunk in self.map.chunks(1 << 22) {
+                    h.update(chunk);
+                }
+                h.finalize()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>()
+            });
+            let tensors = self.hf_tensors(cfg);
+            let digest = hasher
+                .join()
+                .map_err(|_| Error::Compute("hashing the GGUF panicked".into()))?;
+            Ok((tensors?, digest))
+        })
     }
 
     /// Every tensor dequantized to f32 under its HF checkpoint name.

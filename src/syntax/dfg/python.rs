@@ -3,9 +3,11 @@
 
 use super::super::roles::python::python_is_method;
 use super::super::token::Role;
-use super::{Dfg, DfgKind, ScopeKind, PUNCT};
+use super::refined::{Refined, ScopeKind, PUNCT};
+use super::study::Study;
+use super::DfgKind;
 
-impl Dfg<'_> {
+impl Refined<'_> {
     pub(super) fn visit_python(&mut self, n: u32) {
         let a = self.a;
         match a.kind(n) {
@@ -111,7 +113,7 @@ impl Dfg<'_> {
                         let mut owner = None;
                         for i in funcs {
                             first.get_or_insert(i);
-                            if self.scopes[i].vars.contains_key(&s) {
+                            if self.bound((i, s)) {
                                 owner = Some(i);
                                 break;
                             }
@@ -141,7 +143,7 @@ impl Dfg<'_> {
             self.leaf(name);
         }
         let receiver = if a.kind(n) == "function_definition"
-            && python_is_method(a, n)
+            && (python_is_method(a, n) || self.py_is_bare_method(n))
             && !self.py_is_static(n)
         {
             params
@@ -159,6 +161,59 @@ impl Dfg<'_> {
         }
         self.visit_opt(a.child_by_field(n, "body"));
         self.pop();
+    }
+
+    /// Is the snippet made only of `def`s (comments aside), at least one taking `self` or
+    /// `cls` first: methods pasted without their class?
+    pub(super) fn py_bare_methods(&self, root: u32) -> bool {
+        let a = self.a;
+        let mut any = false;
+        for &c in a.children(root) {
+            let func = match a.kind(c) {
+                "comment" => continue,
+                "function_definition" => c,
+                "decorated_definition" => match a.child_by_field(c, "definition") {
+                    Some(d) if a.kind(d) == "function_definition" => d,
+                    _ => return false,
+                },
+                _ => return false,
+            };
+            any |= self
+                .py_first_param(func)
+                .is_some_and(|t| matches!(self.tokens[t].text.as_str(), "self" | "cls"));
+        }
+        any
+    }
+
+    /// The token of a function's first parameter name.
+    fn py_first_param(&self, func: u32) -> Option<usize> {
+        let a = self.a;
+        let ps = a.child_by_field(func, "parameters")?;
+        let first = a
+            .children(ps)
+            .iter()
+            .copied()
+            .find(|&c| !matches!(a.kind(c), "(" | ")" | "," | "comment"))?;
+        let name = match a.kind(first) {
+            "identifier" => first,
+            "typed_parameter" => *a.children(first).first()?,
+            "default_parameter" | "typed_default_parameter" => a.child_by_field(first, "name")?,
+            _ => return None,
+        };
+        self.ident(name)
+    }
+
+    /// A top-level `def` of a snippet of bare methods (see `py_bare_methods`).
+    fn py_is_bare_method(&self, func: u32) -> bool {
+        let a = self.a;
+        let Some(root) = self.bare_methods_of else {
+            return false;
+        };
+        let mut p = a.parent(func);
+        if p.is_some_and(|p| a.kind(p) == "decorated_definition") {
+            p = p.and_then(|p| a.parent(p));
+        }
+        p == Some(root)
     }
 
     fn py_param(&mut self, p: u32, out: &mut Vec<(u32, Vec<usize>)>) {
@@ -250,63 +305,72 @@ impl Dfg<'_> {
         self.bind(left, &srcs, aug);
     }
 
+    /// `if` / `elif` / `else`: each branch starts from the state after its condition
+    /// (and the conditions before it); the state after is the union of the branch ends,
+    /// plus the state after the last condition when there is no `else`.
     fn py_if(&mut self, n: u32) {
         let a = self.a;
         self.visit_opt(a.child_by_field(n, "condition"));
-        let mut cur = self.snapshot();
+        let (mut marks, mut diffs) = (Vec::new(), Vec::new());
+        let m = self.open();
         self.visit_opt(a.child_by_field(n, "consequence"));
-        let mut ends = vec![self.snapshot()];
+        diffs.push(self.take(m));
+        marks.push(m);
         let mut has_else = false;
         for alt in a.children_by_field(n, "alternative") {
-            self.scopes = cur.clone();
             if a.kind(alt) == "elif_clause" {
                 self.visit_opt(a.child_by_field(alt, "condition"));
-                cur = self.snapshot();
+                let m = self.mark();
                 self.visit_opt(a.child_by_field(alt, "consequence"));
+                diffs.push(self.take(m));
+                marks.push(m);
             } else {
                 has_else = true;
+                let m = self.mark();
                 self.visit_children(alt);
+                diffs.push(self.take(m));
+                marks.push(m);
             }
-            ends.push(self.snapshot());
         }
-        if !has_else {
-            ends.push(cur);
-        }
-        self.restore_merged(ends);
+        self.merge_ends(&marks, diffs, !has_else);
     }
 
+    /// `try`: an `except` starts from the union of the states before and after the body;
+    /// `else` from the state after it; the state after is the union of the ends (and of
+    /// the body's end when there is no `else`), then `finally` runs.
     fn py_try(&mut self, n: u32) {
         let a = self.a;
-        let before = self.snapshot();
+        let before = self.open();
         self.visit_opt(a.child_by_field(n, "body"));
-        let after_try = self.snapshot();
-        let mut ends = Vec::new();
+        let (mut marks, mut diffs) = (Vec::new(), Vec::new());
         let mut has_else = false;
         let mut finally = None;
         for &c in a.children(n) {
             match a.kind(c) {
                 "except_clause" | "except_group_clause" => {
-                    self.scopes = Self::merge(vec![before.clone(), after_try.clone()]);
+                    let m = self.mark();
+                    self.merge_with_mark(before);
                     self.visit_children(c);
-                    ends.push(self.snapshot());
+                    diffs.push(self.take(m));
+                    marks.push(m);
                 }
                 "else_clause" => {
-                    self.scopes = after_try.clone();
+                    let m = self.mark();
                     self.visit(c);
-                    ends.push(self.snapshot());
+                    diffs.push(self.take(m));
+                    marks.push(m);
                     has_else = true;
                 }
                 "finally_clause" => finally = Some(c),
                 _ => {}
             }
         }
-        if !has_else {
-            ends.push(after_try);
-        }
-        self.restore_merged(ends);
+        self.merge_ends(&marks, diffs, !has_else);
         self.visit_opt(finally);
     }
 
+    /// `match`: each case from the state after the subject; the union of the case ends
+    /// and that state.
     fn py_match(&mut self, n: u32) {
         let a = self.a;
         let mark = self.log.len();
@@ -314,8 +378,7 @@ impl Dfg<'_> {
             self.visit(s);
         }
         let srcs = self.since(mark);
-        let before = self.snapshot();
-        let mut ends = Vec::new();
+        let (mut marks, mut diffs) = (Vec::new(), Vec::new());
         let cases: Vec<u32> = a
             .child_by_field(n, "body")
             .map(|b| {
@@ -326,8 +389,8 @@ impl Dfg<'_> {
                     .collect()
             })
             .unwrap_or_default();
+        let m = self.open();
         for case in cases {
-            self.scopes = before.clone();
             let old = self.pattern_sources.replace(srcs.clone());
             for &c in a.children(case) {
                 if a.kind(c) == "case_pattern" {
@@ -337,9 +400,115 @@ impl Dfg<'_> {
             self.pattern_sources = old;
             self.visit_opt(a.child_by_field(case, "guard"));
             self.visit_opt(a.child_by_field(case, "consequence"));
-            ends.push(self.snapshot());
+            diffs.push(self.take(m));
+            marks.push(m);
         }
-        ends.push(before);
-        self.restore_merged(ends);
+        self.merge_ends(&marks, diffs, true);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The study's graph: DFG_python (GraphCodeBERT, attention/dfg/DFG.py), rule for rule
+// ---------------------------------------------------------------------------------------
+
+impl Study<'_> {
+    /// `DFG_python` on a non-leaf node (leaves are handled by the engine).
+    pub(super) fn python(&mut self, n: u32) {
+        let a = self.a;
+        match a.kind(n) {
+            "default_parameter" => {
+                let name = a.child_by_field(n, "name");
+                let value = a.child_by_field(n, "value");
+                self.declarator(name, value);
+            }
+            "assignment" | "augmented_assignment" | "for_in_clause" => self.py_assignment(n),
+            "if_statement" => {
+                let kids = self.kids(n);
+                let is_alt = |c: u32| matches!(a.kind(c), "elif_clause" | "else_clause");
+                let main: Vec<u32> = kids.iter().copied().filter(|&c| !is_alt(c)).collect();
+                let alts: Vec<u32> = kids.iter().copied().filter(|&c| is_alt(c)).collect();
+                let has_else = kids.iter().any(|&c| a.kind(c).contains("else"));
+                self.branches(&main, &alts, !has_else);
+            }
+            "for_statement" => {
+                let body = self
+                    .kids(n)
+                    .last()
+                    .copied()
+                    .filter(|&c| a.kind(c) == "block");
+                for _ in 0..self.twice() {
+                    let (left, right) = (a.child_by_field(n, "left"), a.child_by_field(n, "right"));
+                    if let (Some(l), Some(r)) = (left, right) {
+                        self.py_pairs(l, r);
+                    }
+                    if let Some(b) = body {
+                        self.visit(b);
+                    }
+                }
+            }
+            "while_statement" => {
+                for _ in 0..self.twice() {
+                    self.children(n, &[]);
+                }
+            }
+            _ => self.children(n, &["for_in_clause"]),
+        }
+    }
+
+    /// `assignment`, `augmented_assignment` and `for_in_clause`.
+    fn py_assignment(&mut self, n: u32) {
+        let a = self.a;
+        if a.kind(n) == "for_in_clause" {
+            // right_nodes = [children[-1]], left_nodes = [left]
+            let right = self.kids(n).last().copied();
+            let left = a.child_by_field(n, "left");
+            if let Some(r) = right {
+                self.visit(r);
+                if let Some(l) = left {
+                    let (t, s) = (self.vars(l), self.vars(r));
+                    self.assign(&t, &s, DfgKind::ComputedFrom);
+                }
+            }
+            return;
+        }
+        // `x: int` (no right side): no edges, no definition.
+        let (Some(l), Some(r)) = (a.child_by_field(n, "left"), a.child_by_field(n, "right")) else {
+            return;
+        };
+        self.py_pairs(l, r);
+    }
+
+    /// The pairing of DFG_python's assignment and `for` rules: the non-comma children of
+    /// both sides pairwise when there are as many on each side (and at least one),
+    /// otherwise the two sides whole; the right nodes walked first, then each left
+    /// token `computedFrom` every token of its right node.
+    fn py_pairs(&mut self, left: u32, right: u32) {
+        let a = self.a;
+        let split = |s: &Self, x: u32| -> Vec<u32> {
+            s.kids(x)
+                .iter()
+                .copied()
+                .filter(|&c| a.kind(c) != ",")
+                .collect()
+        };
+        let mut ls = split(self, left);
+        let mut rs = split(self, right);
+        if ls.len() != rs.len() {
+            ls = vec![left];
+            rs = vec![right];
+        }
+        if ls.is_empty() {
+            ls = vec![left];
+        }
+        if rs.is_empty() {
+            rs = vec![right];
+        }
+        for &r in &rs {
+            self.visit(r);
+        }
+        for (&l, &r) in ls.iter().zip(&rs) {
+            let (t, s) = (self.vars(l), self.vars(r));
+            self.assign(&t, &s, DfgKind::ComputedFrom);
+        }
     }
 }

@@ -15,20 +15,36 @@ pub(crate) fn java_is_target(a: &Arena, n: u32) -> bool {
     }
 }
 
+/// Per node, computed once from the root down: the top of the unbroken chain of
+/// `scoped_identifier` parents above it (the node itself when its parent is not one),
+/// so that no identifier climbs a long `a.b.c...` name.
+pub(crate) struct Context {
+    top_scoped: Vec<u32>,
+}
+
+impl Context {
+    pub fn new(a: &Arena) -> Self {
+        let n = a.nodes.len();
+        let mut top_scoped: Vec<u32> = (0..n as u32).collect();
+        for x in 1..n {
+            if let Some(p) = a.parent(x as u32) {
+                if a.kind(p) == "scoped_identifier" {
+                    top_scoped[x] = top_scoped[p as usize];
+                }
+            }
+        }
+        Context { top_scoped }
+    }
+}
+
 /// Role of a Java identifier / type_identifier leaf `n`.
-pub(crate) fn role(a: &Arena, n: u32) -> IdentRole {
+pub(crate) fn role(a: &Arena, cx: &Context, n: u32) -> IdentRole {
     let Some(p) = a.parent(n) else {
         return IdentRole::use_(Role::Variable);
     };
     let pk = a.kind(p);
-    // Annotations, packages and imports: climb through scoped names.
-    let mut cur = n;
-    while let Some(pp) = a
-        .parent(cur)
-        .filter(|&pp| a.kind(pp) == "scoped_identifier")
-    {
-        cur = pp;
-    }
+    // Annotations, packages and imports: the whole scoped name.
+    let cur = cx.top_scoped[n as usize];
     if let Some(top) = a.parent(cur) {
         match a.kind(top) {
             "marker_annotation" | "annotation" if a.field(cur) == Some("name") => {

@@ -1,7 +1,7 @@
 //! Roles of Python identifiers (see [`Role`] and [`IdentRole`]): definition vs use and
 //! what the name names, from the identifier's place in the tree-sitter-python tree.
 
-use super::super::arena::Arena;
+use super::super::arena::{Arena, NONE};
 use super::super::token::{IdentRole, Role};
 
 /// Kinds that only regroup assignment targets (`a, b = ...`, `[a, *b] = ...`).
@@ -17,21 +17,116 @@ pub(crate) const PY_TARGET_CONTAINERS: [&str; 9] = [
     "list_splat",
 ];
 
-/// If `n` sits in a Python binding target, the binding statement node
-/// (`assignment`, `augmented_assignment`, `for_statement`, `for_in_clause`).
-pub(crate) fn python_target_stmt(a: &Arena, mut n: u32) -> Option<u32> {
-    loop {
-        let p = a.parent(n)?;
-        let pk = a.kind(p);
-        if PY_TARGET_CONTAINERS.contains(&pk) {
-            n = p;
-            continue;
+/// The per-node facts role inference needs from above a node, computed in one pass
+/// from the root down (a parent before its children: the arena is in preorder), so that
+/// no identifier climbs the tree (a chain `a.b.b.b...` would make that quadratic).
+pub(crate) struct Context {
+    /// The node is (part of) a decorator's head: `@a.b(...)`, not the arguments.
+    dec_head: Vec<bool>,
+    /// What a climb from the node towards the statement finds about types.
+    types: Vec<TypeClimb>,
+    /// If the node sits in a binding target, the binding statement node
+    /// (`assignment`, `augmented_assignment`, `for_statement`, `for_in_clause`).
+    target: Vec<u32>,
+    /// First identifier leaf of each type alias's left side, found once per alias.
+    alias_first: std::cell::RefCell<std::collections::HashMap<u32, Option<u32>>>,
+}
+
+/// The first decisive ancestor of a node, looking up from it, for type roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TypeClimb {
+    /// A statement boundary, with or without a `type` node on the way.
+    Stop { in_type: bool },
+    /// A type parameter of a def or class: a type definition.
+    Def,
+    /// The left side (a `type` node) of a `type X = ...` alias.
+    Alias(u32),
+}
+
+impl Context {
+    pub fn new(a: &Arena) -> Self {
+        let n = a.nodes.len();
+        let mut dec_head = vec![false; n];
+        let mut types = vec![TypeClimb::Stop { in_type: false }; n];
+        let mut target = vec![NONE; n];
+        for x in 1..n {
+            let xi = x as u32;
+            let Some(p) = a.parent(xi) else { continue };
+            let (pk, pi) = (a.kind(p), p as usize);
+            dec_head[x] = match pk {
+                "decorator" => true,
+                "attribute" => dec_head[pi],
+                "call" if a.field(xi) == Some("function") => dec_head[pi],
+                _ => false,
+            };
+            types[x] = match pk {
+                "type"
+                    if a.field(p) == Some("left") && a.parent_kind(p) == "type_alias_statement" =>
+                {
+                    TypeClimb::Alias(p)
+                }
+                "type" => match types[pi] {
+                    TypeClimb::Stop { .. } => TypeClimb::Stop { in_type: true },
+                    other => other,
+                },
+                "type_parameter"
+                    if a.field(p) == Some("type_parameters")
+                        && matches!(
+                            a.parent_kind(p),
+                            "function_definition" | "class_definition"
+                        ) =>
+                {
+                    TypeClimb::Def
+                }
+                "block"
+                | "module"
+                | "expression_statement"
+                | "function_definition"
+                | "class_definition" => TypeClimb::Stop { in_type: false },
+                _ => types[pi],
+            };
+            target[x] = if PY_TARGET_CONTAINERS.contains(&pk) {
+                target[pi]
+            } else if matches!(
+                pk,
+                "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause"
+            ) && a.field(xi) == Some("left")
+            {
+                p
+            } else {
+                NONE
+            };
         }
-        let is_target = matches!(
-            pk,
-            "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause"
-        ) && a.field(n) == Some("left");
-        return is_target.then_some(p);
+        Context {
+            dec_head,
+            types,
+            target,
+            alias_first: Default::default(),
+        }
+    }
+
+    /// If `n` sits in a binding target, the binding statement node.
+    pub fn target_stmt(&self, n: u32) -> Option<u32> {
+        let t = self.target[n as usize];
+        (t != NONE).then_some(t)
+    }
+
+    /// Python type context: `Some(true)` for a type definition (type parameter of a
+    /// def/class, the name of a `type X = ...` alias), `Some(false)` for a type use.
+    fn type_role(&self, a: &Arena, n: u32) -> Option<bool> {
+        match self.types[n as usize] {
+            TypeClimb::Stop { in_type } => in_type.then_some(false),
+            TypeClimb::Def => Some(true),
+            TypeClimb::Alias(p) => {
+                // The alias name is the first identifier of the left side.
+                let first = *self
+                    .alias_first
+                    .borrow_mut()
+                    .entry(p)
+                    .or_insert_with(|| first_leaf_ident(a, p));
+                Some(first == Some(n))
+            }
+        }
     }
 }
 
@@ -86,54 +181,6 @@ fn python_import_role(a: &Arena, n: u32) -> Option<IdentRole> {
     })
 }
 
-/// Is `n` part of a decorator's head (`@a.b(...)`, not the arguments)?
-fn in_decorator_head(a: &Arena, mut n: u32) -> bool {
-    while let Some(p) = a.parent(n) {
-        match a.kind(p) {
-            "decorator" => return true,
-            "attribute" => n = p,
-            "call" if a.field(n) == Some("function") => n = p,
-            _ => return false,
-        }
-    }
-    false
-}
-
-/// Python type context: `Some(true)` for a type definition (type parameter of a
-/// def/class, the name of a `type X = ...` alias), `Some(false)` for a type use.
-fn python_type_role(a: &Arena, n: u32) -> Option<bool> {
-    let mut in_type = false;
-    let mut cur = n;
-    let mut first_type: Option<u32> = None;
-    while let Some(p) = a.parent(cur) {
-        match a.kind(p) {
-            "type" => {
-                in_type = true;
-                first_type.get_or_insert(p);
-                if a.field(p) == Some("left") && a.parent_kind(p) == "type_alias_statement" {
-                    // The alias name is the first identifier of the left side.
-                    let first_ident = first_leaf_ident(a, p);
-                    return Some(first_ident == Some(n));
-                }
-            }
-            "type_parameter"
-                if a.field(p) == Some("type_parameters")
-                    && matches!(a.parent_kind(p), "function_definition" | "class_definition") =>
-            {
-                return Some(true);
-            }
-            "block"
-            | "module"
-            | "expression_statement"
-            | "function_definition"
-            | "class_definition" => break,
-            _ => {}
-        }
-        cur = p;
-    }
-    in_type.then_some(false)
-}
-
 fn first_leaf_ident(a: &Arena, mut n: u32) -> Option<u32> {
     while !a.is_leaf(n) {
         n = *a.children(n).first()?;
@@ -142,14 +189,14 @@ fn first_leaf_ident(a: &Arena, mut n: u32) -> Option<u32> {
 }
 
 /// Role of a Python identifier leaf `n`.
-pub(crate) fn role(a: &Arena, n: u32) -> IdentRole {
+pub(crate) fn role(a: &Arena, cx: &Context, n: u32) -> IdentRole {
     if let Some(r) = python_import_role(a, n) {
         return r;
     }
-    if in_decorator_head(a, n) {
+    if cx.dec_head[n as usize] {
         return IdentRole::use_(Role::Decorator);
     }
-    if let Some(def) = python_type_role(a, n) {
+    if let Some(def) = cx.type_role(a, n) {
         return if def {
             IdentRole::def(Role::Type)
         } else {
@@ -186,7 +233,7 @@ pub(crate) fn role(a: &Arena, n: u32) -> IdentRole {
         ("attribute", Some("attribute")) => {
             if a.field(p) == Some("function") && a.parent_kind(p) == "call" {
                 IdentRole::use_(Role::Method)
-            } else if python_target_stmt(a, p).is_some() {
+            } else if cx.target_stmt(p).is_some() {
                 IdentRole::def(Role::Attribute)
             } else {
                 IdentRole::use_(Role::Attribute)
@@ -224,7 +271,7 @@ pub(crate) fn role(a: &Arena, n: u32) -> IdentRole {
                 IdentRole::use_(Role::Attribute)
             }
         }
-        _ => match python_target_stmt(a, n) {
+        _ => match cx.target_stmt(n) {
             Some(stmt) if python_in_class_body(a, stmt) && a.kind(stmt) != "for_statement" => {
                 IdentRole::def(Role::Attribute)
             }

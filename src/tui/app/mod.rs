@@ -17,6 +17,7 @@
 //! they move the grid's own cursor (Enter jumps there). The token cursor has its own keys
 //! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
 
+mod compare;
 mod model;
 mod mouse;
 mod probe;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+pub use self::compare::{CompareMode, HeatSide, TwinChoice};
 pub use self::model::{ModelState, Picker, PickerItem};
 pub use self::probe::{ProbeKey, ProbePanel, ProbeRun};
 pub use self::status::{Level, Status};
@@ -57,6 +59,8 @@ const SURPRISAL_PENDING: &str = "surprisal shows once the analysis is ready";
 pub enum PromptKind {
     Open,
     Search,
+    /// Compare mode's twin file.
+    Twin,
 }
 
 /// What is drawn over the panels.
@@ -102,6 +106,8 @@ pub struct App {
     pub status: Status,
     pub overlay: Overlay,
     pub editor: Option<Editor>,
+    /// Compare mode (`c`): the snippet against its twin.
+    pub compare: CompareMode,
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
@@ -130,6 +136,7 @@ impl App {
             status: Status::default(),
             overlay: Overlay::None,
             editor: None,
+            compare: CompareMode::default(),
             size: (120, 40),
             quit: false,
             quit_armed: false,
@@ -186,9 +193,13 @@ impl App {
         }
     }
 
-    /// The current matrix as a slice callback, without copying a single head.
+    /// The current matrix as a slice callback, without copying a single head (in compare
+    /// mode, the heat side's: B or B − A on A's tokens).
     pub fn with_matrix<R>(&self, f: impl FnOnce(&[f32], usize) -> R) -> Option<R> {
         let p = self.prepared()?;
+        if let Some((m, _)) = self.compare_matrix() {
+            return Some(f(&m, p.n()));
+        }
         let ta = &p.token_attention;
         let n = ta.n();
         let l = self.view.layer.min(ta.layers.saturating_sub(1));
@@ -498,6 +509,7 @@ impl App {
                 }
             }
         }
+        self.compare_settle(fx);
         if let Some((key, job)) = self.label_request() {
             if self.probe.label.as_ref().is_none_or(|(k, _)| *k != key)
                 && !fx
@@ -549,7 +561,7 @@ impl App {
     }
 
     fn worker(&mut self, w: WorkerMsg) {
-        if self.probe.worker(&w) {
+        if self.probe.worker(&w) || self.compare_worker(&w) {
             return;
         }
         match w {
@@ -615,7 +627,10 @@ impl App {
             }
             WorkerMsg::ProbeProgress { .. }
             | WorkerMsg::Probed { .. }
-            | WorkerMsg::ProbeFailed { .. } => {}
+            | WorkerMsg::ProbeFailed { .. }
+            | WorkerMsg::TwinMade { .. }
+            | WorkerMsg::Compared { .. }
+            | WorkerMsg::CompareFailed { .. } => {}
         }
     }
 
@@ -650,9 +665,11 @@ impl App {
         match std::mem::replace(&mut self.overlay, Overlay::None) {
             Overlay::None => {}
             Overlay::Help => return Vec::new(),
-            Overlay::Prompt(PromptKind::Open, input) if k.code == KeyCode::Tab => {
+            Overlay::Prompt(kind @ (PromptKind::Open | PromptKind::Twin), input)
+                if k.code == KeyCode::Tab =>
+            {
                 let fx = self.request_completion(&input.text);
-                self.overlay = Overlay::Prompt(PromptKind::Open, input);
+                self.overlay = Overlay::Prompt(kind, input);
                 return fx;
             }
             Overlay::Prompt(kind, mut input) => {
@@ -762,7 +779,7 @@ impl App {
             }
             KeyCode::Char('0') => v.zoom = 0,
             KeyCode::Char('s') => v.metric = v.metric.next(),
-            KeyCode::Char(c @ '1'..='5') => {
+            KeyCode::Char(c @ '1'..='6') => {
                 v.metric = Metric::ALL[c as usize - '1' as usize];
             }
             KeyCode::Char('t') => self.set_threshold(self.view.t_steps.saturating_sub(1)),
@@ -796,6 +813,7 @@ impl App {
                 self.status.message = None;
                 self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
             }
+            KeyCode::Char(c @ ('c' | 'C' | 'v')) => return self.compare_key(c),
             KeyCode::Char('M') => return self.open_picker(),
             KeyCode::Char('L') => return self.next_language(),
             KeyCode::Char('S') => return self.toggle_surprisal(),
@@ -874,6 +892,10 @@ impl App {
                     return Vec::new();
                 }
                 vec![Effect::ReadFile(text)]
+            }
+            PromptKind::Twin => {
+                self.compare_file(text);
+                Vec::new()
             }
         }
     }

@@ -18,7 +18,7 @@ impl App {
 
     /// Completions arrived: apply them if the prompt still holds what they complete.
     pub(super) fn completions(&mut self, typed: String, candidates: Vec<String>) {
-        let Overlay::Prompt(PromptKind::Open, input) = &mut self.overlay else {
+        let Overlay::Prompt(PromptKind::Open | PromptKind::Twin, input) = &mut self.overlay else {
             return;
         };
         if input.text != typed {

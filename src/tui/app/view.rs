@@ -122,6 +122,16 @@ impl Default for View {
 }
 
 impl View {
+    /// The data-flow graph the code's link marks follow: the refined one while the head
+    /// grid shows its F1, else the study's.
+    pub fn dfg_graph(&self) -> crate::syntax::Graph {
+        if self.metric == Metric::F1DfgRefined {
+            crate::syntax::Graph::DfgRefined
+        } else {
+            crate::syntax::Graph::Dfg
+        }
+    }
+
     /// The current threshold.
     pub fn threshold(&self) -> f32 {
         self.t_steps as f32 * THRESHOLD_STEP

@@ -18,7 +18,7 @@ use ratatui::Frame;
 
 use super::{clip, one_line, panel};
 use crate::analysis::TokenSurprisal;
-use crate::syntax::{Category, DfgKind};
+use crate::syntax::{Category, DfgKind, Graph};
 use crate::tui::app::{App, Direction, Focus};
 use crate::tui::data::{advance, TAB};
 use crate::tui::layout;
@@ -111,11 +111,13 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         })
         .unwrap_or(0.0);
     let threshold = app.threshold();
-    // Data-flow neighbours of the cursor token.
+    // Data-flow neighbours of the cursor token, in the graph the head grid scores
+    // (the refined one while its F1 is shown, else the study's).
+    let dfg_graph = app.view.dfg_graph();
     let mut dfg_mark: Vec<Option<DfgKind>> = vec![None; doc.n_tokens()];
     if app.view.dfg {
         if let Some(syn) = &doc.syntax {
-            for &(i, j, k) in &syn.graphs.dfg {
+            for &(i, j, k) in syn.graphs.dfg_edges(dfg_graph).unwrap_or(&[]) {
                 if i == app.view.cursor {
                     dfg_mark[j] = Some(k);
                 } else if j == app.view.cursor {
@@ -245,7 +247,12 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             if app.view.dfg {
                 let links = dfg_mark.iter().filter(|m| m.is_some()).count();
                 info.push_str(&format!(
-                    " · {links} data-flow link{}",
+                    " · {links} {}data-flow link{}",
+                    if dfg_graph == Graph::DfgRefined {
+                        "refined "
+                    } else {
+                        ""
+                    },
                     if links == 1 { "" } else { "s" }
                 ));
             }

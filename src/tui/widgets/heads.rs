@@ -30,6 +30,7 @@ pub fn unit(m: Metric) -> &'static str {
     match m {
         Metric::F1Motif => "F1×100 vs AST motif",
         Metric::F1Dfg => "F1×100 vs data flow",
+        Metric::F1DfgRefined => "F1×100 vs refined data flow",
         Metric::SynToId => "syn→id, % of attention",
         Metric::IdToSyn => "id→syn, % of attention",
         Metric::Entropy => "entropy, bits",
@@ -47,7 +48,9 @@ fn fmt_cell(m: Metric, v: Option<f64>, w: usize) -> String {
                 format!("{:.0}", x.min(99.0))
             }
         }
-        Some(x) => format!("{:.0}", (x * 100.0).min(99.0)),
+        // Differences (compare mode): the magnitude; the colour (or a sign glyph) says
+        // which way.
+        Some(x) => format!("{:.0}", (x.abs() * 100.0).min(99.0)),
     };
     format!("{s:>w$}")
 }
@@ -61,6 +64,14 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         fit_title(
             vec![
                 Span::styled("Heads", t.accent()),
+                Span::styled(
+                    if app.comparison().is_some() {
+                        " · B−A"
+                    } else {
+                        ""
+                    },
+                    t.warn(),
+                ),
                 Span::styled(format!(" · {} [s]", unit(m)), t.dim()),
             ],
             area.width,
@@ -79,14 +90,27 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         return;
     };
     let values = m.values(p, &app.shown.scores);
+    // Compare mode: the twin's score minus the original's, on a diverging scale.
+    let diff = app.compare_grid(&values);
+    let signed = diff.is_some();
+    let values = diff.unwrap_or(values);
     let (layers, heads) = (values.len(), values.first().map_or(0, |r| r.len()));
     if layers != g.layers || heads != g.heads {
         return; // the analysis shown is not the model's (a switch is under way)
     }
-    let smax = m.scale_max(&values);
+    let smax = if signed {
+        values
+            .iter()
+            .flatten()
+            .flatten()
+            .fold(0.0f64, |m, v| m.max(v.abs()))
+            .max(1e-9)
+    } else {
+        m.scale_max(&values)
+    };
     let cw = g.cw as usize;
     let digits = if t.colored() { cw - 1 } else { cw - 2 };
-    let f1 = matches!(m, Metric::F1Motif | Metric::F1Dfg);
+    let f1 = !signed && m.graph().is_some();
     let best: Vec<Option<usize>> = values
         .iter()
         .map(|row| {
@@ -161,7 +185,15 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             let (l, h) = at(c, r);
             let v = values[l][h];
             let x = v.map_or(0.0, |v| (v / smax) as f32);
-            let mut style = if t.colored() {
+            let mut style = if t.colored() && signed {
+                Style::default()
+                    .bg(t.diverging(x.signum() * x.abs().sqrt()))
+                    .fg(t.color(if t.light {
+                        (20, 20, 25)
+                    } else {
+                        (235, 235, 240)
+                    }))
+            } else if t.colored() {
                 let mut s = Style::default().bg(t.heat(x.sqrt(), false));
                 if let Some(fg) = t.on_heat(x.sqrt()) {
                     s = s.fg(fg);
@@ -179,8 +211,14 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             let text = if t.colored() {
                 fmt_cell(m, v, digits)
             } else {
-                // Shape instead of colour: a shade glyph before the digits.
-                format!("{}{}", Theme::shade(x), fmt_cell(m, v, digits))
+                // Shape instead of colour: a shade glyph (compare mode: the sign) before
+                // the digits.
+                let g = match v {
+                    Some(d) if signed && d < 0.0 => '-',
+                    Some(d) if signed && d > 0.0 => '+',
+                    _ => Theme::shade(x.abs()),
+                };
+                format!("{g}{}", fmt_cell(m, v, digits))
             };
             if best[l] == Some(h) {
                 style = style.add_modifier(Modifier::UNDERLINED);
@@ -203,8 +241,14 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     // Footer: the value under the grid cursor (or the current head), then the visible
     // range when the grid scrolls, then the keys.
     let mut foot = vec![format!("L{} H{}: ", gl + 1, gh + 1)];
+    let diff_here = values.get(gl).and_then(|r| r.get(gh)).copied().flatten();
     match m {
-        Metric::F1Motif | Metric::F1Dfg => {
+        _ if signed => match diff_here {
+            Some(v) if m == Metric::Entropy => foot[0].push_str(&format!("B−A {v:+.2} bits")),
+            Some(v) => foot[0].push_str(&format!("B−A {:+.1} points", v * 100.0)),
+            None => foot[0].push_str("n/a"),
+        },
+        Metric::F1Motif | Metric::F1Dfg | Metric::F1DfgRefined => {
             if let Some(s) = m
                 .graph()
                 .and_then(|gr| app.shown.scores.get(&gr))
@@ -238,6 +282,8 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         foot.push("Enter: open".into());
     } else if f1 {
         foot.push("_ best".into());
+    } else if signed {
+        foot.push("blue −, orange +".into());
     }
     let w = inner.width as usize;
     let mut rows: Vec<String> = vec![String::new()];

@@ -22,21 +22,26 @@ use crate::tui::app::{App, Focus};
 use crate::tui::layout::{self, HeatGeom};
 use crate::tui::theme::Theme;
 
-/// Max of `a` over the block of rows `r0..r1`, columns `c0..c1`, and whether any pair
-/// in it is a gold edge.
+/// Max of `a` over the block of rows `r0..r1`, columns `c0..c1` (`signed`: the value of
+/// largest magnitude, sign kept), and whether any pair in it is a gold edge.
 fn block_max(
     a: &[f32],
     gold: Option<&[bool]>,
     n: usize,
     r: (usize, usize),
     c: (usize, usize),
+    signed: bool,
 ) -> (f32, bool) {
     let mut m = 0.0f32;
     let mut g = false;
     for i in r.0..r.1.min(n) {
         let row = &a[i * n + c.0..i * n + c.1.min(n)];
         for &v in row {
-            m = m.max(v);
+            if !signed {
+                m = m.max(v);
+            } else if v.abs() > m.abs() {
+                m = v;
+            }
         }
         if let Some(gm) = gold {
             g |= gm[i * n + c.0..i * n + c.1.min(n)].iter().any(|&x| x);
@@ -81,6 +86,12 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             t.dim(),
         ));
     }
+    // Compare mode: the twin (B) or the difference (B − A) on the original's tokens.
+    let side = app.compare_matrix().map(|(_, side)| side);
+    if let Some(side) = side {
+        title.push(Span::styled(format!(" · {}", side.label()), t.warn()));
+    }
+    let signed = side == Some(crate::tui::app::HeatSide::Diff);
     if app.view.gold {
         title.push(Span::styled(" · gold: AST motif + data flow", t.warn()));
     }
@@ -118,8 +129,20 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
 
     let gold = app.view.gold.then_some(&p.gold_any[..]);
     let _ = app.with_matrix(|a, n| {
-        let vmax = a.iter().copied().fold(0.0f32, f32::max).max(1e-9);
-        let scale = |v: f32| (v / vmax).clamp(0.0, 1.0).sqrt();
+        let vmax = a
+            .iter()
+            .copied()
+            .fold(0.0f32, |m, v| m.max(if signed { v.abs() } else { v }))
+            .max(1e-9);
+        let scale = |v: f32| (v.abs() / vmax).clamp(0.0, 1.0).sqrt();
+        // B − A: a diverging scale (square root of the magnitude, sign kept).
+        let colour = |v: f32, g: bool| {
+            if signed {
+                t.diverging(v.signum() * scale(v))
+            } else {
+                t.heat(scale(v), g)
+            }
+        };
         let w = inner.width as usize;
         let mut lines: Vec<Line> = Vec::with_capacity(inner.height as usize);
         // Info line.
@@ -133,7 +156,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         } else {
             zoom
         };
-        let mut info = format!(" {n} tokens · rows query, cols key · {zoom}");
+        let mut info = if signed {
+            format!(" {n} tokens · B−A · rows query, cols key · {zoom}")
+        } else {
+            format!(" {n} tokens · rows query, cols key · {zoom}")
+        };
         if let Some(s) = sel {
             info.push_str(&format!(" · row «{}»", clip(&labels[s], 10)));
         }
@@ -195,23 +222,32 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             ];
             for c in c0..c0 + vis_c {
                 let cols = (c * z, (c + 1) * z);
-                let (vu, gu) = block_max(a, gold, n, (upper * z, (upper + 1) * z), cols);
+                let (vu, gu) = block_max(a, gold, n, (upper * z, (upper + 1) * z), cols, signed);
                 if half {
-                    let fg = t.heat(scale(vu), gu);
+                    let fg = colour(vu, gu);
                     let bg = match lower {
                         Some(lw) => {
-                            let (vl, gl) = block_max(a, gold, n, (lw * z, (lw + 1) * z), cols);
-                            t.heat(scale(vl), gl)
+                            let (vl, gl) =
+                                block_max(a, gold, n, (lw * z, (lw + 1) * z), cols, signed);
+                            colour(vl, gl)
                         }
                         None => t.color(t.background()),
                     };
                     spans.push(Span::styled("▀", Style::default().fg(fg).bg(bg)));
                 } else if t.colored() {
-                    let st = Style::default().fg(t.heat(scale(vu), gu));
+                    let st = Style::default().fg(colour(vu, gu));
                     spans.push(Span::styled("█", st));
                 } else {
                     let v = scale(vu);
-                    let ch = if gu {
+                    let ch = if signed {
+                        // No colour for the sign: `-` / `+` where the change is at least
+                        // a quarter of the largest, else blank.
+                        match (v >= 0.5, vu < 0.0) {
+                            (false, _) => ' ',
+                            (true, true) => '-',
+                            (true, false) => '+',
+                        }
+                    } else if gu {
                         if v >= 0.5 {
                             '●'
                         } else {
@@ -242,22 +278,45 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 (false, true) => " ▾",
                 (false, false) => "",
             };
-            lines.push(legend(app, vmax, (half, lab_w >= 11), more, w));
+            lines.push(legend(app, vmax, signed, (half, lab_w >= 11), more, w));
         }
         f.render_widget(Paragraph::new(lines), inner);
     });
 }
 
 /// The colour bar with its values and how rows are labelled (`half`: two query rows a
-/// text row; `labels_both`: both are labelled), one line of `w` columns.
+/// text row; `labels_both`: both are labelled), one line of `w` columns. `signed`: the
+/// diverging bar of compare mode's B − A, from −vmax through 0 to +vmax.
 fn legend<'a>(
     app: &App,
     vmax: f32,
+    signed: bool,
     (half, labels_both): (bool, bool),
     more: &str,
     w: usize,
 ) -> Line<'a> {
     let t = &app.theme;
+    if signed {
+        let mut l = vec![Span::styled(format!(" −{} ", weight(vmax)), t.dim())];
+        if t.colored() {
+            for k in -4i32..=4 {
+                let v = k as f32 / 4.0;
+                l.push(Span::styled(
+                    "█",
+                    Style::default().fg(t.diverging(v.signum() * v.abs().sqrt())),
+                ));
+            }
+        } else {
+            l.push(Span::styled("- · +", Style::default()));
+        }
+        let text = format!(
+            " +{} √ · blue: B lower, orange: B higher{more}",
+            weight(vmax)
+        );
+        let used: usize = l.iter().map(|s| s.content.chars().count()).sum();
+        l.push(Span::styled(clip(&text, w.saturating_sub(used)), t.dim()));
+        return Line::from(l);
+    }
     let mut l = vec![Span::styled(" 0 ", t.dim())];
     if t.colored() {
         for k in 0..8 {

@@ -9,6 +9,7 @@ mod heatmap;
 mod overlay;
 mod probes;
 mod status;
+mod twin;
 
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -34,6 +35,9 @@ pub fn draw(app: &App, f: &mut Frame) {
     }
     if let Some(r) = g.code {
         code::draw(app, f, r);
+    }
+    if let Some(r) = g.twin {
+        twin::draw(app, f, r);
     }
     for &(which, r) in &g.panels {
         side_panel(app, f, r, which);

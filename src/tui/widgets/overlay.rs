@@ -102,10 +102,11 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
     let label = match kind {
         PromptKind::Open => " open file: ",
         PromptKind::Search => " search /",
+        PromptKind::Twin => " twin file: ",
     };
     let last = app.view.search.as_deref().map(|s| clip(s, 16));
     let hint = match (kind, last) {
-        (PromptKind::Open, _) => {
+        (PromptKind::Open | PromptKind::Twin, _) => {
             "  (Tab: complete · ~ home · Enter: open · Esc: cancel)".to_string()
         }
         (PromptKind::Search, Some(l)) => {
@@ -135,7 +136,7 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
     );
     // The open prompt covers the status line's messages: its completions ("3 matches:
     // …", "no file matches") go on the line above it.
-    if let (PromptKind::Open, Some((lvl, msg))) = (kind, &app.status.message) {
+    if let (PromptKind::Open | PromptKind::Twin, Some((lvl, msg))) = (kind, &app.status.message) {
         if status.height >= 2 {
             let above = Rect::new(status.x, status.y + status.height - 2, status.width, 1);
             let style = match lvl {

@@ -95,6 +95,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     } else if app.model.loaded.as_ref().is_some_and(|(_, i)| i.causal) {
         items.push(("S surprisal".into(), true));
     }
+    if let Some(c) = app.compare_status() {
+        items.push((c, false));
+    }
     if let Some(p) = app.prepared() {
         items.push((format!("{:.0} ms", p.elapsed.as_secs_f64() * 1e3), true));
     }
