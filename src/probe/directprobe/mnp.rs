@@ -62,96 +62,98 @@ pub fn radius(p: Points, ids: &[usize]) -> f64 {
         .sqrt()
 }
 
-/// Cholesky solve of `m u = 1` (`m` symmetric `k x k`, row-major); `None` if `m` is not
-/// numerically positive definite.
-fn solve_ones(m: &[f64], k: usize) -> Option<Vec<f64>> {
-    let mut l = vec![0.0; k * k];
-    for i in 0..k {
-        for j in 0..=i {
-            let mut s = m[i * k + j];
-            for t in 0..j {
-                s -= l[i * k + t] * l[j * k + t];
-            }
-            if i == j {
-                if s <= m[i * k + i] * 1e-13 || s <= 0.0 {
-                    return None;
-                }
-                l[i * k + i] = s.sqrt();
-            } else {
-                l[i * k + j] = s / l[j * k + j];
-            }
-        }
-    }
-    // L y = 1, Lᵀ u = y.
-    let mut y = vec![0.0; k];
-    for i in 0..k {
-        let mut s = 1.0;
-        for t in 0..i {
-            s -= l[i * k + t] * y[t];
-        }
-        y[i] = s / l[i * k + i];
-    }
-    let mut u = vec![0.0; k];
-    for i in (0..k).rev() {
-        let mut s = y[i];
-        for t in i + 1..k {
-            s -= l[t * k + i] * u[t];
-        }
-        u[i] = s / l[i * k + i];
-    }
-    Some(u)
-}
-
-/// The corral: vertices `x[ia[k]] - x[ib[k]]`, their Gram matrix and convex weights.
+/// The corral: vertices `x[ia[k]] - x[ib[k]]`, their convex weights, and the Cholesky
+/// factor `l` (lower triangular, row `i` holds columns `0..=i`) of `M = G + rho·11ᵀ`
+/// (`G`: the vertices' Gram matrix). `M` is positive definite iff the vertices are
+/// affinely independent, for any `rho > 0`; `rho` is fixed per run at the scale of the
+/// squared vertex norms. The factor is updated in `O(k²)` per added vertex (one forward
+/// substitution) and per removed vertex (Givens rotations), not refactored.
 struct Corral {
     ia: Vec<usize>,
     ib: Vec<usize>,
     vecs: Vec<Vec<f64>>,
-    gram: Vec<Vec<f64>>,
     w: Vec<f64>,
+    l: Vec<Vec<f64>>,
+    rho: f64,
 }
 
 impl Corral {
-    fn push(&mut self, p: Points, i: usize, j: usize) {
-        let v: Vec<f64> = p.row(i).iter().zip(p.row(j)).map(|(a, b)| a - b).collect();
-        let row: Vec<f64> = self.vecs.iter().map(|u| dot(u, &v)).collect();
-        for (g, &x) in self.gram.iter_mut().zip(&row) {
-            g.push(x);
+    fn new(rho: f64) -> Self {
+        Corral {
+            ia: Vec::new(),
+            ib: Vec::new(),
+            vecs: Vec::new(),
+            w: Vec::new(),
+            l: Vec::new(),
+            rho,
         }
-        let mut row = row;
-        row.push(dot(&v, &v));
-        self.gram.push(row);
+    }
+
+    /// Add the vertex `x[i] - x[j]`; `false` (corral unchanged) if it is numerically
+    /// affinely dependent on the corral.
+    fn push(&mut self, p: Points, i: usize, j: usize) -> bool {
+        let v: Vec<f64> = p.row(i).iter().zip(p.row(j)).map(|(a, b)| a - b).collect();
+        let k = self.vecs.len();
+        // New row of M, then L's new row by forward substitution.
+        let m: Vec<f64> = self.vecs.iter().map(|u| dot(u, &v) + self.rho).collect();
+        let mkk = dot(&v, &v) + self.rho;
+        let mut row = vec![0.0; k + 1];
+        for t in 0..k {
+            let s: f64 = (0..t).map(|q| self.l[t][q] * row[q]).sum();
+            row[t] = (m[t] - s) / self.l[t][t];
+        }
+        let d2 = mkk - row[..k].iter().map(|x| x * x).sum::<f64>();
+        if !(d2 > mkk * 1e-13) {
+            return false;
+        }
+        row[k] = d2.sqrt();
+        self.l.push(row);
         self.vecs.push(v);
         self.ia.push(i);
         self.ib.push(j);
         self.w.push(0.0);
+        true
     }
 
-    fn remove(&mut self, k: usize) {
-        self.ia.remove(k);
-        self.ib.remove(k);
-        self.vecs.remove(k);
-        self.w.remove(k);
-        self.gram.remove(k);
-        for g in &mut self.gram {
-            g.remove(k);
-        }
-    }
-
-    /// Weights of the affine minimum-norm point of the corral (they sum to 1).
-    fn affine_min(&self) -> Option<Vec<f64>> {
-        let k = self.vecs.len();
-        let rho = (0..k)
-            .map(|i| self.gram[i][i])
-            .fold(0.0, f64::max)
-            .max(1e-300);
-        let mut m = vec![0.0; k * k];
-        for i in 0..k {
-            for j in 0..k {
-                m[i * k + j] = self.gram[i][j] + rho;
+    /// Drop vertex `q`: delete row `q` of the factor, then rotate columns `(t, t + 1)`
+    /// for `t >= q` to make it lower triangular again (`L Lᵀ` is unchanged by the
+    /// rotations, so it is the factor of `M` without row and column `q`).
+    fn remove(&mut self, q: usize) {
+        self.ia.remove(q);
+        self.ib.remove(q);
+        self.vecs.remove(q);
+        self.w.remove(q);
+        self.l.remove(q);
+        let k = self.l.len();
+        for t in q..k {
+            let (a, b) = (self.l[t][t], self.l[t][t + 1]);
+            let r = a.hypot(b);
+            let (c, s) = if r > 0.0 { (a / r, b / r) } else { (1.0, 0.0) };
+            for row in &mut self.l[t..] {
+                let (x, y) = (row[t], row[t + 1]);
+                row[t] = c * x + s * y;
+                row[t + 1] = -s * x + c * y;
             }
         }
-        let u = solve_ones(&m, k)?;
+        for (t, row) in self.l.iter_mut().enumerate() {
+            row.truncate(t + 1);
+        }
+    }
+
+    /// Weights of the affine minimum-norm point of the corral (they sum to 1): with
+    /// `M u = 1`, `G u = (1 - rho·Σu)·1`, so `u / Σu` solves `min wᵀGw, Σw = 1`.
+    fn affine_min(&self) -> Option<Vec<f64>> {
+        let k = self.l.len();
+        let mut y = vec![0.0; k];
+        for i in 0..k {
+            let s: f64 = (0..i).map(|t| self.l[i][t] * y[t]).sum();
+            y[i] = (1.0 - s) / self.l[i][i];
+        }
+        let mut u = vec![0.0; k];
+        for i in (0..k).rev() {
+            let s: f64 = (i + 1..k).map(|t| self.l[t][i] * u[t]).sum();
+            u[i] = (y[i] - s) / self.l[i][i];
+        }
         let s: f64 = u.iter().sum();
         (s.is_finite() && s != 0.0).then(|| u.iter().map(|x| x / s).collect())
     }
@@ -203,14 +205,15 @@ pub fn min_norm(p: Points, a: &[usize], b: &[usize], max_steps: usize) -> Mnp {
     let (ca, cb) = (mean(a), mean(b));
     let dir: Vec<f64> = ca.iter().zip(&cb).map(|(x, y)| x - y).collect();
     let (i0, _, j0, _) = oracle(&dir);
-    let mut c = Corral {
-        ia: Vec::new(),
-        ib: Vec::new(),
-        vecs: Vec::new(),
-        gram: Vec::new(),
-        w: Vec::new(),
-    };
-    c.push(p, i0, j0);
+    // Vertex norms are at most the diameter 2R of A ∪ B.
+    let mut c = Corral::new(4.0 * r * r);
+    if !c.push(p, i0, j0) {
+        // The first vertex is the origin: a point of A equals a point of B.
+        return Mnp::Overlap {
+            a: vec![i0],
+            b: vec![j0],
+        };
+    }
     c.w[0] = 1.0;
     let mut z = c.point(p.dim);
     for _ in 0..max_steps {
@@ -238,7 +241,9 @@ pub fn min_norm(p: Points, a: &[usize], b: &[usize], max_steps: usize) -> Mnp {
         {
             return Mnp::Undecided;
         }
-        c.push(p, ia, ib);
+        if !c.push(p, ia, ib) {
+            return Mnp::Undecided;
+        }
         // Minor cycle.
         loop {
             let Some(beta) = c.affine_min() else {
@@ -333,6 +338,60 @@ mod tests {
             run(&x, 2, &[0, 1], &[2, 3]),
             Mnp::Separated { .. }
         ));
+    }
+
+    /// The updated factor stays the Cholesky factor of `G + rho·11ᵀ` through pushes and
+    /// removals at every position (checked against the matrix built from the vertices).
+    #[test]
+    fn corral_factor_follows_pushes_and_removals() {
+        let mut rng = crate::probe::Rng::new(3);
+        let dim = 9;
+        let x: Vec<f64> = (0..20 * dim).map(|_| rng.f64() * 2.0 - 1.0).collect();
+        let p = Points { x: &x, dim };
+        let mut c = Corral::new(2.5);
+        let check = |c: &Corral| {
+            let k = c.vecs.len();
+            for i in 0..k {
+                for j in 0..k {
+                    let llt: f64 = (0..=i.min(j)).map(|t| c.l[i][t] * c.l[j][t]).sum();
+                    let m = dot(&c.vecs[i], &c.vecs[j]) + c.rho;
+                    assert!((llt - m).abs() < 1e-10, "({i}, {j}): {llt} vs {m}");
+                }
+            }
+        };
+        for (i, j) in [
+            (0, 10),
+            (1, 11),
+            (2, 12),
+            (3, 13),
+            (4, 14),
+            (5, 15),
+            (6, 16),
+        ] {
+            assert!(c.push(p, i, j));
+            check(&c);
+        }
+        for q in [3, 0, 4] {
+            c.remove(q);
+            check(&c);
+        }
+        assert!(c.push(p, 7, 17));
+        check(&c);
+        // Affine weights: G·w is constant on the corral and the weights sum to 1.
+        let w = c.affine_min().unwrap();
+        assert!((w.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        let z = {
+            let mut z = vec![0.0; dim];
+            for (v, &wk) in c.vecs.iter().zip(&w) {
+                z.iter_mut().zip(v).for_each(|(s, x)| *s += wk * x);
+            }
+            z
+        };
+        let g: Vec<f64> = c.vecs.iter().map(|v| dot(v, &z)).collect();
+        assert!(g.iter().all(|x| (x - g[0]).abs() < 1e-9), "{g:?}");
+        // A vertex already in the corral is affinely dependent: refused, corral unchanged.
+        assert!(!c.push(p, 7, 17));
+        check(&c);
     }
 
     /// Random labelled clouds in 3 dimensions around the separability threshold: every
