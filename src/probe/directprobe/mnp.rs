@@ -103,7 +103,8 @@ impl Corral {
             row[t] = (m[t] - s) / self.l[t][t];
         }
         let d2 = mkk - row[..k].iter().map(|x| x * x).sum::<f64>();
-        if !(d2 > mkk * 1e-13) {
+        // NaN (a non-finite vertex) also counts as dependent.
+        if d2.is_nan() || d2 <= mkk * 1e-13 {
             return false;
         }
         row[k] = d2.sqrt();
