@@ -79,7 +79,8 @@ pub enum Command {
     /// Rename a snippet's own identifiers and check that the twin keeps the tree shape and
     /// the data flow (no model). With --data, check every snippet of a corpus.
     Rewrite(RewriteArgs),
-    /// Probe hidden states per layer: linear/MLP/DirectProbe, control tasks, selectivity.
+    /// Probe hidden states per layer: linear/MLP/DirectProbe/AST-Probe, control tasks,
+    /// selectivity.
     Probe(ProbeArgs),
     /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
     /// the tables one process would have written.
@@ -369,9 +370,14 @@ pub struct ProbeArgs {
     /// Tasks to run (repeatable; default: all).
     #[arg(long = "task", value_enum)]
     pub tasks: Vec<crate::probe::Task>,
-    /// Probe classifier (`directprobe`: clusters and nearest-hull accuracy, no classifier).
+    /// Probe classifier (`directprobe`: clusters and nearest-hull accuracy, no classifier;
+    /// `ast`: AST-Probe, rebuilds each snippet's syntax tree from the layer and scores its
+    /// constituents; the tasks do not apply).
     #[arg(long, value_enum, default_value_t = crate::probe::ProbeKind::Linear)]
     pub probe: crate::probe::ProbeKind,
+    /// AST-Probe: rank of the learned projection.
+    #[arg(long, default_value_t = 128)]
+    pub ast_rank: usize,
     /// DirectProbe: at most this many training points per task and layer (sampled).
     #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TRAIN)]
     pub dp_max_train: usize,

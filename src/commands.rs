@@ -678,6 +678,13 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
             kind: args.probe,
             dp_max_train: args.dp_max_train.max(1),
             dp_max_test: args.dp_max_test.max(1),
+            ast: probe::astprobe::AstOptions {
+                fit: probe::astprobe::train::FitOptions {
+                    rank: args.ast_rank.max(1),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
             ..Default::default()
         },
         structural: args

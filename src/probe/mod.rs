@@ -13,9 +13,15 @@
 //! label, whatever the order of examples. Same probe, same split; `selectivity =
 //! accuracy - control_accuracy`.
 //!
-//! Nothing here but `train` and `cache` touches a tensor; [`ProbeReport`] is plain data
+//! AST-Probe (`ProbeKind::Ast`, [`astprobe`]) replaces the task loop: one tree probe
+//! and its control per layer, a [`ProbeResult`] row each (`task` = `probe` = `"ast"`,
+//! `accuracy` = constituent F1) plus the full [`astprobe::AstResult`] in
+//! [`ProbeReport::ast`].
+//!
+//! Nothing here but `train`, `astprobe` and `cache` touches a tensor; [`ProbeReport`] is plain data
 //! for the CLI, the exporters and the TUI.
 
+pub mod astprobe;
 pub mod bundled;
 pub mod cache;
 pub mod dataset;
@@ -157,6 +163,9 @@ pub struct ProbeReport {
     pub results: Vec<ProbeResult>,
     /// Structural-probe results per layer (empty unless requested).
     pub structural: Vec<structural::StructuralResult>,
+    /// AST-Probe results per layer (`--probe ast`; omitted from the JSON when empty).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ast: Vec<astprobe::AstResult>,
     /// The fitted task probes (not the control ones), one per result, for labelling
     /// new snippets (the explorer's per-token prediction). Not serialized.
     #[serde(skip)]
@@ -329,7 +338,12 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
         dfg_graph: spec.dfg_graph,
     };
     let mut prepared = Vec::new();
-    for &task in &spec.tasks {
+    let tasks: &[Task] = if spec.kind == ProbeKind::Ast {
+        &[]
+    } else {
+        &spec.tasks
+    };
+    for &task in tasks {
         let data = dataset::build_task(task, &syntaxes, &feats, &dopts);
         let (tr, te) = split(&data.examples, spec.split, spec.test_fraction, spec.seed);
         if tr.is_empty() || te.is_empty() {
@@ -339,9 +353,21 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
         let control = control_labels(&data.examples, data.classes.len(), spec.seed ^ task as u64);
         prepared.push((data, tr, te, control));
     }
+    let mut results = Vec::new();
+    let mut probes = Vec::new();
+    let mut ast = Vec::new();
+    if spec.kind == ProbeKind::Ast {
+        run_ast(
+            spec,
+            &syntaxes,
+            &feats,
+            &layers,
+            &mut results,
+            &mut ast,
+            progress,
+        )?;
+    }
     let total = prepared.len() * layers.len();
-    let mut results = Vec::with_capacity(total);
-    let mut probes = Vec::with_capacity(total);
     for (data, tr, te, control) in &prepared {
         let pick = |ids: &[usize]| -> Vec<Example> {
             ids.iter().map(|&i| data.examples[i].clone()).collect()
@@ -470,8 +496,63 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
         pair_features: spec.pair_features,
         results,
         structural: structural_results,
+        ast,
         probes,
     })
+}
+
+/// AST-Probe at every layer of `layers` (see [`astprobe`]).
+fn run_ast(
+    spec: &RunSpec,
+    syntaxes: &[Option<crate::syntax::Syntax>],
+    feats: &Features,
+    layers: &[usize],
+    results: &mut Vec<ProbeResult>,
+    ast: &mut Vec<astprobe::AstResult>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<()> {
+    let base = spec.train.ast;
+    let prep = astprobe::prepare(syntaxes, feats, spec.test_fraction, spec.seed, &base);
+    if prep.train.is_empty() || prep.test.is_empty() {
+        tracing::warn!(
+            usable = prep.trees.len(),
+            "probe: too few parsed snippets for AST-Probe, skipped"
+        );
+        return Ok(());
+    }
+    let cancel = || spec.cancel.is_some_and(|f| f());
+    for &l in layers {
+        spec.check_cancel()?;
+        let opts = astprobe::AstOptions {
+            fit: astprobe::train::FitOptions {
+                seed: spec.seed ^ (l as u64) << 8,
+                ..base.fit
+            },
+            ..base
+        };
+        let r = astprobe::run_layer(&prep, feats, l, &opts, &cancel)?;
+        let row = ProbeResult {
+            task: "ast".into(),
+            probe: ProbeKind::Ast.name().into(),
+            layer: l,
+            accuracy: r.scores.f1,
+            control_accuracy: r.control.f1,
+            selectivity: r.scores.f1 - r.control.f1,
+            clusters: None,
+            train_size: r.train_snippets,
+            test_size: r.test_snippets,
+            seconds: r.seconds,
+            majority: r.majority_f1,
+        };
+        results.push(row.clone());
+        ast.push(r);
+        progress(Progress::Fitted {
+            done: results.len(),
+            total: layers.len(),
+            result: row,
+        });
+    }
+    Ok(())
 }
 
 /// Write the probing data of `spec` for outside tools (`tools/reference/probe_sklearn.py`)
@@ -480,7 +561,10 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
 /// code-token hidden states per layer) and `tasks/<task>.json` with `classes`, `examples`
 /// (`[snippet, a, b, label, control_label]`, `a`/`b` = row of the token within its
 /// snippet in the features, `b = -1` for token tasks), and the `train` / `test` example
-/// indices of [`run`]'s split. Returns the number of tasks written.
+/// indices of [`run`]'s split. With `--probe ast` instead `ast.json`: every usable
+/// snippet's gold `(d, c, u)` (`snippet`, `n` leading feature rows), the label sets and the
+/// train / validation / test split (indices into `trees`), for
+/// `tools/reference/astprobe_reference.py`. Returns the number of tasks written.
 pub fn dump(
     spec: &RunSpec,
     dir: &std::path::Path,
@@ -505,6 +589,40 @@ pub fn dump(
         seed: spec.seed,
         dfg_graph: spec.dfg_graph,
     };
+    if spec.kind == ProbeKind::Ast {
+        let prep = astprobe::prepare(
+            &syntaxes,
+            &feats,
+            spec.test_fraction,
+            spec.seed,
+            &spec.train.ast,
+        );
+        let trees: Vec<_> = prep
+            .trees
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "snippet": t.snippet, "n": t.n,
+                    "d": t.gold.d, "c": t.gold.c, "u": t.gold.u,
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "layers": feats.layers,
+            "dim": feats.dim,
+            "c_labels": *prep.c_labels,
+            "u_labels": *prep.u_labels,
+            "train": prep.train,
+            "val": prep.val,
+            "test": prep.test,
+            "trees": trees,
+        });
+        let path = dir.join("ast.json");
+        let text = serde_json::to_string(&doc)
+            .map_err(|e| crate::error::Error::io(&path, std::io::Error::other(e)))?;
+        std::fs::write(&path, text).map_err(|e| crate::error::Error::io(&path, e))?;
+        return Ok(1);
+    }
     let mut written = 0;
     for &task in &spec.tasks {
         let data = dataset::build_task(task, &syntaxes, &feats, &dopts);
@@ -565,7 +683,11 @@ pub fn table(r: &ProbeReport) -> String {
         }
     );
     let mut last = String::new();
-    for x in &r.results {
+    for x in r
+        .results
+        .iter()
+        .filter(|x| x.probe != ProbeKind::Ast.name())
+    {
         if x.task != last {
             let _ = writeln!(
                 out,
@@ -586,6 +708,31 @@ pub fn table(r: &ProbeReport) -> String {
             x.layer, x.accuracy, x.control_accuracy, x.selectivity, x.seconds
         );
     }
+    if let Some(first) = r.ast.first() {
+        let _ = writeln!(
+            out,
+            "\nAST-Probe (rank {}; train {} snippets, test {}; featureless tree F1 {:.3})\n\
+             layer  precision  recall     f1  d_spearman  c_acc  u_acc  control_f1  selectivity  seconds",
+            first.rank, first.train_snippets, first.test_snippets, first.majority_f1
+        );
+        for x in &r.ast {
+            let s = &x.scores;
+            let _ = writeln!(
+                out,
+                "{:>5}  {:>9.3}  {:>6.3}  {:>5.3}  {:>10.3}  {:>5.3}  {:>5.3}  {:>10.3}  {:>11.3}  {:>7.1}",
+                x.layer,
+                s.precision,
+                s.recall,
+                s.f1,
+                s.d_spearman,
+                s.c_accuracy,
+                s.u_accuracy,
+                x.control.f1,
+                s.f1 - x.control.f1,
+                x.seconds
+            );
+        }
+    }
     if let Some(first) = r.structural.first() {
         let _ = writeln!(
             out,
@@ -604,14 +751,44 @@ pub fn table(r: &ProbeReport) -> String {
 }
 
 /// Long CSV: `task,probe,layer,accuracy,control_accuracy,selectivity,train_size,test_size,seconds,majority,clusters`
-/// (`clusters` empty except for DirectProbe).
+/// (`clusters` empty except for DirectProbe). With AST-Probe results, ten more columns:
+/// `precision,recall,d_spearman,c_accuracy,u_accuracy` and the same five prefixed
+/// `control_`, filled on the `ast` rows (whose `accuracy` is the constituent F1).
 pub fn csv(r: &ProbeReport) -> String {
+    const AST_COLUMNS: [&str; 5] = [
+        "precision",
+        "recall",
+        "d_spearman",
+        "c_accuracy",
+        "u_accuracy",
+    ];
     let mut out = String::from(
-        "task,probe,layer,accuracy,control_accuracy,selectivity,train_size,test_size,seconds,majority,clusters\n",
+        "task,probe,layer,accuracy,control_accuracy,selectivity,train_size,test_size,seconds,majority,clusters",
     );
+    let with_ast = !r.ast.is_empty();
+    if with_ast {
+        for prefix in ["", "control_"] {
+            for c in AST_COLUMNS {
+                out.push_str(&format!(",{prefix}{c}"));
+            }
+        }
+    }
+    out.push('\n');
+    let ast_cells = |s: &astprobe::AstScores| -> String {
+        [
+            s.precision,
+            s.recall,
+            s.d_spearman,
+            s.c_accuracy,
+            s.u_accuracy,
+        ]
+        .iter()
+        .map(|v| format!(",{v:.6}"))
+        .collect()
+    };
     for x in &r.results {
         out.push_str(&format!(
-            "{},{},{},{:.6},{:.6},{:.6},{},{},{:.3},{:.6},{}\n",
+            "{},{},{},{:.6},{:.6},{:.6},{},{},{:.3},{:.6},{}",
             x.task,
             x.probe,
             x.layer,
@@ -624,6 +801,19 @@ pub fn csv(r: &ProbeReport) -> String {
             x.majority,
             x.clusters.map_or(String::new(), |c| c.to_string())
         ));
+        if with_ast {
+            let a = (x.probe == ProbeKind::Ast.name())
+                .then(|| r.ast.iter().find(|a| a.layer == x.layer))
+                .flatten();
+            match a {
+                Some(a) => {
+                    out.push_str(&ast_cells(&a.scores));
+                    out.push_str(&ast_cells(&a.control));
+                }
+                None => out.push_str(&",".repeat(2 * AST_COLUMNS.len())),
+            }
+        }
+        out.push('\n');
     }
     out
 }

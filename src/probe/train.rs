@@ -30,6 +30,9 @@ pub enum ProbeKind {
     /// ([`super::directprobe`]).
     #[value(name = "directprobe")]
     DirectProbe,
+    /// AST-Probe: rebuild each snippet's syntax tree from a learned projection and score
+    /// its constituents ([`super::astprobe`]; the task list does not apply).
+    Ast,
 }
 
 impl ProbeKind {
@@ -38,6 +41,7 @@ impl ProbeKind {
             ProbeKind::Linear => "linear",
             ProbeKind::Mlp => "mlp",
             ProbeKind::DirectProbe => "directprobe",
+            ProbeKind::Ast => "ast",
         }
     }
 }
@@ -61,6 +65,8 @@ pub struct TrainOptions {
     pub dp_max_train: usize,
     /// DirectProbe: at most this many test points per task and layer.
     pub dp_max_test: usize,
+    /// AST-Probe's options (its seed is set per layer from `seed`).
+    pub ast: super::astprobe::AstOptions,
 }
 
 impl Default for TrainOptions {
@@ -77,6 +83,7 @@ impl Default for TrainOptions {
             seed: 0,
             dp_max_train: super::directprobe::DEFAULT_MAX_TRAIN,
             dp_max_test: super::directprobe::DEFAULT_MAX_TEST,
+            ast: super::astprobe::AstOptions::default(),
         }
     }
 }
@@ -299,10 +306,18 @@ pub fn train_eval_keep(
             reason: "no training examples".into(),
         });
     }
-    if opts.kind == ProbeKind::DirectProbe {
+    if matches!(opts.kind, ProbeKind::DirectProbe | ProbeKind::Ast) {
         return Err(Error::Input {
             name: "probe".into(),
-            reason: "DirectProbe is not a trained classifier (use probe::directprobe)".into(),
+            reason: format!(
+                "{} is not a token classifier (use probe::{})",
+                opts.kind.name(),
+                if opts.kind == ProbeKind::Ast {
+                    "astprobe"
+                } else {
+                    "directprobe"
+                }
+            ),
         });
     }
     let dev = Device::Cpu;

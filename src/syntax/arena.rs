@@ -310,6 +310,17 @@ impl TreeInfo {
         }
     }
 
+    /// Ancestors of token `i` (node id, kind), its parent first, the root last.
+    pub fn ancestors(&self, i: usize) -> Vec<(u32, &'static str)> {
+        let mut out = Vec::new();
+        let mut n = self.parent[self.token_node[i] as usize];
+        while n != NONE {
+            out.push((n, self.kind[n as usize]));
+            n = self.parent[n as usize];
+        }
+        out
+    }
+
     /// Lowest common ancestor of tokens `i` and `j`.
     pub fn lca(&self, i: usize, j: usize) -> Lca {
         let (mut x, mut y) = (self.token_node[i], self.token_node[j]);

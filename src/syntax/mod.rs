@@ -161,6 +161,18 @@ impl Syntax {
         self.tree.lca(i, j)
     }
 
+    /// The syntax-tree ancestors of token `i` as (node id, node kind), its parent first
+    /// and the root (the wrapper's body node for wrapped snippets) last. Node ids are
+    /// stable within this `Syntax` and shared by tokens with a common ancestor, so the
+    /// tree over any subset of tokens can be rebuilt from them (AST-Probe,
+    /// `probe::astprobe`).
+    ///
+    /// # Panics
+    /// If `i` is not a token index.
+    pub fn ancestors(&self, i: usize) -> Vec<(u32, &'static str)> {
+        self.tree.ancestors(i)
+    }
+
     /// Index of the token whose span contains byte `offset`, if any.
     pub fn token_at(&self, offset: usize) -> Option<usize> {
         let k = self.tokens.partition_point(|t| t.end <= offset);

@@ -20,6 +20,7 @@ mod hostile_models;
 mod minilm_reference;
 mod model_tiny;
 mod present;
+mod probe_astprobe;
 mod probe_cli;
 mod probe_dataset;
 mod probe_directprobe;

@@ -196,3 +196,114 @@ fn a_cancel_hook_stops_the_run() {
     );
     assert!(matches!(r, Err(codescope::Error::Cancelled)));
 }
+
+#[test]
+fn ast_probe_reports_every_layer() {
+    let (_d, m) = tiny();
+    let mut snippets = bundled::snippets(Some(codescope::syntax::Language::Python));
+    snippets.truncate(16);
+    let java = bundled::snippets(Some(codescope::syntax::Language::Java));
+    snippets.extend(java.into_iter().take(6));
+    let mut fitted = 0;
+    let base = spec(&m, &snippets, None);
+    let r = probe::run(
+        &RunSpec {
+            kind: ProbeKind::Ast,
+            train: probe::TrainOptions {
+                ast: probe::astprobe::AstOptions {
+                    fit: probe::astprobe::train::FitOptions {
+                        rank: 8,
+                        max_epochs: 3,
+                        min_steps: 4,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+                ..base.train
+            },
+            ..base
+        },
+        &mut |p| {
+            if let probe::Progress::Fitted { result, .. } = p {
+                assert_eq!(result.task, "ast");
+                fitted += 1;
+            }
+        },
+    )
+    .unwrap();
+    let layers = m.info.layers + 1;
+    assert_eq!(r.ast.len(), layers);
+    assert_eq!(r.results.len(), layers, "one row per layer, no task rows");
+    assert_eq!(fitted, layers);
+    for (x, a) in r.results.iter().zip(&r.ast) {
+        assert_eq!((x.task.as_str(), x.probe.as_str()), ("ast", "ast"));
+        assert_eq!(x.layer, a.layer);
+        assert_eq!(
+            (x.accuracy, x.control_accuracy),
+            (a.scores.f1, a.control.f1)
+        );
+        assert_eq!(x.majority, a.majority_f1);
+        assert_eq!(a.rank, 8);
+        assert_eq!(a.train_snippets + a.test_snippets, 22);
+        assert!(a.probe.is_some());
+        for s in [&a.scores, &a.control] {
+            for v in [s.precision, s.recall, s.f1, s.c_accuracy, s.u_accuracy] {
+                assert!((0.0..=1.0).contains(&v), "{s:?}");
+            }
+            assert!((-1.0..=1.0).contains(&s.d_spearman));
+        }
+    }
+    let v = serde_json::to_value(&r).unwrap();
+    let first = &v["ast"][0];
+    for key in [
+        "layer",
+        "rank",
+        "precision",
+        "recall",
+        "f1",
+        "d_spearman",
+        "c_accuracy",
+        "u_accuracy",
+        "control",
+        "majority_f1",
+        "train_snippets",
+        "test_snippets",
+        "epochs",
+        "seconds",
+    ] {
+        assert!(first.get(key).is_some(), "missing {key}");
+    }
+    assert!(first["control"].get("f1").is_some());
+    assert!(
+        first.get("probe").is_none(),
+        "the fitted probe is not serialized"
+    );
+    let csv = probe::csv(&r);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert_eq!(header.len(), 21);
+    assert_eq!(header[11], "precision");
+    assert_eq!(header[20], "control_u_accuracy");
+    assert!(csv.lines().skip(1).all(|l| l.split(',').count() == 21));
+    assert!(probe::table(&r).contains("AST-Probe (rank 8"));
+
+    // A rebuilt tree from the fitted probe for a new snippet.
+    let probe_l0 = r.ast[0].probe.as_ref().unwrap();
+    let syn = codescope::syntax::parse(&snippets[0].code, snippets[0].language).unwrap();
+    let h = probe::dataset::snippet_hidden(&m, &syn).unwrap();
+    let e = probe_l0.predict(&h.layers[0]).unwrap();
+    assert_eq!(e.len(), h.tokens.len());
+    assert!(probe::astprobe::tree::rebuild(&e).is_some());
+
+    // Other probes' JSON has no `ast` key (unchanged shape).
+    let plain = probe::run(
+        &RunSpec {
+            tasks: vec![Task::Category],
+            layers: Some(vec![0]),
+            ..spec(&m, &snippets, None)
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(serde_json::to_value(&plain).unwrap().get("ast").is_none());
+    assert!(!probe::csv(&plain).contains("precision"));
+}

@@ -270,6 +270,7 @@ pub fn synthetic_report(layers: usize, task: &str) -> codescope::probe::ProbeRep
         pair_features: PairFeatures::Diff,
         results,
         structural: Vec::new(),
+        ast: Vec::new(),
         probes: Vec::new(),
     }
 }

@@ -15,20 +15,28 @@
 //!   for good (other clusters only grow, so it could never pass later);
 //! - until no candidate is left.
 //!
-//! The separability test is exact: it decides the LP `w·x + b ≥ 1` on one side, `≤ -1` on
-//! the other (feasible iff the hulls are disjoint) with `microlp`'s simplex, in the affine
-//! span of the LP's points (an orthonormal basis, not a projection that loses anything:
-//! directions below `1e-9` of the points' spread are the only ones dropped). Cheap
-//! steps come first and only ever conclude with a certificate:
+//! The separability test concludes only with a certificate checked on every point. Its
+//! exact step is Wolfe's nearest-point algorithm on `conv(A) - conv(B)` ([`mnp`]: a
+//! separator with a margin above the tolerance [`mnp::TOL`], or two hull points within
+//! it); if that gives no certificate within its step budget, the LP `w·x + b ≥ 1` on one
+//! side, `≤ -1` on the other (feasible iff the hulls are disjoint) with `microlp`'s
+//! simplex, in the affine span of the LP's points (an orthonormal basis, not a projection
+//! that loses anything: directions below `1e-9` of the points' spread are the only ones
+//! dropped), whose separator counts only if it holds on every point. If neither certifies
+//! (typically hulls within rounding of each other; counted as `lp_unverified` in
+//! [`Stats`] and logged), the pair counts as not separable with the whole sets as
+//! witness: the run does not abort, and the error is on the conservative side (it can
+//! only leave more clusters). Cheap steps come first; all but that last resort conclude
+//! with a certificate:
 //! - bounding balls (centroid, max radius) that do not meet → disjoint hulls;
 //! - a stored separator of `A` or `B` against the other cluster, or the hyperplane along
 //!   the centroid difference, checked on every point → separable;
 //! - a stored overlap witness (two point subsets whose LP was infeasible) contained in
 //!   `M` and the other cluster → overlap;
-//! - the LP by cutting planes: solve on a working set of points, check the separator on
-//!   all points, add the violators, repeat. An infeasible working set proves overlap (a
-//!   subset that overlaps makes the whole overlap); a separator that holds on every point
-//!   proves separability.
+//! - nearest points, then (if undecided) the LP by cutting planes: solve on a working
+//!   set of points, check the separator on all points, add the violators, repeat. An
+//!   infeasible working set proves overlap (a subset that overlaps makes the whole
+//!   overlap); a separator that holds on every point proves separability.
 //!
 //! Distances to a convex hull (prediction) are the minimum of `||p - Σ λ_i x_i||` over the
 //! simplex, solved by pairwise Frank-Wolfe on the cluster's Gram matrix to a duality gap
@@ -40,6 +48,8 @@
 //! `dp_max_test` test points are used per task and layer (uniform sample, seeded); with
 //! fewer points than dimensions + 1 any labelling is separable, so the sample should be
 //! well above the width for the cluster count to mean anything.
+
+mod mnp;
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
@@ -235,11 +245,84 @@ pub fn separable(p: Points, a: &[usize], b: &[usize]) -> Result<Separation> {
     if let Some((w, b)) = centroid_separator(p, a, b) {
         return Ok(Separation::Separable { w, b });
     }
-    lp_separable(p, a, b)
+    Ok(decide(p, a, b, &mut Stats::default()))
 }
 
-/// The cutting-plane LP alone (no shortcut), for [`separable`] and the clustering.
-fn lp_separable(p: Points, a: &[usize], b: &[usize]) -> Result<Separation> {
+/// Counters of the exact tests (for the benchmark and the debug log).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stats {
+    /// Merge attempts, accepted merges, and (merged cluster, other-label cluster) pairs
+    /// whose bounding balls met.
+    pub attempts: usize,
+    pub merges: usize,
+    pub pairs: usize,
+    /// Pairs settled by a stored separator or the centroid direction, and attempts
+    /// rejected by a stored overlap witness.
+    pub reused: usize,
+    pub witnessed: usize,
+    /// Nearest-point (Wolfe) runs, and how many ended with a certificate.
+    pub mnp: usize,
+    pub mnp_decided: usize,
+    /// Cutting-plane LPs run (after an undecided nearest-point run), and how many of
+    /// their answers did not verify.
+    pub lp: usize,
+    pub lp_unverified: usize,
+    /// Seconds in the nearest-point runs and in the LPs.
+    pub mnp_seconds: f64,
+    pub lp_seconds: f64,
+}
+
+/// Most major steps of one nearest-point run before the LP takes over.
+fn mnp_budget(dim: usize) -> usize {
+    (4 * (dim + 1)).clamp(200, 4000)
+}
+
+/// The exact test behind [`separable`] and the clustering, with certificates only:
+/// Wolfe's nearest points ([`mnp::min_norm`]); if that is
+/// undecided, the cutting-plane LP, whose answer counts only if it verifies (a separator
+/// checked on every point; an infeasible subset); if neither certifies anything, the
+/// hulls are within numerical reach of each other and count as not separable (the
+/// whole sets are the witness). Never fails.
+fn decide(p: Points, a: &[usize], b: &[usize], st: &mut Stats) -> Separation {
+    let t0 = std::time::Instant::now();
+    st.mnp += 1;
+    let r = mnp::min_norm(p, a, b, mnp_budget(p.dim));
+    st.mnp_seconds += t0.elapsed().as_secs_f64();
+    match r {
+        mnp::Mnp::Separated { w, bias } => {
+            st.mnp_decided += 1;
+            return Separation::Separable { w, b: bias };
+        }
+        mnp::Mnp::Overlap { a, b } => {
+            st.mnp_decided += 1;
+            return Separation::Overlap { a, b };
+        }
+        mnp::Mnp::Undecided => {}
+    }
+    let t0 = std::time::Instant::now();
+    st.lp += 1;
+    let r = lp_separable(p, a, b);
+    st.lp_seconds += t0.elapsed().as_secs_f64();
+    match r {
+        Ok(Some(s)) => s,
+        Ok(None) | Err(_) => {
+            st.lp_unverified += 1;
+            let why = match &r {
+                Err(e) => e.to_string(),
+                _ => "separator did not verify".into(),
+            };
+            tracing::warn!(a = a.len(), b = b.len(), %why, "directprobe: no certificate, counted as overlap");
+            Separation::Overlap {
+                a: a.to_vec(),
+                b: b.to_vec(),
+            }
+        }
+    }
+}
+
+/// The cutting-plane LP alone (no shortcut): `None` when its solution does not verify
+/// (a working-set point on the wrong side: the simplex's tolerance was not met).
+fn lp_separable(p: Points, a: &[usize], b: &[usize]) -> Result<Option<Separation>> {
     let (ca, cb) = (centroid(p, a), centroid(p, b));
     let dir: Vec<f64> = ca.iter().zip(&cb).map(|(x, y)| x - y).collect();
     // Working set: the points of each side furthest towards the other along `dir`.
@@ -263,7 +346,7 @@ fn lp_separable(p: Points, a: &[usize], b: &[usize]) -> Result<Separation> {
         let Some((w, bias)) = lp(p, &wa, &wb)? else {
             wa.sort_unstable();
             wb.sort_unstable();
-            return Ok(Separation::Overlap { a: wa, b: wb });
+            return Ok(Some(Separation::Overlap { a: wa, b: wb }));
         };
         // Violators, worst first.
         let viol = |ids: &[usize], have: &[usize], sign: f64| -> Vec<usize> {
@@ -278,12 +361,9 @@ fn lp_separable(p: Points, a: &[usize], b: &[usize]) -> Result<Separation> {
         let (va, vb) = (viol(a, &wa, 1.0), viol(b, &wb, -1.0));
         if va.is_empty() && vb.is_empty() {
             if separates(p, a, b, &w, bias) {
-                return Ok(Separation::Separable { w, b: bias });
+                return Ok(Some(Separation::Separable { w, b: bias }));
             }
-            // A working-set point on the wrong side: the LP's tolerance was not met.
-            return Err(Error::Compute(
-                "separability LP: solution violates its own constraints".into(),
-            ));
+            return Ok(None);
         }
         wa.extend(va);
         wb.extend(vb);
@@ -302,8 +382,10 @@ pub struct DirectFit {
     pub test_points: usize,
     /// Label of each final cluster.
     pub cluster_labels: Vec<u32>,
-    /// Exact LPs solved (cutting-plane rounds count once per test).
+    /// Exact separability tests run (nearest points, with the LP as fallback).
     pub lps: usize,
+    /// Counters of the clustering's tests.
+    pub stats: Stats,
 }
 
 /// Options of [`fit_eval`].
@@ -398,6 +480,7 @@ struct Clustering<'a> {
     witnesses: Vec<(u32, Vec<usize>, Vec<usize>)>,
     lps: usize,
     lp_seconds: f64,
+    stats: Stats,
     rejected: usize,
     checks: usize,
 }
@@ -450,8 +533,11 @@ impl Clustering<'_> {
             })
             .collect();
         self.checks += near.len();
+        self.stats.attempts += 1;
+        self.stats.pairs += near.len();
         if near.iter().any(|&d| self.witnessed(label, i, j, d)) {
             self.rejected += 1;
+            self.stats.witnessed += 1;
             return Ok(false);
         }
         let mut found = Vec::with_capacity(near.len());
@@ -463,11 +549,14 @@ impl Clustering<'_> {
                 .find(|(w, b)| separates(self.p, &m.points, dp, w, *b))
                 .or_else(|| centroid_separator(self.p, &m.points, dp));
             let (w, b) = match reuse {
-                Some(s) => s,
+                Some(s) => {
+                    self.stats.reused += 1;
+                    s
+                }
                 None => {
                     self.lps += 1;
                     let t0 = std::time::Instant::now();
-                    let r = lp_separable(self.p, &m.points, dp)?;
+                    let r = decide(self.p, &m.points, dp, &mut self.stats);
                     self.lp_seconds += t0.elapsed().as_secs_f64();
                     match r {
                         Separation::Separable { w, b } => (w, b),
@@ -492,6 +581,7 @@ impl Clustering<'_> {
         self.clusters[i].active = false;
         self.clusters[j].active = false;
         self.clusters.push(m);
+        self.stats.merges += 1;
         Ok(true)
     }
 }
@@ -500,8 +590,13 @@ impl Clustering<'_> {
 pub type FinalCluster = (u32, Vec<usize>);
 
 /// Cluster the points `p` with labels `y` (see the module doc); returns the final
-/// clusters' point lists and labels, and the number of LPs solved.
+/// clusters' point lists and labels, and the number of exact tests run.
 pub fn cluster(p: Points, y: &[u32]) -> Result<(Vec<FinalCluster>, usize)> {
+    cluster_stats(p, y).map(|(c, st)| (c, st.mnp))
+}
+
+/// [`cluster`] with the counters of its tests.
+pub fn cluster_stats(p: Points, y: &[u32]) -> Result<(Vec<FinalCluster>, Stats)> {
     let n = y.len();
     let mut st = Clustering {
         p,
@@ -511,6 +606,7 @@ pub fn cluster(p: Points, y: &[u32]) -> Result<(Vec<FinalCluster>, usize)> {
         witnesses: Vec::new(),
         lps: 0,
         lp_seconds: 0.0,
+        stats: Stats::default(),
         rejected: 0,
         checks: 0,
     };
@@ -559,15 +655,17 @@ pub fn cluster(p: Points, y: &[u32]) -> Result<(Vec<FinalCluster>, usize)> {
         lp_seconds = st.lp_seconds,
         rejected = st.rejected,
         ball_checks = st.checks,
+        stats = ?st.stats,
         "directprobe: clustering done"
     );
+    let stats = st.stats;
     let out = st
         .clusters
         .into_iter()
         .filter(|c| c.active)
         .map(|c| (c.label, c.points))
         .collect();
-    Ok((out, st.lps))
+    Ok((out, stats))
 }
 
 /// `a · bᵀ` for row-major `a` `[n, dim]` and `b` `[m, dim]` (f64, candle's gemm).
@@ -705,7 +803,7 @@ pub fn fit_eval(
         x: &ztr,
         dim: width,
     };
-    let (clusters, lps) = cluster(ptr, &ytr)?;
+    let (clusters, stats) = cluster_stats(ptr, &ytr)?;
     let t0 = std::time::Instant::now();
     let pred = predict(
         ptr,
@@ -726,7 +824,8 @@ pub fn fit_eval(
         train_points: tr.len(),
         test_points: te.len(),
         cluster_labels: clusters.iter().map(|c| c.0).collect(),
-        lps,
+        lps: stats.mnp,
+        stats,
     })
 }
 
@@ -740,7 +839,10 @@ mod tests {
 
     fn sep(x: &[f64], a: &[usize], b: &[usize]) -> bool {
         let p = Points { x, dim: 2 };
-        let lp_says = matches!(lp_separable(p, a, b).unwrap(), Separation::Separable { .. });
+        let lp_says = matches!(
+            lp_separable(p, a, b).unwrap().unwrap(),
+            Separation::Separable { .. }
+        );
         let full = separable(p, a, b).unwrap();
         assert_eq!(lp_says, matches!(full, Separation::Separable { .. }));
         if let Separation::Separable { w, b: bias } = &full {
