@@ -528,6 +528,13 @@ pub fn summary(name: &str, c: &Comparison) -> String {
         let list: Vec<String> = t.renamed.iter().map(|(k, v)| format!("{k}→{v}")).collect();
         let _ = writeln!(s, "renamed  {}", list.join(", "));
     }
+    let (da, db) = (a.syntax.graphs.dfg.len(), t.b.graphs.dfg.len());
+    if a.syntax.graphs.dfg != t.b.graphs.dfg {
+        let _ = writeln!(
+            s,
+            "note     the study's dfg links tokens by their text, and the twin's differs ({da} vs {db} edges): its F1 change mixes the edit with a change of gold graph (dfg_refined does not depend on names)"
+        );
+    }
     let layers = c.attention_shift.len();
     let heads = c.attention_shift.first().map_or(0, |r| r.len());
     let mut cells: Vec<(usize, usize)> = (0..layers)

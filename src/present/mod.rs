@@ -239,8 +239,8 @@ pub struct Scene {
     /// The selected token's data-flow links.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataflow: Option<bool>,
-    /// Head grid metric key (`f1_ast_motif`, `f1_dfg`, `share_syn_to_id`,
-    /// `share_id_to_syn`, `entropy_bits`).
+    /// Head grid metric key (`f1_ast_motif`, `f1_dfg`, `f1_dfg_refined`,
+    /// `share_syn_to_id`, `share_id_to_syn`, `entropy_bits`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<String>,
     /// A pinned head `"LAYER:HEAD"` (1-based).

@@ -2,8 +2,8 @@
 //! file, relative to the tour file, or inline `code`), optionally its language and
 //! model (default: the previous step's, the first step's default `--model`), the
 //! [`Scene`] (view, layer, head, token, threshold, ...), a `caption` shown in the
-//! status line, and a `rewrite` (helper twins' compare mode: kept in the file, not
-//! applied by this build).
+//! status line, and a `rewrite` (the explorer turns compare mode on with that twin; the
+//! pre-rendered deck shows the snippet alone).
 //!
 //! ```toml
 //! title = "What MiniLM attends to"
@@ -55,9 +55,8 @@ pub struct Step {
     /// Model spec (default: the previous step's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// A semantics-preserving rewrite to compare with (`rename:neutral`,
-    /// `rename:shuffle`, or a twin file): helper twins' compare mode; kept, not applied
-    /// by this build.
+    /// A twin to compare with (`rename:neutral`, `rename:shuffle`, or a twin file,
+    /// `twin:FILE`, relative to the tour): the explorer shows the step in compare mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewrite: Option<String>,
     /// Shown in the status line while the step is on screen.
@@ -288,7 +287,7 @@ pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArg
         let paths = crate::export::write_figures(out, &stem, &figs, None)?;
         if let Some(r) = &step.rewrite {
             eprintln!(
-                "codescope: step {n}: rewrite `{r}` kept in the tour but not applied (no compare mode in this build)"
+                "codescope: step {n}: the deck shows the snippet alone (the explorer compares it with its twin `{r}`)"
             );
         }
         eprintln!("codescope: step {n}: {}", paths[0].display());

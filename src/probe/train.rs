@@ -22,16 +22,16 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeKind {
-    /// Softmax regression.
+    // The variant docs are `--probe`'s help text: plain words.
+    /// Softmax regression
     Linear,
-    /// One hidden ReLU layer of [`TrainOptions::hidden`] units.
+    /// A network with one hidden layer of ReLU units
     Mlp,
     /// No classifier: DirectProbe's separable clusters and nearest-hull accuracy
-    /// ([`super::directprobe`]).
     #[value(name = "directprobe")]
     DirectProbe,
     /// AST-Probe: rebuild each snippet's syntax tree from a learned projection and score
-    /// its constituents ([`super::astprobe`]; the task list does not apply).
+    /// its constituents (the task list does not apply)
     Ast,
 }
 

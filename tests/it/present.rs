@@ -443,6 +443,7 @@ caption = "the first step"
 code = "total = price * (1 + rate)\n"
 view = "heads"
 head = "mean"
+rewrite = "rename:neutral"
 caption = "the second step"
 "#,
     )
@@ -457,12 +458,25 @@ caption = "the second step"
     assert_eq!(syn.tokens[app.view.cursor].text, "w");
     assert!(app.view.cursor > 3, "the second w");
     assert!(screen(&app).contains("▶ 1/2 the first step"));
+    assert!(!app.compare.on, "no rewrite: the snippet alone");
     let fx = app.update(key(KeyCode::Char(']')));
     serve(&mut app, fx);
     assert_eq!(app.doc.text, ONE_LINE);
     assert!(app.view.mean);
     assert_eq!(app.view.focus, codescope::tui::app::Focus::Heads);
-    assert!(screen(&app).contains("▶ 2/2 the second step"));
+    let s = screen(&app);
+    assert!(s.contains("▶ 2/2 the second step"), "{s}");
+    // The step's rewrite: compare mode with the neutral twin, compared by the worker.
+    assert!(app.compare.on);
+    assert_eq!(app.compare.choice, codescope::tui::app::TwinChoice::Neutral);
+    assert!(
+        app.comparison().is_some(),
+        "the twin was analysed and compared"
+    );
+    assert_eq!(
+        app.step_here().unwrap().rewrite.as_deref(),
+        Some("rename:neutral")
+    );
     let fx = app.update(key(KeyCode::Char(']')));
     assert!(fx.is_empty());
     assert!(screen(&app).contains("last step"));
@@ -559,7 +573,6 @@ fn overview_pin_and_export_menu_on_screen() {
         width: 80,
         height: 24,
     });
-    typed(&mut app, "\t");
     let _ = screen(&app);
     // Esc in the overview closes it without changing the head; * again unpins.
     typed(&mut app, "O");
@@ -569,11 +582,13 @@ fn overview_pin_and_export_menu_on_screen() {
         width: 120,
         height: 40,
     });
-    press(&mut app, &[KeyCode::Left, KeyCode::Up]);
+    // Head 4 of layer 2 is not the pinned one: * pins it instead.
+    press(&mut app, &[KeyCode::Left]);
+    assert_eq!((app.view.layer, app.view.head), (1, 3));
     typed(&mut app, "*");
     assert_eq!(
         app.present.pin,
-        Some((1, 2)),
+        Some((1, 3)),
         "another head: pinned instead"
     );
     typed(&mut app, "*");

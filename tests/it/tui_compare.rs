@@ -70,7 +70,8 @@ fn v_cycles_the_heatmap_between_a_b_and_the_difference() {
     typed(&mut app, "v");
     assert_eq!(app.compare.heat, HeatSide::B);
     let (mb, _) = app.compare_matrix().unwrap();
-    assert!(screen(&app).contains("Heatmap · L1 H1 · B"));
+    let s = screen(&app);
+    assert!(s.contains("Heatmap · L1 H1 · attention weight · B "), "{s}");
     typed(&mut app, "v");
     assert_eq!(app.compare.heat, HeatSide::Diff);
     let (md, _) = app.compare_matrix().unwrap();

@@ -461,6 +461,8 @@ fn a_session_survives_sighup_and_resumes_the_edits() {
         "{saved}"
     );
     drop(tmux);
+    // The second run writes its own status to the same file.
+    std::fs::remove_file(&exit).unwrap();
 
     let tmux = Tmux::new("resume");
     let exit = start_with(&tmux, dir.path(), &model, "--resume");

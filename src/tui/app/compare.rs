@@ -42,6 +42,19 @@ impl TwinChoice {
         }
     }
 
+    /// A tour step's `rewrite`: `rename:neutral`, `rename:shuffle`, or a twin file
+    /// (`twin:FILE` or just FILE), relative to `base` (the tour's directory).
+    pub fn from_spec(spec: &str, base: &std::path::Path) -> TwinChoice {
+        match spec.trim() {
+            "rename:neutral" => TwinChoice::Neutral,
+            "rename:shuffle" => TwinChoice::Shuffle,
+            other => {
+                let f = other.strip_prefix("twin:").unwrap_or(other);
+                TwinChoice::File(base.join(f).display().to_string())
+            }
+        }
+    }
+
     fn source(&self, seed: u64) -> TwinSource {
         match self {
             TwinChoice::Neutral => TwinSource::Rewrite(Rewrite::Neutral),

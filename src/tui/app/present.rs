@@ -537,6 +537,7 @@ impl super::App {
         };
         t.at = Some(i);
         let step = t.tour.steps[i].clone();
+        let base = t.tour.base.clone();
         let model = t.tour.models(self.model.spec.as_deref())[i].clone();
         let mut fx = Vec::new();
         let model_changes = model.is_some()
@@ -553,21 +554,28 @@ impl super::App {
         } else if model_changes {
             fx.extend(self.request_parse_or_analysis());
         }
-        // Views of the last step do not carry over: the overview and pins are per step.
+        // Views of the last step do not carry over: the overview, pins and the focused
+        // panel are per step (a step without a view starts on the code, where the arrows
+        // change layer and head).
         self.overlay = super::Overlay::None;
         self.present.pin = None;
+        if step.scene.view.is_none() {
+            self.view.set_focus(super::Focus::Code);
+        }
         self.present.pending = Some(Pending {
             scene: step.scene.clone(),
             model: if model_changes { model } else { None },
         });
-        if let Some(r) = &step.rewrite {
-            self.status.warn(format!(
-                "step {}: rewrite `{r}` is kept in the tour but not applied (no compare mode in this build)",
-                i + 1
-            ));
-        } else {
-            self.status.message = None;
+        // A step's rewrite turns compare mode on with that twin; other steps show the
+        // snippet alone.
+        match &step.rewrite {
+            Some(r) => {
+                self.compare.choice = super::TwinChoice::from_spec(r, &base);
+                self.compare.on = true;
+            }
+            None => self.compare.on = false,
         }
+        self.status.message = None;
         let mut more = Vec::new();
         self.apply_pending(&mut more);
         fx.extend(more);
@@ -639,6 +647,7 @@ impl super::App {
             lang: Some(self.doc.lang.name().to_string()),
             model: self.model_label(),
             scene: self.scene_here(),
+            rewrite: self.compare.on.then(|| self.compare.choice.label()),
             ..Default::default()
         })
     }
