@@ -644,6 +644,9 @@ pub struct CheckReport {
     pub unparsable: usize,
     /// `(origin, reason)` of every failed check.
     pub failures: Vec<(String, String)>,
+    /// Passed, but the study's text-based `dfg` differs between the twins (not part of
+    /// the check: see `syntax::rewrite::check`).
+    pub study_dfg_changed: usize,
     /// Identifier occurrences renamed in total.
     pub renamed_occurrences: usize,
     pub identifier_tokens: usize,
@@ -654,7 +657,10 @@ pub fn check_corpus(snippets: &[crate::corpus::Snippet], rw: Rewrite) -> CheckRe
     use rayon::prelude::*;
     // Per snippet: `None` when the original was refused, else the renamed and identifier
     // token counts or the check's failure.
-    type Outcome<'a> = (Option<std::result::Result<(usize, usize), String>>, &'a str);
+    type Outcome<'a> = (
+        Option<std::result::Result<(usize, usize, bool), String>>,
+        &'a str,
+    );
     let outcomes: Vec<Outcome> = snippets
         .par_iter()
         .map(|s| {
@@ -663,7 +669,10 @@ pub fn check_corpus(snippets: &[crate::corpus::Snippet], rw: Rewrite) -> CheckRe
             };
             let ids = a.identifier_indices().len();
             let r = rewrite::rename(&a, rw)
-                .map(|t| (t.changed.iter().filter(|c| **c).count(), ids))
+                .map(|t| {
+                    let dfg_changed = t.b.graphs.dfg != a.graphs.dfg;
+                    (t.changed.iter().filter(|c| **c).count(), ids, dfg_changed)
+                })
                 .map_err(|e| e.to_string());
             (Some(r), s.origin.as_str())
         })
@@ -675,8 +684,9 @@ pub fn check_corpus(snippets: &[crate::corpus::Snippet], rw: Rewrite) -> CheckRe
     for (o, origin) in outcomes {
         match o {
             None => rep.unparsable += 1,
-            Some(Ok((changed, ids))) => {
+            Some(Ok((changed, ids, dfg_changed))) => {
                 rep.kept += 1;
+                rep.study_dfg_changed += usize::from(dfg_changed);
                 rep.renamed_occurrences += changed;
                 rep.identifier_tokens += ids;
                 if changed == 0 {
@@ -693,13 +703,14 @@ pub fn check_corpus(snippets: &[crate::corpus::Snippet], rw: Rewrite) -> CheckRe
 pub fn check_table(r: &CheckReport, rw: Rewrite, corpus: &str) -> String {
     let checked = r.snippets - r.unparsable;
     let mut s = format!(
-        "{} on {corpus}: {} snippets, {} refused by the parser\n  tree shape, tokens and gold graphs kept: {} of {} ({:.1}%)\n  twins with nothing renamed: {}\n  renamed tokens: {} of {} identifier tokens ({:.1}%)\n",
+        "{} on {corpus}: {} snippets, {} refused by the parser\n  tree shape, tokens and gold graphs kept: {} of {} ({:.1}%)\n  of those, the study's text-based dfg differs in: {}\n  twins with nothing renamed: {}\n  renamed tokens: {} of {} identifier tokens ({:.1}%)\n",
         rw.name(),
         r.snippets,
         r.unparsable,
         r.kept,
         checked,
         100.0 * r.kept as f64 / checked.max(1) as f64,
+        r.study_dfg_changed,
         r.unchanged,
         r.renamed_occurrences,
         r.identifier_tokens,
