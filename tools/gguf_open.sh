@@ -30,6 +30,6 @@ run() { # label, env...
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq "$runs"); do run "no cache" CODESCOPE_GGUF_CACHE=0; done
 "$bin" cache clean > /dev/null
-run "first open"
-for i in $(seq "$runs"); do run "second open"; done
+run "first open" CODESCOPE_GGUF_CACHE=1
+for i in $(seq "$runs"); do run "second open" CODESCOPE_GGUF_CACHE=1; done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -4,7 +4,7 @@
 //! rebuilt tokenizer, keyed by the GGUF's sha256), the second reads it and gives the
 //! same trace; a damaged entry is discarded and rebuilt; a changed GGUF misses; `models`
 //! lists entries, `cache verify` checks them, `cache clean` removes them;
-//! `CODESCOPE_GGUF_CACHE=0` writes nothing.
+//! without `CODESCOPE_GGUF_CACHE=1` (the default) nothing is written.
 
 use std::path::{Path, PathBuf};
 
@@ -62,6 +62,13 @@ fn model_gguf() -> Vec<u8> {
 }
 
 /// Lines of the log written since `from` bytes.
+/// The CLI with the (opt-in) dequantized-weight cache on.
+fn cache_cmd(env: &Env) -> std::process::Command {
+    let mut c = env.cmd();
+    c.env("CODESCOPE_GGUF_CACHE", "1");
+    c
+}
+
 fn log_since(env: &Env, from: usize) -> String {
     let l = std::fs::read_to_string(env.root.join("log.txt")).unwrap_or_default();
     l.get(from..).unwrap_or("").to_string()
@@ -73,8 +80,7 @@ fn log_len(env: &Env) -> usize {
 
 /// The trace JSON (it holds no timing).
 fn trace(env: &Env, model: &Path) -> serde_json::Value {
-    let out = ok(&env
-        .cmd()
+    let out = ok(&cache_cmd(env)
         .args(["trace", "--json", "--surprisal", "--model"])
         .arg(model)
         .arg(env.sample())
@@ -108,12 +114,12 @@ fn second_open_reads_the_cache_and_agrees() {
     assert!(log.contains("cached=true"), "{log}");
     assert_eq!(first, second, "cached model gives another trace");
 
-    let out = ok(&env.cmd().arg("models").output().unwrap());
+    let out = ok(&cache_cmd(&env).arg("models").output().unwrap());
     assert!(
         out.contains("Dequantized GGUF weights") && out.contains(&key),
         "{out}"
     );
-    let out = ok(&env.cmd().args(["cache", "verify"]).output().unwrap());
+    let out = ok(&cache_cmd(&env).args(["cache", "verify"]).output().unwrap());
     assert!(out.contains("ok") && out.contains("dequantized"), "{out}");
 
     // A damaged entry (rewritten: its mtime changes) is discarded and rebuilt.
@@ -140,16 +146,15 @@ fn second_open_reads_the_cache_and_agrees() {
     assert_eq!(trace(&env, &gguf), first);
     assert!(log_since(&env, at).contains("GGUF dequantized and hashed"));
 
-    let out = ok(&env.cmd().args(["cache", "clean"]).output().unwrap());
+    let out = ok(&cache_cmd(&env).args(["cache", "clean"]).output().unwrap());
     assert!(out.contains("removed 1 dequantized GGUF cache(s)"), "{out}");
     assert!(!entry.exists());
-    let out = ok(&env.cmd().args(["cache", "verify"]).output().unwrap());
+    let out = ok(&cache_cmd(&env).args(["cache", "verify"]).output().unwrap());
     assert!(!out.contains("dequantized"), "{out}");
 
-    // Turned off: nothing written.
+    // Off (the default): nothing written.
     let out = ok(&env
         .cmd()
-        .env("CODESCOPE_GGUF_CACHE", "0")
         .args(["trace", "--model"])
         .arg(&gguf)
         .arg(env.sample())

@@ -230,8 +230,8 @@ static PENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
 static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Use (read and write) the cache from now on. Off by default so library users (tests,
-/// benchmarks) write nothing unasked; the binary turns it on unless
-/// `CODESCOPE_GGUF_CACHE=0`.
+/// benchmarks) write nothing unasked; the binary turns it on with
+/// `CODESCOPE_GGUF_CACHE=1` (opt-in: see README, Performance).
 pub fn set_enabled(on: bool) {
     ENABLED.store(on, std::sync::atomic::Ordering::Relaxed);
 }
