@@ -9,14 +9,14 @@
 //! | [`commands`] | the subcommands' bodies: glue from settings to the library and to stdout |
 //! | [`input`] | reading a snippet (file or stdin) within the input limits |
 //! | [`corpus`] | corpora for `reproduce` and probes: directories, zips, `.jsonl(.gz)`, the standard library; one snippet per function |
-//! | [`syntax`] | everything about code *structure*, no model: tree-sitter parsing into code tokens (category, role, depth), the gold graphs ([`syntax::Graph`]: AST motif, syntactic, syntactic-identifier, data flow), tree distances, subword alignment, paper mode |
+//! | [`syntax`] | everything about code *structure*, no model: tree-sitter parsing into code tokens (category, role, depth), the gold graphs ([`syntax::Graph`]: the study's AST motif and data flow, syntactic, syntactic-identifier, codescope's refined data flow), the study's comment removal, tree distances, subword alignment, paper mode, renamed twins and their checks ([`syntax::rewrite`]) |
 //! | [`model`] | everything about *models*, no tree-sitter: model sources (presets, local, hub, PyPI, GGUF), one file per architecture family, the host kernels, the LM head, [`model::Trace`] (subwords, attention, hidden states, surprisal) |
-//! | [`analysis`] | THE pipeline every front end calls ([`analysis::analyze`] / [`analysis::run`]): code-token attention, gold masks and head scores (P/R/F1/GED, sweeps), category attention, entropy, code-token surprisal, code-token hidden states; report forms (JSON/CSV/text) and `reproduce`'s corpus tables |
-//! | [`probe`] | probing hidden states: datasets and tasks, linear/MLP/structural/DirectProbe probes, control tasks, feature cache, the bundled corpus, a trained probe's label for one token |
-//! | [`tui`] | the explorer: a pure [`tui::app::App`] (`update(Msg) -> Vec<Effect>`; keys and mouse), the pure layout (panels, head-grid and heatmap geometry shared by drawing and clicks), widgets that only draw, the I/O thread (parse, file reads, path completion) and the model worker |
+//! | [`analysis`] | THE pipeline every front end calls ([`analysis::analyze`] / [`analysis::run`]): code-token attention, gold masks and head scores (P/R/F1/GED, sweeps), category attention, entropy, code-token surprisal, code-token hidden states; report forms (JSON/CSV/text), `reproduce`'s corpus tables, shards and merge, a snippet against its twin ([`analysis::compare`]) |
+//! | [`probe`] | probing hidden states: datasets and tasks, linear/MLP/structural/DirectProbe/AST-Probe probes, control tasks, feature cache, the bundled corpus, a trained probe's label for one token |
+//! | [`tui`] | the explorer: a pure [`tui::app::App`] (`update(Msg) -> Vec<Effect>`; keys and mouse), the pure layout (panels, head-grid and heatmap geometry shared by drawing and clicks), widgets that only draw, the I/O thread (parse, file reads, path completion) and the model worker (analyses, twins, probes); compare mode, overview, pins, tours and sessions as app parts |
 //! | [`export`] | slide-grade figures of every view and of the explorer screen (SVG, PNG rendered in-process with the bundled fonts) and the view's numbers (JSON) |
 //! | [`present`] | presenting: a view as a plain [`present::Scene`], `codescope render` (figures from a headless explorer), tours (TOML steps to present; a pre-rendered deck), sessions (saved on quit and signals, `--resume`) |
-//! | [`signals`] | signals for the headless commands: exit 128+n after removing registered temporary paths |
+//! | [`signals`] | termination signals: exit 128+n after removing registered temporary paths (the explorer records the signal, restores the terminal and saves the session first) |
 //! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging, the error type |
 //!
 //! Boundaries: `syntax` uses nothing else of the crate; `model` only [`error`]; they meet
