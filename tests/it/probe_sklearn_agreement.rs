@@ -2,11 +2,11 @@
 //! features, examples and split (issue #6: within 0.02 accuracy per layer).
 //!
 //! Measured: category within 0.0104 at all 7 layers; dfg (the study-exact data flow,
-//! refitted 2026-11-30; 748 test pairs from 40 snippets) within 0.015 at the 5 layers
-//! where sklearn's cross-validation chose C >= 0.01, but at layers 1 and 6, where it chose
-//! the grid's strongest regularisation (C = 0.001, by log loss), sklearn under-fits:
-//! .571 against codescope's .630 (0.059) and .570 against .598 (0.028); layer 0 (also
-//! C = 0.001) is within 0.013. Cells whose fitted C is 0.001 are held to 0.07 and
+//! refitted 2026-11-30; 748 test pairs from 40 snippets) within 0.015 at layers 0 and
+//! 2–5, but at layers 1 and 6, where sklearn's cross-validation chose the grid's strongest
+//! regularisation (C = 0.001, by log loss), sklearn under-fits: .571 against codescope's
+//! .630 (0.059) and .570 against .598 (0.028); layer 0 also got C = 0.001 and is within
+//! 0.013. Cells whose fitted C is 0.001 are held to 0.07 and
 //! listed here rather than hidden; every other cell is held to 0.02.
 //!
 //! The reference was produced once by `tools/reference/probe_sklearn.py` from what
