@@ -286,3 +286,18 @@ fn build_wordpiece(vocab: &Path, dir: &Path) -> Result<Tokenizer> {
         .map_err(|e| tk_err("adding special tokens", e))?;
     Ok(tok)
 }
+
+/// A vocabulary string as shown: byte-level BPE and SentencePiece space markers as `␣`,
+/// newlines `↵`, tabs `⇥`, other control characters as spaces.
+pub fn show_subword(s: &str) -> String {
+    let s = s.replace("<0x0A>", "↵").replace("<0x09>", "⇥");
+    s.chars()
+        .map(|c| match c {
+            'Ġ' | '▁' | ' ' => '␣',
+            'Ċ' | '\n' => '↵',
+            'ĉ' | '\t' => '⇥',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect()
+}

@@ -11,6 +11,7 @@ use super::{
     colorbar_h, header, linear_ticks, sqrt_ticks, swatch, title_of, Crop, Figure, Metrics,
 };
 use crate::export::View;
+use crate::model::tokenizer::show_subword;
 
 /// What the token backgrounds show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -446,19 +447,4 @@ pub fn draw_surprisal(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Fig
         width,
         height,
     }
-}
-
-/// A vocabulary string as shown: byte-level BPE and SentencePiece space markers as `␣`,
-/// newlines `↵`, tabs `⇥`.
-fn show_subword(s: &str) -> String {
-    let s = s.replace("<0x0A>", "↵").replace("<0x09>", "⇥");
-    s.chars()
-        .map(|c| match c {
-            'Ġ' | '▁' | ' ' => '␣',
-            'Ċ' | '\n' => '↵',
-            'ĉ' | '\t' => '⇥',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect()
 }

@@ -18,6 +18,7 @@ use ratatui::Frame;
 
 use super::{clip, one_line, panel};
 use crate::analysis::TokenSurprisal;
+use crate::model::tokenizer::show_subword;
 use crate::syntax::{Category, DfgKind, Graph};
 use crate::tui::app::{App, Direction, Focus};
 use crate::tui::data::{advance, TAB};
@@ -379,21 +380,6 @@ fn surprisal_legend<'a>(app: &App, sp: &TokenSurprisal, w: usize) -> Line<'a> {
     Line::from(l)
 }
 
-/// A vocabulary string as shown: byte-level BPE and SentencePiece space markers as `␣`,
-/// newlines `↵`, tabs `⇥`, other control characters as spaces.
-pub(crate) fn show_subword(s: &str) -> String {
-    let s = s.replace("<0x0A>", "↵").replace("<0x09>", "⇥");
-    s.chars()
-        .map(|c| match c {
-            'Ġ' | '▁' | ' ' => '␣',
-            'Ċ' | '\n' => '↵',
-            'ĉ' | '\t' => '⇥',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect()
-}
-
 /// A probability in four columns or fewer: `.312`, `1.0`, `4e-4`.
 pub(crate) fn prob(p: f32) -> String {
     if p >= 0.9995 {
@@ -592,7 +578,8 @@ fn draw_editor(app: &App, f: &mut Frame, area: Rect) {
 
 #[cfg(test)]
 mod tests {
-    use super::{bar8, expand, prob, show_subword};
+    use super::{bar8, expand, prob};
+    use crate::model::tokenizer::show_subword;
 
     #[test]
     fn probability_bars_and_labels() {
