@@ -20,6 +20,21 @@ pub(crate) struct Env {
     pub root: PathBuf,
 }
 
+/// The binary with a clean environment: home, caches and log under `root`, and the hub
+/// and PyPI on a closed loopback port (they refuse at once, never the real network).
+pub(crate) fn sandboxed(root: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("CODESCOPE_CACHE", root.join("cache"))
+        .env("HF_HUB_CACHE", root.join("hf"))
+        .env("CODESCOPE_LOG_FILE", root.join("log.txt"))
+        .env("HF_ENDPOINT", "http://127.0.0.1:9")
+        .env("CODESCOPE_PYPI_URL", "http://127.0.0.1:9");
+    c
+}
+
 impl Env {
     pub fn new() -> Self {
         let d = tempfile::tempdir().unwrap();
@@ -27,17 +42,7 @@ impl Env {
         Env { _root: d, root }
     }
     pub fn cmd(&self) -> Command {
-        let mut c = Command::new(BIN);
-        c.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.root.join("home"))
-            .env("CODESCOPE_CACHE", self.root.join("cache"))
-            .env("HF_HUB_CACHE", self.root.join("hf"))
-            .env("CODESCOPE_LOG_FILE", self.root.join("log.txt"))
-            // A closed loopback port: "the hub" refuses at once, never the real network.
-            .env("HF_ENDPOINT", "http://127.0.0.1:9")
-            .env("CODESCOPE_PYPI_URL", "http://127.0.0.1:9");
-        c
+        sandboxed(&self.root)
     }
     pub fn sample(&self) -> PathBuf {
         let p = self.root.join("sample.py");

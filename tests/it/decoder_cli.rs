@@ -3,12 +3,9 @@
 //! surprisal).
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use codescope::model::source::ModelFiles;
 use codescope::model::{ForwardOptions, LoadedModel};
-
-const BIN: &str = env!("CARGO_BIN_EXE_codescope");
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -21,13 +18,7 @@ fn run(args: &[&str]) -> (bool, String, String) {
     let tmp = root.path();
     let input = tmp.join("snippet.py");
     std::fs::write(&input, "def add(a, b):\n    return a + b\n").unwrap();
-    let out = Command::new(BIN)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", tmp.join("home"))
-        .env("CODESCOPE_CACHE", tmp.join("cache"))
-        .env("HF_HUB_CACHE", tmp.join("hf"))
-        .env("CODESCOPE_LOG_FILE", tmp.join("log.txt"))
+    let out = crate::cli_sources::sandboxed(tmp)
         .env("HF_HUB_OFFLINE", "1")
         .args(args)
         .arg(&input)

@@ -3,13 +3,10 @@
 //! `reproduce --rewrite` (tables, resume) on the tiny fixtures.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use codescope::syntax::rewrite::{self, Rewrite};
 use codescope::syntax::{self, Language};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_codescope");
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -21,13 +18,7 @@ fn fixture(name: &str) -> String {
 
 /// Run the binary in a sandbox (no network, private caches); `(ok, stdout, stderr)`.
 fn run(tmp: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", tmp.join("home"))
-        .env("CODESCOPE_CACHE", tmp.join("cache"))
-        .env("HF_HUB_CACHE", tmp.join("hf"))
-        .env("CODESCOPE_LOG_FILE", tmp.join("log.txt"))
+    let out = crate::cli_sources::sandboxed(tmp)
         .env("HF_HUB_OFFLINE", "1")
         .args(args)
         .output()
