@@ -30,7 +30,7 @@ pub fn unit(m: Metric) -> &'static str {
     match m {
         Metric::F1Motif => "F1×100 vs AST motif",
         Metric::F1Dfg => "F1×100 vs data flow",
-        Metric::F1DfgRefined => "F1×100 vs refined data flow",
+        Metric::F1DfgRefined => "F1×100, dfg_refined",
         Metric::SynToId => "syn→id, % of attention",
         Metric::IdToSyn => "id→syn, % of attention",
         Metric::Entropy => "entropy, bits",
