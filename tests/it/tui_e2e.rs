@@ -475,10 +475,9 @@ fn a_session_survives_sighup_and_resumes_the_edits() {
     tmux.wait_for("the applied text", 60, |s| {
         s.contains("pending_mark = 2") && !s.contains("EDIT")
     });
+    // The snippet is edited, so the first q only warns; the second quits.
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
-    let s = tmux.screen();
-    if s.contains("again to quit") || s.contains("not saved") {
-        tmux.run(&["send-keys", "-t", "e2e", "q"]);
-    }
-    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
+    tmux.wait_for("the unsaved-edit warning", 30, |s| s.contains("again to quit"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q q");
 }
