@@ -181,6 +181,37 @@ pub struct ProbeChart {
     /// The probe's label for the selected token at the current layer, as the panel
     /// shows it (e.g. `«total» L2 identifier gold identifier ✓`).
     pub token_label: Option<String>,
+    /// AST-Probe (`probe` = `ast`, the rows' accuracy = constituent F1): the snippet's
+    /// tree rebuilt at the current layer beside the gold tree, when shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree: Option<ProbeTrees>,
+}
+
+/// One row of a tree as indented text.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TreeLine {
+    /// Nesting depth (the root is 0).
+    pub depth: usize,
+    /// A constituent's label, or a leaf's token text.
+    pub text: String,
+    /// `same`, `relabelled` (the other tree groups these leaves under another label),
+    /// `absent` (the other tree lacks them), `leaf`, or `selected` (the selected
+    /// token's leaf).
+    pub mark: String,
+}
+
+/// AST-Probe's trees of the snippet at one layer.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ProbeTrees {
+    /// Hidden layer (0 = embeddings).
+    pub layer: usize,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    /// The rebuilt tree, marked against the gold one (`absent` = a wrong constituent).
+    pub predicted: Vec<TreeLine>,
+    /// The gold tree, marked against the rebuilt one (`absent` = a missed constituent).
+    pub gold: Vec<TreeLine>,
 }
 
 /// One head of the model overview.

@@ -242,7 +242,53 @@ fn probe_chart(app: &App) -> Option<export::ProbeChart> {
         majority: first.majority,
         rows,
         token_label,
+        tree: match app.ast_trees() {
+            Some(Ok(t)) => Some(probe_trees(t, app.view.cursor)),
+            _ => None,
+        },
     })
+}
+
+/// AST-Probe's trees as the figure and JSON carry them (`cursor`: the selected token).
+fn probe_trees(
+    t: &crate::probe::astprobe::view::SnippetTrees,
+    cursor: usize,
+) -> export::ProbeTrees {
+    use crate::probe::astprobe::view::{Mark, RowKind};
+    let leaf = t.leaf_near(cursor);
+    let lines = |rows: &[crate::probe::astprobe::view::Row]| -> Vec<export::TreeLine> {
+        rows.iter()
+            .map(|r| {
+                let (text, mark) = match &r.kind {
+                    RowKind::Node { label, mark, .. } => (
+                        label.clone(),
+                        match mark {
+                            Mark::Same => "same",
+                            Mark::Relabelled => "relabelled",
+                            Mark::Absent => "absent",
+                        },
+                    ),
+                    RowKind::Leaf(k) => (
+                        t.leaves[*k].replace('\n', " "),
+                        if *k == leaf { "selected" } else { "leaf" },
+                    ),
+                };
+                export::TreeLine {
+                    depth: r.depth,
+                    text,
+                    mark: mark.into(),
+                }
+            })
+            .collect()
+    };
+    export::ProbeTrees {
+        layer: t.layer,
+        precision: t.precision,
+        recall: t.recall,
+        f1: t.f1,
+        predicted: lines(&t.predicted),
+        gold: lines(&t.gold),
+    }
 }
 
 /// Every head's thumbnail and score.

@@ -67,7 +67,7 @@ pub fn update(app: &mut App, m: Model, msg: Msg) -> Result<()> {
 
 /// Carry out effects until none is left: parses and file reads at once, model loads
 /// answered with `m`, analyses through the pipeline with the worker's options, probes
-/// trained like the probe panel's, probe labels computed. Exports, preset checks and
+/// trained like the probe panel's, probe labels and AST-Probe trees computed. Exports, preset checks and
 /// quitting are dropped.
 pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
     let mut queue = fx;
@@ -103,13 +103,8 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                     let snippets = crate::probe::bundled::snippets(Some(job.lang));
                     // The probe panel's job, as the worker runs it.
                     let spec = crate::probe::RunSpec {
-                        tasks: vec![job.task],
                         cache_root: Some(crate::model::source::cache_dir()),
-                        ..crate::probe::RunSpec::new(
-                            m.model,
-                            &snippets,
-                            format!("bundled:{}", job.lang.name()),
-                        )
+                        ..super::worker::panel_spec(m.model, &snippets, job.lang, job.task)
                     };
                     match crate::probe::run(&spec, &mut |_| {}) {
                         Ok(report) => Msg::Worker(WorkerMsg::Probed {
@@ -125,6 +120,10 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                 Effect::LabelToken(key, job) => Msg::TokenLabel {
                     key,
                     label: crate::probe::label::label_token(&job),
+                },
+                Effect::AstTree(key, job) => Msg::AstTree {
+                    key,
+                    result: crate::probe::astprobe::view::tree_job(&job),
                 },
                 _ => continue,
             };

@@ -115,7 +115,7 @@ fn panels_in(app: &App, area: Rect) -> Geometry {
         let [grid_a, cat_a, probe_a] = Layout::horizontal([
             Constraint::Length(grid_w),
             Constraint::Length(cat_w),
-            Constraint::Min(PROBE_MIN_W),
+            Constraint::Min(probe_min_w(app)),
         ])
         .areas(bottom);
         g.code = Some(code_a);
@@ -153,6 +153,18 @@ pub const CAT_WIDE_W: u16 = 54;
 pub const CAT_NARROW_W: u16 = 31;
 /// The probe panel's smallest width in the full layout.
 pub const PROBE_MIN_W: u16 = 30;
+/// ... when it shows AST-Probe's two trees side by side (the category panel narrows
+/// and the head grid scrolls first).
+pub const PROBE_AST_MIN_W: u16 = 44;
+
+/// The probe panel's smallest width in the full layout for what it shows.
+pub fn probe_min_w(app: &App) -> u16 {
+    if app.probe.task == super::app::PanelTask::Ast {
+        PROBE_AST_MIN_W
+    } else {
+        PROBE_MIN_W
+    }
+}
 
 /// Widths of the head grid and the category panel in the full layout: the grid takes
 /// every layer's column if it can (narrowing the category panel first), else what is
@@ -161,10 +173,11 @@ fn bottom_widths(app: &App, width: u16, layers: usize) -> (u16, u16) {
     let need = GRID_LABEL_W + grid_cell_w(app) * layers as u16 + 2;
     // At least room for the title with its unit ("Heads · F1×100 vs AST motif [s]").
     let need = need.max(36);
-    if need + CAT_WIDE_W + PROBE_MIN_W <= width {
+    let probe_w = probe_min_w(app);
+    if need + CAT_WIDE_W + probe_w <= width {
         return (need, CAT_WIDE_W);
     }
-    let rest = width.saturating_sub(PROBE_MIN_W);
+    let rest = width.saturating_sub(probe_w);
     if need + CAT_NARROW_W <= rest {
         return (need, CAT_NARROW_W);
     }

@@ -266,6 +266,10 @@ fn event_loop(
                     key,
                     label: crate::probe::label::label_token(&job),
                 }),
+                Effect::AstTree(key, job) => follow.push(Msg::AstTree {
+                    key,
+                    result: crate::probe::astprobe::view::tree_job(&job),
+                }),
                 Effect::AppendStep(path, step) => follow.push(Msg::StepAppended(Box::new(
                     crate::present::tour::append_here(&path, *step).map(|(s, n)| (path, s, n)),
                 ))),

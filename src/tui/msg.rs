@@ -3,7 +3,8 @@
 //!
 //! Everything that touches the disk, the parser or the model is an [`Effect`]: reading a
 //! file, parsing a text (off the UI thread), listing which presets are on disk, loading a
-//! model, analysing, training probes, labelling a token with a trained probe, exporting.
+//! model, analysing, training probes, labelling a token with a trained probe, rebuilding
+//! the snippet's tree with a trained AST-Probe, exporting.
 //! Their results come back as [`Msg`]s. `App::update` itself only computes.
 
 use std::sync::Arc;
@@ -14,10 +15,12 @@ use crate::analysis::compare::Comparison;
 use crate::analysis::{Options, SnippetAnalysis};
 use crate::input::Input;
 use crate::model::ModelInfo;
+use crate::probe::astprobe::view::{SnippetTrees, TreeJob};
 use crate::probe::label::{LabelJob, TokenProbe};
 use crate::probe::{ProbeReport, ProbeResult, Task};
 use crate::syntax::rewrite::{Rewrite, Twin};
 use crate::syntax::{Language, Syntax};
+use crate::tui::app::PanelTask;
 
 /// What appending a tour step gives: the tour file, the step as written and its snippet.
 pub type StepResult = Result<
@@ -61,6 +64,12 @@ pub enum Msg {
     TokenLabel {
         key: LabelKey,
         label: Option<TokenProbe>,
+    },
+    /// The trees of [`Effect::AstTree`] (`key` says what they were asked for), or why
+    /// there are none.
+    AstTree {
+        key: TreeKey,
+        result: Result<Arc<SnippetTrees>, String>,
     },
     /// A tour step was appended ([`Effect::AppendStep`]): the tour file, the step as
     /// written and its snippet, or an error.
@@ -160,15 +169,15 @@ pub struct AnalyseJob {
 }
 
 /// A probe request (latest wins; runs after any pending model load or analysis): a
-/// linear probe for one task at every layer of the loaded model, on the bundled corpus
-/// of one language.
+/// linear probe for one task (or AST-Probe) at every layer of the loaded model, on the
+/// bundled corpus of one language.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeJob {
     pub req: u64,
     /// `ModelInfo::source` of the model it is for (the worker refuses another model).
     pub model: String,
     pub lang: Language,
-    pub task: Task,
+    pub task: PanelTask,
 }
 
 /// Where compare mode's twin comes from.
@@ -203,6 +212,9 @@ impl std::fmt::Debug for CompareJob {
 /// What a token label was asked for: (analysis request, token, hidden layer, task).
 pub type LabelKey = (u64, usize, usize, Task);
 
+/// What AST-Probe trees were asked for: (analysis request, hidden layer).
+pub type TreeKey = (u64, usize);
+
 /// What `App::update` asks the runtime to do.
 #[derive(Debug, Clone)]
 pub enum Effect {
@@ -222,6 +234,8 @@ pub enum Effect {
     Probe(ProbeJob),
     /// Label a token with a trained probe.
     LabelToken(LabelKey, LabelJob),
+    /// Rebuild the snippet's tree with a trained AST-Probe, beside the gold tree.
+    AstTree(TreeKey, TreeJob),
     /// Compare the analysis shown with its twin in the worker (supersedes any earlier
     /// comparison request).
     Compare(CompareJob),

@@ -491,9 +491,36 @@ pub fn compare(
     }
 }
 
-/// Train the probes of `job` (linear, all layers, the bundled corpus of its language;
-/// features cached under the worker's cache root). Yields to loads and analyses: the job
-/// is cancelled and queued again.
+/// The probe panel's run: every layer of `m` on `snippets` (the bundled corpus of
+/// `lang`), a linear probe of one task or AST-Probe (the explorer's worker and the
+/// headless explorer run the same spec).
+pub fn panel_spec<'a>(
+    m: &'a LoadedModel,
+    snippets: &'a [crate::corpus::Snippet],
+    lang: crate::syntax::Language,
+    task: super::app::PanelTask,
+) -> crate::probe::RunSpec<'a> {
+    let base = crate::probe::RunSpec::new(m, snippets, format!("bundled:{}", lang.name()));
+    match task.task() {
+        Some(t) => crate::probe::RunSpec {
+            tasks: vec![t],
+            ..base
+        },
+        None => crate::probe::RunSpec {
+            tasks: Vec::new(),
+            kind: crate::probe::ProbeKind::Ast,
+            train: crate::probe::TrainOptions {
+                kind: crate::probe::ProbeKind::Ast,
+                ..base.train
+            },
+            ..base
+        },
+    }
+}
+
+/// Train the probes of `job` (linear or AST-Probe, all layers, the bundled corpus of its
+/// language; features cached under the worker's cache root). Yields to loads and
+/// analyses: the job is cancelled and queued again.
 fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sender) {
     let req = job.req;
     let stale = || shared.latest_probe.load(Ordering::SeqCst) != req;
@@ -520,10 +547,9 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
     };
     let cancel = || stale() || urgent();
     let spec = crate::probe::RunSpec {
-        tasks: vec![job.task],
         cache_root: Some(shared.cache_root.clone()),
         cancel: Some(&cancel),
-        ..crate::probe::RunSpec::new(m, &snippets, format!("bundled:{}", job.lang.name()))
+        ..panel_spec(m, &snippets, job.lang, job.task)
     };
     let layers = m.info.layers + 1;
     let progress = |text: String, result| {

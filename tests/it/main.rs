@@ -32,6 +32,7 @@ mod study_graphs;
 mod syntax_worst_case;
 mod tiny_roberta_reference;
 mod tui_app;
+mod tui_astprobe;
 #[allow(dead_code)]
 mod tui_common;
 mod tui_compare;

@@ -130,6 +130,7 @@ fn every_view_is_slide_grade_and_deterministic() {
             })
             .collect(),
         token_label: Some("«re» at layer 2 output: predicted identifier, gold identifier ✓".into()),
+        tree: None,
     });
     for light in [false, true] {
         let opts = Options {

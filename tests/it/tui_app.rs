@@ -9,7 +9,7 @@ use std::time::Duration;
 use codescope::analysis::{Graph, Mode, Options};
 use codescope::probe::Task;
 use codescope::syntax::Language;
-use codescope::tui::app::{Direction, Focus, Level, Overlay};
+use codescope::tui::app::{Direction, Focus, Level, Overlay, PanelTask};
 use codescope::tui::data::Metric;
 use codescope::tui::msg::{AnalyseJob, Effect, Msg, ProbeJob, WorkerMsg};
 use codescope::tui::theme::ColorMode;
@@ -665,13 +665,15 @@ fn p_cycles_tasks_and_cached_tasks_come_back_at_once() {
     );
     // Now P asks for each next task (superseding the previous request).
     let mut reqs = Vec::new();
+    // After the seven tasks comes AST-Probe, then category again.
     for want in [
-        Task::Distance,
-        Task::DistanceId,
-        Task::Siblings,
-        Task::SiblingsId,
-        Task::Dfg,
-        Task::Category,
+        PanelTask::Task(Task::Distance),
+        PanelTask::Task(Task::DistanceId),
+        PanelTask::Task(Task::Siblings),
+        PanelTask::Task(Task::SiblingsId),
+        PanelTask::Task(Task::Dfg),
+        PanelTask::Ast,
+        PanelTask::Task(Task::Category),
     ] {
         let j = probe_job(&app.update(key(KeyCode::Char('P')))).expect("a job");
         assert_eq!((app.probe.task, j.task), (want, want));
@@ -748,11 +750,11 @@ fn worker_thread_trains_probes_latest_wins() {
             _ => {}
         }
     };
-    let job = |req, task| ProbeJob {
+    let job = |req, task: Task| ProbeJob {
         req,
         model: source.clone(),
         lang: Language::Python,
-        task,
+        task: task.into(),
     };
     w.probe(job(1, Task::Category));
     w.probe(job(2, Task::Depth));
@@ -808,7 +810,7 @@ fn worker_thread_trains_probes_latest_wins() {
         req: 3,
         model: "other".into(),
         lang: Language::Python,
-        task: Task::Depth,
+        task: Task::Depth.into(),
     });
     match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
         WorkerMsg::ProbeFailed { req, error } => {

@@ -106,7 +106,8 @@ pub fn fresh(text: &str, w: u16, h: u16, theme: Theme) -> (App, Vec<Effect>) {
 
 /// Serve effects like the runtime would, synchronously: parses, file reads and path
 /// completions run right away (the I/O thread's functions), model loads succeed with the tiny model, analyses
-/// run through the pipeline with the worker's options, probe labels are computed.
+/// run through the pipeline with the worker's options, probe labels and AST-Probe trees
+/// are computed.
 /// Preset checks are dropped (the picker shows no availability, independent of the
 /// machine's cache). Returns the effects it did not serve (Quit, Export, Probe).
 /// A decoder fixture loaded by [`ready_decoder`] keeps serving its app's analyses.
@@ -143,6 +144,10 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                 Effect::LabelToken(key, job) => next.extend(app.update(Msg::TokenLabel {
                     key,
                     label: codescope::probe::label::label_token(&job),
+                })),
+                Effect::AstTree(key, job) => next.extend(app.update(Msg::AstTree {
+                    key,
+                    result: codescope::probe::astprobe::view::tree_job(&job),
                 })),
                 Effect::Analyse(job) => {
                     let mut a = analysis::run(

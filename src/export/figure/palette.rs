@@ -145,6 +145,25 @@ impl Palette {
         }
     }
 
+    /// Wrong or missing (AST-Probe's unmatched constituents).
+    pub fn wrong(&self) -> Rgb {
+        if self.light {
+            (200, 30, 30)
+        } else {
+            (255, 110, 100)
+        }
+    }
+
+    /// Half right (AST-Probe's constituents over the right leaves, wrongly labelled):
+    /// the gold edges' amber, darker on white so text stays readable.
+    pub fn caution(&self) -> Rgb {
+        if self.light {
+            (160, 95, 0)
+        } else {
+            (255, 205, 60)
+        }
+    }
+
     /// A second accent (the pinned head).
     pub fn pin(&self) -> Rgb {
         if self.light {
@@ -216,6 +235,9 @@ mod tests {
             let p = Palette::new(light);
             for c in [p.fg(), p.dim(), p.accent()] {
                 assert!(contrast(c, p.bg()) >= 3.0, "{light} {c:?}");
+            }
+            for c in [p.wrong(), p.caution()] {
+                assert!(contrast(c, p.bg()) >= MIN_CONTRAST, "{light} {c:?}");
             }
             for cat in Category::ALL {
                 for role in [None, Some("definition:function"), Some("use:parameter")] {

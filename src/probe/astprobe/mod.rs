@@ -46,6 +46,7 @@
 
 pub mod train;
 pub mod tree;
+pub mod view;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -123,6 +124,8 @@ pub struct AstResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AstProbe {
     pub layer: usize,
+    /// Longest snippet (leaves) the probe was trained on; longer ones keep their first.
+    pub max_tokens: usize,
     /// Per-coordinate root mean square of the training tokens (the divisor).
     rms: Vec<f32>,
     weights: train::Weights,
@@ -404,6 +407,7 @@ pub fn run_layer(
         )?;
         let probe = AstProbe {
             layer,
+            max_tokens: opts.max_tokens,
             rms: rms.clone(),
             weights: w,
             c_labels: prep.c_labels.clone(),

@@ -252,36 +252,6 @@ impl Tree {
             .map(|n| (n.label.clone(), n.lo, n.hi))
             .collect()
     }
-
-    /// The tree as indented text, one node per line (`  ` per level): nodes by label,
-    /// leaves as `leaf(k)`; `mark(node)` prefixes a node's line with `*` (else a space).
-    pub fn render(
-        &self,
-        leaf: &dyn Fn(usize) -> String,
-        mark: &dyn Fn(&TreeNode) -> bool,
-    ) -> Vec<String> {
-        let mut out = Vec::new();
-        if self.nodes.is_empty() {
-            return out;
-        }
-        // Explicit stack: a long right spine would otherwise recurse deeply.
-        let mut stack = vec![(TreeItem::Node(0), 0usize)];
-        while let Some((item, depth)) = stack.pop() {
-            let pad = "  ".repeat(depth);
-            match item {
-                TreeItem::Leaf(k) => out.push(format!("  {pad}{}", leaf(k))),
-                TreeItem::Node(i) => {
-                    let n = &self.nodes[i];
-                    let m = if mark(n) { '*' } else { ' ' };
-                    out.push(format!("{m} {pad}{}", n.label));
-                    for c in n.children.iter().rev() {
-                        stack.push((*c, depth + 1));
-                    }
-                }
-            }
-        }
-        out
-    }
 }
 
 /// Rebuild the tree of an encoding (see the module doc). `None` for fewer than two

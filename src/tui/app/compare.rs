@@ -227,11 +227,16 @@ impl App {
         if self.stale() {
             return;
         }
-        let probe = self.probe_report().cloned();
+        // A linear probe's report labels both twins; AST-Probe labels no single token.
+        let probe = self
+            .probe
+            .task
+            .task()
+            .and_then(|t| Some((self.probe_report()?.clone(), t)));
         let key: CompareKey = (
             a_req,
             self.compare.choice.source(self.compare.seed),
-            probe.as_ref().map(|r| Arc::as_ptr(r) as usize),
+            probe.as_ref().map(|(r, _)| Arc::as_ptr(r) as usize),
         );
         if self.compare.key.as_ref() != Some(&key) {
             self.next_req += 1;
@@ -255,7 +260,7 @@ impl App {
                     sweep: false,
                 },
                 surprisal: self.view.surprisal,
-                probe: probe.map(|r| (r, self.probe.task)),
+                probe,
             }));
             return;
         }

@@ -4,7 +4,7 @@
 //! [`Msg`]s; everything that touches the disk, the parser or the model goes out as
 //! [`Effect`]s for the runtime (`tui::run`) to carry out (reading a file, parsing,
 //! checking which presets are on disk, loading, analysing, training probes, labelling a
-//! token with a probe, exporting). Drawing reads `&App` and writes nothing: scroll
+//! token with a probe, rebuilding the snippet's tree with AST-Probe, exporting). Drawing reads `&App` and writes nothing: scroll
 //! positions and "fit" zoom are settled at the end of every update from the pure layout
 //! ([`super::layout`]). Tests drive it directly and render it to a `TestBackend`
 //! (gitui / ratatui demo2 style).
@@ -37,17 +37,18 @@ pub use self::present::{
     overview_area, overview_geom, ExportWhat, OverviewCursor, OverviewGeom, Pending, Present,
     Thumbs, TourState,
 };
-pub use self::probe::{ProbeKey, ProbePanel, ProbeRun};
+pub use self::probe::{PanelTask, ProbeKey, ProbePanel, ProbeRun};
 pub use self::status::{Level, Status};
 pub use self::view::{follow_axis, Direction, Focus, View};
 use super::data::{Doc, Metric};
 use super::editor::{EditOutcome, Editor, LineInput};
 use super::layout;
-use super::msg::{AnalyseJob, Effect, LabelKey, Msg, ParseJob, WorkerMsg};
+use super::msg::{AnalyseJob, Effect, LabelKey, Msg, ParseJob, TreeKey, WorkerMsg};
 use super::theme::Theme;
 use crate::analysis::relations::THRESHOLD_STEPS;
 use crate::analysis::{Graph, HeadScores, Mode, Options, SnippetAnalysis, TokenSurprisal};
 use crate::input::Input;
+use crate::probe::astprobe::view::{SnippetTrees, TreeJob};
 use crate::probe::label::LabelJob;
 pub use crate::probe::label::TokenProbe;
 use crate::probe::ProbeReport;
@@ -286,24 +287,54 @@ impl App {
     /// What the label for the cursor token would be asked for, when a probe report is
     /// cached for [`App::probe_key`] and an analysis is shown.
     fn label_request(&self) -> Option<(LabelKey, LabelJob)> {
+        let task = self.probe.task.task()?;
         let report = self.probe_report()?.clone();
         let (req, analysis) = self.shown.data.as_ref()?;
         let layer = self.view.layer + 1;
-        let key = (*req, self.view.cursor, layer, self.probe.task);
+        let key = (*req, self.view.cursor, layer, task);
         let job = LabelJob {
             report,
             analysis: analysis.clone(),
             token: self.view.cursor,
             layer,
-            task: self.probe.task,
+            task,
         };
         Some((key, job))
     }
 
+    /// What the AST-Probe trees of the snippet would be asked for: the panel shows
+    /// AST-Probe, its report is cached and an analysis is shown. The layer is the
+    /// current layer's output, as for the token label.
+    fn tree_request(&self) -> Option<(TreeKey, TreeJob)> {
+        if self.probe.task != PanelTask::Ast {
+            return None;
+        }
+        let report = self.probe_report()?.clone();
+        let (req, analysis) = self.shown.data.as_ref()?;
+        let layer = self.view.layer + 1;
+        let job = TreeJob {
+            report,
+            analysis: analysis.clone(),
+            layer,
+        };
+        Some(((*req, layer), job))
+    }
+
+    /// The AST-Probe trees of the snippet at the current layer's output, or why there
+    /// are none (`None`: not AST-Probe, no report, or not arrived yet).
+    pub fn ast_trees(&self) -> Option<Result<&Arc<SnippetTrees>, &str>> {
+        let (key, _) = self.tree_request()?;
+        match &self.probe.tree {
+            Some((k, r)) if *k == key => Some(r.as_ref().map_err(|e| e.as_str())),
+            _ => None,
+        }
+    }
+
     /// The cached probe's label for the cursor token at the current layer's output
     /// (`None` when no report is cached for [`App::probe_key`] or the label has not
-    /// arrived yet).
+    /// arrived yet; always for AST-Probe, which labels no single token).
     pub fn token_probe(&self) -> Option<TokenProbe> {
+        self.probe.task.task()?;
         self.probe_report()?;
         if self.prepared().is_none() {
             return Some(TokenProbe::NoFeatures);
@@ -472,6 +503,10 @@ impl App {
                 self.probe.label = Some((key, label));
                 Vec::new()
             }
+            Msg::AstTree { key, result } => {
+                self.probe.tree = Some((key, result));
+                Vec::new()
+            }
             Msg::Exported(r) => {
                 self.exported(r);
                 Vec::new()
@@ -491,8 +526,8 @@ impl App {
 
     /// Bring derived state up to date after a change: layer/head inside the model, the
     /// code and heatmap scroll positions and "fit" zoom for the current layout, the head
-    /// mean of the current layer, and the cursor token's probe label (asked for as an
-    /// effect when its inputs changed).
+    /// mean of the current layer, the cursor token's probe label and the AST-Probe
+    /// trees (asked for as effects when their inputs changed).
     fn settle(&mut self, fx: &mut Vec<Effect>) {
         let dims = self.dims();
         self.view.clamp(dims);
@@ -534,6 +569,15 @@ impl App {
                     .any(|e| matches!(e, Effect::LabelToken(k, _) if *k == key))
             {
                 fx.push(Effect::LabelToken(key, job));
+            }
+        }
+        if let Some((key, job)) = self.tree_request() {
+            if self.probe.tree.as_ref().is_none_or(|(k, _)| *k != key)
+                && !fx
+                    .iter()
+                    .any(|e| matches!(e, Effect::AstTree(k, _) if *k == key))
+            {
+                fx.push(Effect::AstTree(key, job));
             }
         }
     }

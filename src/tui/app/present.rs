@@ -214,8 +214,8 @@ impl super::App {
             }
         }
         if let Some(task) = &scene.task {
-            match crate::probe::Task::ALL.iter().find(|t| t.name() == task) {
-                Some(t) => self.probe.task = *t,
+            match super::PanelTask::from_name(task) {
+                Some(t) => self.probe.task = t,
                 None => errors.push(format!("probe task `{task}`")),
             }
         }

@@ -1,16 +1,73 @@
-//! The probe panel's state machine: which task it shows, the reports trained this
-//! session, the job under way, the last failure, and the cursor token's label.
+//! The probe panel's state machine: which task it shows (a linear-probe task or
+//! AST-Probe), the reports trained this session, the job under way, the last failure,
+//! the cursor token's label and, for AST-Probe, the snippet's rebuilt and gold trees.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::probe::astprobe::view::SnippetTrees;
 use crate::probe::label::TokenProbe;
 use crate::probe::{ProbeReport, ProbeResult, Task};
 use crate::syntax::Language;
-use crate::tui::msg::{LabelKey, ProbeJob, WorkerMsg};
+use crate::tui::msg::{LabelKey, ProbeJob, TreeKey, WorkerMsg};
+
+/// What the probe panel shows: a linear probe of one task, or AST-Probe (which rebuilds
+/// the whole tree and has no task). `P` cycles through [`PanelTask::ALL`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PanelTask {
+    Task(Task),
+    Ast,
+}
+
+impl PanelTask {
+    /// Every choice in `P` order: the tasks in report order, then AST-Probe.
+    pub const ALL: [PanelTask; 8] = [
+        PanelTask::Task(Task::Category),
+        PanelTask::Task(Task::Depth),
+        PanelTask::Task(Task::Distance),
+        PanelTask::Task(Task::DistanceId),
+        PanelTask::Task(Task::Siblings),
+        PanelTask::Task(Task::SiblingsId),
+        PanelTask::Task(Task::Dfg),
+        PanelTask::Ast,
+    ];
+
+    /// The task's name, `ast` for AST-Probe (the `task` of its report rows).
+    pub fn name(self) -> &'static str {
+        match self {
+            PanelTask::Task(t) => t.name(),
+            PanelTask::Ast => "ast",
+        }
+    }
+
+    /// The linear-probe task, if this is one.
+    pub fn task(self) -> Option<Task> {
+        match self {
+            PanelTask::Task(t) => Some(t),
+            PanelTask::Ast => None,
+        }
+    }
+
+    /// The choice named `name` (a task name or `ast`).
+    pub fn from_name(name: &str) -> Option<PanelTask> {
+        PanelTask::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+impl From<Task> for PanelTask {
+    fn from(t: Task) -> Self {
+        PanelTask::Task(t)
+    }
+}
+
+impl PartialEq<Task> for PanelTask {
+    fn eq(&self, other: &Task) -> bool {
+        *self == PanelTask::Task(*other)
+    }
+}
 
 /// What probe results are for: (model source, corpus language, task).
-pub type ProbeKey = (String, Language, Task);
+pub type ProbeKey = (String, Language, PanelTask);
 
 /// A probe request the worker is running.
 #[derive(Debug, Clone)]
@@ -27,7 +84,7 @@ pub struct ProbeRun {
 #[derive(Debug, Clone)]
 pub struct ProbePanel {
     /// The probe task the panel shows (`P` cycles).
-    pub task: Task,
+    pub task: PanelTask,
     /// Finished probe reports (`p` asks for one; kept for the session).
     pub results: HashMap<ProbeKey, Arc<ProbeReport>>,
     /// The probe job under way.
@@ -37,16 +94,20 @@ pub struct ProbePanel {
     /// The cursor token's label, for the key it was asked for (`None` inside: nothing
     /// to show).
     pub label: Option<(LabelKey, Option<TokenProbe>)>,
+    /// AST-Probe: the snippet's rebuilt and gold trees at a layer, for the key they were
+    /// asked for (`Err`: why there are none).
+    pub tree: Option<(TreeKey, Result<Arc<SnippetTrees>, String>)>,
 }
 
 impl Default for ProbePanel {
     fn default() -> Self {
         ProbePanel {
-            task: Task::Category,
+            task: PanelTask::Task(Task::Category),
             results: HashMap::new(),
             run: None,
             error: None,
             label: None,
+            tree: None,
         }
     }
 }
@@ -76,8 +137,9 @@ impl ProbePanel {
     /// Switch to the next task; whether probes were asked for on `was`'s model and
     /// language (so the new task's should be requested too).
     pub(super) fn cycle(&mut self, was: Option<ProbeKey>) -> bool {
-        let i = Task::ALL.iter().position(|&t| t == self.task).unwrap_or(0);
-        self.task = Task::ALL[(i + 1) % Task::ALL.len()];
+        let all = PanelTask::ALL;
+        let i = all.iter().position(|&t| t == self.task).unwrap_or(0);
+        self.task = all[(i + 1) % all.len()];
         was.is_some_and(|(m, l, _)| {
             self.run
                 .as_ref()

@@ -2,6 +2,7 @@
 //! ([`crate::tui::layout::geometry`]) puts them and calls one function per panel.
 //! Everything here reads `&App` and writes nothing but the frame.
 
+mod astprobe;
 mod categories;
 mod code;
 mod heads;

@@ -13,6 +13,10 @@
 //! With a report cached, the first line is the probe's label for the cursor token at the
 //! current layer's output beside the gold label (token-level tasks: category, depth).
 //! Pair tasks label token pairs, so they have no single-token line; the line says so.
+//!
+//! AST-Probe (the last choice of `P`) draws its per-layer constituent F1 the same way
+//! (its control: the probe trained on the control trees) and, below, the snippet's tree
+//! rebuilt at the current layer beside the gold tree ([`super::astprobe`]).
 
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -21,7 +25,7 @@ use ratatui::Frame;
 
 use super::{clip, panel};
 use crate::probe::ProbeResult;
-use crate::tui::app::{App, Focus, TokenProbe};
+use crate::tui::app::{App, Focus, PanelTask, TokenProbe};
 
 /// The probe results shown for the panel's task, by layer (the cached report's, else
 /// the running job's partial ones), and the status line above them.
@@ -42,7 +46,7 @@ fn results_of(app: &App) -> (Vec<&ProbeResult>, Option<(String, bool)>) {
 }
 
 /// The index of the current layer's output among `results`.
-fn current_row(app: &App, results: &[&ProbeResult]) -> Option<usize> {
+pub(super) fn current_row(app: &App, results: &[&ProbeResult]) -> Option<usize> {
     results.iter().position(|x| x.layer == app.view.layer + 1)
 }
 
@@ -108,6 +112,18 @@ pub fn probe_rows(app: &App, area: Rect) -> Option<Vec<(u16, usize)>> {
         return None;
     }
     let hl = current_row(app, &results);
+    if app.probe.task == PanelTask::Ast {
+        let r =
+            super::astprobe::rows_for(results.len(), hl, status.is_some(), inner.height as usize);
+        let y0 = inner.y + r.layer_y();
+        return Some(
+            results[r.start..r.start + r.rows]
+                .iter()
+                .enumerate()
+                .map(|(k, x)| (y0 + k as u16, x.layer))
+                .collect(),
+        );
+    }
     let r = rows_for(
         app,
         results.len(),
@@ -136,7 +152,14 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 Span::styled("Probes", t.accent()),
                 Span::raw(" "),
                 Span::styled(app.probe.task.name(), t.warn()),
-                Span::styled(" · accuracy vs control", t.dim()),
+                Span::styled(
+                    if app.probe.task == PanelTask::Ast {
+                        " · tree F1 vs control"
+                    } else {
+                        " · accuracy vs control"
+                    },
+                    t.dim(),
+                ),
             ],
             area.width,
         ),
@@ -160,13 +183,20 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         if !text.is_empty() {
             lines.push(Line::from(Span::styled(text, style)));
         }
+        let what = match app.probe.task {
+            PanelTask::Task(task) => format!(
+                ": train linear probes for {} on the bundled {} corpus (per-layer accuracy vs control; in the background, cached after)",
+                task.name(),
+                app.doc.lang.name()
+            ),
+            PanelTask::Ast => format!(
+                ": train AST-Probe on the bundled {} corpus (per-layer tree F1 vs control, and this snippet's tree rebuilt beside the gold one; in the background, cached after)",
+                app.doc.lang.name()
+            ),
+        };
         lines.push(Line::from(vec![
             Span::styled("p", t.warn()),
-            Span::raw(format!(
-                ": train linear probes for {} on the bundled {} corpus (per-layer accuracy vs control; in the background, cached after)",
-                app.probe.task.name(),
-                app.doc.lang.name()
-            )),
+            Span::raw(what),
         ]));
         lines.push(Line::from(vec![
             Span::styled("P", t.warn()),
@@ -176,9 +206,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         return;
     }
 
-    // Row layout: label(3) bar(bw) acc(3) sel(4), single spaces between.
-    let bw = w.saturating_sub(13).max(3);
-    let current = app.view.layer + 1; // the current layer's output (0 = embeddings)
+    if app.probe.task == PanelTask::Ast {
+        super::astprobe::draw_body(app, f, inner, &results, status.map(|s| s.0));
+        return;
+    }
+    let bw = bar_width(w);
     let n = results.len();
     let r = rows_for(app, n, current_row(app, &results), status.is_some(), h);
     let mut lines = Vec::new();
@@ -193,70 +225,13 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         }
     }
     if r.show_legend {
-        let (acc, ctl) = if bw >= 13 {
-            ("acc ", "control")
-        } else {
-            ("", "ctl")
-        };
-        let used = 2 + acc.len() + ctl.len();
-        lines.push(Line::from(vec![
-            Span::raw("    "),
-            Span::styled("█", t.accent()),
-            Span::raw(acc),
-            Span::styled("▒", t.dim()),
-            Span::raw(ctl),
-            Span::raw(" ".repeat(bw.saturating_sub(used))),
-            Span::styled(" acc  sel", t.dim()),
-        ]));
+        lines.push(legend_line(app, bw, "acc"));
     }
     for x in &results[r.start..r.start + r.rows] {
-        let sel = x.layer == current;
-        let label = match (x.layer, sel) {
-            (0, _) => "emb".to_string(),
-            (l, true) => format!("▸{l:>2}"),
-            (l, false) => format!("{l:>3}"),
-        };
-        let label_style = if sel { t.selected() } else { t.dim() };
-        let num_style = if sel { t.selected() } else { t.text() };
-        let mut spans = vec![Span::styled(label, label_style), Span::raw(" ")];
-        spans.extend(bar(app, x.accuracy, x.control_accuracy, bw));
-        spans.push(Span::raw(" "));
-        spans.push(Span::styled(frac(x.accuracy), num_style));
-        spans.push(Span::raw(" "));
-        let sign = if x.selectivity < 0.0 { "-" } else { "+" };
-        spans.push(Span::styled(
-            format!("{sign}{}", frac(x.selectivity.abs())),
-            if x.selectivity <= 0.0 {
-                t.warn()
-            } else {
-                num_style
-            },
-        ));
-        lines.push(Line::from(spans));
+        lines.push(result_line(app, x, bw));
     }
     if r.show_range {
-        let name = |l: usize| {
-            if l == 0 {
-                "emb".to_string()
-            } else {
-                l.to_string()
-            }
-        };
-        let first = results[r.start].layer;
-        let last = results[r.start + r.rows - 1].layer;
-        let up = if r.start > 0 { "▴" } else { " " };
-        let down = if r.start + r.rows < n { "▾" } else { " " };
-        lines.push(Line::from(Span::styled(
-            clip(
-                &format!(
-                    "{up}{down} {}–{} of {n} · ← → scroll",
-                    name(first),
-                    name(last)
-                ),
-                w,
-            ),
-            t.dim(),
-        )));
+        lines.push(range_line(app, &results, r.start, r.rows, w));
     }
     if r.show_sizes {
         if let Some(x) = results.first() {
@@ -275,6 +250,94 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         }
     }
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// Width of a result row's bar in a panel `w` wide. Row layout: label(3) bar(bw)
+/// value(3) selectivity(4), single spaces between.
+pub(super) fn bar_width(w: usize) -> usize {
+    w.saturating_sub(13).max(3)
+}
+
+/// The legend above the result rows (`what`: the value's name, `acc` or `F1`).
+pub(super) fn legend_line<'a>(app: &App, bw: usize, what: &str) -> Line<'a> {
+    let t = &app.theme;
+    let (val, ctl) = if bw >= 13 {
+        (format!("{what} "), "control")
+    } else {
+        (String::new(), "ctl")
+    };
+    let used = 2 + val.chars().count() + ctl.len();
+    Line::from(vec![
+        Span::raw("    "),
+        Span::styled("█", t.accent()),
+        Span::raw(val),
+        Span::styled("▒", t.dim()),
+        Span::raw(ctl),
+        Span::raw(" ".repeat(bw.saturating_sub(used))),
+        Span::styled(format!(" {what:>3}  sel"), t.dim()),
+    ])
+}
+
+/// One layer's row: label, bar, value and selectivity; the current layer's output
+/// highlighted and marked `▸`.
+pub(super) fn result_line<'a>(app: &App, x: &ProbeResult, bw: usize) -> Line<'a> {
+    let t = &app.theme;
+    let sel = x.layer == app.view.layer + 1;
+    let label = match (x.layer, sel) {
+        (0, _) => "emb".to_string(),
+        (l, true) => format!("▸{l:>2}"),
+        (l, false) => format!("{l:>3}"),
+    };
+    let label_style = if sel { t.selected() } else { t.dim() };
+    let num_style = if sel { t.selected() } else { t.text() };
+    let mut spans = vec![Span::styled(label, label_style), Span::raw(" ")];
+    spans.extend(bar(app, x.accuracy, x.control_accuracy, bw));
+    spans.push(Span::raw(" "));
+    spans.push(Span::styled(frac(x.accuracy), num_style));
+    spans.push(Span::raw(" "));
+    let sign = if x.selectivity < 0.0 { "-" } else { "+" };
+    spans.push(Span::styled(
+        format!("{sign}{}", frac(x.selectivity.abs())),
+        if x.selectivity <= 0.0 {
+            t.warn()
+        } else {
+            num_style
+        },
+    ));
+    Line::from(spans)
+}
+
+/// The "rows a–b of n" line under a scrolled stack of result rows.
+pub(super) fn range_line<'a>(
+    app: &App,
+    results: &[&ProbeResult],
+    start: usize,
+    rows: usize,
+    w: usize,
+) -> Line<'a> {
+    let name = |l: usize| {
+        if l == 0 {
+            "emb".to_string()
+        } else {
+            l.to_string()
+        }
+    };
+    let n = results.len();
+    let first = results[start].layer;
+    let last = results[start + rows - 1].layer;
+    let up = if start > 0 { "▴" } else { " " };
+    let down = if start + rows < n { "▾" } else { " " };
+    Line::from(Span::styled(
+        clip(
+            &format!(
+                "{up}{down} {}–{} of {n} · ← → scroll",
+                name(first),
+                name(last)
+            ),
+            w,
+        ),
+        app.theme.dim(),
+    ))
 }
 
 /// The cursor token's probe label line.
@@ -323,7 +386,7 @@ fn token_probe_line<'a>(app: &App, tp: &TokenProbe, w: usize) -> Line<'a> {
 }
 
 /// `0.82` as `.82`, `1.0` as `1.0` (three columns).
-fn frac(v: f64) -> String {
+pub(super) fn frac(v: f64) -> String {
     let c = (v.clamp(0.0, 1.0) * 100.0).round() as u32;
     if c >= 100 {
         "1.0".into()
