@@ -95,7 +95,7 @@ fn p_reaches_ast_probe_after_the_tasks_and_asks_for_an_ast_job() {
         s.contains("no tree: no AST-Probe fitted at this layer"),
         "{s}"
     );
-    assert!(s.contains("F1  sel"), "{s}");
+    assert!(s.contains("tree F1 vs control") && s.contains("▸ 1"), "{s}");
     // Cycling on wraps to category; the cached AST report comes back at once.
     typed(&mut app, "P");
     assert_eq!(app.probe.task, codescope::probe::Task::Category);
@@ -128,7 +128,18 @@ fn ast_panel_styled_and_no_color() {
             // Both trees, their marks and the cursor's leaf are on screen.
             let cursor_text = &app.doc.syntax.as_ref().unwrap().tokens[app.view.cursor].text;
             assert!(s.contains("rebuilt ✗") && s.contains("│gold ✗"), "{s}");
-            assert!(s.contains(&format!("▸{cursor_text}")), "{s}");
+            // The cursor's leaf, marked, in both trees (leaves are written «text»).
+            let leaf = format!("«{cursor_text}»");
+            let marked = s
+                .lines()
+                .filter(|l| {
+                    l.split('│')
+                        .filter(|c| c.contains('▸') && c.contains(&leaf))
+                        .count()
+                        == 2
+                })
+                .count();
+            assert_eq!(marked, 1, "{s}");
             assert!(s.contains("this snippet F1"), "{s}");
             let (_, relabelled, absent) = view::counts(&trees.predicted);
             assert!(absent > 0 && relabelled > 0);

@@ -11,10 +11,11 @@
 //! Marks: a constituent the other tree lacks is drawn in the error colour after `✗`
 //! (rebuilt side: wrong; gold side: missed), one whose leaves the other tree groups
 //! under another label in the warning colour after `≈`, so both survive NO_COLOR and 256
-//! colours. Each tree scrolls on its own to keep the token cursor's leaf (marked `▸`) in
-//! the middle, and indents relative to its shallowest visible row, so the token keys
-//! (h l j k w b, PgUp PgDn) walk both trees. The layer rows take at most two fifths of
-//! the height; a panel too short for the trees says so in the summary line.
+//! colours; leaves are the tokens' text in `«»`. Each tree scrolls on its own to keep the
+//! token cursor's leaf (marked `▸`) in the middle, and indents relative to its
+//! shallowest visible row, so the token keys (h l j k w b, PgUp PgDn) walk both trees.
+//! The layer rows take at most two fifths of the height; a panel too short for the
+//! trees says so in the summary line.
 
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -70,7 +71,9 @@ pub fn rows_for(n: usize, hl: Option<usize>, status: bool, h: usize) -> AstRows 
         (room, 0)
     };
     let mut left = layer_room;
-    let legend = n > 0 && left >= 3;
+    // Beside the trees the legend yields to a third layer row (the title names the
+    // bars' value and control).
+    let legend = n > 0 && left >= if tree_h > 0 { 5 } else { 3 };
     left -= usize::from(legend);
     let range = n > left && left >= 3;
     left -= usize::from(range);
@@ -282,7 +285,8 @@ fn column<'a>(
                     (mark.glyph(), label.clone(), style)
                 }
                 RowKind::Leaf(k) => {
-                    let text = one_line(&tr.leaves[*k]);
+                    // «» tell a token from a label without colour.
+                    let text = format!("«{}»", one_line(&tr.leaves[*k]));
                     if *k == leaf {
                         ('▸', text, t.selected())
                     } else {
