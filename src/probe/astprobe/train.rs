@@ -157,6 +157,7 @@ fn op_t(p: &[f32], cols: usize) -> Op<'_> {
 }
 
 /// `out (m x n, row-major) = scale · a (m x k) · b (k x n)`, or `+=` with `acc`.
+#[allow(clippy::too_many_arguments)]
 fn matmul(m: usize, n: usize, k: usize, a: Op, b: Op, out: &mut [f32], scale: f32, acc: bool) {
     assert!(out.len() >= m * n);
     if m == 0 || n == 0 {
