@@ -28,8 +28,9 @@ use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
+use super::decoder::{lm_head, Pass};
 use super::gpt_bigcode::{layer_norm, Gelu, Lin};
-use super::{kernels, Capture, ForwardOptions, LogitsSink};
+use super::{Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
 /// HF's fixed number of model-parallel shards in `qkv_proj`.
@@ -171,14 +172,7 @@ impl CodeGen {
             .collect::<candle_core::Result<Vec<_>>>()?;
         let ln_f = layer_norm(h, eps, t.pp("ln_f"))?;
         let head = vb.pp("lm_head");
-        let lm_head = if !cfg.tie_word_embeddings && head.contains_tensor("weight") {
-            head.get((cfg.vocab_size, h), "weight")?
-        } else {
-            if !cfg.tie_word_embeddings {
-                tracing::warn!("no lm_head.weight: using the tied embedding as LM head");
-            }
-            wte.embeddings().clone()
-        };
+        let lm_head = lm_head(&vb, cfg.tie_word_embeddings, cfg.vocab_size, h, &wte)?;
         let lm_bias = if head.contains_tensor("bias") {
             Some(head.get(cfg.vocab_size, "bias")?)
         } else {
@@ -210,15 +204,10 @@ impl CodeGen {
         let half = self.inv_freq.len();
         let scale = 1.0 / (d as f32).sqrt();
         let (cos, sin) = super::rope::tables(&self.inv_freq, n);
-        let mut capture = Capture::new(n, heads, h);
         let mut x = self.wte.forward(&Tensor::new(ids, &self.device)?)?;
-        if opts.hidden {
-            capture.push_hidden(&x)?;
-        }
+        let mut pass = Pass::start(opts, self.blocks.len(), heads, &x)?;
         for (li, b) in self.blocks.iter().enumerate() {
-            if opts.cancelled(li) {
-                return Err(Error::Cancelled);
-            }
+            pass.layer(li)?;
             let hs = b.ln_1.forward(&x)?;
             let mut qkv = b.qkv.forward(&hs)?.flatten_all()?.to_vec1::<f32>()?;
             // GPT-J rotary (HF `apply_rotary_pos_emb` with `rotate_every_two`) on the first
@@ -236,36 +225,16 @@ impl CodeGen {
                     }
                 }
             }
-            let mut probs = vec![0.0f32; heads * n * n];
-            let mut ctx = vec![0.0f32; n * h];
-            kernels::attention(&qkv, n, heads, d, scale, true, &mut probs, &mut ctx);
-            capture.attention.layers.push(probs);
-            let ctx = Tensor::from_vec(ctx, (n, h), &self.device)?;
+            let ctx = pass.attend(&qkv, d, scale, None)?;
             let attn = b.out_proj.forward(&ctx)?;
             let ff = b.fc_out.forward(&self.act.apply(&b.fc_in.forward(&hs)?)?)?;
             x = ((attn + ff)? + x)?;
-            super::check_layer(&x, li)?;
-            if opts.hidden && li + 1 < self.blocks.len() {
-                capture.push_hidden(&x)?;
-            }
+            pass.layer_done(&x, li)?;
         }
         let last = self.ln_f.forward(&x)?;
-        if opts.hidden {
-            capture.push_hidden(&last)?;
-        }
-        if let Some(sink) = sink {
-            // The LM head is a step of its own (seconds for big vocabularies).
-            if opts.cancelled(self.blocks.len()) {
-                return Err(Error::Cancelled);
-            }
-            super::lm::stream_logits_biased(
-                &last,
-                &self.lm_head.t()?,
-                self.lm_bias.as_ref(),
-                sink,
-            )?;
-        }
-        Ok(capture)
+        pass.finish(&last, sink, |last, sink| {
+            super::lm::stream_logits_biased(last, &self.lm_head.t()?, self.lm_bias.as_ref(), sink)
+        })
     }
 }
 

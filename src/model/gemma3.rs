@@ -28,6 +28,7 @@ use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 use serde::Deserialize;
 
+use super::decoder::{repeat_kv, Pass};
 use super::llama::Proj;
 use super::rope::{self, Rope};
 use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
@@ -311,8 +312,6 @@ impl Gemma3 {
             self.cfg.kv_heads(),
             self.cfg.head_dim(),
         );
-        let rep = heads / kv;
-        let hd = heads * d;
         let scale = self
             .cfg
             .query_pre_attn_scalar
@@ -320,64 +319,34 @@ impl Gemma3 {
             .powf(-0.5) as f32;
         let global = rope::tables(&self.inv_freq_global, n);
         let local = rope::tables(&self.inv_freq_local, n);
-        let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
         let mut x = self
             .embed
             .forward(&Tensor::new(ids, &self.device)?)?
             .affine(self.embed_scale as f64, 0.0)?;
-        if opts.hidden {
-            capture.push_hidden(&x)?;
-        }
+        let mut pass = Pass::start(opts, self.layers.len(), heads, &x)?;
         let eps = self.cfg.rms_norm_eps as f32;
-        let src_row = (heads + 2 * kv) * d;
-        let mut fused = vec![0.0f32; n * 3 * hd];
-        let mut k_rot = vec![0.0f32; kv * d];
+        let mut fused = vec![0.0f32; n * 3 * heads * d];
         for (li, layer) in self.layers.iter().enumerate() {
-            if opts.cancelled(li) {
-                return Err(Error::Cancelled);
-            }
+            pass.layer(li)?;
             let (cos, sin) = if layer.sliding { &local } else { &global };
             let q_norm = layer.q_norm.to_vec1::<f32>()?;
             let k_norm = layer.k_norm.to_vec1::<f32>()?;
             let h = self.rms(&x, &layer.in_norm)?;
             let qkv = layer.qkv.forward(&h)?.flatten_all()?.to_vec1::<f32>()?;
-            // Re-lay out as the kernel's [n, Q | K | V], per-head RMS norm then rope, with
-            // K/V repeated per query head.
-            for p in 0..n {
-                let src = &qkv[p * src_row..(p + 1) * src_row];
-                let dst = &mut fused[p * 3 * hd..(p + 1) * 3 * hd];
-                dst[..hd].copy_from_slice(&src[..hd]);
-                for hq in 0..heads {
-                    let v = &mut dst[hq * d..(hq + 1) * d];
-                    head_rms(v, &q_norm, eps);
-                    rope::rotate_half(v, cos, sin, p);
-                }
-                k_rot.copy_from_slice(&src[hd..hd + kv * d]);
-                for g in 0..kv {
-                    let v = &mut k_rot[g * d..(g + 1) * d];
-                    head_rms(v, &k_norm, eps);
-                    rope::rotate_half(v, cos, sin, p);
-                }
-                let v = &src[hd + kv * d..];
-                for hq in 0..heads {
-                    let g = hq / rep;
-                    dst[hd + hq * d..hd + (hq + 1) * d].copy_from_slice(&k_rot[g * d..(g + 1) * d]);
-                    dst[2 * hd + hq * d..2 * hd + (hq + 1) * d]
-                        .copy_from_slice(&v[g * d..(g + 1) * d]);
-                }
-            }
-            let mut probs = vec![0.0f32; heads * n * n];
-            let mut ctx = vec![0.0f32; n * hd];
+            // Per-head RMS norm (Q's weights or K's), then rope.
+            let norm_rope = |v: &mut [f32], w: &[f32], p: usize| {
+                head_rms(v, w, eps);
+                rope::rotate_half(v, cos, sin, p);
+            };
+            let q = |v: &mut [f32], p: usize| norm_rope(v, &q_norm, p);
+            let k = |v: &mut [f32], p: usize| norm_rope(v, &k_norm, p);
+            repeat_kv(&qkv, n, heads, kv, d, &mut fused, q, k);
             let window = if layer.sliding {
                 self.cfg.sliding_window
             } else {
                 None
             };
-            kernels::attention_windowed(
-                &fused, n, heads, d, scale, true, window, &mut probs, &mut ctx,
-            );
-            capture.attention.layers.push(probs);
-            let ctx = Tensor::from_vec(ctx, (n, hd), &self.device)?;
+            let ctx = pass.attend(&fused, d, scale, window)?;
             let a = self.rms(&layer.o.forward(&ctx)?, &layer.post_attn_norm)?;
             x = (x + a)?;
             let h = self.rms(&x, &layer.pre_ff_norm)?;
@@ -387,33 +356,23 @@ impl Gemma3 {
             let act = Tensor::from_vec(act, (n, inter), &self.device)?;
             let m = self.rms(&layer.down.forward(&act)?, &layer.post_ff_norm)?;
             x = (x + m)?;
-            super::check_layer(&x, li)?;
-            if opts.hidden && li + 1 < self.layers.len() {
-                capture.push_hidden(&x)?;
-            }
+            pass.layer_done(&x, li)?;
         }
         let last = self.rms(&x, &self.norm)?;
-        if opts.hidden {
-            capture.push_hidden(&last)?;
-        }
-        if let Some(sink) = sink {
-            // The LM head is a step of its own (seconds for big vocabularies).
-            if opts.cancelled(self.layers.len()) {
-                return Err(Error::Cancelled);
-            }
+        pass.finish(&last, sink, |last, sink| {
+            let head = self.lm_head.t()?;
             match self.cfg.final_logit_softcapping {
                 Some(cap) if cap > 0.0 => {
                     let cap = cap as f32;
-                    super::lm::stream_logits(&last, &self.lm_head.t()?, &mut |start, block| {
+                    super::lm::stream_logits(last, &head, &mut |start, block| {
                         let capped: Vec<f32> =
                             block.iter().map(|z| (z / cap).tanh() * cap).collect();
                         sink(start, &capped)
-                    })?
+                    })
                 }
-                _ => super::lm::stream_logits(&last, &self.lm_head.t()?, sink)?,
+                _ => super::lm::stream_logits(last, &head, sink),
             }
-        }
-        Ok(capture)
+        })
     }
 }
 

@@ -16,7 +16,8 @@ use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
-use super::{kernels, Capture, ForwardOptions, LogitsSink};
+use super::decoder::{embed_with_positions, Pass};
+use super::{Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
 /// The fields of an HF GPT-2 `config.json` that codescope needs.
@@ -162,23 +163,12 @@ impl Gpt2 {
         sink: Option<&mut LogitsSink>,
     ) -> Result<Capture> {
         super::check_ids(ids, self.cfg.n_positions, self.cfg.vocab_size)?;
-        let n = ids.len();
         let (heads, h) = (self.cfg.n_head, self.cfg.n_embd);
         let d = h / heads;
-        let mut capture = Capture::new(n, heads, h);
-        let pos: Vec<u32> = (0..n as u32).collect();
-        let mut x = self.wte.forward(&Tensor::new(ids, &self.device)?)?.add(
-            &self
-                .wpe
-                .forward(&Tensor::new(pos.as_slice(), &self.device)?)?,
-        )?;
-        if opts.hidden {
-            capture.push_hidden(&x)?;
-        }
+        let mut x = embed_with_positions(&self.wte, &self.wpe, ids, &self.device)?;
+        let mut pass = Pass::start(opts, self.blocks.len(), heads, &x)?;
         for (li, b) in self.blocks.iter().enumerate() {
-            if opts.cancelled(li) {
-                return Err(Error::Cancelled);
-            }
+            pass.layer(li)?;
             let mut scale = if self.cfg.scale_attn_weights {
                 1.0 / (d as f32).sqrt()
             } else {
@@ -189,31 +179,16 @@ impl Gpt2 {
             }
             let qkv = b.c_attn.forward(&b.ln_1.forward(&x)?)?;
             let qkv = qkv.flatten_all()?.to_vec1::<f32>()?;
-            let mut probs = vec![0.0f32; heads * n * n];
-            let mut ctx = vec![0.0f32; n * h];
-            kernels::attention(&qkv, n, heads, d, scale, true, &mut probs, &mut ctx);
-            capture.attention.layers.push(probs);
-            let ctx = Tensor::from_vec(ctx, (n, h), &self.device)?;
+            let ctx = pass.attend(&qkv, d, scale, None)?;
             x = (x + b.c_proj.forward(&ctx)?)?;
             let m = b.c_fc.forward(&b.ln_2.forward(&x)?)?.gelu()?;
             x = (x + b.mlp_proj.forward(&m)?)?;
-            super::check_layer(&x, li)?;
-            if opts.hidden && li + 1 < self.blocks.len() {
-                capture.push_hidden(&x)?;
-            }
+            pass.layer_done(&x, li)?;
         }
         let last = self.ln_f.forward(&x)?;
-        if opts.hidden {
-            capture.push_hidden(&last)?;
-        }
-        if let Some(sink) = sink {
-            // The LM head is a step of its own (seconds for big vocabularies).
-            if opts.cancelled(self.blocks.len()) {
-                return Err(Error::Cancelled);
-            }
-            super::lm::stream_logits(&last, &self.wte.embeddings().t()?, sink)?;
-        }
-        Ok(capture)
+        pass.finish(&last, sink, |last, sink| {
+            super::lm::stream_logits(last, &self.wte.embeddings().t()?, sink)
+        })
     }
 }
 

@@ -29,6 +29,7 @@ use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use serde::Deserialize;
 
+use super::decoder::{embed_with_positions, lm_head, repeat_kv, Pass};
 use super::{kernels, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
@@ -241,14 +242,7 @@ impl GptBigCode {
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
         let ln_f = layer_norm(h, eps, t.pp("ln_f"))?;
-        let lm_head = if !cfg.tie_word_embeddings && vb.contains_tensor("lm_head.weight") {
-            vb.pp("lm_head").get((cfg.vocab_size, h), "weight")?
-        } else {
-            if !cfg.tie_word_embeddings {
-                tracing::warn!("no lm_head.weight: using the tied embedding as LM head");
-            }
-            wte.embeddings().clone()
-        };
+        let lm_head = lm_head(&vb, cfg.tie_word_embeddings, cfg.vocab_size, h, &wte)?;
         Ok(GptBigCode {
             cfg,
             act,
@@ -277,73 +271,34 @@ impl GptBigCode {
         } else {
             1.0
         };
-        let mut capture = Capture::new(n, heads, h);
-        let pos: Vec<u32> = (0..n as u32).collect();
-        let mut x = self.wte.forward(&Tensor::new(ids, &self.device)?)?.add(
-            &self
-                .wpe
-                .forward(&Tensor::new(pos.as_slice(), &self.device)?)?,
-        )?;
-        if opts.hidden {
-            capture.push_hidden(&x)?;
-        }
-        let src_row = h + 2 * kv * d;
+        let mut x = embed_with_positions(&self.wte, &self.wpe, ids, &self.device)?;
+        let mut pass = Pass::start(opts, self.blocks.len(), heads, &x)?;
         let mut fused = if kv == heads {
             Vec::new()
         } else {
             vec![0.0f32; n * 3 * h]
         };
         for (li, b) in self.blocks.iter().enumerate() {
-            if opts.cancelled(li) {
-                return Err(Error::Cancelled);
-            }
+            pass.layer(li)?;
             let qkv = b.c_attn.forward(&b.ln_1.forward(&x)?)?;
             let qkv = qkv.flatten_all()?.to_vec1::<f32>()?;
             let input: &[f32] = if kv == heads {
                 &qkv
             } else {
-                // [n, Q | K | V] with the shared K/V head repeated for every query head.
-                let rep = heads / kv;
-                for p in 0..n {
-                    let src = &qkv[p * src_row..(p + 1) * src_row];
-                    let (k_src, v_src) = src[h..].split_at(kv * d);
-                    let dst = &mut fused[p * 3 * h..(p + 1) * 3 * h];
-                    dst[..h].copy_from_slice(&src[..h]);
-                    for hq in 0..heads {
-                        let g = hq / rep;
-                        dst[h + hq * d..h + (hq + 1) * d]
-                            .copy_from_slice(&k_src[g * d..(g + 1) * d]);
-                        dst[2 * h + hq * d..2 * h + (hq + 1) * d]
-                            .copy_from_slice(&v_src[g * d..(g + 1) * d]);
-                    }
-                }
+                // Multi-query: the shared K/V head repeated for every query head.
+                repeat_kv(&qkv, n, heads, kv, d, &mut fused, |_, _| (), |_, _| ());
                 &fused
             };
-            let mut probs = vec![0.0f32; heads * n * n];
-            let mut ctx = vec![0.0f32; n * h];
-            kernels::attention(input, n, heads, d, scale, true, &mut probs, &mut ctx);
-            capture.attention.layers.push(probs);
-            let ctx = Tensor::from_vec(ctx, (n, h), &self.device)?;
+            let ctx = pass.attend(input, d, scale, None)?;
             x = (x + b.c_proj.forward(&ctx)?)?;
             let m = self.act.apply(&b.c_fc.forward(&b.ln_2.forward(&x)?)?)?;
             x = (x + b.mlp_proj.forward(&m)?)?;
-            super::check_layer(&x, li)?;
-            if opts.hidden && li + 1 < self.blocks.len() {
-                capture.push_hidden(&x)?;
-            }
+            pass.layer_done(&x, li)?;
         }
         let last = self.ln_f.forward(&x)?;
-        if opts.hidden {
-            capture.push_hidden(&last)?;
-        }
-        if let Some(sink) = sink {
-            // The LM head is a step of its own (seconds for big vocabularies).
-            if opts.cancelled(self.blocks.len()) {
-                return Err(Error::Cancelled);
-            }
-            super::lm::stream_logits(&last, &self.lm_head.t()?, sink)?;
-        }
-        Ok(capture)
+        pass.finish(&last, sink, |last, sink| {
+            super::lm::stream_logits(last, &self.lm_head.t()?, sink)
+        })
     }
 }
 

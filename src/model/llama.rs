@@ -29,8 +29,9 @@ use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 use serde::Deserialize;
 
+use super::decoder::{lm_head, repeat_kv, Pass};
 use super::rope::{self, Rope};
-use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
+use super::{Backbone, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
 /// The fields of an HF Llama/Qwen2 `config.json` that codescope needs.
@@ -225,14 +226,7 @@ impl Llama {
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
         let norm = m.pp("norm").get(h, "weight")?;
-        let lm_head = if !cfg.tie_word_embeddings && vb.contains_tensor("lm_head.weight") {
-            vb.pp("lm_head").get((cfg.vocab_size, h), "weight")?
-        } else {
-            if !cfg.tie_word_embeddings {
-                tracing::warn!("no lm_head.weight: using the tied embedding as LM head");
-            }
-            embed.embeddings().clone()
-        };
+        let lm_head = lm_head(&vb, cfg.tie_word_embeddings, cfg.vocab_size, h, &embed)?;
         Ok(Llama {
             cfg,
             arch,
@@ -267,50 +261,18 @@ impl Llama {
             self.cfg.kv_heads(),
             self.cfg.head_dim(),
         );
-        let rep = heads / kv;
-        let hd = heads * d;
         let scale = 1.0 / (d as f32).sqrt();
         let (cos, sin) = rope::tables(&self.inv_freq, n);
-        let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
         let mut x = self.embed.forward(&Tensor::new(ids, &self.device)?)?;
-        if opts.hidden {
-            capture.push_hidden(&x)?;
-        }
+        let mut pass = Pass::start(opts, self.layers.len(), heads, &x)?;
         let rotate = |v: &mut [f32], p: usize| rope::rotate_half(v, &cos, &sin, p);
-        let src_row = (heads + 2 * kv) * d;
-        let mut fused = vec![0.0f32; n * 3 * hd];
-        let mut k_rot = vec![0.0f32; kv * d];
+        let mut fused = vec![0.0f32; n * 3 * heads * d];
         for (li, layer) in self.layers.iter().enumerate() {
-            if opts.cancelled(li) {
-                return Err(Error::Cancelled);
-            }
+            pass.layer(li)?;
             let h = self.rms(&x, &layer.in_norm)?;
             let qkv = layer.qkv.forward(&h)?.flatten_all()?.to_vec1::<f32>()?;
-            // Re-lay out as the kernel's [n, Q | K | V] with K/V repeated per query head.
-            for p in 0..n {
-                let src = &qkv[p * src_row..(p + 1) * src_row];
-                let dst = &mut fused[p * 3 * hd..(p + 1) * 3 * hd];
-                dst[..hd].copy_from_slice(&src[..hd]);
-                for hq in 0..heads {
-                    rotate(&mut dst[hq * d..(hq + 1) * d], p);
-                }
-                k_rot.copy_from_slice(&src[hd..hd + kv * d]);
-                for g in 0..kv {
-                    rotate(&mut k_rot[g * d..(g + 1) * d], p);
-                }
-                let v = &src[hd + kv * d..];
-                for hq in 0..heads {
-                    let g = hq / rep;
-                    dst[hd + hq * d..hd + (hq + 1) * d].copy_from_slice(&k_rot[g * d..(g + 1) * d]);
-                    dst[2 * hd + hq * d..2 * hd + (hq + 1) * d]
-                        .copy_from_slice(&v[g * d..(g + 1) * d]);
-                }
-            }
-            let mut probs = vec![0.0f32; heads * n * n];
-            let mut ctx = vec![0.0f32; n * hd];
-            kernels::attention(&fused, n, heads, d, scale, true, &mut probs, &mut ctx);
-            capture.attention.layers.push(probs);
-            let ctx = Tensor::from_vec(ctx, (n, hd), &self.device)?;
+            repeat_kv(&qkv, n, heads, kv, d, &mut fused, rotate, rotate);
+            let ctx = pass.attend(&fused, d, scale, None)?;
             x = (x + layer.o.forward(&ctx)?)?;
             let h = self.rms(&x, &layer.post_norm)?;
             let gu = layer.gate_up.forward(&h)?;
@@ -318,23 +280,12 @@ impl Llama {
             let act =
                 (candle_nn::ops::silu(&gu.narrow(1, 0, inter)?)? * gu.narrow(1, inter, inter)?)?;
             x = (x + layer.down.forward(&act)?)?;
-            super::check_layer(&x, li)?;
-            if opts.hidden && li + 1 < self.layers.len() {
-                capture.push_hidden(&x)?;
-            }
+            pass.layer_done(&x, li)?;
         }
         let last = self.rms(&x, &self.norm)?;
-        if opts.hidden {
-            capture.push_hidden(&last)?;
-        }
-        if let Some(sink) = sink {
-            // The LM head is a step of its own (seconds for big vocabularies).
-            if opts.cancelled(self.layers.len()) {
-                return Err(Error::Cancelled);
-            }
-            super::lm::stream_logits(&last, &self.lm_head.t()?, sink)?;
-        }
-        Ok(capture)
+        pass.finish(&last, sink, |last, sink| {
+            super::lm::stream_logits(last, &self.lm_head.t()?, sink)
+        })
     }
 }
 

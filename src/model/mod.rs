@@ -66,6 +66,7 @@ macro_rules! decoder_backbone {
 
 pub mod bert;
 pub mod codegen;
+mod decoder;
 pub mod gemma3;
 pub mod gguf;
 pub mod gguf_tokenizer;

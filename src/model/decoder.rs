@@ -1,0 +1,226 @@
+//! The steps every decoder family's forward shares (GPT-2, GPTBigCode, CodeGen, Llama /
+//! Qwen2, Gemma 3), so each family's `run` keeps only what is its own: embeddings and
+//! positions, norms, projections, rotary variants, the MLP and the LM head's form.
+//!
+//! A forward is a [`Pass`]: [`Pass::start`] with the embedded input (hidden state 0),
+//! then per layer [`Pass::layer`] (cancellation), [`Pass::attend`] (the fused causal
+//! kernel on `[n, Q | K | V]`, its probabilities kept as the layer's attention),
+//! [`Pass::layer_done`] (non-finite check, hidden state), and [`Pass::finish`] with the
+//! final norm's output (the last hidden state) and, when logits are wanted, the LM head as
+//! a cancellable step of its own. [`repeat_kv`] lays out grouped-query projections for
+//! the kernel.
+
+use candle_core::{Device, Tensor};
+
+use super::{check_layer, kernels, Capture, ForwardOptions, LogitsSink};
+use crate::error::{Error, Result};
+
+/// One decoder forward in progress (see the module doc for the order of calls).
+pub(super) struct Pass<'o, 'c> {
+    opts: &'o ForwardOptions<'c>,
+    layers: usize,
+    n: usize,
+    heads: usize,
+    capture: Capture,
+    device: Device,
+}
+
+impl<'o, 'c> Pass<'o, 'c> {
+    /// Start a forward of `x` (`[n, hidden]`, the embedded input: hidden state 0) through
+    /// `layers` layers of `heads` heads.
+    pub fn start(
+        opts: &'o ForwardOptions<'c>,
+        layers: usize,
+        heads: usize,
+        x: &Tensor,
+    ) -> Result<Self> {
+        let (n, hidden) = x.dims2()?;
+        let mut capture = Capture::new(n, heads, hidden);
+        if opts.hidden {
+            capture.push_hidden(x)?;
+        }
+        Ok(Pass {
+            opts,
+            layers,
+            n,
+            heads,
+            capture,
+            device: x.device().clone(),
+        })
+    }
+
+    /// Before layer `li`: stop if the caller cancelled.
+    pub fn layer(&self, li: usize) -> Result<()> {
+        if self.opts.cancelled(li) {
+            return Err(Error::Cancelled);
+        }
+        Ok(())
+    }
+
+    /// Causal attention over `qkv` laid out `[n, Q | K | V]` (every head `d` wide),
+    /// limited to the last `window` keys when given; the probabilities are kept as this
+    /// layer's attention and the context `[n, heads * d]` is returned.
+    pub fn attend(
+        &mut self,
+        qkv: &[f32],
+        d: usize,
+        scale: f32,
+        window: Option<usize>,
+    ) -> Result<Tensor> {
+        let (n, heads) = (self.n, self.heads);
+        let mut probs = vec![0.0f32; heads * n * n];
+        let mut ctx = vec![0.0f32; n * heads * d];
+        kernels::attention_windowed(qkv, n, heads, d, scale, true, window, &mut probs, &mut ctx);
+        self.capture.attention.layers.push(probs);
+        Ok(Tensor::from_vec(ctx, (n, heads * d), &self.device)?)
+    }
+
+    /// After layer `li` left the residual stream `x`: refuse non-finite values and keep
+    /// the hidden state (but the last layer's: the final norm's output stands for it).
+    pub fn layer_done(&mut self, x: &Tensor, li: usize) -> Result<()> {
+        check_layer(x, li)?;
+        if self.opts.hidden && li + 1 < self.layers {
+            self.capture.push_hidden(x)?;
+        }
+        Ok(())
+    }
+
+    /// End with `last`, the final norm's output (the last hidden state). With a `sink`,
+    /// `head` streams the LM head's logits of `last` into it — a step of its own for
+    /// cancellation (seconds for big vocabularies).
+    pub fn finish(
+        mut self,
+        last: &Tensor,
+        sink: Option<&mut LogitsSink>,
+        head: impl FnOnce(&Tensor, &mut LogitsSink) -> Result<()>,
+    ) -> Result<Capture> {
+        if self.opts.hidden {
+            self.capture.push_hidden(last)?;
+        }
+        if let Some(sink) = sink {
+            if self.opts.cancelled(self.layers) {
+                return Err(Error::Cancelled);
+            }
+            head(last, sink)?;
+        }
+        Ok(self.capture)
+    }
+}
+
+/// Lay out projections whose rows are `[Q (heads·d) | K (kv·d) | V (kv·d)]` as the
+/// attention kernel's `[n, Q | K | V]` in `fused` (`n · 3 · heads · d`), each K/V head
+/// repeated for its `heads / kv` query heads. `q` and `k` transform each Q head and each
+/// K head in place before that (per-head norms, rotary), given the position.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn repeat_kv(
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    kv: usize,
+    d: usize,
+    fused: &mut [f32],
+    q: impl Fn(&mut [f32], usize),
+    k: impl Fn(&mut [f32], usize),
+) {
+    let hd = heads * d;
+    let rep = heads / kv;
+    let src_row = (heads + 2 * kv) * d;
+    let mut k_head = vec![0.0f32; kv * d];
+    for p in 0..n {
+        let src = &qkv[p * src_row..(p + 1) * src_row];
+        let dst = &mut fused[p * 3 * hd..(p + 1) * 3 * hd];
+        dst[..hd].copy_from_slice(&src[..hd]);
+        for head in dst[..hd].chunks_exact_mut(d) {
+            q(head, p);
+        }
+        k_head.copy_from_slice(&src[hd..hd + kv * d]);
+        for head in k_head.chunks_exact_mut(d) {
+            k(head, p);
+        }
+        let v = &src[hd + kv * d..];
+        for hq in 0..heads {
+            let g = hq / rep;
+            dst[hd + hq * d..hd + (hq + 1) * d].copy_from_slice(&k_head[g * d..(g + 1) * d]);
+            dst[2 * hd + hq * d..2 * hd + (hq + 1) * d].copy_from_slice(&v[g * d..(g + 1) * d]);
+        }
+    }
+}
+
+/// The LM head `[vocab, hidden]`: `lm_head.weight` unless the config ties it to the token
+/// embedding `tied` (or the checkpoint has none: then tied, with a warning).
+pub(super) fn lm_head(
+    vb: &candle_nn::VarBuilder,
+    tie_word_embeddings: bool,
+    vocab: usize,
+    hidden: usize,
+    tied: &candle_nn::Embedding,
+) -> candle_core::Result<Tensor> {
+    if !tie_word_embeddings && vb.contains_tensor("lm_head.weight") {
+        vb.pp("lm_head").get((vocab, hidden), "weight")
+    } else {
+        if !tie_word_embeddings {
+            tracing::warn!("no lm_head.weight: using the tied embedding as LM head");
+        }
+        Ok(tied.embeddings().clone())
+    }
+}
+
+/// Token embeddings plus learned absolute positions (GPT-2, GPTBigCode).
+pub(super) fn embed_with_positions(
+    wte: &candle_nn::Embedding,
+    wpe: &candle_nn::Embedding,
+    ids: &[u32],
+    device: &Device,
+) -> Result<Tensor> {
+    use candle_core::Module;
+    let pos: Vec<u32> = (0..ids.len() as u32).collect();
+    let tokens = wte.forward(&Tensor::new(ids, device)?)?;
+    Ok(tokens.add(&wpe.forward(&Tensor::new(pos.as_slice(), device)?)?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeat_kv_repeats_groups_after_transforming_each_head_once() {
+        // n = 1, heads = 4, kv = 2, d = 2: Q q0..q3, K k0 k1, V v0 v1.
+        let qkv: Vec<f32> = (0..(4 + 2 + 2) * 2).map(|i| i as f32).collect();
+        let mut fused = vec![0.0; 3 * 4 * 2];
+        // q: +100; k: negate (applied once per K head, not once per query head).
+        repeat_kv(
+            &qkv,
+            1,
+            4,
+            2,
+            2,
+            &mut fused,
+            |h, _| h.iter_mut().for_each(|x| *x += 100.0),
+            |h, _| h.iter_mut().for_each(|x| *x = -*x),
+        );
+        let q = [100., 101., 102., 103., 104., 105., 106., 107.];
+        let k = [-8., -9., -8., -9., -10., -11., -10., -11.];
+        let v = [12., 13., 12., 13., 14., 15., 14., 15.];
+        assert_eq!(&fused[..8], &q);
+        assert_eq!(&fused[8..16], &k);
+        assert_eq!(&fused[16..], &v);
+    }
+
+    #[test]
+    fn repeat_kv_passes_the_position() {
+        // n = 2, heads = kv = 1, d = 1: q gets its position added, k ten times it.
+        let qkv = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let mut fused = vec![0.0; 6];
+        repeat_kv(
+            &qkv,
+            2,
+            1,
+            1,
+            1,
+            &mut fused,
+            |h, p| h[0] += p as f32,
+            |h, p| h[0] += 10.0 * p as f32,
+        );
+        assert_eq!(fused, vec![1.0, 2.0, 3.0, 5.0, 15.0, 6.0]);
+    }
+}
