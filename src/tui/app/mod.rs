@@ -4,9 +4,9 @@
 //! [`Msg`]s; everything that touches the disk, the parser or the model goes out as
 //! [`Effect`]s for the runtime (`tui::run`) to carry out (reading a file, parsing,
 //! checking which presets are on disk, loading, analysing, training probes, labelling a
-//! token with a probe, rebuilding the snippet's tree with AST-Probe, exporting). Drawing reads `&App` and writes nothing: scroll
-//! positions and "fit" zoom are settled at the end of every update from the pure layout
-//! ([`super::layout`]). Tests drive it directly and render it to a `TestBackend`
+//! token with a probe, rebuilding the snippet's tree with AST-Probe, exporting). Drawing
+//! reads `&App` and writes nothing: scroll positions and "fit" zoom are settled at the end
+//! of every update from the pure layout ([`super::layout`]). Tests drive it directly and render it to a `TestBackend`
 //! (gitui / ratatui demo2 style).
 //!
 //! State is grouped into parts with their own update functions: [`View`] (what is looked
