@@ -205,19 +205,24 @@ fn matmul(m: usize, n: usize, k: usize, a: Op, b: Op, out: &mut [f32], scale: f3
 }
 
 /// Cross-entropy of the rows of `z` (`[rows, k]`) against `target`, averaged over the
-/// rows (candle's `cross_entropy`: log-softmax, then the mean negative log-likelihood);
-/// with `grad`, `z` is replaced by the loss's gradient with respect to it.
+/// rows (candle's `cross_entropy`: log-softmax, then the mean negative log-likelihood).
+/// `z` is overwritten: with `grad`, by the loss's gradient with respect to it.
 fn cross_entropy(z: &mut [f32], k: usize, target: &[u32], grad: bool) -> f64 {
     let rows = target.len();
     let mut loss = 0f64;
     let inv = 1.0 / rows.max(1) as f32;
     for (row, &t) in z.chunks_exact_mut(k).zip(target) {
         let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let sum: f32 = row.iter().map(|&v| (v - max).exp()).sum();
-        loss -= ((row[t as usize] - max) - sum.ln()) as f64;
+        let zt = row[t as usize] - max;
+        // Each exponential once, kept for the gradient.
+        for v in row.iter_mut() {
+            *v = (*v - max).exp();
+        }
+        let sum: f32 = row.iter().sum();
+        loss -= (zt - sum.ln()) as f64;
         if grad {
             for v in row.iter_mut() {
-                *v = (*v - max).exp() / sum * inv;
+                *v = *v / sum * inv;
             }
             row[t as usize] -= inv;
         }
