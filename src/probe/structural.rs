@@ -24,6 +24,7 @@ use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use serde::Serialize;
 
 use super::dataset::Features;
+use super::train::EarlyStop;
 use super::Rng;
 use crate::error::Result;
 use crate::syntax::Syntax;
@@ -176,8 +177,7 @@ pub fn train_eval(
         let t = total.unwrap_or(Tensor::new(0f32, &dev)?);
         t / batch.len().max(1) as f64
     };
-    let mut best = (f64::INFINITY, b.as_tensor().copy()?);
-    let mut stale = 0;
+    let mut stop = EarlyStop::new(opts.patience, b.as_tensor().copy()?);
     for _ in 0..opts.max_epochs {
         rng.shuffle(&mut fit);
         for chunk in fit.chunks(opts.batch.max(1)) {
@@ -187,18 +187,12 @@ pub fn train_eval(
             continue;
         }
         let v = loss_of(&val)?.to_scalar::<f32>()? as f64;
-        if v < best.0 - 1e-4 {
-            best = (v, b.as_tensor().copy()?);
-            stale = 0;
-        } else {
-            stale += 1;
-            if stale >= opts.patience {
-                break;
-            }
+        if stop.stop_after(v, || Ok(b.as_tensor().copy()?))? {
+            break;
         }
     }
     if n_val > 0 {
-        b.set(&best.1)?;
+        b.set(stop.best())?;
     }
     let (mut rho_sum, mut rho_n, mut hit, mut edges) = (0.0, 0usize, 0usize, 0usize);
     for (s, (x, _)) in test.iter().zip(tensors(test)?) {

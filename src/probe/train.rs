@@ -46,6 +46,48 @@ impl ProbeKind {
     }
 }
 
+/// Early stopping on a validation loss, shared by the probes' training loops: an epoch
+/// counts as an improvement when its loss beats the best by more than `1e-4`; after
+/// `patience` epochs in a row without one, stop. Keeps the best epoch's snapshot.
+pub(crate) struct EarlyStop<T> {
+    best_loss: f64,
+    best: T,
+    stale: usize,
+    patience: usize,
+}
+
+impl<T> EarlyStop<T> {
+    /// Start from `initial` (the weights before training: what a run with no
+    /// improvement at all restores).
+    pub fn new(patience: usize, initial: T) -> Self {
+        EarlyStop {
+            best_loss: f64::INFINITY,
+            best: initial,
+            stale: 0,
+            patience,
+        }
+    }
+
+    /// Record an epoch's validation loss (`snapshot` is taken only when it improves);
+    /// true when training should stop.
+    pub fn stop_after(&mut self, loss: f64, snapshot: impl FnOnce() -> Result<T>) -> Result<bool> {
+        if loss < self.best_loss - 1e-4 {
+            self.best_loss = loss;
+            self.best = snapshot()?;
+            self.stale = 0;
+            Ok(false)
+        } else {
+            self.stale += 1;
+            Ok(self.stale >= self.patience)
+        }
+    }
+
+    /// The best epoch's snapshot.
+    pub fn best(&self) -> &T {
+        &self.best
+    }
+}
+
 /// Hyper-parameters of [`train_eval`].
 #[derive(Debug, Clone, Copy)]
 pub struct TrainOptions {
@@ -367,9 +409,8 @@ pub fn train_eval_keep(
     let n_fit = fit_idx.len();
     let batch = if opts.batch == 0 { n_fit } else { opts.batch };
     let mut order: Vec<u32> = (0..n_fit as u32).collect();
-    let mut best = (f64::INFINITY, params.snapshot()?, 0usize);
+    let mut stop = EarlyStop::new(opts.patience, params.snapshot()?);
     let mut epochs = 0;
-    let mut stale = 0;
     for epoch in 0..opts.max_epochs {
         epochs = epoch + 1;
         rng.shuffle(&mut order);
@@ -385,18 +426,12 @@ pub fn train_eval_keep(
         }
         let vloss =
             candle_nn::loss::cross_entropy(&params.logits(&xv)?, &yv)?.to_scalar::<f32>()? as f64;
-        if vloss < best.0 - 1e-4 {
-            best = (vloss, params.snapshot()?, epochs);
-            stale = 0;
-        } else {
-            stale += 1;
-            if stale >= opts.patience {
-                break;
-            }
+        if stop.stop_after(vloss, || Ok(params.snapshot()?))? {
+            break;
         }
     }
     if n_val > 0 {
-        params.restore(&best.1)?;
+        params.restore(stop.best())?;
     }
     let fit = Fit {
         accuracy: accuracy(&params, &xt, &yt)?,
