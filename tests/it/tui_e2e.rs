@@ -477,7 +477,9 @@ fn a_session_survives_sighup_and_resumes_the_edits() {
     });
     // The snippet is edited, so the first q only warns; the second quits.
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
-    tmux.wait_for("the unsaved-edit warning", 30, |s| s.contains("again to quit"));
+    tmux.wait_for("the unsaved-edit warning", 30, |s| {
+        s.contains("again to quit")
+    });
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
     assert_eq!(wait_file(&exit, 30), "0", "exit status after q q");
 }

@@ -7,11 +7,12 @@
 //! independent (Cholesky; a pivot below `1e-12` of the largest diagonal counts as
 //! dependent).
 //!
-//! The answer is a certificate only after the check on every point: `y_i (w·x_i + b)
-//! >= 1/2` (the computed values sit at `±1` up to rounding; half of it is the slack that
-//! rounding of an ill-conditioned system must not eat). Cost: the Gram matrix (one
-//! `gemm`) and an `n³/3` factorisation, against hundreds of nearest-point steps when
-//! nearly every point is a support vector, which is the rule at these sizes.
+//! The answer is a certificate only after the check on every point: each value
+//! `y_i (w·x_i + b)` at least 1/2 (the computed values sit at `±1` up to rounding; half
+//! of it is the slack that rounding of an ill-conditioned system must not eat), and the
+//! caller's slab check. Cost: the Gram matrix (one `gemm`) and an `n³/3` factorisation,
+//! against hundreds of nearest-point steps when nearly every point is a support vector,
+//! which is the rule at these sizes.
 
 use super::{dot, gram, Points};
 

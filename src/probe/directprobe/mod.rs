@@ -15,28 +15,31 @@
 //!   for good (other clusters only grow, so it could never pass later);
 //! - until no candidate is left.
 //!
-//! The separability test concludes only with a certificate checked on every point. Its
-//! exact step is Wolfe's nearest-point algorithm on `conv(A) - conv(B)` ([`mnp`]: a
-//! separator with a margin above the tolerance [`mnp::TOL`], or two hull points within
-//! it); if that gives no certificate within its step budget, the LP `w·x + b ≥ 1` on one
-//! side, `≤ -1` on the other (feasible iff the hulls are disjoint) with `microlp`'s
-//! simplex, in the affine span of the LP's points (an orthonormal basis, not a projection
-//! that loses anything: directions below `1e-9` of the points' spread are the only ones
-//! dropped), whose separator counts only if it holds on every point. If neither certifies
-//! (typically hulls within rounding of each other; counted as `lp_unverified` in
-//! [`Stats`] and logged), the pair counts as not separable with the whole sets as
-//! witness: the run does not abort, and the error is on the conservative side (it can
-//! only leave more clusters). Cheap steps come first; all but that last resort conclude
-//! with a certificate:
+//! The separability test concludes only with a certificate checked on every point, at
+//! the tolerance [`TOL`] times the training sample's radius: hulls nearer than that
+//! count as touching (the f32 features cannot tell them from touching). Cheap steps
+//! first:
+//! - label pairs whose whole training sets are separable (checked once, before merging)
+//!   are never tested cluster by cluster: subsets of disjoint hulls are disjoint;
 //! - bounding balls (centroid, max radius) that do not meet → disjoint hulls;
-//! - a stored separator of `A` or `B` against the other cluster, or the hyperplane along
-//!   the centroid difference, checked on every point → separable;
-//! - a stored overlap witness (two point subsets whose LP was infeasible) contained in
-//!   `M` and the other cluster → overlap;
-//! - nearest points, then (if undecided) the LP by cutting planes: solve on a working
-//!   set of points, check the separator on all points, add the violators, repeat. An
-//!   infeasible working set proves overlap (a subset that overlaps makes the whole
-//!   overlap); a separator that holds on every point proves separability.
+//! - a stored separator of `A` or `B` against the other cluster (its extreme projections
+//!   are stored too, so only the newcomers are projected), or the hyperplane along the
+//!   centroid difference, leaving a slab wider than the tolerance → separable;
+//! - a stored overlap witness (two point subsets whose hulls meet) contained in `M` and
+//!   the other cluster → overlap;
+//! - the exact tests, the pair with the deepest-overlapping bounding balls first (one
+//!   overlap rejects the merge):
+//!   - at most `dim + 1` points: the rank certificate ([`affine`]: affinely independent
+//!     points are split by the hyperplane interpolating `±1`);
+//!   - Wolfe's nearest-point algorithm on `conv(A) - conv(B)` ([`mnp`]: a separator
+//!     with a slab wider than the tolerance, or two hull points within it), started
+//!     from the corral that separated `A` or `B` from the other cluster before, so
+//!     adding a few points to a cluster costs a few steps;
+//!   - if that gives no certificate within its step budget, the cutting-plane LP
+//!     ([`lp`]), whose separator counts only if it leaves the slab. If nothing
+//!     certifies (counted as `lp_unverified` in [`Stats`] and logged), the pair counts as
+//!     not separable with the whole sets as witness: the run does not abort, and the
+//!     error is on the conservative side (it can only leave more clusters).
 //!
 //! Distances to a convex hull (prediction) are the minimum of `||p - Σ λ_i x_i||` over the
 //! simplex, solved by pairwise Frank-Wolfe on the cluster's Gram matrix to a duality gap
