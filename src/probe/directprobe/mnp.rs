@@ -19,6 +19,11 @@
 //!   weights) that close: hulls nearer than that count as touching, which is not strict
 //!   separability. The corral's points are the witness subsets.
 //!
+//! - **touching at the tolerance**: when the next vertex is within rounding of the
+//!   corral's affine hull (Gram-based factors resolve distances down to ~`1e-7 · R`, so
+//!   this happens only with `||z||` just above `tol`) even after refactoring, hull
+//!   points within `2 · tol` also count as touching.
+//!
 //! At the exact nearest point `min_a z·a - max_b z·b = ||z||²`, so one of the two always
 //! holds there; when neither comes within the step budget (or the corral becomes
 //! numerically dependent) the answer is [`Mnp::Undecided`] and the caller falls back to
@@ -180,6 +185,21 @@ impl Corral {
         (s.is_finite() && s != 0.0).then(|| u.iter().map(|x| x / s).collect())
     }
 
+    /// The same corral with its factor computed afresh from the vertices (vertices that
+    /// are now numerically dependent are dropped), weights renormalised.
+    fn refactored(&self, p: Points) -> Corral {
+        let mut c = Corral::new(self.rho);
+        let mut w = Vec::new();
+        for k in 0..self.ia.len() {
+            if c.push(p, self.ia[k], self.ib[k]) {
+                w.push(self.w[k]);
+            }
+        }
+        let s: f64 = w.iter().sum();
+        c.w = w.iter().map(|x| x / s).collect();
+        c
+    }
+
     /// Wolfe's minor cycle from the current weights (convex, all positive): move towards
     /// the corral's affine minimum until a weight reaches zero, drop that vertex, repeat
     /// until the affine minimum is inside the corral's hull; then it is the new point.
@@ -311,10 +331,12 @@ pub fn min_norm(
         return Mnp::Undecided(GaveUp::Singular);
     }
     let mut z = c.point(p.dim);
+    let mut refactored = false;
+    let mut stuck = false;
     for _ in 0..max_steps {
         *steps += 1;
         let nz = dot(&z, &z).sqrt();
-        if nz <= tol {
+        if nz <= tol || (stuck && nz <= 2.0 * tol) {
             let mut sa: Vec<usize> = c.ia.clone();
             let mut sb: Vec<usize> = c.ib.clone();
             sa.sort_unstable();
@@ -337,12 +359,34 @@ pub fn min_norm(
         if nz * nz - (lo - hi) <= 1e-13 * nz * nz {
             return Mnp::Undecided(GaveUp::Stalled);
         }
-        if c.ia.iter().zip(&c.ib).any(|(&x, &y)| x == ia && y == ib) {
-            return Mnp::Undecided(GaveUp::Repeat);
+        // A repeated or dependent vertex that still improves means `z` is not the
+        // corral's affine minimum to working precision (the updated factor drifted):
+        // refactor from the vertices once and retry; twice in a row, give up.
+        let repeat = c.ia.iter().zip(&c.ib).any(|(&x, &y)| x == ia && y == ib);
+        if repeat || !c.push(p, ia, ib) {
+            if refactored {
+                if nz <= 2.0 * tol {
+                    // Stuck at the tolerance (the next vertex is within rounding of the
+                    // corral's affine hull): hull points within twice the tolerance
+                    // count as touching.
+                    stuck = true;
+                    continue;
+                }
+                return Mnp::Undecided(if repeat {
+                    GaveUp::Repeat
+                } else {
+                    GaveUp::Dependent
+                });
+            }
+            refactored = true;
+            c = c.refactored(p);
+            if c.vecs.is_empty() || !c.minor_cycle() {
+                return Mnp::Undecided(GaveUp::Singular);
+            }
+            z = c.point(p.dim);
+            continue;
         }
-        if !c.push(p, ia, ib) {
-            return Mnp::Undecided(GaveUp::Dependent);
-        }
+        refactored = false;
         if !c.minor_cycle() {
             return Mnp::Undecided(GaveUp::Singular);
         }
