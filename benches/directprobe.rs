@@ -5,7 +5,7 @@
 //! ```sh
 //! codescope --model minilm probe --corpus stdlib --limit 212 --task dfg --dump /tmp/dp
 //! CODESCOPE_DP_DUMP=/tmp/dp cargo bench --bench directprobe -- --task dfg --layer 3 \
-//!     --max-train 1500 [--max-test 500] [--control] [--seed S]
+//!     --max-train 1500 [--max-test 500] [--control] [--seed S] [--log FILE]
 //! ```
 //! `--seed` defaults to what `codescope probe --seed 0` uses at that layer, so the sample
 //! is the CLI's. Without `CODESCOPE_DP_DUMP`: synthetic data of the same shape (1,500
@@ -110,6 +110,11 @@ fn main() {
     let control = args.iter().any(|a| a == "--control");
     // `probe::run`'s per-layer seed for `--seed 0`.
     let seed: u64 = arg(&args, "--seed").map_or((layer as u64) << 8, |v| v.parse().unwrap());
+    // `--log FILE`: the tracing log (level from CODESCOPE_LOG, e.g.
+    // `codescope::probe::directprobe=trace` for every nearest-point run).
+    if let Some(path) = arg(&args, "--log") {
+        codescope::logging::init(Some(path.into()));
+    }
     let (xtr, ytr, xte, yte, width) = match std::env::var("CODESCOPE_DP_DUMP") {
         Ok(dir) => from_dump(&dir, &task, layer, control),
         Err(_) => synthetic(),
@@ -129,8 +134,8 @@ fn main() {
     match f {
         Ok(f) => println!(
             "directprobe task={task} layer={layer} control={control} train={} test={} width={width}: \
-             clusters {} accuracy {:.3} in {secs:.1} s\n{:?}",
-            f.train_points, f.test_points, f.clusters, f.accuracy, f.stats
+             clusters {} accuracy {:.3} in {secs:.1} s (clustering {:.1} s, prediction {:.1} s)\n{:?}",
+            f.train_points, f.test_points, f.clusters, f.accuracy, f.cluster_seconds, f.predict_seconds, f.stats
         ),
         Err(e) => println!("directprobe task={task} layer={layer}: error after {secs:.1} s: {e}"),
     }

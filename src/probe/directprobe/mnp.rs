@@ -11,31 +11,57 @@
 //! again. It ends in finitely many steps in exact arithmetic.
 //!
 //! Certificates, checked at every major step against every point (never trusted from the
-//! iteration alone), with the tolerance `TOL · R` (`R`: radius of `A ∪ B` around its
-//! centroid; [`TOL`] = 1e-9, well under the f32 features' own rounding of ~6e-8):
-//! - **separable**: `min_a z·a - max_b z·b > TOL · R · ||z||`, i.e. the hyperplane normal
-//!   to `z` leaves a margin above rounding on every point;
-//! - **overlap**: `||z|| <= TOL · R`, a point of `conv(A)` and one of `conv(B)` (the
-//!   corral's weights) that close; hulls nearer than that count as touching, which is not
-//!   strict separability. The corral's points are the witness subsets.
+//! iteration alone), with the caller's tolerance `tol` (a distance; the clustering's is
+//! [`TOL`](super::TOL) times the data's radius):
+//! - **separable**: `min_a z·a - max_b z·b > tol · ||z||`, i.e. the hyperplane normal to
+//!   `z` leaves a slab wider than `tol` between the sets;
+//! - **overlap**: `||z|| <= tol`, a point of `conv(A)` and one of `conv(B)` (the corral's
+//!   weights) that close: hulls nearer than that count as touching, which is not strict
+//!   separability. The corral's points are the witness subsets.
 //!
-//! When neither comes within the step budget (or the corral becomes numerically
-//! dependent) the answer is [`Mnp::Undecided`] and the caller falls back to the LP.
+//! - **touching at the tolerance**: when the next vertex is within rounding of the
+//!   corral's affine hull (Gram-based factors resolve distances down to ~`1e-7 · R`, so
+//!   this happens only with `||z||` just above `tol`) even after refactoring, hull
+//!   points within `2 · tol` also count as touching.
+//!
+//! At the exact nearest point `min_a z·a - max_b z·b = ||z||²`, so one of the two always
+//! holds there; when neither comes within the step budget (or the corral becomes
+//! numerically dependent) the answer is [`Mnp::Undecided`] and the caller falls back to
+//! the LP.
 
 use super::Points;
-
-/// Relative tolerance of both certificates (see the module doc).
-pub const TOL: f64 = 1e-9;
 
 /// The outcome of [`min_norm`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mnp {
-    /// `w·x + bias > 0` on `A`, `< 0` on `B`, with a margin above [`TOL`].
-    Separated { w: Vec<f64>, bias: f64 },
-    /// Convex combinations of these points of `A` and of `B` are within `TOL · R`.
+    /// `w·x + bias > 0` on `A`, `< 0` on `B`, with a slab wider than the tolerance;
+    /// `corral`: the final corral's vertices `(point of A, point of B, weight)`, a warm
+    /// start for a later run on supersets.
+    Separated {
+        w: Vec<f64>,
+        bias: f64,
+        corral: Vec<(usize, usize, f64)>,
+    },
+    /// Convex combinations of these points of `A` and of `B` are within the tolerance.
     Overlap { a: Vec<usize>, b: Vec<usize> },
-    /// No certificate within the budget.
-    Undecided,
+    /// No certificate: why Wolfe's iteration stopped.
+    Undecided(GaveUp),
+}
+
+/// Why a nearest-point run ended without a certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GaveUp {
+    /// The step budget ran out.
+    Budget,
+    /// Optimal within rounding (`||z||² ≈ min_a z·a - max_b z·b`) but neither margin nor
+    /// distance beyond the tolerance.
+    Stalled,
+    /// The oracle returned a vertex already in the corral.
+    Repeat,
+    /// The new vertex is numerically affinely dependent on the corral.
+    Dependent,
+    /// The corral's affine minimum could not be computed.
+    Singular,
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -159,6 +185,65 @@ impl Corral {
         (s.is_finite() && s != 0.0).then(|| u.iter().map(|x| x / s).collect())
     }
 
+    /// The same corral with its factor computed afresh from the vertices (vertices that
+    /// are now numerically dependent are dropped), weights renormalised.
+    fn refactored(&self, p: Points) -> Corral {
+        let mut c = Corral::new(self.rho);
+        let mut w = Vec::new();
+        for k in 0..self.ia.len() {
+            if c.push(p, self.ia[k], self.ib[k]) {
+                w.push(self.w[k]);
+            }
+        }
+        let s: f64 = w.iter().sum();
+        c.w = w.iter().map(|x| x / s).collect();
+        c
+    }
+
+    /// Wolfe's minor cycle from the current weights (convex, all positive): move towards
+    /// the corral's affine minimum until a weight reaches zero, drop that vertex, repeat
+    /// until the affine minimum is inside the corral's hull; then it is the new point.
+    /// `false` if the affine minimum cannot be computed (a singular corral).
+    fn minor_cycle(&mut self) -> bool {
+        loop {
+            let Some(beta) = self.affine_min() else {
+                return false;
+            };
+            if beta.iter().all(|&x| x > 1e-14) {
+                self.w = beta;
+                return true;
+            }
+            let mut theta = 1.0f64;
+            for (&w, &bt) in self.w.iter().zip(&beta) {
+                if bt <= 1e-14 && w - bt > 0.0 {
+                    theta = theta.min(w / (w - bt));
+                }
+            }
+            for (w, &bt) in self.w.iter_mut().zip(&beta) {
+                *w = (1.0 - theta) * *w + theta * bt;
+            }
+            // Drop the vertices whose weight reached zero (at least the smallest).
+            let min_k = (0..self.w.len())
+                .min_by(|&x, &y| self.w[x].total_cmp(&self.w[y]))
+                .unwrap_or(0);
+            let mut k = self.w.len();
+            while k > 0 {
+                k -= 1;
+                if self.w[k] <= 1e-14 || k == min_k {
+                    self.remove(k);
+                }
+            }
+            if self.w.is_empty() {
+                return false;
+            }
+            let s: f64 = self.w.iter().sum();
+            self.w.iter_mut().for_each(|w| *w /= s);
+            if self.w.len() == 1 {
+                return true;
+            }
+        }
+    }
+
     fn point(&self, dim: usize) -> Vec<f64> {
         let mut z = vec![0.0; dim];
         for (v, &w) in self.vecs.iter().zip(&self.w) {
@@ -169,11 +254,27 @@ impl Corral {
 }
 
 /// Nearest point of `conv(A) - conv(B)` to the origin, by Wolfe's algorithm, until a
-/// certificate (see the module doc) or `max_steps` major steps. The first vertex is the
-/// oracle's answer along the centroid difference.
-pub fn min_norm(p: Points, a: &[usize], b: &[usize], max_steps: usize) -> Mnp {
+/// certificate at tolerance `tol` (see the module doc) or `max_steps` major steps
+/// (counted into `steps`).
+///
+/// `start`: a corral of an earlier run on subsets of `A` and `B` (the clustering's
+/// sets only grow), its vertices `(i in A, j in B, weight)`. Any convex combination of
+/// vertices is a valid starting point for Wolfe's minor cycle, so the run starts where
+/// the earlier one ended instead of from one vertex: merging a few points into a
+/// cluster costs a few steps, not the whole path again. Without it (or if none of its
+/// vertices can be taken) the first vertex is the oracle's answer along the centroid
+/// difference.
+pub fn min_norm(
+    p: Points,
+    a: &[usize],
+    b: &[usize],
+    tol: f64,
+    start: &[(usize, usize, f64)],
+    max_steps: usize,
+    steps: &mut usize,
+) -> Mnp {
     if a.is_empty() || b.is_empty() {
-        return Mnp::Undecided;
+        return Mnp::Undecided(GaveUp::Singular);
     }
     let all: Vec<usize> = a.iter().chain(b).copied().collect();
     let r = radius(p, &all).max(f64::MIN_POSITIVE);
@@ -203,23 +304,39 @@ pub fn min_norm(p: Points, a: &[usize], b: &[usize], max_steps: usize) -> Mnp {
         }
         c.iter().map(|s| s / ids.len() as f64).collect()
     };
-    let (ca, cb) = (mean(a), mean(b));
-    let dir: Vec<f64> = ca.iter().zip(&cb).map(|(x, y)| x - y).collect();
-    let (i0, _, j0, _) = oracle(&dir);
     // Vertex norms are at most the diameter 2R of A ∪ B.
     let mut c = Corral::new(4.0 * r * r);
-    if !c.push(p, i0, j0) {
-        // The first vertex is the origin: a point of A equals a point of B.
-        return Mnp::Overlap {
-            a: vec![i0],
-            b: vec![j0],
-        };
+    let mut weights = Vec::new();
+    for &(i, j, w) in start {
+        if w > 0.0 && c.push(p, i, j) {
+            weights.push(w);
+        }
     }
-    c.w[0] = 1.0;
+    if c.vecs.is_empty() {
+        let (ca, cb) = (mean(a), mean(b));
+        let dir: Vec<f64> = ca.iter().zip(&cb).map(|(x, y)| x - y).collect();
+        let (i0, _, j0, _) = oracle(&dir);
+        if !c.push(p, i0, j0) {
+            // The first vertex is the origin: a point of A equals a point of B.
+            return Mnp::Overlap {
+                a: vec![i0],
+                b: vec![j0],
+            };
+        }
+        weights.push(1.0);
+    }
+    let total: f64 = weights.iter().sum();
+    c.w = weights.iter().map(|w| w / total).collect();
+    if !c.minor_cycle() {
+        return Mnp::Undecided(GaveUp::Singular);
+    }
     let mut z = c.point(p.dim);
+    let mut refactored = false;
+    let mut stuck = false;
     for _ in 0..max_steps {
+        *steps += 1;
         let nz = dot(&z, &z).sqrt();
-        if nz <= TOL * r {
+        if nz <= tol || (stuck && nz <= 2.0 * tol) {
             let mut sa: Vec<usize> = c.ia.clone();
             let mut sb: Vec<usize> = c.ib.clone();
             sa.sort_unstable();
@@ -229,63 +346,53 @@ pub fn min_norm(p: Points, a: &[usize], b: &[usize], max_steps: usize) -> Mnp {
             return Mnp::Overlap { a: sa, b: sb };
         }
         let (ia, lo, ib, hi) = oracle(&z);
-        if lo - hi > TOL * r * nz {
+        if lo - hi > tol * nz {
+            let corral = (0..c.w.len()).map(|k| (c.ia[k], c.ib[k], c.w[k])).collect();
             return Mnp::Separated {
                 bias: -(lo + hi) / 2.0,
                 w: z,
+                corral,
             };
         }
         // Optimal within rounding without a certificate: the distance sits at the
         // tolerance; let the caller decide.
-        if nz * nz - (lo - hi) <= 1e-13 * nz * nz
-            || c.ia.iter().zip(&c.ib).any(|(&x, &y)| x == ia && y == ib)
-        {
-            return Mnp::Undecided;
+        if nz * nz - (lo - hi) <= 1e-13 * nz * nz {
+            return Mnp::Undecided(GaveUp::Stalled);
         }
-        if !c.push(p, ia, ib) {
-            return Mnp::Undecided;
+        // A repeated or dependent vertex that still improves means `z` is not the
+        // corral's affine minimum to working precision (the updated factor drifted):
+        // refactor from the vertices once and retry; twice in a row, give up.
+        let repeat = c.ia.iter().zip(&c.ib).any(|(&x, &y)| x == ia && y == ib);
+        if repeat || !c.push(p, ia, ib) {
+            if refactored {
+                if nz <= 2.0 * tol {
+                    // Stuck at the tolerance (the next vertex is within rounding of the
+                    // corral's affine hull): hull points within twice the tolerance
+                    // count as touching.
+                    stuck = true;
+                    continue;
+                }
+                return Mnp::Undecided(if repeat {
+                    GaveUp::Repeat
+                } else {
+                    GaveUp::Dependent
+                });
+            }
+            refactored = true;
+            c = c.refactored(p);
+            if c.vecs.is_empty() || !c.minor_cycle() {
+                return Mnp::Undecided(GaveUp::Singular);
+            }
+            z = c.point(p.dim);
+            continue;
         }
-        // Minor cycle.
-        loop {
-            let Some(beta) = c.affine_min() else {
-                return Mnp::Undecided;
-            };
-            if beta.iter().all(|&x| x > 1e-14) {
-                c.w = beta;
-                break;
-            }
-            let mut theta = 1.0f64;
-            for (&w, &bt) in c.w.iter().zip(&beta) {
-                if bt <= 1e-14 && w - bt > 0.0 {
-                    theta = theta.min(w / (w - bt));
-                }
-            }
-            for (w, &bt) in c.w.iter_mut().zip(&beta) {
-                *w = (1.0 - theta) * *w + theta * bt;
-            }
-            // Drop the vertices whose weight reached zero (at least the smallest).
-            let min_k = (0..c.w.len())
-                .min_by(|&x, &y| c.w[x].total_cmp(&c.w[y]))
-                .unwrap_or(0);
-            let mut k = c.w.len();
-            while k > 0 {
-                k -= 1;
-                if c.w[k] <= 1e-14 || k == min_k {
-                    c.remove(k);
-                }
-            }
-            if c.w.is_empty() {
-                return Mnp::Undecided;
-            }
-            let s: f64 = c.w.iter().sum();
-            c.w.iter_mut().for_each(|w| *w /= s);
-            if c.w.len() == 1 {
-                break;
-            }
+        refactored = false;
+        if !c.minor_cycle() {
+            return Mnp::Undecided(GaveUp::Singular);
         }
         z = c.point(p.dim);
     }
-    Mnp::Undecided
+    Mnp::Undecided(GaveUp::Budget)
 }
 
 #[cfg(test)]
@@ -294,7 +401,8 @@ mod tests {
     use super::*;
 
     fn run(x: &[f64], dim: usize, a: &[usize], b: &[usize]) -> Mnp {
-        min_norm(Points { x, dim }, a, b, 1000)
+        let p = Points { x, dim };
+        min_norm(p, a, b, super::super::tolerance(p), &[], 1000, &mut 0)
     }
 
     #[test]
@@ -302,7 +410,7 @@ mod tests {
         // Two triangles apart: nearest points (0.5, 0.5) and (3, 3), distance 2.5·√2.
         let x = [0., 0., 1., 0., 0., 1., 3., 3., 4., 3., 3., 4.];
         let p = Points { x: &x, dim: 2 };
-        let Mnp::Separated { w, bias } = run(&x, 2, &[0, 1, 2], &[3, 4, 5]) else {
+        let Mnp::Separated { w, bias, .. } = run(&x, 2, &[0, 1, 2], &[3, 4, 5]) else {
             panic!("separable triangles")
         };
         assert!(separates(p, &[0, 1, 2], &[3, 4, 5], &w, bias));
@@ -417,7 +525,7 @@ mod tests {
             let p = Points { x: &x, dim };
             let lp = lp_separable(p, &a, &b).unwrap().unwrap();
             match run(&x, dim, &a, &b) {
-                Mnp::Separated { w, bias } => {
+                Mnp::Separated { w, bias, .. } => {
                     assert!(separates(p, &a, &b, &w, bias));
                     assert!(matches!(lp, Separation::Separable { .. }), "trial {trial}");
                     sep += 1;
@@ -430,7 +538,7 @@ mod tests {
                     assert!(matches!(lp, Separation::Overlap { .. }), "trial {trial}");
                     ovl += 1;
                 }
-                Mnp::Undecided => panic!("trial {trial}: undecided"),
+                Mnp::Undecided(_) => panic!("trial {trial}: undecided"),
             }
         }
         assert!(

@@ -15,28 +15,31 @@
 //!   for good (other clusters only grow, so it could never pass later);
 //! - until no candidate is left.
 //!
-//! The separability test concludes only with a certificate checked on every point. Its
-//! exact step is Wolfe's nearest-point algorithm on `conv(A) - conv(B)` ([`mnp`]: a
-//! separator with a margin above the tolerance [`mnp::TOL`], or two hull points within
-//! it); if that gives no certificate within its step budget, the LP `w·x + b ≥ 1` on one
-//! side, `≤ -1` on the other (feasible iff the hulls are disjoint) with `microlp`'s
-//! simplex, in the affine span of the LP's points (an orthonormal basis, not a projection
-//! that loses anything: directions below `1e-9` of the points' spread are the only ones
-//! dropped), whose separator counts only if it holds on every point. If neither certifies
-//! (typically hulls within rounding of each other; counted as `lp_unverified` in
-//! [`Stats`] and logged), the pair counts as not separable with the whole sets as
-//! witness: the run does not abort, and the error is on the conservative side (it can
-//! only leave more clusters). Cheap steps come first; all but that last resort conclude
-//! with a certificate:
+//! The separability test concludes only with a certificate checked on every point, at
+//! the tolerance [`TOL`] times the training sample's radius: hulls nearer than that
+//! count as touching (the f32 features cannot tell them from touching). Cheap steps
+//! first:
+//! - label pairs whose whole training sets are separable (checked once, before merging)
+//!   are never tested cluster by cluster: subsets of disjoint hulls are disjoint;
 //! - bounding balls (centroid, max radius) that do not meet → disjoint hulls;
-//! - a stored separator of `A` or `B` against the other cluster, or the hyperplane along
-//!   the centroid difference, checked on every point → separable;
-//! - a stored overlap witness (two point subsets whose LP was infeasible) contained in
-//!   `M` and the other cluster → overlap;
-//! - nearest points, then (if undecided) the LP by cutting planes: solve on a working
-//!   set of points, check the separator on all points, add the violators, repeat. An
-//!   infeasible working set proves overlap (a subset that overlaps makes the whole
-//!   overlap); a separator that holds on every point proves separability.
+//! - a stored separator of `A` or `B` against the other cluster (its extreme projections
+//!   are stored too, so only the newcomers are projected), or the hyperplane along the
+//!   centroid difference, leaving a slab wider than the tolerance → separable;
+//! - a stored overlap witness (two point subsets whose hulls meet) contained in `M` and
+//!   the other cluster → overlap;
+//! - the exact tests, the pair with the deepest-overlapping bounding balls first (one
+//!   overlap rejects the merge):
+//!   - at most `dim + 1` points: the rank certificate ([`affine`]: affinely independent
+//!     points are split by the hyperplane interpolating `±1`);
+//!   - Wolfe's nearest-point algorithm on `conv(A) - conv(B)` ([`mnp`]: a separator
+//!     with a slab wider than the tolerance, or two hull points within it), started
+//!     from the corral that separated `A` or `B` from the other cluster before, so
+//!     adding a few points to a cluster costs a few steps;
+//!   - if that gives no certificate within its step budget, the cutting-plane LP
+//!     ([`lp`]), whose separator counts only if it leaves the slab. If nothing
+//!     certifies (counted as `lp_unverified` in [`Stats`] and logged), the pair counts as
+//!     not separable with the whole sets as witness: the run does not abort, and the
+//!     error is on the conservative side (it can only leave more clusters).
 //!
 //! Distances to a convex hull (prediction) are the minimum of `||p - Σ λ_i x_i||` over the
 //! simplex, solved by pairwise Frank-Wolfe on the cluster's Gram matrix to a duality gap
@@ -49,17 +52,28 @@
 //! fewer points than dimensions + 1 any labelling is separable, so the sample should be
 //! well above the width for the cluster count to mean anything.
 
+mod affine;
+mod lp;
 mod mnp;
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use candle_core::{Device, Tensor};
 
 use super::train::Split;
 use super::Rng;
 use crate::error::{Error, Result};
+use lp::lp_separable;
 
+/// Hulls nearer than `TOL · R` count as touching (not separable), where `R` is the
+/// radius of the whole point matrix around its centroid: the features are f32, whose
+/// rounding (~6e-8 relative per value, more after the pair features' differences) puts
+/// hulls that meet exactly in the model's arithmetic (e.g. `h_a - h_b`, `h_c - h_d`
+/// against `h_a - h_d`, `h_c - h_b`, whose midpoints coincide) a few `1e-8 · R` apart; a
+/// "separation" that narrow is rounding, not geometry. Every separability certificate
+/// must leave a slab wider than that between the sets.
+pub const TOL: f64 = 1e-6;
 /// Default cap on training points per task and layer.
 pub const DEFAULT_MAX_TRAIN: usize = 600;
 /// Default cap on test points per task and layer.
@@ -68,10 +82,6 @@ pub const DEFAULT_MAX_TEST: usize = 500;
 pub const HULL_GAP: f64 = 1e-6;
 /// Most Frank-Wolfe steps per point-to-hull distance.
 pub const HULL_ITERS: usize = 2000;
-/// Working-set size per side of the first cutting-plane LP (smaller sets go in whole).
-const WORKING: usize = 48;
-/// Violators added per side and cutting-plane round.
-const ADD: usize = 48;
 
 /// Rows of a dense row-major f64 matrix.
 #[derive(Debug, Clone, Copy)]
@@ -106,7 +116,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// Does `(w, b)` put every point of `a` on the positive and every point of `b` on the
-/// negative side (strictly)?
+/// negative side (strictly)? (The certificates ask more: [`slab`].)
 pub fn separates(p: Points, a: &[usize], b: &[usize], w: &[f64], bias: f64) -> bool {
     a.iter().all(|&i| dot(p.row(i), w) + bias > 0.0)
         && b.iter().all(|&i| dot(p.row(i), w) + bias < 0.0)
@@ -124,117 +134,41 @@ fn centroid(p: Points, ids: &[usize]) -> Vec<f64> {
     c
 }
 
-/// The hyperplane normal to the centroid difference, placed midway between the two
-/// sets' extreme projections, if it separates them.
-fn centroid_separator(p: Points, a: &[usize], b: &[usize]) -> Option<(Vec<f64>, f64)> {
+/// The separability certificate of a direction `w`: if every point of `a` projects
+/// above every point of `b` with a gap wider than `tol` (in distance: `(min_a w·x -
+/// max_b w·x) / ||w|| > tol`), the bias that puts the hyperplane midway. Checked on
+/// every point.
+fn slab(p: Points, a: &[usize], b: &[usize], w: &[f64], tol: f64) -> Option<f64> {
+    let lo = a
+        .iter()
+        .map(|&i| dot(p.row(i), w))
+        .fold(f64::INFINITY, f64::min);
+    let hi = b
+        .iter()
+        .map(|&i| dot(p.row(i), w))
+        .fold(f64::NEG_INFINITY, f64::max);
+    (lo - hi > tol * dot(w, w).sqrt()).then_some(-(lo + hi) / 2.0)
+}
+
+/// The hyperplane normal to the centroid difference, midway between the two sets'
+/// extreme projections, if it leaves a slab wider than `tol` ([`slab`]).
+fn centroid_separator(p: Points, a: &[usize], b: &[usize], tol: f64) -> Option<(Vec<f64>, f64)> {
     let (ca, cb) = (centroid(p, a), centroid(p, b));
     let w: Vec<f64> = ca.iter().zip(&cb).map(|(x, y)| x - y).collect();
-    let lo_a = a
-        .iter()
-        .map(|&i| dot(p.row(i), &w))
-        .fold(f64::INFINITY, f64::min);
-    let hi_b = b
-        .iter()
-        .map(|&i| dot(p.row(i), &w))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let bias = -(lo_a + hi_b) / 2.0;
-    (lo_a > hi_b && separates(p, a, b, &w, bias)).then_some((w, bias))
+    slab(p, a, b, &w, tol).map(|bias| (w, bias))
 }
 
-/// Orthonormal basis (rows, `dim` wide) of the span of `rows[i] - rows[0]`, by modified
-/// Gram-Schmidt (twice, for stability); directions shorter than `1e-9` of the longest
-/// difference are dropped.
-fn span_basis(rows: &[&[f64]], dim: usize) -> Vec<Vec<f64>> {
-    let o = rows[0];
-    let diffs: Vec<Vec<f64>> = rows[1..]
-        .iter()
-        .map(|r| r.iter().zip(o).map(|(a, b)| a - b).collect())
-        .collect();
-    let longest = diffs.iter().map(|v| dot(v, v).sqrt()).fold(0.0, f64::max);
-    let mut basis: Vec<Vec<f64>> = Vec::new();
-    for v in diffs {
-        let mut v = v;
-        for _ in 0..2 {
-            for q in &basis {
-                let c = dot(&v, q);
-                v.iter_mut().zip(q).for_each(|(x, y)| *x -= c * y);
-            }
-        }
-        let n = dot(&v, &v).sqrt();
-        if n > 1e-9 * longest && n > 0.0 {
-            v.iter_mut().for_each(|x| *x /= n);
-            basis.push(v);
-        }
-        if basis.len() == dim {
-            break;
-        }
-    }
-    basis
-}
-
-/// The LP `w·x + b ≥ 1` (x in `a`), `≤ -1` (x in `b`), free `w`, `b`: a solution, or
-/// `None` if infeasible. Solved in the affine span of the points (an orthonormal basis
-/// from [`span_basis`]; separability within the span is separability in full space, and
-/// the solution is lifted back), so a working set of `k` points costs an LP of at most
-/// `k` variables whatever the width.
-fn lp(p: Points, a: &[usize], b: &[usize]) -> Result<Option<(Vec<f64>, f64)>> {
-    use microlp::{ComparisonOp, OptimizationDirection, Problem};
-    let rows: Vec<&[f64]> = a.iter().chain(b).map(|&i| p.row(i)).collect();
-    let basis = span_basis(&rows, p.dim);
-    let o = rows[0];
-    let coords = |r: &[f64]| -> Vec<f64> {
-        let v: Vec<f64> = r.iter().zip(o).map(|(x, y)| x - y).collect();
-        basis.iter().map(|q| dot(q, &v)).collect()
-    };
-    let solve = || -> std::result::Result<Option<(Vec<f64>, f64)>, String> {
-        let mut prob = Problem::new(OptimizationDirection::Minimize);
-        let u: Vec<_> = (0..basis.len())
-            .map(|_| prob.add_var(0.0, (f64::NEG_INFINITY, f64::INFINITY)))
-            .collect();
-        let bias = prob.add_var(0.0, (f64::NEG_INFINITY, f64::INFINITY));
-        for (ids, op, rhs) in [(a, ComparisonOp::Ge, 1.0), (b, ComparisonOp::Le, -1.0)] {
-            for &i in ids {
-                let z = coords(p.row(i));
-                let mut terms: Vec<(microlp::Variable, f64)> = u
-                    .iter()
-                    .zip(&z)
-                    .filter(|(_, &v)| v != 0.0)
-                    .map(|(&var, &v)| (var, v))
-                    .collect();
-                terms.push((bias, 1.0));
-                prob.add_constraint(terms.as_slice(), op, rhs);
-            }
-        }
-        match prob.solve() {
-            Ok(microlp::SolveOutcome::Solution(s)) => Ok(Some((
-                u.iter().map(|&v| s.var_value(v)).collect(),
-                s.var_value(bias),
-            ))),
-            Ok(microlp::SolveOutcome::Interrupted(_)) => Err("LP interrupted".into()),
-            Err(microlp::Error::Infeasible) => Ok(None),
-            Err(e) => Err(e.to_string()),
-        }
-    };
-    // microlp may panic on numerically hard problems: turn that into an error.
-    let r = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(solve)) {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => return Err(Error::Compute(format!("separability LP: {e}"))),
-        Err(_) => return Err(Error::Compute("separability LP: solver panicked".into())),
-    };
-    Ok(r.map(|(u, c)| {
-        // w = Σ u_k q_k; w·(x - o) + c = w·x + (c - w·o).
-        let mut w = vec![0.0; p.dim];
-        for (uk, q) in u.iter().zip(&basis) {
-            w.iter_mut().zip(q).for_each(|(x, y)| *x += uk * y);
-        }
-        let bias = c - dot(&w, o);
-        (w, bias)
-    }))
+/// The absolute tolerance of the tests on the point matrix `p`: [`TOL`] times its
+/// radius around its centroid.
+fn tolerance(p: Points) -> f64 {
+    let all: Vec<usize> = (0..p.len()).collect();
+    TOL * mnp::radius(p, &all)
 }
 
 /// Exact linear separability of the point sets `a` and `b` (indices into `p`): are their
-/// convex hulls disjoint? Cheap certificates first (the centroid direction), then the LP
-/// by cutting planes (see the module doc). Empty sets are separable from anything.
+/// convex hulls disjoint, more than [`TOL`] times the radius of all of `p` apart? Cheap
+/// certificates first (the centroid direction), then [`decide`] (see the module doc).
+/// Empty sets are separable from anything.
 pub fn separable(p: Points, a: &[usize], b: &[usize]) -> Result<Separation> {
     if a.is_empty() || b.is_empty() {
         return Ok(Separation::Separable {
@@ -242,10 +176,11 @@ pub fn separable(p: Points, a: &[usize], b: &[usize]) -> Result<Separation> {
             b: if a.is_empty() { -1.0 } else { 1.0 },
         });
     }
-    if let Some((w, b)) = centroid_separator(p, a, b) {
+    let tol = tolerance(p);
+    if let Some((w, b)) = centroid_separator(p, a, b, tol) {
         return Ok(Separation::Separable { w, b });
     }
-    Ok(decide(p, a, b, &mut Stats::default()))
+    Ok(decide(p, a, b, tol, &[], &mut Stats::default()).0)
 }
 
 /// Counters of the exact tests (for the benchmark and the debug log).
@@ -260,9 +195,25 @@ pub struct Stats {
     /// rejected by a stored overlap witness.
     pub reused: usize,
     pub witnessed: usize,
+    /// Exact tests run by the clustering (after the cheap certificates).
+    pub exact: usize,
+    /// Pairs with at most `dim + 1` points settled by the rank certificate
+    /// ([`affine`]), and seconds spent trying it.
+    pub rank: usize,
+    pub rank_seconds: f64,
+    /// Label pairs whose whole training sets are separable (their clusters are never
+    /// tested against each other).
+    pub label_pairs_separable: usize,
     /// Nearest-point (Wolfe) runs, and how many ended with a certificate.
     pub mnp: usize,
     pub mnp_decided: usize,
+    /// Nearest-point runs warm-started from a stored corral.
+    pub mnp_warm: usize,
+    /// Major steps of all nearest-point runs.
+    pub mnp_steps: usize,
+    /// Undecided nearest-point runs by reason: step budget, stalled at the tolerance,
+    /// repeated vertex, dependent vertex, singular corral ([`mnp::GaveUp`]).
+    pub gave_up: [usize; 5],
     /// Cutting-plane LPs run (after an undecided nearest-point run), and how many of
     /// their answers did not verify.
     pub lp: usize,
@@ -283,26 +234,109 @@ fn mnp_budget(dim: usize) -> usize {
 /// checked on every point; an infeasible subset); if neither certifies anything, the
 /// hulls are within numerical reach of each other and count as not separable (the
 /// whole sets are the witness). Never fails.
-fn decide(p: Points, a: &[usize], b: &[usize], st: &mut Stats) -> Separation {
+fn decide(
+    p: Points,
+    a: &[usize],
+    b: &[usize],
+    tol: f64,
+    warm: &[(usize, usize, f64)],
+    st: &mut Stats,
+) -> (Separation, Warm) {
+    if let Some(s) = certify(p, a, b, tol, warm, st) {
+        return s;
+    }
+    (fallback(p, a, b, tol, st), Vec::new())
+}
+
+/// The certificates short of the LP: Wolfe's nearest points within the step budget,
+/// warm-started from `warm` if given; the rank certificate ([`affine`]) for at most
+/// `dim + 1` points, before a cold nearest-point run (cheaper) or after a warm one that
+/// found nothing. With the answer, the nearest-point corral that found a separator.
+fn certify(
+    p: Points,
+    a: &[usize],
+    b: &[usize],
+    tol: f64,
+    warm: &[(usize, usize, f64)],
+    st: &mut Stats,
+) -> Option<(Separation, Warm)> {
+    let small = a.len() + b.len() <= p.dim + 1;
+    let rank = |st: &mut Stats| -> Option<(Separation, Warm)> {
+        let t0 = std::time::Instant::now();
+        let r = affine::interpolating_separator(p, a, b)
+            .and_then(|(w, _)| slab(p, a, b, &w, tol).map(|bias| (w, bias)));
+        st.rank_seconds += t0.elapsed().as_secs_f64();
+        let (w, b) = r?;
+        st.rank += 1;
+        Some((Separation::Separable { w, b }, Vec::new()))
+    };
+    if small && warm.is_empty() {
+        if let Some(r) = rank(st) {
+            return Some(r);
+        }
+    }
     let t0 = std::time::Instant::now();
     st.mnp += 1;
-    let r = mnp::min_norm(p, a, b, mnp_budget(p.dim));
+    if !warm.is_empty() {
+        st.mnp_warm += 1;
+    }
+    let s0 = st.mnp_steps;
+    let r = mnp::min_norm(p, a, b, tol, warm, mnp_budget(p.dim), &mut st.mnp_steps);
     st.mnp_seconds += t0.elapsed().as_secs_f64();
+    let outcome = match &r {
+        mnp::Mnp::Separated { .. } => "separated".to_string(),
+        mnp::Mnp::Overlap { a, b } => format!("overlap {}+{}", a.len(), b.len()),
+        mnp::Mnp::Undecided(why) => format!("{why:?}"),
+    };
+    tracing::trace!(
+        a = a.len(),
+        b = b.len(),
+        warm = warm.len(),
+        steps = st.mnp_steps - s0,
+        seconds = t0.elapsed().as_secs_f64(),
+        %outcome,
+        "directprobe: nearest points"
+    );
     match r {
-        mnp::Mnp::Separated { w, bias } => {
+        mnp::Mnp::Separated { w, bias, corral } => {
             st.mnp_decided += 1;
-            return Separation::Separable { w, b: bias };
+            Some((Separation::Separable { w, b: bias }, corral))
         }
         mnp::Mnp::Overlap { a, b } => {
             st.mnp_decided += 1;
-            return Separation::Overlap { a, b };
+            Some((Separation::Overlap { a, b }, Vec::new()))
         }
-        mnp::Mnp::Undecided => {}
+        mnp::Mnp::Undecided(why) => {
+            st.gave_up[why as usize] += 1;
+            if small && !warm.is_empty() {
+                rank(st)
+            } else {
+                None
+            }
+        }
     }
+}
+
+/// The cutting-plane LP after [`certify`] found nothing; its answer counts only if it
+/// verifies, else the pair counts as overlapping (see [`decide`]).
+fn fallback(p: Points, a: &[usize], b: &[usize], tol: f64, st: &mut Stats) -> Separation {
     let t0 = std::time::Instant::now();
     st.lp += 1;
-    let r = lp_separable(p, a, b);
+    // The LP's separator must also leave the slab of the tolerance.
+    let r = lp_separable(p, a, b).map(|r| match r {
+        Some(Separation::Separable { w, .. }) => {
+            slab(p, a, b, &w, tol).map(|b| Separation::Separable { w, b })
+        }
+        other => other,
+    });
     st.lp_seconds += t0.elapsed().as_secs_f64();
+    tracing::trace!(
+        a = a.len(),
+        b = b.len(),
+        seconds = t0.elapsed().as_secs_f64(),
+        separable = matches!(r, Ok(Some(Separation::Separable { .. }))),
+        "directprobe: LP"
+    );
     match r {
         Ok(Some(s)) => s,
         Ok(None) | Err(_) => {
@@ -320,56 +354,6 @@ fn decide(p: Points, a: &[usize], b: &[usize], st: &mut Stats) -> Separation {
     }
 }
 
-/// The cutting-plane LP alone (no shortcut): `None` when its solution does not verify
-/// (a working-set point on the wrong side: the simplex's tolerance was not met).
-fn lp_separable(p: Points, a: &[usize], b: &[usize]) -> Result<Option<Separation>> {
-    let (ca, cb) = (centroid(p, a), centroid(p, b));
-    let dir: Vec<f64> = ca.iter().zip(&cb).map(|(x, y)| x - y).collect();
-    // Working set: the points of each side furthest towards the other along `dir`.
-    let pick = |ids: &[usize], sign: f64| -> Vec<usize> {
-        if ids.len() <= WORKING {
-            return ids.to_vec();
-        }
-        let mut s: Vec<(f64, usize)> = ids
-            .iter()
-            .map(|&i| (sign * dot(p.row(i), &dir), i))
-            .collect();
-        s.sort_by(|x, y| x.0.total_cmp(&y.0));
-        s.iter().take(WORKING).map(|&(_, i)| i).collect()
-    };
-    let (mut wa, mut wb) = if a.len() + b.len() <= 2 * WORKING {
-        (a.to_vec(), b.to_vec())
-    } else {
-        (pick(a, 1.0), pick(b, -1.0))
-    };
-    loop {
-        let Some((w, bias)) = lp(p, &wa, &wb)? else {
-            wa.sort_unstable();
-            wb.sort_unstable();
-            return Ok(Some(Separation::Overlap { a: wa, b: wb }));
-        };
-        // Violators, worst first.
-        let viol = |ids: &[usize], have: &[usize], sign: f64| -> Vec<usize> {
-            let mut v: Vec<(f64, usize)> = ids
-                .iter()
-                .map(|&i| (sign * (dot(p.row(i), &w) + bias), i))
-                .filter(|&(m, i)| m <= 0.0 && !have.contains(&i))
-                .collect();
-            v.sort_by(|x, y| x.0.total_cmp(&y.0));
-            v.iter().take(ADD).map(|&(_, i)| i).collect()
-        };
-        let (va, vb) = (viol(a, &wa, 1.0), viol(b, &wb, -1.0));
-        if va.is_empty() && vb.is_empty() {
-            if separates(p, a, b, &w, bias) {
-                return Ok(Some(Separation::Separable { w, b: bias }));
-            }
-            return Ok(None);
-        }
-        wa.extend(va);
-        wb.extend(vb);
-    }
-}
-
 /// What [`fit_eval`] measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DirectFit {
@@ -382,10 +366,14 @@ pub struct DirectFit {
     pub test_points: usize,
     /// Label of each final cluster.
     pub cluster_labels: Vec<u32>,
-    /// Exact separability tests run (nearest points, with the LP as fallback).
+    /// Exact separability tests run (pairs no stored separator, centroid direction or
+    /// witness settled).
     pub lps: usize,
     /// Counters of the clustering's tests.
     pub stats: Stats,
+    /// Seconds spent clustering and predicting.
+    pub cluster_seconds: f64,
+    pub predict_seconds: f64,
 }
 
 /// Options of [`fit_eval`].
@@ -467,6 +455,63 @@ fn dist2(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
 
+/// Nearest-point corral `(point of the positive side, point of the negative side,
+/// weight)`: a warm start for [`mnp::min_norm`] (empty when the separator came from
+/// elsewhere).
+type Warm = Vec<(usize, usize, f64)>;
+
+/// A stored separator `w·x + b` of two clusters (positive on the first), with the
+/// extreme projections `lo = min w·x` over the first and `hi = max w·x` over the second
+/// (clusters never change, so a merged cluster's check needs only the newcomers'
+/// projections), `||w||`, and the corral that found it.
+struct Sep {
+    w: Vec<f64>,
+    b: f64,
+    lo: f64,
+    hi: f64,
+    norm: f64,
+    warm: Warm,
+}
+
+impl Sep {
+    /// The separator `w` of the point sets `a` (positive) and `b`, with its projections.
+    fn new(p: Points, a: &[usize], b: &[usize], w: Vec<f64>, warm: Warm) -> Sep {
+        let lo = a
+            .iter()
+            .map(|&i| dot(p.row(i), &w))
+            .fold(f64::INFINITY, f64::min);
+        let hi = b
+            .iter()
+            .map(|&i| dot(p.row(i), &w))
+            .fold(f64::NEG_INFINITY, f64::max);
+        Sep {
+            norm: dot(&w, &w).sqrt(),
+            b: -(lo + hi) / 2.0,
+            w,
+            lo,
+            hi,
+            warm,
+        }
+    }
+
+    /// This separator of `(x, d)` extended to `(x ∪ more, d)`, if it still leaves a
+    /// slab wider than `tol` ([`slab`]; only `more` is projected).
+    fn extend(&self, p: Points, more: &[usize], tol: f64) -> Option<Sep> {
+        let lo = more
+            .iter()
+            .map(|&i| dot(p.row(i), &self.w))
+            .fold(self.lo, f64::min);
+        (lo - self.hi > tol * self.norm).then(|| Sep {
+            w: self.w.clone(),
+            b: -(lo + self.hi) / 2.0,
+            lo,
+            hi: self.hi,
+            norm: self.norm,
+            warm: self.warm.clone(),
+        })
+    }
+}
+
 /// The clustering state: clusters (ids never reused), owners, stored separators and
 /// overlap witnesses.
 struct Clustering<'a> {
@@ -474,35 +519,37 @@ struct Clustering<'a> {
     clusters: Vec<Cluster>,
     /// Active cluster of each point.
     owner: Vec<usize>,
-    /// Separator of clusters `(x, y)`, `x < y`, positive on `x`.
-    seps: HashMap<(usize, usize), (Vec<f64>, f64)>,
+    /// Separator of clusters `(x, y)`, positive on `x` (stored under both orders).
+    seps: HashMap<(usize, usize), Sep>,
     /// Point subsets whose hulls intersect (LP infeasible), with the label of each side.
     witnesses: Vec<(u32, Vec<usize>, Vec<usize>)>,
-    lps: usize,
-    lp_seconds: f64,
+    /// Label pairs `(low, high)` whose whole training sets are separable.
+    apart: HashSet<(u32, u32)>,
+    /// Absolute tolerance of every test ([`tolerance`]).
+    tol: f64,
     stats: Stats,
     rejected: usize,
     checks: usize,
 }
 
 impl Clustering<'_> {
-    fn sep(&self, x: usize, y: usize) -> Option<(Vec<f64>, f64)> {
-        if x < y {
-            self.seps.get(&(x, y)).cloned()
-        } else {
-            self.seps
-                .get(&(y, x))
-                .map(|(w, b)| (w.iter().map(|v| -v).collect(), -b))
-        }
+    /// The stored separator of clusters `x` and `y`, positive on `x`.
+    fn sep(&self, x: usize, y: usize) -> Option<&Sep> {
+        self.seps.get(&(x, y))
     }
 
-    fn store_sep(&mut self, x: usize, y: usize, w: Vec<f64>, b: f64) {
-        if x < y {
-            self.seps.insert((x, y), (w, b));
-        } else {
-            self.seps
-                .insert((y, x), (w.iter().map(|v| -v).collect(), -b));
-        }
+    /// Store the separator of `x` and `y` (positive on `x`) under both orders.
+    fn store_sep(&mut self, x: usize, y: usize, s: Sep) {
+        let flipped = Sep {
+            w: s.w.iter().map(|v| -v).collect(),
+            b: -s.b,
+            lo: -s.hi,
+            hi: -s.lo,
+            norm: s.norm,
+            warm: s.warm.iter().map(|&(i, j, w)| (j, i, w)).collect(),
+        };
+        self.seps.insert((y, x), flipped);
+        self.seps.insert((x, y), s);
     }
 
     /// Is a stored witness contained in (merge of `i`, `j`) against cluster `d`?
@@ -529,6 +576,9 @@ impl Clustering<'_> {
                 let c = &self.clusters[d];
                 c.active
                     && c.label != label
+                    && !self
+                        .apart
+                        .contains(&(label.min(c.label), label.max(c.label)))
                     && dist2(&c.center, &m.center).sqrt() <= (c.radius + m.radius) * (1.0 + 1e-9)
             })
             .collect();
@@ -540,38 +590,62 @@ impl Clustering<'_> {
             self.stats.witnessed += 1;
             return Ok(false);
         }
-        let mut found = Vec::with_capacity(near.len());
+        // Stored separators and the centroid direction first; the exact tests after, the
+        // deepest-overlapping bounding balls first: one overlap rejects the merge, so
+        // the likeliest is tried before the separable pairs' (as costly) tests.
+        let mut found: Vec<(usize, Sep)> = Vec::with_capacity(near.len());
+        let mut hard = Vec::new();
         for &d in &near {
             let dp = &self.clusters[d].points;
-            let reuse = [self.sep(i, d), self.sep(j, d)]
-                .into_iter()
-                .flatten()
-                .find(|(w, b)| separates(self.p, &m.points, dp, w, *b))
-                .or_else(|| centroid_separator(self.p, &m.points, dp));
-            let (w, b) = match reuse {
+            let stored = [self.sep(i, d), self.sep(j, d)];
+            let (pi, pj) = (&self.clusters[i].points, &self.clusters[j].points);
+            let reuse = stored[0]
+                .and_then(|s| s.extend(self.p, pj, self.tol))
+                .or_else(|| stored[1].and_then(|s| s.extend(self.p, pi, self.tol)))
+                .or_else(|| {
+                    centroid_separator(self.p, &m.points, dp, self.tol)
+                        .map(|(w, _)| Sep::new(self.p, &m.points, dp, w, Vec::new()))
+                });
+            match reuse {
                 Some(s) => {
                     self.stats.reused += 1;
-                    s
+                    found.push((d, s));
                 }
                 None => {
-                    self.lps += 1;
-                    let t0 = std::time::Instant::now();
-                    let r = decide(self.p, &m.points, dp, &mut self.stats);
-                    self.lp_seconds += t0.elapsed().as_secs_f64();
-                    match r {
-                        Separation::Separable { w, b } => (w, b),
-                        Separation::Overlap { a, b } => {
-                            self.witnesses.push((label, a, b));
-                            self.rejected += 1;
-                            return Ok(false);
-                        }
-                    }
+                    // Warm start: the stored nearest-point corral of `i` or `j` against
+                    // `d` whose hulls are nearest (`||w|| = ||z||` is their distance).
+                    let warm = stored
+                        .iter()
+                        .flatten()
+                        .filter(|s| !s.warm.is_empty())
+                        .min_by(|x, y| dot(&x.w, &x.w).total_cmp(&dot(&y.w, &y.w)))
+                        .map(|s| s.warm.clone())
+                        .unwrap_or_default();
+                    let c = &self.clusters[d];
+                    let depth = (c.radius + m.radius - dist2(&c.center, &m.center).sqrt())
+                        / (c.radius + m.radius).max(f64::MIN_POSITIVE);
+                    hard.push((depth, d, warm));
                 }
-            };
-            found.push((d, w, b));
+            }
         }
-        for (d, w, b) in found {
-            self.store_sep(new_id, d, w, b);
+        hard.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
+        for (_, d, warm) in hard {
+            let dp = &self.clusters[d].points;
+            self.stats.exact += 1;
+            let (r, warm) = decide(self.p, &m.points, dp, self.tol, &warm, &mut self.stats);
+            match r {
+                Separation::Separable { w, .. } => {
+                    found.push((d, Sep::new(self.p, &m.points, dp, w, warm)))
+                }
+                Separation::Overlap { a, b } => {
+                    self.witnesses.push((label, a, b));
+                    self.rejected += 1;
+                    return Ok(false);
+                }
+            }
+        }
+        for (d, s) in found {
+            self.store_sep(new_id, d, s);
         }
         self.seps
             .retain(|&(x, y), _| x != i && y != i && x != j && y != j);
@@ -584,6 +658,36 @@ impl Clustering<'_> {
         self.stats.merges += 1;
         Ok(true)
     }
+}
+
+/// Label pairs `(low, high)` whose whole training sets are separable, by a certificate
+/// short of the LP ([`certify`]; an undecided pair is just not listed). Every cluster of
+/// one label is then separable from every cluster of the other (subsets of disjoint
+/// hulls have disjoint hulls), so the clustering never tests them against each other:
+/// when every pair is listed, each label ends as one cluster after no other test.
+fn separable_labels(p: Points, y: &[u32], tol: f64, st: &mut Stats) -> HashSet<(u32, u32)> {
+    let mut by_label: Vec<(u32, Vec<usize>)> = Vec::new();
+    for (i, &l) in y.iter().enumerate() {
+        match by_label.iter_mut().find(|(k, _)| *k == l) {
+            Some((_, v)) => v.push(i),
+            None => by_label.push((l, vec![i])),
+        }
+    }
+    let mut out = HashSet::new();
+    for (x, (la, a)) in by_label.iter().enumerate() {
+        for (lb, b) in &by_label[x + 1..] {
+            let sep = centroid_separator(p, a, b, tol).is_some()
+                || matches!(
+                    certify(p, a, b, tol, &[], st),
+                    Some((Separation::Separable { .. }, _))
+                );
+            if sep {
+                st.label_pairs_separable += 1;
+                out.insert(((*la).min(*lb), (*la).max(*lb)));
+            }
+        }
+    }
+    out
 }
 
 /// A final cluster: its label and point indices.
@@ -604,13 +708,14 @@ pub fn cluster_stats(p: Points, y: &[u32]) -> Result<(Vec<FinalCluster>, Stats)>
         owner: (0..n).collect(),
         seps: HashMap::new(),
         witnesses: Vec::new(),
-        lps: 0,
-        lp_seconds: 0.0,
+        apart: HashSet::new(),
+        tol: tolerance(p),
         stats: Stats::default(),
         rejected: 0,
         checks: 0,
     };
     let t0 = std::time::Instant::now();
+    st.apart = separable_labels(p, y, st.tol, &mut st.stats);
     // All same-label pairs by centroid distance (squared distances from the Gram matrix).
     let g = gram(p.x, p.x, p.dim)?;
     let mut heap = BinaryHeap::new();
@@ -651,8 +756,6 @@ pub fn cluster_stats(p: Points, y: &[u32]) -> Result<(Vec<FinalCluster>, Stats)>
     tracing::debug!(
         points = n,
         seconds = t0.elapsed().as_secs_f64(),
-        lps = st.lps,
-        lp_seconds = st.lp_seconds,
         rejected = st.rejected,
         ball_checks = st.checks,
         stats = ?st.stats,
@@ -803,7 +906,9 @@ pub fn fit_eval(
         x: &ztr,
         dim: width,
     };
+    let t0 = std::time::Instant::now();
     let (clusters, stats) = cluster_stats(ptr, &ytr)?;
+    let cluster_seconds = t0.elapsed().as_secs_f64();
     let t0 = std::time::Instant::now();
     let pred = predict(
         ptr,
@@ -824,8 +929,10 @@ pub fn fit_eval(
         train_points: tr.len(),
         test_points: te.len(),
         cluster_labels: clusters.iter().map(|c| c.0).collect(),
-        lps: stats.mnp,
+        lps: stats.exact,
         stats,
+        cluster_seconds,
+        predict_seconds: t0.elapsed().as_secs_f64(),
     })
 }
 
@@ -877,7 +984,7 @@ mod tests {
         // Separable, but not along the centroid direction (needs the LP).
         let x = pts(&[[0., 0.], [10., 0.1], [0., 1.], [10., 1.1], [-10., 0.5]]);
         let p = Points { x: &x, dim: 2 };
-        assert!(centroid_separator(p, &[0, 1, 4], &[2, 3]).is_none());
+        assert!(centroid_separator(p, &[0, 1, 4], &[2, 3], tolerance(p)).is_none());
         assert!(sep(&x, &[0, 1, 4], &[2, 3]));
     }
 
