@@ -5,19 +5,10 @@ use std::process::Command;
 
 use codescope::model::testutil::{write_tiny_model, Tiny};
 
-const BIN: &str = env!("CARGO_BIN_EXE_codescope");
-
+/// The sandboxed binary (`cli_sources::sandboxed`) on two threads.
 fn cmd(root: &std::path::Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", root.join("home"))
-        .env("CODESCOPE_CACHE", root.join("cache"))
-        .env("HF_HUB_CACHE", root.join("hf"))
-        .env("CODESCOPE_LOG_FILE", root.join("log.txt"))
-        .env("HF_ENDPOINT", "http://127.0.0.1:9")
-        .env("CODESCOPE_PYPI_URL", "http://127.0.0.1:9")
-        .env("RAYON_NUM_THREADS", "2");
+    let mut c = crate::cli_sources::sandboxed(root);
+    c.env("RAYON_NUM_THREADS", "2");
     c
 }
 

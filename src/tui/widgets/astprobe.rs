@@ -78,10 +78,7 @@ pub fn rows_for(n: usize, hl: Option<usize>, status: bool, h: usize) -> AstRows 
     let range = n > left && left >= 3;
     left -= usize::from(range);
     let rows = left.min(n);
-    let start = hl
-        .map(|i| i.saturating_sub(rows / 2))
-        .unwrap_or(0)
-        .min(n - rows);
+    let start = super::centred_start(hl, rows, n);
     AstRows {
         status,
         summary,

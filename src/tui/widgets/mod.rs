@@ -140,6 +140,15 @@ pub(crate) fn fit_title(spans: Vec<Span<'_>>, width: u16) -> Vec<Span<'_>> {
 }
 
 /// Clip `s` to `w` display chars with an ellipsis.
+/// First of `rows` visible rows out of `n` (`rows <= n`) that keeps row `current` in the
+/// middle where the list allows (the top without one).
+pub(crate) fn centred_start(current: Option<usize>, rows: usize, n: usize) -> usize {
+    current
+        .map(|i| i.saturating_sub(rows / 2))
+        .unwrap_or(0)
+        .min(n - rows)
+}
+
 pub(crate) fn clip(s: &str, w: usize) -> String {
     let n = s.chars().count();
     if n <= w {

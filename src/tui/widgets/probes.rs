@@ -88,10 +88,7 @@ fn rows_for(app: &App, n: usize, hl: Option<usize>, status: bool, h: usize) -> R
     }
     let rows = room.min(n);
     // The current layer's row in the middle where the stack allows.
-    let start = hl
-        .map(|i| i.saturating_sub(rows / 2))
-        .unwrap_or(0)
-        .min(n - rows);
+    let start = super::centred_start(hl, rows, n);
     Rows {
         show_status,
         token_line,
