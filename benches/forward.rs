@@ -74,6 +74,7 @@ fn bench(c: &mut Criterion) {
             let opts = ForwardOptions {
                 hidden: true,
                 cancel: None,
+                ..Default::default()
             };
             b.iter(|| m.forward_ids(ids, &opts).expect("forward"))
         });

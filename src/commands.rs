@@ -179,6 +179,7 @@ fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
     let opts = ForwardOptions {
         hidden: args.hidden,
         cancel: None,
+        ..Default::default()
     };
     let t = if args.surprisal {
         m.trace_lm(&inp.text, &opts)?
@@ -366,7 +367,7 @@ fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()> {
     if a.trace.truncated > 0 {
         crate::logging::notice(format_args!(
             "notice: input truncated to the window of {} tokens ({} dropped)",
-            m.info.window, a.trace.truncated
+            m.info.stream_window, a.trace.truncated
         ));
     }
     if args.json {

@@ -31,7 +31,15 @@ impl TokenAttention {
     pub fn n(&self) -> usize {
         self.tokens.len()
     }
-    /// The `[i][j]` matrix of one head, row-major.
+    /// Whether the matrices are held. They always are, except in an analysis that asked
+    /// for results only and whose matrices exceeded the attention budget
+    /// ([`super::RunOptions::scores_only`]): then `data` is empty and the per-head
+    /// results were computed layer by layer while each layer existed.
+    pub fn resident(&self) -> bool {
+        self.data.len() == self.layers * self.heads * self.n() * self.n()
+    }
+    /// The `[i][j]` matrix of one head, row-major (the matrices must be
+    /// [`TokenAttention::resident`]).
     pub fn head(&self, l: usize, h: usize) -> &[f32] {
         let sz = self.n() * self.n();
         let start = (l * self.heads + h) * sz;
@@ -69,69 +77,120 @@ impl TokenAttention {
     }
 }
 
-/// Aggregate subword attention to code tokens (mean over subword pairs).
-pub fn aggregate(att: &Attention, align: &Alignment) -> TokenAttention {
-    let tokens: Vec<usize> = (0..align.token_to_subwords.len())
-        .filter(|&i| align.token_to_subwords[i].iter().any(|&p| p < att.len))
-        .collect();
-    let groups: Vec<Vec<usize>> = tokens
-        .iter()
-        .map(|&i| {
-            align.token_to_subwords[i]
-                .iter()
-                .copied()
-                .filter(|&p| p < att.len)
-                .collect()
-        })
-        .collect();
-    let n = tokens.len();
-    let m = att.len;
-    let layers = att.num_layers();
-    // A token's subwords are usually one contiguous run (often of length 1): then its
-    // row is read in place and its column sum is a short slice sum instead of a gather.
-    let runs: Vec<Option<(usize, usize)>> = groups
-        .iter()
-        .map(|g| {
-            let (first, last) = (*g.first()?, *g.last()?);
-            (last + 1 - first == g.len()).then_some((first, last + 1))
-        })
-        .collect();
-    let mut data = vec![0.0f32; layers * att.heads * n * n];
-    // Row pass then column pass: R[i][q] = mean_p a[p][q]; A[i][j] = mean_q R[i][q].
-    data.par_chunks_mut((n * n).max(1))
-        .enumerate()
-        .for_each(|(lh, out)| {
-            let (l, h) = (lh / att.heads, lh % att.heads);
-            let a = att.head(l, h);
-            let mut buf = vec![0.0f32; m];
-            for (i, g) in groups.iter().enumerate() {
-                let r: &[f32] = if g.len() == 1 {
-                    &a[g[0] * m..(g[0] + 1) * m]
-                } else {
-                    buf.iter_mut().for_each(|x| *x = 0.0);
-                    for &p in g {
-                        for (x, &v) in buf.iter_mut().zip(&a[p * m..(p + 1) * m]) {
-                            *x += v;
+/// Subword attention of one layer at a time -> code-token attention: the analysed
+/// tokens and their subword groups, fixed once per input (before its forward pass).
+#[derive(Debug, Clone)]
+pub struct Aggregator {
+    /// Indices into the syntax's token list of the analysed tokens (those with subwords).
+    pub tokens: Vec<usize>,
+    /// The subwords (below `len`) of each analysed token.
+    groups: Vec<Vec<usize>>,
+    /// A group that is one contiguous run of subwords: `(first, end)`.
+    runs: Vec<Option<(usize, usize)>>,
+    /// Number of subwords (rows and columns of the subword attention).
+    len: usize,
+}
+
+impl Aggregator {
+    /// For subword attention over `len` positions and the alignment `align`.
+    pub fn new(len: usize, align: &Alignment) -> Self {
+        let tokens: Vec<usize> = (0..align.token_to_subwords.len())
+            .filter(|&i| align.token_to_subwords[i].iter().any(|&p| p < len))
+            .collect();
+        let groups: Vec<Vec<usize>> = tokens
+            .iter()
+            .map(|&i| {
+                align.token_to_subwords[i]
+                    .iter()
+                    .copied()
+                    .filter(|&p| p < len)
+                    .collect()
+            })
+            .collect();
+        // A token's subwords are usually one contiguous run (often of length 1): then its
+        // row is read in place and its column sum is a short slice sum instead of a gather.
+        let runs: Vec<Option<(usize, usize)>> = groups
+            .iter()
+            .map(|g| {
+                let (first, last) = (*g.first()?, *g.last()?);
+                (last + 1 - first == g.len()).then_some((first, last + 1))
+            })
+            .collect();
+        Aggregator {
+            tokens,
+            groups,
+            runs,
+            len,
+        }
+    }
+
+    /// Number of analysed code tokens.
+    pub fn n(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Number of subwords (rows and columns of the subword attention).
+    pub fn subwords(&self) -> usize {
+        self.len
+    }
+
+    /// One layer's code-token attention `[head][i][j]` into `out` (`heads * n * n`) from
+    /// its subword attention `att` (`[head][q][k]`, `heads * len * len`).
+    pub fn layer_into(&self, att: &[f32], heads: usize, out: &mut [f32]) {
+        let (n, m) = (self.n(), self.len);
+        debug_assert_eq!(att.len(), heads * m * m);
+        debug_assert_eq!(out.len(), heads * n * n);
+        // Row pass then column pass: R[i][q] = mean_p a[p][q]; A[i][j] = mean_q R[i][q].
+        out.par_chunks_mut((n * n).max(1))
+            .enumerate()
+            .for_each(|(h, out)| {
+                let a = &att[h * m * m..(h + 1) * m * m];
+                let mut buf = vec![0.0f32; m];
+                for (i, g) in self.groups.iter().enumerate() {
+                    let r: &[f32] = if g.len() == 1 {
+                        &a[g[0] * m..(g[0] + 1) * m]
+                    } else {
+                        buf.iter_mut().for_each(|x| *x = 0.0);
+                        for &p in g {
+                            for (x, &v) in buf.iter_mut().zip(&a[p * m..(p + 1) * m]) {
+                                *x += v;
+                            }
                         }
-                    }
-                    let k = 1.0 / g.len() as f32;
-                    buf.iter_mut().for_each(|x| *x *= k);
-                    &buf
-                };
-                let row = &mut out[i * n..(i + 1) * n];
-                for (j, g) in groups.iter().enumerate() {
-                    let s: f32 = match runs[j] {
-                        Some((a, b)) => r[a..b].iter().sum(),
-                        None => g.iter().map(|&q| r[q]).sum(),
+                        let k = 1.0 / g.len() as f32;
+                        buf.iter_mut().for_each(|x| *x *= k);
+                        &buf
                     };
-                    row[j] = s / g.len() as f32;
+                    let row = &mut out[i * n..(i + 1) * n];
+                    for (j, g) in self.groups.iter().enumerate() {
+                        let s: f32 = match self.runs[j] {
+                            Some((a, b)) => r[a..b].iter().sum(),
+                            None => g.iter().map(|&q| r[q]).sum(),
+                        };
+                        row[j] = s / g.len() as f32;
+                    }
                 }
-            }
-        });
+            });
+    }
+}
+
+/// Aggregate subword attention to code tokens (mean over subword pairs), every layer.
+pub fn aggregate(att: &Attention, align: &Alignment) -> TokenAttention {
+    let agg = Aggregator::new(att.len, align);
+    let n = agg.n();
+    let layers = att.num_layers();
+    let per_layer = att.heads * n * n;
+    let mut data = vec![0.0f32; layers * per_layer];
+    for (l, out) in data
+        .chunks_exact_mut(per_layer.max(1))
+        .enumerate()
+        .take(layers)
+    {
+        agg.layer_into(&att.layers[l], att.heads, out);
+    }
     TokenAttention {
         layers,
         heads: att.heads,
-        tokens,
+        tokens: agg.tokens,
         data,
     }
 }

@@ -20,11 +20,14 @@ pub struct SnippetHidden {
 /// states to code tokens: what the probes train on.
 pub fn hidden_states(model: &LoadedModel, syn: &Syntax) -> Result<SnippetHidden> {
     let (text, tokens) = model_input(syn, Mode::Source)?;
+    // Probes read no attention: each layer's is dropped as soon as it is computed.
+    let discard = |_: usize, _: Vec<f32>| Ok(());
     let trace = model.trace(
         &text,
         &ForwardOptions {
             hidden: true,
-            cancel: None,
+            on_attention: Some(&discard),
+            ..Default::default()
         },
     )?;
     token_hidden(&trace, &tokens)

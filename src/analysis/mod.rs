@@ -16,6 +16,18 @@
 //! - per-head thumbnails of the model overview: [`overview`];
 //! - output forms (JSON, CSV, text): [`report`]; corpus tables: [`reproduce`].
 //!
+//! Layer by layer: [`run`] hands the forward pass a per-layer sink, so each layer's
+//! subword attention is turned into its code-token attention and every per-head result
+//! (scores, sweeps, categories, entropy) while it exists, then dropped (`stream.rs`); at
+//! most one layer's subword attention exists at a time. The code-token matrices of every
+//! layer are kept when they fit the attention budget (`CODESCOPE_ATTENTION_BUDGET_MB`) or
+//! when the caller reads them (the explorer, compare, figures: then the input is fitted
+//! to [`crate::model::ModelInfo::window`], the budget over every layer); with
+//! [`RunOptions::scores_only`] an input up to
+//! [`crate::model::ModelInfo::stream_window`] is analysed whole and matrices that do
+//! not fit are dropped after their layer's results. [`from_trace`] feeds a finished
+//! trace's layers through the same code: both give identical numbers.
+//!
 //! This is where `syntax` and `model` meet, through byte spans only. Nothing here holds a
 //! tensor: inputs are a [`Syntax`] and a [`Trace`], outputs plain data. The subword
 //! attention and hidden states of the trace are dropped once the code-token data is
@@ -31,17 +43,17 @@ pub mod relations;
 pub mod report;
 pub mod reproduce;
 pub mod reproduce_twins;
+mod stream;
 pub mod surprisal;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::model::{ForwardOptions, LoadedModel, Trace};
+use crate::model::{limits, ForwardOptions, LoadedModel, Subword, Trace};
 pub use crate::syntax::Graph;
 use crate::syntax::{self, align, Alignment, CodeToken, Language, SubwordSpan, Syntax};
 pub use attention::TokenAttention;
@@ -114,8 +126,15 @@ pub struct SnippetAnalysis {
 }
 
 impl SnippetAnalysis {
-    /// Head scores of every gold graph at threshold `t` (no forward pass).
+    /// Head scores of every gold graph at threshold `t` (no forward pass). Needs the
+    /// code-token matrices ([`TokenAttention::resident`]; the explorer's analyses always
+    /// hold them): without them only the analysis threshold's scores exist, and those
+    /// are returned (with a warning in the log).
     pub fn scores_at(&self, t: f32) -> BTreeMap<Graph, HeadScores> {
+        if !self.token_attention.resident() {
+            tracing::warn!(t, "scores at another threshold need the attention matrices");
+            return self.relations.clone();
+        }
         self.golds
             .iter()
             .map(|(g, m)| (*g, HeadScores::compute(&self.token_attention, m, t)))
@@ -168,6 +187,14 @@ pub struct RunOptions<'a> {
     /// the LM head); `true` stops it with [`Error::Cancelled`] (the explorer's
     /// latest-wins worker, which also reports progress from it).
     pub cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
+    /// The caller reads only the per-head results (scores, sweeps, categories, entropy,
+    /// surprisal, hidden states), not the code-token attention matrices: the input may
+    /// then be as long as the model's streaming window
+    /// ([`crate::model::ModelInfo::stream_window`]: one layer's attention within the
+    /// budget), and when every layer's code-token matrices together exceed the attention
+    /// budget they are dropped after each layer's results
+    /// ([`TokenAttention::resident`] is then false).
+    pub scores_only: bool,
 }
 
 /// Parse a snippet; the syntax layer's refusals become [`Error::Syntax`].
@@ -175,7 +202,8 @@ pub fn parse(source: &str, lang: Language) -> Result<Syntax> {
     Ok(syntax::parse(source, lang)?)
 }
 
-/// Parse, trace and analyse one snippet.
+/// Parse, trace and analyse one snippet: results only ([`RunOptions::scores_only`], the
+/// headless `analyze` and `reproduce`).
 pub fn analyze(
     model: &LoadedModel,
     source: &str,
@@ -184,12 +212,16 @@ pub fn analyze(
 ) -> Result<SnippetAnalysis> {
     let start = Instant::now();
     let syn = Arc::new(parse(source, lang)?);
-    let mut a = run(model, syn, opts, &RunOptions::default())?;
+    let ro = RunOptions {
+        scores_only: true,
+        ..Default::default()
+    };
+    let mut a = run(model, syn, opts, &ro)?;
     a.elapsed = start.elapsed();
     Ok(a)
 }
 
-/// Trace and analyse a parsed snippet.
+/// Trace and analyse a parsed snippet, layer by layer as the forward pass goes.
 pub fn run(
     model: &LoadedModel,
     syn: Arc<Syntax>,
@@ -198,16 +230,69 @@ pub fn run(
 ) -> Result<SnippetAnalysis> {
     let start = Instant::now();
     let (text, tokens) = model_input(&syn, opts.mode)?;
+    let info = &model.info;
+    let window = if ro.scores_only {
+        info.stream_window
+    } else {
+        info.window
+    };
+    let enc = model.encode(&text, window)?;
+    let alignment = align_subwords(&enc.tokens, &tokens);
+    let len = enc.tokens.len();
+    let mut st = stream::LayerStream::new(
+        &syn,
+        &tokens,
+        &alignment,
+        len,
+        info.layers,
+        info.heads,
+        opts,
+        true,
+    );
+    if ro.scores_only {
+        // Keep the matrices only when all of them fit the budget.
+        let bytes = (info.layers * info.heads) as u128 * (st.n() * st.n()) as u128 * 4;
+        let budget = (limits::attention_budget_mb()? as u128) << 20;
+        if bytes > budget {
+            tracing::info!(
+                code_tokens = st.n(),
+                mib = (bytes >> 20) as u64,
+                "code-token attention matrices exceed the budget: kept per layer only"
+            );
+            st = stream::LayerStream::new(
+                &syn,
+                &tokens,
+                &alignment,
+                len,
+                info.layers,
+                info.heads,
+                opts,
+                false,
+            );
+        }
+    }
+    tracing::info!(
+        subwords = len,
+        code_tokens = st.n(),
+        truncated = enc.truncated,
+        window,
+        "analysing layer by layer"
+    );
+    let st = std::sync::Mutex::new(st);
+    let sink =
+        |l: usize, att: Vec<f32>| st.lock().unwrap_or_else(|e| e.into_inner()).layer(l, &att);
     let fwd = ForwardOptions {
         hidden: ro.hidden,
         cancel: ro.cancel,
+        on_attention: Some(&sink),
+        partial: None,
     };
-    let trace = if ro.lm && model.info.causal {
-        model.trace_lm(&text, &fwd)?
-    } else {
-        model.trace(&text, &fwd)?
-    };
-    let mut a = from_trace(syn, tokens, trace, opts);
+    let trace = model.trace_encoded(&text, enc, &fwd, ro.lm && info.causal)?;
+    let done = st
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .finish()?;
+    let mut a = assemble(syn, tokens, trace, alignment, done, opts);
     a.elapsed = start.elapsed();
     Ok(a)
 }
@@ -230,8 +315,12 @@ pub fn model_input(syn: &Syntax, mode: Mode) -> Result<(String, Vec<CodeToken>)>
 
 /// Subwords of a trace aligned to code tokens by byte overlap (specials to none).
 pub fn align_trace(trace: &Trace, tokens: &[CodeToken]) -> Alignment {
-    let spans: Vec<SubwordSpan> = trace
-        .tokens
+    align_subwords(&trace.tokens, tokens)
+}
+
+/// Subwords aligned to code tokens by byte overlap (specials to none).
+pub fn align_subwords(subwords: &[Subword], tokens: &[CodeToken]) -> Alignment {
+    let spans: Vec<SubwordSpan> = subwords
         .iter()
         .map(|s| {
             if s.special {
@@ -244,7 +333,9 @@ pub fn align_trace(trace: &Trace, tokens: &[CodeToken]) -> Alignment {
     align(&spans, tokens)
 }
 
-/// The analyses after the forward pass (the part the 20 ms budget is about).
+/// The analyses after the forward pass (the part the 20 ms budget is about), from a
+/// finished trace with every layer's attention: its layers go through the same
+/// layer-by-layer code as [`run`]'s.
 pub fn from_trace(
     syn: Arc<Syntax>,
     tokens: Vec<CodeToken>,
@@ -253,71 +344,47 @@ pub fn from_trace(
 ) -> SnippetAnalysis {
     let start = Instant::now();
     let alignment = align_trace(&trace, &tokens);
-    let ta = attention::aggregate(&trace.attention, &alignment);
-    let n_all = tokens.len();
-    let golds: BTreeMap<Graph, GoldMask> = Graph::ALL
-        .iter()
-        .map(|&g| {
-            (
-                g,
-                GoldMask::new(syn.graphs.edges_within(g, &ta.tokens), &ta.tokens, n_all),
-            )
-        })
-        .collect();
+    let att = std::mem::take(&mut trace.attention.layers);
+    let (len, heads) = (trace.attention.len, trace.attention.heads);
+    let mut st =
+        stream::LayerStream::new(&syn, &tokens, &alignment, len, att.len(), heads, opts, true);
+    for (l, a) in att.iter().enumerate() {
+        st.layer(l, a)
+            .expect("a trace's layers come in order with their full size");
+    }
+    drop(att);
+    let done = st
+        .finish()
+        .expect("every layer of the trace was fed to the analysis");
+    let mut a = assemble(syn, tokens, trace, alignment, done, opts);
+    a.elapsed = start.elapsed();
+    a
+}
+
+/// The [`SnippetAnalysis`] from the layer-by-layer results and what the trace adds
+/// (surprisal, hidden states); the trace's subword tensors are dropped.
+fn assemble(
+    syn: Arc<Syntax>,
+    tokens: Vec<CodeToken>,
+    mut trace: Trace,
+    alignment: Alignment,
+    done: stream::Streamed,
+    opts: &Options,
+) -> SnippetAnalysis {
+    let ta = done.token_attention;
+    let golds = done.golds;
     let mut gold_any = vec![false; ta.n() * ta.n()];
     for g in [Graph::AstMotif, Graph::Dfg] {
         for (o, &b) in gold_any.iter_mut().zip(&golds[&g].mask) {
             *o |= b;
         }
     }
-    // The analysis threshold, then the sweep's grid: every head visited once for all.
-    let mut ts = vec![opts.threshold];
-    if opts.sweep {
-        ts.extend(relations::threshold_grid());
-    }
-    let gold_list: Vec<&GoldMask> = golds.values().collect();
-    let mut relations = BTreeMap::new();
-    let mut sweep = opts.sweep.then(BTreeMap::new);
-    for (g, mut per_t) in golds.keys().zip(HeadScores::at(&ta, &gold_list, &ts)) {
-        let rest = per_t.split_off(1);
-        relations.insert(*g, per_t.remove(0));
-        if let Some(sw) = sweep.as_mut() {
-            sw.insert(*g, rest);
-        }
-    }
-    let fine_cls: Vec<usize> = ta
-        .tokens
-        .iter()
-        .map(|&i| categories::fine_class(&tokens[i]))
-        .collect();
-    let n = ta.n();
-    // Fine matrices in one pass per head; coarse ones derived from their sums.
-    let fine: Vec<Vec<CategoryMatrix>> = (0..ta.layers)
-        .into_par_iter()
-        .map(|l| {
-            (0..ta.heads)
-                .map(|h| CategoryMatrix::compute(ta.head(l, h), n, &fine_cls, 5))
-                .collect()
-        })
-        .collect();
     let coarse_of = |rows: &[CategoryMatrix]| -> Vec<CategoryMatrix> {
         rows.iter().map(CategoryMatrix::coarse_of_fine).collect()
     };
-    let coarse: Vec<Vec<CategoryMatrix>> = fine.iter().map(|r| coarse_of(r)).collect();
-    let fine_layer: Vec<CategoryMatrix> = (0..ta.layers)
-        .into_par_iter()
-        .map(|l| CategoryMatrix::compute(&ta.head_mean(l), n, &fine_cls, 5))
-        .collect();
-    let coarse_layer = coarse_of(&fine_layer);
-    let fine_all = CategoryMatrix::compute(&ta.overall_mean(), n, &fine_cls, 5);
-    let entropy = (0..ta.layers)
-        .into_par_iter()
-        .map(|l| {
-            (0..ta.heads)
-                .map(|h| entropy::mean_entropy(ta.head(l, h), n))
-                .collect()
-        })
-        .collect();
+    let coarse: Vec<Vec<CategoryMatrix>> = done.fine.iter().map(|r| coarse_of(r)).collect();
+    let coarse_layer = coarse_of(&done.fine_layer);
+    let n_all = tokens.len();
     let mut pos = vec![None; n_all];
     for (k, &t) in ta.tokens.iter().enumerate() {
         if t < n_all {
@@ -336,11 +403,11 @@ pub fn from_trace(
         mode: opts.mode,
         threshold: opts.threshold,
         coarse,
-        fine,
+        fine: done.fine,
         coarse_layer,
-        fine_layer,
-        coarse_all: CategoryMatrix::coarse_of_fine(&fine_all),
-        fine_all,
+        fine_layer: done.fine_layer,
+        coarse_all: CategoryMatrix::coarse_of_fine(&done.fine_all),
+        fine_all: done.fine_all,
         syntax: syn,
         tokens,
         trace,
@@ -348,12 +415,12 @@ pub fn from_trace(
         token_attention: ta,
         golds,
         gold_any,
-        relations,
-        sweep,
-        entropy,
+        relations: done.relations,
+        sweep: done.sweep,
+        entropy: done.entropy,
         pos,
         surprisal,
         features,
-        elapsed: start.elapsed(),
+        elapsed: Duration::ZERO,
     }
 }

@@ -128,6 +128,18 @@ pub fn score_sparse(a: &[f32], gold: &GoldMask, ts: &[f32], predicted: &[usize])
         .collect()
 }
 
+/// Scores of one head (`n x n` matrix `a`) against each of `golds` at each threshold of
+/// `ts`, `[gold][threshold]`: its predicted-edge counts (vectorised, one pass per
+/// threshold) are shared by all graphs, and true positives are counted over each graph's
+/// edges only.
+pub fn head_scores(a: &[f32], golds: &[&GoldMask], ts: &[f32]) -> Vec<Vec<Score>> {
+    let predicted: Vec<usize> = ts.iter().map(|&t| count_above(a, t)).collect();
+    golds
+        .iter()
+        .map(|g| score_sparse(a, g, ts, &predicted))
+        .collect()
+}
+
 /// A gold graph restricted to the analysed tokens, as a dense mask and an edge list.
 #[derive(Debug, Clone)]
 pub struct GoldMask {
@@ -208,22 +220,24 @@ impl HeadScores {
     /// are counted over each graph's edges only.
     pub fn at(ta: &TokenAttention, golds: &[&GoldMask], ts: &[f32]) -> Vec<Vec<HeadScores>> {
         use rayon::prelude::*;
-        // [layer][head][gold][threshold]
         let per_layer: Vec<Vec<Vec<Vec<Score>>>> = (0..ta.layers)
             .into_par_iter()
             .map(|l| {
                 (0..ta.heads)
-                    .map(|h| {
-                        let a = ta.head(l, h);
-                        let predicted: Vec<usize> = ts.iter().map(|&t| count_above(a, t)).collect();
-                        golds
-                            .iter()
-                            .map(|g| score_sparse(a, g, ts, &predicted))
-                            .collect()
-                    })
+                    .map(|h| head_scores(ta.head(l, h), golds, ts))
                     .collect()
             })
             .collect();
+        Self::assemble(&per_layer, golds, ts)
+    }
+
+    /// `[gold][threshold]` tables from per-head scores `[layer][head][gold][threshold]`
+    /// (each from [`head_scores`]).
+    pub fn assemble(
+        per_layer: &[Vec<Vec<Vec<Score>>>],
+        golds: &[&GoldMask],
+        ts: &[f32],
+    ) -> Vec<Vec<HeadScores>> {
         golds
             .iter()
             .enumerate()

@@ -339,16 +339,20 @@ impl Backbone for Bert {
         let heads = self.cfg.num_attention_heads;
         let n = ids.len();
         let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
-        let mut x = self.embed(ids);
-        if opts.hidden {
+        let mut x = match &opts.partial {
+            Some(p) => p.input.to_vec(),
+            None => self.embed(ids),
+        };
+        if opts.hidden && opts.partial.is_none() {
             capture.push_hidden_host(&x);
         }
-        for (li, layer) in self.layers.iter().enumerate() {
+        let (first, end) = opts.span(self.layers.len());
+        for (li, layer) in self.layers.iter().enumerate().take(end).skip(first) {
             if opts.cancelled(li) {
                 return Err(Error::Cancelled);
             }
             let (probs, ctx) = self.attention(li, &x, n);
-            capture.attention.layers.push(probs);
+            capture.keep_attention(opts, li, probs)?;
             let mut a = layer.attn_out.apply(&ctx, n, Some(&x));
             layer.attn_norm.apply(&mut a);
             let mut inter = layer.inter.apply(&a, n, None);

@@ -204,9 +204,11 @@ impl CodeGen {
         let half = self.inv_freq.len();
         let scale = 1.0 / (d as f32).sqrt();
         let (cos, sin) = super::rope::tables(&self.inv_freq, n);
-        let mut x = self.wte.forward(&Tensor::new(ids, &self.device)?)?;
-        let mut pass = Pass::start(opts, self.blocks.len(), heads, &x)?;
-        for (li, b) in self.blocks.iter().enumerate() {
+        let (mut pass, mut x) =
+            Pass::start(opts, self.blocks.len(), heads, n, h, &self.device, || {
+                Ok(self.wte.forward(&Tensor::new(ids, &self.device)?)?)
+            })?;
+        for (li, b) in pass.span(&self.blocks) {
             pass.layer(li)?;
             let hs = b.ln_1.forward(&x)?;
             let mut qkv = b.qkv.forward(&hs)?.flatten_all()?.to_vec1::<f32>()?;
@@ -231,10 +233,18 @@ impl CodeGen {
             x = ((attn + ff)? + x)?;
             pass.layer_done(&x, li)?;
         }
-        let last = self.ln_f.forward(&x)?;
-        pass.finish(&last, sink, |last, sink| {
-            super::lm::stream_logits_biased(last, &self.lm_head.t()?, self.lm_bias.as_ref(), sink)
-        })
+        pass.finish(
+            || Ok(self.ln_f.forward(&x)?),
+            sink,
+            |last, sink| {
+                super::lm::stream_logits_biased(
+                    last,
+                    &self.lm_head.t()?,
+                    self.lm_bias.as_ref(),
+                    sink,
+                )
+            },
+        )
     }
 }
 

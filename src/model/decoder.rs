@@ -2,13 +2,15 @@
 //! Qwen2, Gemma 3), so each family's `run` keeps only what is its own: embeddings and
 //! positions, norms, projections, rotary variants, the MLP and the LM head's form.
 //!
-//! A forward is a [`Pass`]: [`Pass::start`] with the embedded input (hidden state 0),
-//! then per layer [`Pass::layer`] (cancellation), [`Pass::attend`] (the fused causal
-//! kernel on `[n, Q | K | V]`, its probabilities kept as the layer's attention),
+//! A forward is a [`Pass`]: [`Pass::start`] with the embedded input (hidden state 0) —
+//! or, for a partial pass ([`super::Partial`]: one layer recomputed from its recorded
+//! input), that input instead — then per layer of [`Pass::span`] [`Pass::layer`]
+//! (cancellation), [`Pass::attend`] (the fused causal kernel on `[n, Q | K | V]`, its
+//! probabilities kept as the layer's attention or handed to the caller's per-layer sink),
 //! [`Pass::layer_done`] (non-finite check, hidden state), and [`Pass::finish`] with the
 //! final norm's output (the last hidden state) and, when logits are wanted, the LM head as
-//! a cancellable step of its own. [`repeat_kv`] lays out grouped-query projections for
-//! the kernel.
+//! a cancellable step of its own (a partial pass stops before both). [`repeat_kv`] lays
+//! out grouped-query projections for the kernel.
 
 use candle_core::{Device, Tensor};
 
@@ -21,45 +23,66 @@ pub(super) struct Pass<'o, 'c> {
     layers: usize,
     n: usize,
     heads: usize,
+    /// The layer being run (set by [`Pass::layer`]).
+    current: usize,
     capture: Capture,
     device: Device,
 }
 
 impl<'o, 'c> Pass<'o, 'c> {
-    /// Start a forward of `x` (`[n, hidden]`, the embedded input: hidden state 0) through
-    /// `layers` layers of `heads` heads.
+    /// Start a forward of `n` positions `hidden` wide through `layers` layers of `heads`
+    /// heads: `embed` gives the embedded input (hidden state 0), unless the options ask
+    /// for a partial pass, whose recorded input is used instead. Returns the pass and the
+    /// residual stream entering its first layer.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         opts: &'o ForwardOptions<'c>,
         layers: usize,
         heads: usize,
-        x: &Tensor,
-    ) -> Result<Self> {
-        let (n, hidden) = x.dims2()?;
+        n: usize,
+        hidden: usize,
+        device: &Device,
+        embed: impl FnOnce() -> Result<Tensor>,
+    ) -> Result<(Self, Tensor)> {
+        let x = match &opts.partial {
+            Some(p) => Tensor::from_slice(p.input, (n, hidden), device)?,
+            None => embed()?,
+        };
         let mut capture = Capture::new(n, heads, hidden);
-        if opts.hidden {
-            capture.push_hidden(x)?;
+        if opts.hidden && opts.partial.is_none() {
+            capture.push_hidden(&x)?;
         }
-        Ok(Pass {
+        let pass = Pass {
             opts,
             layers,
             n,
             heads,
+            current: 0,
             capture,
-            device: x.device().clone(),
-        })
+            device: device.clone(),
+        };
+        Ok((pass, x))
+    }
+
+    /// The layers this pass runs, with their indices: all of them, or a partial pass's.
+    pub fn span<'t, T>(&self, layers: &'t [T]) -> impl Iterator<Item = (usize, &'t T)> {
+        let (first, end) = self.opts.span(self.layers);
+        layers.iter().enumerate().take(end).skip(first)
     }
 
     /// Before layer `li`: stop if the caller cancelled.
-    pub fn layer(&self, li: usize) -> Result<()> {
+    pub fn layer(&mut self, li: usize) -> Result<()> {
         if self.opts.cancelled(li) {
             return Err(Error::Cancelled);
         }
+        self.current = li;
         Ok(())
     }
 
     /// Causal attention over `qkv` laid out `[n, Q | K | V]` (every head `d` wide),
     /// limited to the last `window` keys when given; the probabilities are kept as this
-    /// layer's attention and the context `[n, heads * d]` is returned.
+    /// layer's attention (or handed to the options' sink) and the context
+    /// `[n, heads * d]` is returned.
     pub fn attend(
         &mut self,
         qkv: &[f32],
@@ -71,7 +94,8 @@ impl<'o, 'c> Pass<'o, 'c> {
         let mut probs = vec![0.0f32; heads * n * n];
         let mut ctx = vec![0.0f32; n * heads * d];
         kernels::attention_windowed(qkv, n, heads, d, scale, true, window, &mut probs, &mut ctx);
-        self.capture.attention.layers.push(probs);
+        self.capture
+            .keep_attention(self.opts, self.current, probs)?;
         Ok(Tensor::from_vec(ctx, (n, heads * d), &self.device)?)
     }
 
@@ -85,23 +109,27 @@ impl<'o, 'c> Pass<'o, 'c> {
         Ok(())
     }
 
-    /// End with `last`, the final norm's output (the last hidden state). With a `sink`,
-    /// `head` streams the LM head's logits of `last` into it — a step of its own for
-    /// cancellation (seconds for big vocabularies).
+    /// End with `last()`, the final norm's output (the last hidden state). With a `sink`,
+    /// `head` streams the LM head's logits of it into the sink — a step of its own for
+    /// cancellation (seconds for big vocabularies). A partial pass ends before both.
     pub fn finish(
         mut self,
-        last: &Tensor,
+        last: impl FnOnce() -> Result<Tensor>,
         sink: Option<&mut LogitsSink>,
         head: impl FnOnce(&Tensor, &mut LogitsSink) -> Result<()>,
     ) -> Result<Capture> {
+        if self.opts.partial.is_some() {
+            return Ok(self.capture);
+        }
+        let last = last()?;
         if self.opts.hidden {
-            self.capture.push_hidden(last)?;
+            self.capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
             if self.opts.cancelled(self.layers) {
                 return Err(Error::Cancelled);
             }
-            head(last, sink)?;
+            head(&last, sink)?;
         }
         Ok(self.capture)
     }

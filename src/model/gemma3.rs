@@ -319,14 +319,23 @@ impl Gemma3 {
             .powf(-0.5) as f32;
         let global = rope::tables(&self.inv_freq_global, n);
         let local = rope::tables(&self.inv_freq_local, n);
-        let mut x = self
-            .embed
-            .forward(&Tensor::new(ids, &self.device)?)?
-            .affine(self.embed_scale as f64, 0.0)?;
-        let mut pass = Pass::start(opts, self.layers.len(), heads, &x)?;
+        let (mut pass, mut x) = Pass::start(
+            opts,
+            self.layers.len(),
+            heads,
+            n,
+            self.cfg.hidden_size,
+            &self.device,
+            || {
+                Ok(self
+                    .embed
+                    .forward(&Tensor::new(ids, &self.device)?)?
+                    .affine(self.embed_scale as f64, 0.0)?)
+            },
+        )?;
         let eps = self.cfg.rms_norm_eps as f32;
         let mut fused = vec![0.0f32; n * 3 * heads * d];
-        for (li, layer) in self.layers.iter().enumerate() {
+        for (li, layer) in pass.span(&self.layers) {
             pass.layer(li)?;
             let (cos, sin) = if layer.sliding { &local } else { &global };
             let q_norm = layer.q_norm.to_vec1::<f32>()?;
@@ -358,21 +367,24 @@ impl Gemma3 {
             x = (x + m)?;
             pass.layer_done(&x, li)?;
         }
-        let last = self.rms(&x, &self.norm)?;
-        pass.finish(&last, sink, |last, sink| {
-            let head = self.lm_head.t()?;
-            match self.cfg.final_logit_softcapping {
-                Some(cap) if cap > 0.0 => {
-                    let cap = cap as f32;
-                    super::lm::stream_logits(last, &head, &mut |start, block| {
-                        let capped: Vec<f32> =
-                            block.iter().map(|z| (z / cap).tanh() * cap).collect();
-                        sink(start, &capped)
-                    })
+        pass.finish(
+            || Ok(self.rms(&x, &self.norm)?),
+            sink,
+            |last, sink| {
+                let head = self.lm_head.t()?;
+                match self.cfg.final_logit_softcapping {
+                    Some(cap) if cap > 0.0 => {
+                        let cap = cap as f32;
+                        super::lm::stream_logits(last, &head, &mut |start, block| {
+                            let capped: Vec<f32> =
+                                block.iter().map(|z| (z / cap).tanh() * cap).collect();
+                            sink(start, &capped)
+                        })
+                    }
+                    _ => super::lm::stream_logits(last, &head, sink),
                 }
-                _ => super::lm::stream_logits(last, &head, sink),
-            }
-        })
+            },
+        )
     }
 }
 

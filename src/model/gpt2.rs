@@ -165,9 +165,16 @@ impl Gpt2 {
         super::check_ids(ids, self.cfg.n_positions, self.cfg.vocab_size)?;
         let (heads, h) = (self.cfg.n_head, self.cfg.n_embd);
         let d = h / heads;
-        let mut x = embed_with_positions(&self.wte, &self.wpe, ids, &self.device)?;
-        let mut pass = Pass::start(opts, self.blocks.len(), heads, &x)?;
-        for (li, b) in self.blocks.iter().enumerate() {
+        let (mut pass, mut x) = Pass::start(
+            opts,
+            self.blocks.len(),
+            heads,
+            ids.len(),
+            h,
+            &self.device,
+            || embed_with_positions(&self.wte, &self.wpe, ids, &self.device),
+        )?;
+        for (li, b) in pass.span(&self.blocks) {
             pass.layer(li)?;
             let mut scale = if self.cfg.scale_attn_weights {
                 1.0 / (d as f32).sqrt()
@@ -185,10 +192,11 @@ impl Gpt2 {
             x = (x + b.mlp_proj.forward(&m)?)?;
             pass.layer_done(&x, li)?;
         }
-        let last = self.ln_f.forward(&x)?;
-        pass.finish(&last, sink, |last, sink| {
-            super::lm::stream_logits(last, &self.wte.embeddings().t()?, sink)
-        })
+        pass.finish(
+            || Ok(self.ln_f.forward(&x)?),
+            sink,
+            |last, sink| super::lm::stream_logits(last, &self.wte.embeddings().t()?, sink),
+        )
     }
 }
 

@@ -271,14 +271,16 @@ impl GptBigCode {
         } else {
             1.0
         };
-        let mut x = embed_with_positions(&self.wte, &self.wpe, ids, &self.device)?;
-        let mut pass = Pass::start(opts, self.blocks.len(), heads, &x)?;
+        let (mut pass, mut x) =
+            Pass::start(opts, self.blocks.len(), heads, n, h, &self.device, || {
+                embed_with_positions(&self.wte, &self.wpe, ids, &self.device)
+            })?;
         let mut fused = if kv == heads {
             Vec::new()
         } else {
             vec![0.0f32; n * 3 * h]
         };
-        for (li, b) in self.blocks.iter().enumerate() {
+        for (li, b) in pass.span(&self.blocks) {
             pass.layer(li)?;
             let qkv = b.c_attn.forward(&b.ln_1.forward(&x)?)?;
             let qkv = qkv.flatten_all()?.to_vec1::<f32>()?;
@@ -295,10 +297,11 @@ impl GptBigCode {
             x = (x + b.mlp_proj.forward(&m)?)?;
             pass.layer_done(&x, li)?;
         }
-        let last = self.ln_f.forward(&x)?;
-        pass.finish(&last, sink, |last, sink| {
-            super::lm::stream_logits(last, &self.lm_head.t()?, sink)
-        })
+        pass.finish(
+            || Ok(self.ln_f.forward(&x)?),
+            sink,
+            |last, sink| super::lm::stream_logits(last, &self.lm_head.t()?, sink),
+        )
     }
 }
 

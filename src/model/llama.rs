@@ -263,11 +263,18 @@ impl Llama {
         );
         let scale = 1.0 / (d as f32).sqrt();
         let (cos, sin) = rope::tables(&self.inv_freq, n);
-        let mut x = self.embed.forward(&Tensor::new(ids, &self.device)?)?;
-        let mut pass = Pass::start(opts, self.layers.len(), heads, &x)?;
+        let (mut pass, mut x) = Pass::start(
+            opts,
+            self.layers.len(),
+            heads,
+            n,
+            self.cfg.hidden_size,
+            &self.device,
+            || Ok(self.embed.forward(&Tensor::new(ids, &self.device)?)?),
+        )?;
         let rotate = |v: &mut [f32], p: usize| rope::rotate_half(v, &cos, &sin, p);
         let mut fused = vec![0.0f32; n * 3 * heads * d];
-        for (li, layer) in self.layers.iter().enumerate() {
+        for (li, layer) in pass.span(&self.layers) {
             pass.layer(li)?;
             let h = self.rms(&x, &layer.in_norm)?;
             let qkv = layer.qkv.forward(&h)?.flatten_all()?.to_vec1::<f32>()?;
@@ -282,10 +289,11 @@ impl Llama {
             x = (x + layer.down.forward(&act)?)?;
             pass.layer_done(&x, li)?;
         }
-        let last = self.rms(&x, &self.norm)?;
-        pass.finish(&last, sink, |last, sink| {
-            super::lm::stream_logits(last, &self.lm_head.t()?, sink)
-        })
+        pass.finish(
+            || Ok(self.rms(&x, &self.norm)?),
+            sink,
+            |last, sink| super::lm::stream_logits(last, &self.lm_head.t()?, sink),
+        )
     }
 }
 

@@ -172,6 +172,44 @@ pub fn window_within(model_window: usize, layers: usize, heads: usize, mb: usize
     model_window.min(n.max(16))
 }
 
+/// The longest input analysed layer by layer within the budget
+/// (`CODESCOPE_ATTENTION_BUDGET_MB`): one layer's attention (`heads * n^2` f32) plus the
+/// hidden states kept to recompute any layer (`(layers + 1) * n * hidden` f32), capped
+/// by the model's own window. Never shorter than [`budget_window`]'s.
+pub fn stream_window(
+    model_window: usize,
+    layers: usize,
+    heads: usize,
+    hidden: usize,
+) -> Result<usize> {
+    let mb = limits::attention_budget_mb()?;
+    Ok(stream_window_within(
+        model_window,
+        layers,
+        heads,
+        hidden,
+        mb,
+    ))
+}
+
+/// [`stream_window`] for an explicit budget of `mb` MiB.
+pub fn stream_window_within(
+    model_window: usize,
+    layers: usize,
+    heads: usize,
+    hidden: usize,
+    mb: usize,
+) -> usize {
+    // Largest n with a n^2 + b n <= budget (in f32 values).
+    let a = heads.max(1) as f64;
+    let b = ((layers + 1) * hidden) as f64;
+    let c = mb as f64 * 1024.0 * 1024.0 / 4.0;
+    let n = ((-b + (b * b + 4.0 * a * c).sqrt()) / (2.0 * a)).floor() as usize;
+    model_window
+        .min(n.max(16))
+        .max(window_within(model_window, layers, heads, mb))
+}
+
 /// Receives LM-head logits in row blocks: `(first row, rows * vocab floats)`.
 pub type LogitsSink<'a> = dyn FnMut(usize, &[f32]) -> Result<()> + 'a;
 
@@ -187,11 +225,38 @@ pub struct ForwardOptions<'a> {
     /// head of a causal model when it runs; returning `true` cancels the pass (the TUI's
     /// latest-wins worker uses it, and reports progress from it).
     pub cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
+    /// Streaming: each layer's attention `[head][q][k]` is handed to this sink with the
+    /// layer's index as soon as it is computed, in layer order, instead of being kept in
+    /// the [`Capture`] (whose attention then has no layers), so memory holds one layer's
+    /// attention at a time. An error from the sink stops the pass.
+    pub on_attention: Option<&'a (dyn Fn(usize, Vec<f32>) -> Result<()> + Sync)>,
+    /// Run only some layers from a recorded input (see [`Partial`]).
+    pub partial: Option<Partial<'a>>,
+}
+
+/// A partial forward: layers `first..end` only, starting from `input`, the hidden state
+/// a full pass recorded at index `first` (`[n, hidden]`: the residual stream entering
+/// layer `first`). Neither the final norm nor the LM head runs, and no hidden state is
+/// kept. Layer `first`'s attention recomputed this way is bit-identical to the full
+/// pass's: the same kernels run on the same input.
+#[derive(Clone, Copy)]
+pub struct Partial<'a> {
+    pub first: usize,
+    pub end: usize,
+    pub input: &'a [f32],
 }
 
 impl ForwardOptions<'_> {
     fn cancelled(&self, layer: usize) -> bool {
         self.cancel.is_some_and(|f| f(layer))
+    }
+
+    /// `(first, end)` of the layers a pass over a model of `layers` layers runs.
+    fn span(&self, layers: usize) -> (usize, usize) {
+        match &self.partial {
+            Some(p) => (p.first.min(layers), p.end.min(layers)),
+            None => (0, layers),
+        }
     }
 }
 
@@ -214,6 +279,22 @@ impl Capture {
                 dim,
                 layers: Vec::new(),
             }),
+        }
+    }
+
+    /// Keep layer `layer`'s attention `probs`, or hand it to the options' sink.
+    fn keep_attention(
+        &mut self,
+        opts: &ForwardOptions,
+        layer: usize,
+        probs: Vec<f32>,
+    ) -> Result<()> {
+        match opts.on_attention {
+            Some(sink) => sink(layer, probs),
+            None => {
+                self.attention.layers.push(probs);
+                Ok(())
+            }
         }
     }
 
@@ -392,6 +473,12 @@ impl LoadedModel {
             heads: backbone.heads(),
             hidden_size: backbone.hidden_size(),
             window: budget_window(backbone.window(), backbone.layers(), backbone.heads())?,
+            stream_window: stream_window(
+                backbone.window(),
+                backbone.layers(),
+                backbone.heads(),
+                backbone.hidden_size(),
+            )?,
             causal: backbone.causal(),
         };
         if info.window < backbone.window() {
@@ -434,14 +521,31 @@ impl LoadedModel {
     }
 
     fn trace_impl(&self, text: &str, opts: &ForwardOptions, lm: bool) -> Result<Trace> {
-        let enc = self.tokenizer.encode(text, self.info.window)?;
+        let enc = self.encode(text, self.info.window)?;
+        self.trace_encoded(text, enc, opts, lm)
+    }
+
+    /// Tokenize `text` and fit it into `window` tokens (a warning in the log when it did
+    /// not fit).
+    pub fn encode(&self, text: &str, window: usize) -> Result<Encoded> {
+        let enc = self.tokenizer.encode(text, window)?;
         if enc.truncated > 0 {
-            tracing::warn!(
-                dropped = enc.truncated,
-                window = self.info.window,
-                "input truncated"
-            );
+            tracing::warn!(dropped = enc.truncated, window, "input truncated");
         }
+        Ok(enc)
+    }
+
+    /// Run `enc`, the encoding of `text` ([`LoadedModel::encode`]), with capture; with
+    /// `lm` (causal models) also the LM head's surprisal and top predictions. With
+    /// [`ForwardOptions::on_attention`] the trace's attention has no layers: they went
+    /// to the sink one by one.
+    pub fn trace_encoded(
+        &self,
+        text: &str,
+        enc: Encoded,
+        opts: &ForwardOptions,
+        lm: bool,
+    ) -> Result<Trace> {
         let start = Instant::now();
         let (cap, surprisal) = if lm {
             let mut scorer = lm::Scorer::new(&enc.ids, self.backbone.vocab_size(), TOP_NEXT);
@@ -467,6 +571,46 @@ impl LoadedModel {
             truncated: enc.truncated,
             elapsed: start.elapsed(),
         })
+    }
+
+    /// Layer `layer`'s attention `[head][q][k]` for the ids `ids`, recomputed from
+    /// `input`, the hidden state entering that layer (`[n, hidden]`: index `layer` of a
+    /// trace's hidden states). Bit-identical to the full pass's attention of that layer
+    /// (see [`Partial`]); costs one layer of the forward.
+    pub fn layer_attention(&self, ids: &[u32], layer: usize, input: &[f32]) -> Result<Vec<f32>> {
+        let (n, dim) = (ids.len(), self.info.hidden_size);
+        if layer >= self.info.layers {
+            return Err(Error::Compute(format!(
+                "layer {} does not exist (the model has {})",
+                layer + 1,
+                self.info.layers
+            )));
+        }
+        if input.len() != n * dim {
+            return Err(Error::Compute(format!(
+                "the hidden state entering layer {} has {} values, not {n} x {dim}",
+                layer + 1,
+                input.len()
+            )));
+        }
+        let out = std::sync::Mutex::new(None);
+        let sink = |_: usize, probs: Vec<f32>| {
+            *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(probs);
+            Ok(())
+        };
+        let opts = ForwardOptions {
+            on_attention: Some(&sink),
+            partial: Some(Partial {
+                first: layer,
+                end: layer + 1,
+                input,
+            }),
+            ..Default::default()
+        };
+        self.backbone.forward(ids, &opts)?;
+        out.into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .ok_or_else(|| Error::Compute(format!("layer {} produced no attention", layer + 1)))
     }
 
     /// Run pre-tokenized ids (benchmarks, probes).

@@ -22,9 +22,15 @@ pub struct ModelInfo {
     pub layers: usize,
     pub heads: usize,
     pub hidden_size: usize,
-    /// Maximum number of tokens per input, special tokens included.
+    /// Maximum number of tokens per input, special tokens included, when every layer's
+    /// attention is kept (a [`Trace`]; analyses that need every code-token attention
+    /// matrix): the model's window, or less under the attention budget.
     #[serde(skip)]
     pub window: usize,
+    /// Maximum number of tokens per input analysed layer by layer (one layer's attention
+    /// and the hidden states at a time; see `model::stream_window`), `>= window`.
+    #[serde(skip)]
+    pub stream_window: usize,
     /// Causal (decoder) models attend only to earlier positions.
     #[serde(skip)]
     pub causal: bool,

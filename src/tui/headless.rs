@@ -87,6 +87,7 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                         lm: job.surprisal,
                         hidden: job.opts.mode == Mode::Source,
                         cancel: None,
+                        scores_only: false,
                     };
                     match analysis::run(m.model, job.syntax.clone(), &job.opts, &ro) {
                         Ok(a) => Msg::Worker(WorkerMsg::Analysed {

@@ -352,6 +352,7 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
             lm: job.surprisal,
             hidden: job.opts.mode == Mode::Source,
             cancel: Some(&cancel),
+            scores_only: false,
         };
         analysis::run(m, job.syntax.clone(), &job.opts, &ro)
     });
@@ -467,6 +468,7 @@ pub fn compare(
         lm: job.surprisal,
         hidden: job.opts.mode == Mode::Source,
         cancel,
+        scores_only: false,
     };
     send(WorkerMsg::Progress {
         req: 0,

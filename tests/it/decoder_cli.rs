@@ -83,6 +83,7 @@ fn decoder_cancel_stops_between_layers() {
             &ForwardOptions {
                 hidden: false,
                 cancel: Some(&cancel),
+                ..Default::default()
             },
         )
         .expect_err("cancelled");

@@ -30,6 +30,7 @@ pub fn hidden_opts() -> ForwardOptions<'static> {
     ForwardOptions {
         hidden: true,
         cancel: None,
+        ..Default::default()
     }
 }
 

@@ -78,6 +78,7 @@ fn gemma3_270m_gguf_matches_transformers() {
         let opts = ForwardOptions {
             hidden: true,
             cancel: None,
+            ..Default::default()
         };
         let cap = backbone
             .forward_lm(&ids, &opts, &mut |start, block| {

@@ -36,6 +36,7 @@ fn check(name: &str, arch: &str) {
     let opts = ForwardOptions {
         hidden: true,
         cancel: None,
+        ..Default::default()
     };
     let cap = m
         .forward_lm(&ids, &opts, &mut |_, block| {

@@ -28,6 +28,7 @@ mod probe_e2e;
 mod probe_sklearn_agreement;
 mod probe_train;
 mod reproduce_shards;
+mod stream;
 mod study_graphs;
 mod syntax_worst_case;
 mod tiny_roberta_reference;

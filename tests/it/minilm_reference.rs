@@ -58,6 +58,7 @@ fn minilm_matches_transformers_on_real_code() {
                 &ForwardOptions {
                     hidden: true,
                     cancel: None,
+                    ..Default::default()
                 },
             )
             .unwrap();

@@ -26,6 +26,7 @@ fn trace(m: &LoadedModel, text: &str) -> Trace {
         &ForwardOptions {
             hidden: true,
             cancel: None,
+            ..Default::default()
         },
     )
     .expect("trace")
@@ -201,6 +202,7 @@ fn cancel_stops_between_layers() {
             &ForwardOptions {
                 hidden: false,
                 cancel: Some(&cancel),
+                ..Default::default()
             },
         )
         .expect_err("cancelled");

@@ -26,6 +26,7 @@ fn tiny_roberta_matches_transformers() {
             &ForwardOptions {
                 hidden: true,
                 cancel: None,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -158,6 +158,7 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                             lm: job.surprisal,
                             hidden: job.opts.mode == Mode::Source,
                             cancel: None,
+                            scores_only: false,
                         },
                     )
                     .unwrap();
