@@ -29,10 +29,12 @@
 //! loads the model ([`model::source::resolve`], [`model::LoadedModel::load`]) ->
 //! [`analysis::analyze`]: [`analysis::parse`] ([`syntax::parse`]: tokens and gold graphs)
 //! -> [`analysis::model_input`] (source text or the study's space-joined tokens) ->
-//! [`model::LoadedModel::trace`] (tokenizer + forward with attention capture) ->
-//! [`analysis::from_trace`] (subword alignment, code-token attention, gold masks, head
-//! scores, category matrices, entropy, surprisal) -> [`analysis::report::to_json`] ->
-//! stdout.
+//! [`model::LoadedModel::encode`] (tokenizer, fitted to the window) -> subword alignment
+//! -> [`model::LoadedModel::trace_encoded`] (the forward pass, handing each layer's
+//! attention to the analysis as it is computed: code-token attention, head scores against
+//! the gold masks, category matrices, entropy, one layer at a time) -> surprisal and the
+//! rest of [`analysis::SnippetAnalysis`] -> [`analysis::report::to_json`] -> stdout.
+//! ([`analysis::from_trace`] runs the same per-layer analysis over a finished trace.)
 //!
 //! # From a key press to a frame
 //! The input thread reads a crossterm event -> `Msg::Key` on the one channel -> the UI

@@ -33,7 +33,7 @@ impl TokenAttention {
     }
     /// Whether the matrices are held. They always are, except in an analysis that asked
     /// for results only and whose matrices exceeded the attention budget
-    /// ([`super::RunOptions::scores_only`]): then `data` is empty and the per-head
+    /// ([`super::Matrices`]): then `data` is empty and the per-head
     /// results were computed layer by layer while each layer existed.
     pub fn resident(&self) -> bool {
         self.data.len() == self.layers * self.heads * self.n() * self.n()
@@ -52,15 +52,11 @@ impl TokenAttention {
     /// Mean over heads of one layer, `[i][j]`.
     pub fn head_mean(&self, l: usize) -> Vec<f32> {
         let sz = self.n() * self.n();
-        let mut out = vec![0.0f32; sz];
-        for h in 0..self.heads {
-            for (o, &a) in out.iter_mut().zip(self.head(l, h)) {
-                *o += a;
-            }
-        }
-        let k = 1.0 / self.heads.max(1) as f32;
-        out.iter_mut().for_each(|o| *o *= k);
-        out
+        head_mean_of(
+            &self.data[l * self.heads * sz..(l + 1) * self.heads * sz],
+            self.heads,
+            self.n(),
+        )
     }
     /// Mean over all layers and heads, `[i][j]`.
     pub fn overall_mean(&self) -> Vec<f32> {
@@ -75,6 +71,22 @@ impl TokenAttention {
         out.iter_mut().for_each(|o| *o *= k);
         out
     }
+}
+
+/// Mean over the heads of one layer's code-token attention `layer` (`[head][i][j]`,
+/// `heads * n * n`), `[i][j]`: the heads added in order, then scaled (the analysis's
+/// layer means add in the same order).
+pub fn head_mean_of(layer: &[f32], heads: usize, n: usize) -> Vec<f32> {
+    let sz = n * n;
+    let mut out = vec![0.0f32; sz];
+    for h in 0..heads {
+        for (o, &a) in out.iter_mut().zip(&layer[h * sz..(h + 1) * sz]) {
+            *o += a;
+        }
+    }
+    let k = 1.0 / heads.max(1) as f32;
+    out.iter_mut().for_each(|o| *o *= k);
+    out
 }
 
 /// Subword attention of one layer at a time -> code-token attention: the analysed

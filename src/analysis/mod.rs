@@ -19,14 +19,14 @@
 //! Layer by layer: [`run`] hands the forward pass a per-layer sink, so each layer's
 //! subword attention is turned into its code-token attention and every per-head result
 //! (scores, sweeps, categories, entropy) while it exists, then dropped (`stream.rs`); at
-//! most one layer's subword attention exists at a time. The code-token matrices of every
-//! layer are kept when they fit the attention budget (`CODESCOPE_ATTENTION_BUDGET_MB`) or
-//! when the caller reads them (the explorer, compare, figures: then the input is fitted
-//! to [`crate::model::ModelInfo::window`], the budget over every layer); with
-//! [`RunOptions::scores_only`] an input up to
-//! [`crate::model::ModelInfo::stream_window`] is analysed whole and matrices that do
-//! not fit are dropped after their layer's results. [`from_trace`] feeds a finished
-//! trace's layers through the same code: both give identical numbers.
+//! most one layer's subword attention exists at a time. Which code-token matrices are
+//! kept is [`RunOptions::matrices`]: every layer's, the input fitted to
+//! [`crate::model::ModelInfo::window`] (the attention budget over every layer), or —
+//! inputs up to [`crate::model::ModelInfo::stream_window`] — every layer's when they fit
+//! the budget (`CODESCOPE_ATTENTION_BUDGET_MB`), else none, optionally with the hidden
+//! state entering each layer so that the viewer recomputes the layer it shows
+//! ([`SnippetAnalysis::layer_matrices`]). [`from_trace`] feeds a finished trace's layers
+//! through the same code: all give identical numbers.
 //!
 //! This is where `syntax` and `model` meet, through byte spans only. Nothing here holds a
 //! tensor: inputs are a [`Syntax`] and a [`Trace`], outputs plain data. The subword
@@ -101,7 +101,9 @@ pub struct SnippetAnalysis {
     pub gold_any: Vec<bool>,
     /// Per graph: scores of every head at `threshold`.
     pub relations: BTreeMap<Graph, HeadScores>,
-    /// Per graph: scores at every threshold of [`relations::threshold_grid`].
+    /// Per graph: scores at every threshold of [`relations::threshold_grid`] (with
+    /// [`Options::sweep`], and when the matrices were dropped for recomputing on demand:
+    /// then [`SnippetAnalysis::scores_at`] reads them).
     pub sweep: Option<BTreeMap<Graph, Vec<HeadScores>>>,
     /// `[layer][head]` coarse (2x2) and fine (5x5) category matrices.
     pub coarse: Vec<Vec<CategoryMatrix>>,
@@ -121,18 +123,42 @@ pub struct SnippetAnalysis {
     pub surprisal: Option<TokenSurprisal>,
     /// Code-token hidden states at every layer (when traced with hidden states).
     pub features: Option<SnippetHidden>,
+    /// What recomputes a layer's matrices when they were not kept
+    /// ([`Matrices::OnDemand`] on a long input).
+    pub layer_inputs: Option<Arc<LayerInputs>>,
     /// Wall time of the pipeline (the parse when it parsed, forward, analyses).
     pub elapsed: Duration,
 }
 
+impl std::fmt::Debug for SnippetAnalysis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnippetAnalysis")
+            .field("mode", &self.mode)
+            .field("layers", &self.layers())
+            .field("heads", &self.heads())
+            .field("n", &self.n())
+            .field("resident", &self.token_attention.resident())
+            .finish_non_exhaustive()
+    }
+}
+
 impl SnippetAnalysis {
-    /// Head scores of every gold graph at threshold `t` (no forward pass). Needs the
-    /// code-token matrices ([`TokenAttention::resident`]; the explorer's analyses always
-    /// hold them): without them only the analysis threshold's scores exist, and those
-    /// are returned (with a warning in the log).
+    /// Head scores of every gold graph at threshold `t` (no forward pass). Without the
+    /// code-token matrices ([`TokenAttention::resident`]) they come from the sweep's grid
+    /// (the explorer's thresholds are on it); a threshold off the grid then gets the
+    /// analysis threshold's scores, with a warning in the log.
     pub fn scores_at(&self, t: f32) -> BTreeMap<Graph, HeadScores> {
         if !self.token_attention.resident() {
-            tracing::warn!(t, "scores at another threshold need the attention matrices");
+            if let Some(sw) = &self.sweep {
+                let grid = relations::threshold_grid();
+                if let Some(i) = grid.iter().position(|&g| (g - t).abs() < 1e-6) {
+                    return sw.iter().map(|(g, s)| (*g, s[i].clone())).collect();
+                }
+            }
+            tracing::warn!(
+                t,
+                "scores off the threshold grid need the attention matrices"
+            );
             return self.relations.clone();
         }
         self.golds
@@ -151,6 +177,28 @@ impl SnippetAnalysis {
     pub fn n(&self) -> usize {
         self.token_attention.n()
     }
+    /// Layer `l`'s code-token attention `[head][i][j]`: the kept matrices' copy, or
+    /// recomputed with `model` (the one that made this analysis) from the hidden state
+    /// entering the layer — the same numbers either way. An error when neither exists
+    /// (results-only analyses of long inputs).
+    pub fn layer_matrices(&self, model: &LoadedModel, l: usize) -> Result<Vec<f32>> {
+        let ta = &self.token_attention;
+        if l >= ta.layers {
+            return Err(Error::Compute(format!("layer {} does not exist", l + 1)));
+        }
+        if ta.resident() {
+            let per = ta.heads * ta.n() * ta.n();
+            return Ok(ta.data[l * per..(l + 1) * per].to_vec());
+        }
+        let inp = self.layer_inputs.as_ref().ok_or_else(|| {
+            Error::Compute("this analysis kept neither the matrices nor the layer inputs".into())
+        })?;
+        let att = model.layer_attention(&inp.ids, l, &inp.hidden[l])?;
+        let mut out = vec![0.0f32; ta.heads * ta.n() * ta.n()];
+        inp.agg.layer_into(&att, ta.heads, &mut out);
+        Ok(out)
+    }
+
     /// Whether the analysed position `k` is an identifier.
     pub fn is_ident(&self, k: usize) -> bool {
         let t = self.token_attention.tokens[k];
@@ -176,6 +224,39 @@ impl Default for Options {
     }
 }
 
+/// Which code-token attention matrices an analysis keeps ([`RunOptions::matrices`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Matrices {
+    /// Every layer's, always: the input is fitted to
+    /// [`crate::model::ModelInfo::window`], the budget over every layer (compare,
+    /// twins, anything reading every layer's matrices).
+    #[default]
+    All,
+    /// Only results are read (scores, sweeps, categories, entropy, surprisal, hidden
+    /// states): the input may be as long as [`crate::model::ModelInfo::stream_window`]
+    /// (one layer's attention within the budget); every layer's matrices are kept when
+    /// together they fit the budget, else each is dropped after its layer's results
+    /// ([`TokenAttention::resident`] is then false). The headless `analyze` and
+    /// `reproduce`.
+    IfTheyFit,
+    /// As [`Matrices::IfTheyFit`], and when the matrices are dropped the hidden state
+    /// entering each layer is kept (and the scores at every grid threshold computed), so
+    /// that any layer's matrices can be recomputed ([`SnippetAnalysis::layer_matrices`]):
+    /// the explorer.
+    OnDemand,
+}
+
+/// What recomputes one layer's code-token attention of an analysis whose matrices were
+/// not kept: the ids the model ran, the hidden state entering every layer, the
+/// subword-to-code-token aggregation.
+pub struct LayerInputs {
+    pub ids: Vec<u32>,
+    /// `[layer][pos * dim + d]`: the hidden state entering each layer (index `l` of the
+    /// trace's hidden states, for `l < layers`).
+    pub hidden: Vec<Vec<f32>>,
+    pub agg: attention::Aggregator,
+}
+
 /// What the pipeline computes beyond the attention analyses, and how to stop it.
 #[derive(Clone, Copy, Default)]
 pub struct RunOptions<'a> {
@@ -187,14 +268,8 @@ pub struct RunOptions<'a> {
     /// the LM head); `true` stops it with [`Error::Cancelled`] (the explorer's
     /// latest-wins worker, which also reports progress from it).
     pub cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
-    /// The caller reads only the per-head results (scores, sweeps, categories, entropy,
-    /// surprisal, hidden states), not the code-token attention matrices: the input may
-    /// then be as long as the model's streaming window
-    /// ([`crate::model::ModelInfo::stream_window`]: one layer's attention within the
-    /// budget), and when every layer's code-token matrices together exceed the attention
-    /// budget they are dropped after each layer's results
-    /// ([`TokenAttention::resident`] is then false).
-    pub scores_only: bool,
+    /// Which code-token matrices to keep (and so how long the input may be).
+    pub matrices: Matrices,
 }
 
 /// Parse a snippet; the syntax layer's refusals become [`Error::Syntax`].
@@ -202,7 +277,7 @@ pub fn parse(source: &str, lang: Language) -> Result<Syntax> {
     Ok(syntax::parse(source, lang)?)
 }
 
-/// Parse, trace and analyse one snippet: results only ([`RunOptions::scores_only`], the
+/// Parse, trace and analyse one snippet: results only ([`Matrices::IfTheyFit`], the
 /// headless `analyze` and `reproduce`).
 pub fn analyze(
     model: &LoadedModel,
@@ -213,7 +288,7 @@ pub fn analyze(
     let start = Instant::now();
     let syn = Arc::new(parse(source, lang)?);
     let ro = RunOptions {
-        scores_only: true,
+        matrices: Matrices::IfTheyFit,
         ..Default::default()
     };
     let mut a = run(model, syn, opts, &ro)?;
@@ -231,70 +306,100 @@ pub fn run(
     let start = Instant::now();
     let (text, tokens) = model_input(&syn, opts.mode)?;
     let info = &model.info;
-    let window = if ro.scores_only {
-        info.stream_window
-    } else {
-        info.window
+    let window = match ro.matrices {
+        Matrices::All => info.window,
+        Matrices::IfTheyFit | Matrices::OnDemand => info.stream_window,
     };
     let enc = model.encode(&text, window)?;
     let alignment = align_subwords(&enc.tokens, &tokens);
     let len = enc.tokens.len();
-    let mut st = stream::LayerStream::new(
+    let n = attention::Aggregator::new(len, &alignment).n();
+    let budget = (limits::attention_budget_mb()? as u128) << 20;
+    let keep = keep_matrices(ro.matrices, info.layers, info.heads, n, len, budget);
+    let on_demand = !keep && ro.matrices == Matrices::OnDemand;
+    // Recomputing on demand answers other thresholds from the grid.
+    let stream_opts = Options {
+        sweep: opts.sweep || on_demand,
+        ..*opts
+    };
+    let st = stream::LayerStream::new(
         &syn,
         &tokens,
         &alignment,
         len,
         info.layers,
         info.heads,
-        opts,
-        true,
+        &stream_opts,
+        keep,
     );
-    if ro.scores_only {
-        // Keep the matrices only when all of them fit the budget.
-        let bytes = (info.layers * info.heads) as u128 * (st.n() * st.n()) as u128 * 4;
-        let budget = (limits::attention_budget_mb()? as u128) << 20;
-        if bytes > budget {
-            tracing::info!(
-                code_tokens = st.n(),
-                mib = (bytes >> 20) as u64,
-                "code-token attention matrices exceed the budget: kept per layer only"
-            );
-            st = stream::LayerStream::new(
-                &syn,
-                &tokens,
-                &alignment,
-                len,
-                info.layers,
-                info.heads,
-                opts,
-                false,
-            );
-        }
-    }
     tracing::info!(
         subwords = len,
-        code_tokens = st.n(),
+        code_tokens = n,
         truncated = enc.truncated,
         window,
+        keep,
         "analysing layer by layer"
     );
+    let ids = on_demand.then(|| enc.ids.clone());
     let st = std::sync::Mutex::new(st);
     let sink =
         |l: usize, att: Vec<f32>| st.lock().unwrap_or_else(|e| e.into_inner()).layer(l, &att);
     let fwd = ForwardOptions {
-        hidden: ro.hidden,
+        hidden: ro.hidden || on_demand,
         cancel: ro.cancel,
         on_attention: Some(&sink),
         partial: None,
     };
-    let trace = model.trace_encoded(&text, enc, &fwd, ro.lm && info.causal)?;
+    let mut trace = model.trace_encoded(&text, enc, &fwd, ro.lm && info.causal)?;
     let done = st
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .finish()?;
+    // The hidden states move into the layer inputs (no copy); the code-token features,
+    // when asked for, are taken from them first.
+    let mut features = None;
+    let layer_inputs = match ids {
+        Some(ids) => {
+            let mut h = trace
+                .hidden
+                .take()
+                .ok_or_else(|| Error::Compute("the model returned no hidden states".into()))?;
+            if ro.hidden {
+                features = Some(hidden::aligned_hidden(&h, &alignment));
+            }
+            h.layers.truncate(info.layers);
+            Some(Arc::new(LayerInputs {
+                ids,
+                hidden: h.layers,
+                agg: attention::Aggregator::new(len, &alignment),
+            }))
+        }
+        None => None,
+    };
     let mut a = assemble(syn, tokens, trace, alignment, done, opts);
+    if layer_inputs.is_some() {
+        a.features = features;
+        a.layer_inputs = layer_inputs;
+    }
     a.elapsed = start.elapsed();
     Ok(a)
+}
+
+/// Whether an analysis keeps every layer's code-token matrices: always with
+/// [`Matrices::All`]; otherwise when they (`layers x heads x n^2` f32 for `n` analysed
+/// tokens), with the one layer of subword attention that exists while they are made
+/// (`heads x len^2`), fit `budget` bytes.
+fn keep_matrices(
+    m: Matrices,
+    layers: usize,
+    heads: usize,
+    n: usize,
+    len: usize,
+    budget: u128,
+) -> bool {
+    let kept = (layers * heads) as u128 * (n as u128 * n as u128) * 4;
+    let layer = heads as u128 * (len as u128 * len as u128) * 4;
+    m == Matrices::All || kept + layer <= budget
 }
 
 /// The text fed to the model in `mode`, and the code tokens with spans in that text.
@@ -421,6 +526,27 @@ fn assemble(
         pos,
         surprisal,
         features,
+        layer_inputs: None,
         elapsed: Duration::ZERO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matrices_are_kept_while_they_and_one_layer_fit_the_budget() {
+        let gib = 2u128 << 30;
+        // Gemma 3 (18 x 4) on 8,117 subwords with 2,640 code tokens: 1.87 GiB of
+        // matrices plus a 0.98 GiB layer exceed 2 GiB; 1,000 code tokens fit.
+        assert!(!keep_matrices(Matrices::IfTheyFit, 18, 4, 2640, 8117, gib));
+        assert!(!keep_matrices(Matrices::OnDemand, 18, 4, 2640, 8117, gib));
+        assert!(keep_matrices(Matrices::All, 18, 4, 2640, 8117, gib));
+        assert!(keep_matrices(Matrices::IfTheyFit, 18, 4, 1000, 8117, gib));
+        // Exactly at the budget is kept; one byte less is not.
+        let exact = (2 * 3 * 10 * 10 + 3 * 20 * 20) * 4;
+        assert!(keep_matrices(Matrices::OnDemand, 2, 3, 10, 20, exact));
+        assert!(!keep_matrices(Matrices::OnDemand, 2, 3, 10, 20, exact - 1));
     }
 }

@@ -134,8 +134,9 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
         .map(|(pl, ph)| export::Pinned {
             layer: pl + 1,
             head: ph + 1,
-            matrix: ta
-                .head(pl, ph)
+            matrix: app
+                .head_matrix(pl, ph)
+                .unwrap_or_default()
                 .chunks(n.max(1))
                 .map(|r| r.to_vec())
                 .collect(),
@@ -191,7 +192,8 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
         dataflow,
         pinned,
         probes: probe_chart(app),
-        overview: overview.then(|| overview_of(a, v.metric, &grid)),
+        // Every head's thumbnail needs every layer's matrices (kept unless too long).
+        overview: (overview && ta.resident()).then(|| overview_of(a, v.metric, &grid)),
     })
 }
 

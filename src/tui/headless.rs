@@ -11,7 +11,7 @@ use super::app::{App, Config};
 use super::data::Doc;
 use super::msg::{Effect, Msg, WorkerMsg};
 use super::theme::Theme;
-use crate::analysis::{self, Mode, RunOptions};
+use crate::analysis;
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
 
@@ -83,12 +83,7 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                 Effect::Parse(job) => super::io::parse(&job),
                 Effect::ReadFile(path) => super::io::read_file(&path),
                 Effect::Analyse(job) => {
-                    let ro = RunOptions {
-                        lm: job.surprisal,
-                        hidden: job.opts.mode == Mode::Source,
-                        cancel: None,
-                        scores_only: false,
-                    };
+                    let ro = super::worker::run_options(&job, None);
                     match analysis::run(m.model, job.syntax.clone(), &job.opts, &ro) {
                         Ok(a) => Msg::Worker(WorkerMsg::Analysed {
                             req: job.req,
@@ -118,6 +113,7 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                         }),
                     }
                 }
+                Effect::Layer(key, a) => Msg::Worker(super::worker::layer_job(m.model, key, &a)),
                 Effect::LabelToken(key, job) => Msg::TokenLabel {
                     key,
                     label: crate::probe::label::label_token(&job),

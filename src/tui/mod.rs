@@ -260,6 +260,7 @@ fn event_loop(
                 Effect::CheckPresets(names) => io_thread.check_presets(names),
                 Effect::LoadModel(spec) => worker.load(spec),
                 Effect::Analyse(job) => worker.analyse(job),
+                Effect::Layer(key, a) => worker.layer(key, a),
                 Effect::Compare(job) => worker.compare(job),
                 Effect::Probe(job) => worker.probe(job),
                 Effect::LabelToken(key, job) => follow.push(Msg::TokenLabel {

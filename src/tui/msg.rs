@@ -100,6 +100,11 @@ pub enum WorkerMsg {
     },
     /// Analysis of request `req` failed.
     AnalyseFailed { req: u64, error: String },
+    /// One layer's code-token attention recomputed ([`Effect::Layer`]), or why not.
+    Layer {
+        key: LayerKey,
+        result: Result<Arc<Vec<f32>>, String>,
+    },
     /// Probe request `req` is under way: what it is doing, and the latest finished
     /// (task, layer) fit if this report is about one.
     ProbeProgress {
@@ -131,6 +136,11 @@ impl std::fmt::Debug for WorkerMsg {
             WorkerMsg::ModelFailed { label, error } => write!(f, "ModelFailed({label}: {error})"),
             WorkerMsg::Analysed { req, .. } => write!(f, "Analysed({req})"),
             WorkerMsg::AnalyseFailed { req, error } => write!(f, "AnalyseFailed({req}: {error})"),
+            WorkerMsg::Layer { key, result } => write!(
+                f,
+                "Layer({key:?}, {})",
+                if result.is_ok() { "ok" } else { "failed" }
+            ),
             WorkerMsg::ProbeProgress { req, text, .. } => {
                 write!(f, "ProbeProgress({req}, {text:?})")
             }
@@ -215,6 +225,9 @@ pub type LabelKey = (u64, usize, usize, Task);
 /// What AST-Probe trees were asked for: (analysis request, hidden layer).
 pub type TreeKey = (u64, usize);
 
+/// What a recomputed layer was asked for: (analysis request, attention layer).
+pub type LayerKey = (u64, usize);
+
 /// What `App::update` asks the runtime to do.
 #[derive(Debug, Clone)]
 pub enum Effect {
@@ -230,6 +243,9 @@ pub enum Effect {
     LoadModel(Option<String>),
     /// Analyse a parsed snippet in the worker (supersedes any earlier request).
     Analyse(AnalyseJob),
+    /// Recompute one layer's code-token attention of an analysis that did not keep its
+    /// matrices (a long input), in the worker (supersedes any earlier request).
+    Layer(LayerKey, Arc<SnippetAnalysis>),
     /// Train probes in the worker (supersedes any earlier probe request).
     Probe(ProbeJob),
     /// Label a token with a trained probe.

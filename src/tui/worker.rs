@@ -10,8 +10,15 @@
 //! as failures; the worker keeps serving. (Shape of gitui's `asyncjob`: one slot per job
 //! kind, a generation counter to recognise superseded work.)
 //!
+//! The explorer's analyses keep their code-token matrices when they fit the attention
+//! budget; for longer inputs they keep the hidden state entering each layer instead, and
+//! layer jobs recompute the matrices of the layer on screen ([`Effect::Layer`]: one
+//! layer of the forward pass), after a pending analysis; latest wins.
+//!
 //! Comparison jobs (compare mode: make the twin, analyse it, compare) come after a
 //! pending analysis and before probes; latest wins, as for analyses.
+
+//! [`Effect::Layer`]: super::msg::Effect::Layer
 //!
 //! Probe jobs (train per-layer probes on the bundled corpus) have the lowest priority:
 //! they run only when no load or analysis is pending, and a running one is cancelled
@@ -25,8 +32,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::msg::{AnalyseJob, CompareJob, ProbeJob, TwinSource, WorkerMsg};
-use crate::analysis::{self, Mode, RunOptions};
+use super::msg::{AnalyseJob, CompareJob, LayerKey, ProbeJob, TwinSource, WorkerMsg};
+use crate::analysis::{self, Matrices, Mode, RunOptions, SnippetAnalysis};
 use crate::error::Result;
 use crate::model::{source, LoadedModel};
 
@@ -38,6 +45,7 @@ struct Slot {
     /// `Some(spec)`: load `spec` (`None` inside: the default model).
     load: Option<Option<String>>,
     analyse: Option<AnalyseJob>,
+    layer: Option<(LayerKey, Arc<SnippetAnalysis>)>,
     compare: Option<CompareJob>,
     probe: Option<ProbeJob>,
     stop: bool,
@@ -46,7 +54,11 @@ struct Slot {
 impl Slot {
     /// A load or analysis is waiting (a running probe yields to it).
     fn urgent(&self) -> bool {
-        self.stop || self.load.is_some() || self.analyse.is_some() || self.compare.is_some()
+        self.stop
+            || self.load.is_some()
+            || self.analyse.is_some()
+            || self.layer.is_some()
+            || self.compare.is_some()
     }
 }
 
@@ -113,6 +125,13 @@ impl Worker {
         self.shared.cv.notify_one();
     }
 
+    /// Queue a layer recomputation (replaces a pending one).
+    pub fn layer(&self, key: LayerKey, a: Arc<SnippetAnalysis>) {
+        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+        s.layer = Some((key, a));
+        self.shared.cv.notify_one();
+    }
+
     /// Queue a comparison; a pending or running older one is superseded.
     pub fn compare(&self, job: CompareJob) {
         self.shared.latest_compare.store(job.req, Ordering::SeqCst);
@@ -157,6 +176,7 @@ impl Drop for Worker {
 enum Job {
     Load(Option<String>),
     Analyse(AnalyseJob),
+    Layer(LayerKey, Arc<SnippetAnalysis>),
     Compare(CompareJob),
     Probe(ProbeJob),
 }
@@ -172,6 +192,9 @@ fn next_job(shared: &Shared) -> Option<Job> {
         }
         if let Some(a) = s.analyse.take() {
             return Some(Job::Analyse(a));
+        }
+        if let Some((k, a)) = s.layer.take() {
+            return Some(Job::Layer(k, a));
         }
         if let Some(c) = s.compare.take() {
             return Some(Job::Compare(c));
@@ -217,6 +240,23 @@ fn run(shared: &Shared, send: &Sender) {
                         error: format!("internal error: {}", panic_text(p)),
                     });
                 }
+            }
+            Job::Layer(key, a) => {
+                // A layer of an analysis already superseded is not worth a forward step.
+                if shared.latest.load(Ordering::SeqCst) != key.0 {
+                    continue;
+                }
+                let r = catch_unwind(AssertUnwindSafe(|| match model.as_ref() {
+                    Some(m) => layer_job(m, key, &a),
+                    None => WorkerMsg::Layer {
+                        key,
+                        result: Err("no model is loaded".into()),
+                    },
+                }));
+                send(r.unwrap_or_else(|p| WorkerMsg::Layer {
+                    key,
+                    result: Err(format!("internal error: {}", panic_text(p))),
+                }));
             }
             Job::Compare(job) => {
                 let req = job.req;
@@ -346,15 +386,12 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
             }
             s
         };
-        // Source-mode analyses keep code-token hidden states: what a trained probe
-        // labels.
-        let ro = RunOptions {
-            lm: job.surprisal,
-            hidden: job.opts.mode == Mode::Source,
-            cancel: Some(&cancel),
-            scores_only: false,
-        };
-        analysis::run(m, job.syntax.clone(), &job.opts, &ro)
+        analysis::run(
+            m,
+            job.syntax.clone(),
+            &job.opts,
+            &run_options(&job, Some(&cancel)),
+        )
     });
     if stale() {
         return; // superseded: drop whatever came out
@@ -369,6 +406,38 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
             error: e.to_string(),
         }),
     }
+}
+
+/// How the explorer analyses a snippet (the worker, the headless explorer and the
+/// tests' runtime alike): source mode keeps code-token hidden states (what a trained
+/// probe labels); matrices are kept, or recomputed per layer on demand for inputs whose
+/// matrices exceed the attention budget.
+pub fn run_options<'a>(
+    job: &AnalyseJob,
+    cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
+) -> RunOptions<'a> {
+    RunOptions {
+        lm: job.surprisal,
+        hidden: job.opts.mode == Mode::Source,
+        cancel,
+        matrices: Matrices::OnDemand,
+    }
+}
+
+/// A layer job: layer `key.1`'s code-token attention of the analysis `a` (which `m`
+/// made), recomputed from the hidden state entering it.
+pub fn layer_job(m: &LoadedModel, key: LayerKey, a: &SnippetAnalysis) -> WorkerMsg {
+    let t = Instant::now();
+    let result = a
+        .layer_matrices(m, key.1)
+        .map(Arc::new)
+        .map_err(|e| e.to_string());
+    tracing::info!(
+        layer = key.1,
+        ms = t.elapsed().as_millis() as u64,
+        "layer recomputed"
+    );
+    WorkerMsg::Layer { key, result }
 }
 
 /// `262144` as `262,144`.
@@ -443,6 +512,17 @@ pub fn compare(
 ) {
     use crate::analysis::compare::{self as cmp, TwinSpec};
     let req = job.req;
+    let ta = &job.a.token_attention;
+    if !ta.resident() {
+        return send(WorkerMsg::CompareFailed {
+            req,
+            error: format!(
+                "compare needs every layer's attention matrices; this input's ({} code \
+                 tokens) exceed the attention budget (CODESCOPE_ATTENTION_BUDGET_MB)",
+                ta.n()
+            ),
+        });
+    }
     let spec = match &job.twin {
         TwinSource::Rewrite(rw) => Ok(TwinSpec::Rename(*rw)),
         TwinSource::File(path) => crate::input::read(&super::io::expand_tilde(path))
@@ -468,7 +548,7 @@ pub fn compare(
         lm: job.surprisal,
         hidden: job.opts.mode == Mode::Source,
         cancel,
-        scores_only: false,
+        matrices: Matrices::All,
     };
     send(WorkerMsg::Progress {
         req: 0,

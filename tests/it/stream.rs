@@ -118,7 +118,7 @@ fn check_model(name: &str, m: &LoadedModel) {
         assert_same(&streamed, &in_memory, &ctx);
         // Results only (the headless `analyze`): the same numbers.
         let ro = RunOptions {
-            scores_only: true,
+            matrices: analysis::Matrices::IfTheyFit,
             ..Default::default()
         };
         let results = analysis::run(m, syn, &opts, &ro).unwrap();
@@ -224,4 +224,87 @@ fn the_attention_sink_gets_every_layer_in_order_and_the_capture_none() {
             .unwrap_err();
         assert!(e.to_string().contains("stop here"), "{name}: {e}");
     }
+}
+
+/// The explorer on an analysis that kept no matrices (what a long input gives: the hidden
+/// state entering each layer instead, scores on the threshold grid) asks the worker for
+/// the layer it shows, and then shows exactly the matrices the whole analysis holds.
+#[test]
+fn the_explorer_recomputes_the_layer_it_shows_when_the_matrices_were_not_kept() {
+    use crate::tui_common::{model, ready, resettle, screen, serve, typed, SAMPLE};
+    use codescope::tui::msg::{Effect, Msg, WorkerMsg};
+    let mut app = ready(SAMPLE, 120, 40);
+    let (req, full) = app.shown.data.clone().unwrap();
+    assert!(full.token_attention.resident());
+    let m = model();
+    let opts = Options {
+        mode: full.mode,
+        threshold: full.threshold,
+        sweep: true,
+    };
+    let mut a = analysis::run(m, full.syntax.clone(), &opts, &RunOptions::default()).unwrap();
+    let (input, _) = analysis::model_input(&full.syntax, full.mode).unwrap();
+    let t = m
+        .trace(
+            &input,
+            &ForwardOptions {
+                hidden: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let mut hidden = t.hidden.unwrap().layers;
+    hidden.truncate(m.info.layers);
+    a.layer_inputs = Some(Arc::new(analysis::LayerInputs {
+        ids: t.tokens.iter().map(|s| s.id).collect(),
+        hidden,
+        agg: analysis::attention::Aggregator::new(t.tokens.len(), &a.alignment),
+    }));
+    a.token_attention.data = Vec::new();
+    assert!(!a.token_attention.resident());
+    let fx = app.update(Msg::Worker(WorkerMsg::Analysed {
+        req,
+        data: Arc::new(a),
+    }));
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::Layer(k, _) if *k == (req, 0))),
+        "{fx:?}"
+    );
+    assert!(
+        app.matrix().is_none(),
+        "nothing to show before the layer arrives"
+    );
+    assert!(
+        screen(&app).contains("computing layer 1"),
+        "{}",
+        screen(&app)
+    );
+    serve(&mut app, fx);
+    let (l, h) = (app.view.layer, app.view.head);
+    assert_eq!(*app.matrix().unwrap(), full.token_attention.head(l, h));
+    // Another layer: asked once, then shown exactly, every head and the mean.
+    app.view.layer = 2;
+    resettle(&mut app);
+    for h in 0..m.info.heads {
+        assert_eq!(
+            app.head_matrix(2, h).unwrap(),
+            full.token_attention.head(2, h)
+        );
+    }
+    typed(&mut app, "a");
+    assert!(app.view.mean);
+    assert_eq!(*app.matrix().unwrap(), full.token_attention.head_mean(2));
+    // Other thresholds come from the grid: the same scores as the whole matrices give.
+    let fx = typed(&mut app, "T");
+    serve(&mut app, fx);
+    let want = full.scores_at(app.threshold());
+    for (g, s) in &app.shown.scores {
+        assert_eq!(s.scores, want[g].scores, "{g:?}");
+        assert!((s.threshold - app.threshold()).abs() < 1e-6);
+    }
+    // The overview and compare mode say why they cannot, without panicking.
+    let fx = typed(&mut app, "o");
+    serve(&mut app, fx);
+    let _ = screen(&app);
 }

@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use codescope::analysis::{self, Mode, RunOptions};
+use codescope::analysis;
 use codescope::model::source::ModelFiles;
 use codescope::model::testutil::{write_tiny_model, Tiny};
 use codescope::model::LoadedModel;
@@ -154,12 +154,7 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                         model,
                         job.syntax.clone(),
                         &job.opts,
-                        &RunOptions {
-                            lm: job.surprisal,
-                            hidden: job.opts.mode == Mode::Source,
-                            cancel: None,
-                            scores_only: false,
-                        },
+                        &codescope::tui::worker::run_options(&job, None),
                     )
                     .unwrap();
                     a.elapsed = Duration::from_millis(42);
@@ -168,6 +163,9 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                         app.update(Msg::Worker(WorkerMsg::Analysed { req: job.req, data })),
                     );
                 }
+                Effect::Layer(key, a) => next.extend(app.update(Msg::Worker(
+                    codescope::tui::worker::layer_job(model, key, &a),
+                ))),
                 Effect::Compare(job) => {
                     let out = std::cell::RefCell::new(Vec::new());
                     codescope::tui::worker::compare(model, &job, None, &|w| {

@@ -43,7 +43,7 @@ pub use self::view::{follow_axis, Direction, Focus, View};
 use super::data::{Doc, Metric};
 use super::editor::{EditOutcome, Editor, LineInput};
 use super::layout;
-use super::msg::{AnalyseJob, Effect, LabelKey, Msg, ParseJob, TreeKey, WorkerMsg};
+use super::msg::{AnalyseJob, Effect, LabelKey, LayerKey, Msg, ParseJob, TreeKey, WorkerMsg};
 use super::theme::Theme;
 use crate::analysis::relations::THRESHOLD_STEPS;
 use crate::analysis::{Graph, HeadScores, Mode, Options, SnippetAnalysis, TokenSurprisal};
@@ -103,6 +103,11 @@ pub struct Shown {
     pub scores: BTreeMap<Graph, HeadScores>,
     /// The head mean of one layer of the analysis shown: (request id, layer, matrix).
     pub mean: Option<(u64, usize, Arc<Vec<f32>>)>,
+    /// One layer's code-token attention recomputed for an analysis shown without its
+    /// matrices (a long input): (request id, layer, `[head][i][j]`).
+    pub layer: Option<(u64, usize, Arc<Vec<f32>>)>,
+    /// The layer last asked for ([`Effect::Layer`]), so it is asked once.
+    pub layer_asked: Option<LayerKey>,
 }
 
 /// The explorer's whole state.
@@ -224,8 +229,37 @@ impl App {
             (*ml == l).then(|| f(m, n))
         } else {
             let h = self.view.head.min(ta.heads.saturating_sub(1));
-            Some(f(ta.head(l, h), n))
+            self.head_matrix(l, h).map(|m| f(m, n))
         }
+    }
+
+    /// Head `h` of layer `l` of the analysis shown: from its matrices, or from the
+    /// recomputed layer when the analysis kept none (`None` until it arrives).
+    pub fn head_matrix(&self, l: usize, h: usize) -> Option<&[f32]> {
+        let (req, p) = self.shown.data.as_ref()?;
+        let ta = &p.token_attention;
+        if l >= ta.layers || h >= ta.heads {
+            return None;
+        }
+        if ta.resident() {
+            return Some(ta.head(l, h));
+        }
+        let (r, ml, m) = self.shown.layer.as_ref()?;
+        let sz = ta.n() * ta.n();
+        (r == req && *ml == l).then(|| &m[h * sz..(h + 1) * sz])
+    }
+
+    /// The layer whose matrices the view needs and the analysis shown lacks: asked of
+    /// the worker once ([`Effect::Layer`]).
+    fn layer_request(&self) -> Option<(LayerKey, Arc<SnippetAnalysis>)> {
+        let (req, p) = self.shown.data.as_ref()?;
+        if p.token_attention.resident() || p.layer_inputs.is_none() {
+            return None;
+        }
+        let l = self.view.layer.min(p.layers().saturating_sub(1));
+        let have = matches!(&self.shown.layer, Some((r, ml, _)) if r == req && *ml == l);
+        let key = (*req, l);
+        (!have && self.shown.layer_asked != Some(key)).then(|| (key, p.clone()))
     }
 
     /// Per syntax token: the attention from (or to) the cursor token in the current
@@ -468,6 +502,8 @@ impl App {
         self.shown.data = None;
         self.shown.scores.clear();
         self.shown.mean = None;
+        self.shown.layer = None;
+        self.shown.layer_asked = None;
         self.view.code_scroll = (0, 0);
         self.request_parse_or_analysis()
     }
@@ -553,11 +589,28 @@ impl App {
         {
             self.view.follow_grid(dims, gg.lvis, gg.hvis);
         }
+        if let Some((key, a)) = self.layer_request() {
+            self.shown.layer_asked = Some(key);
+            fx.push(Effect::Layer(key, a));
+        }
         if self.view.mean {
             if let Some((req, p)) = &self.shown.data {
                 let l = self.view.layer.min(p.layers().saturating_sub(1));
                 if !matches!(&self.shown.mean, Some((r, ml, _)) if r == req && *ml == l) {
-                    self.shown.mean = Some((*req, l, Arc::new(p.token_attention.head_mean(l))));
+                    let ta = &p.token_attention;
+                    let mean = if ta.resident() {
+                        Some(ta.head_mean(l))
+                    } else {
+                        match &self.shown.layer {
+                            Some((r, ml, m)) if r == req && *ml == l => Some(
+                                crate::analysis::attention::head_mean_of(m, ta.heads, ta.n()),
+                            ),
+                            _ => None,
+                        }
+                    };
+                    if let Some(mean) = mean {
+                        self.shown.mean = Some((*req, l, Arc::new(mean)));
+                    }
                 }
             }
         }
@@ -648,6 +701,8 @@ impl App {
                     self.shown.data = None;
                     self.shown.scores.clear();
                     self.shown.mean = None;
+                    self.shown.layer = None;
+                    self.shown.layer_asked = None;
                 }
                 self.model.loaded = Some((label, info));
                 self.model.notice = notice;
@@ -678,12 +733,23 @@ impl App {
                 }
                 self.shown.data = Some((req, data));
                 self.shown.mean = None;
+                self.shown.layer = None;
+                self.shown.layer_asked = None;
                 self.status.busy = None;
             }
             WorkerMsg::AnalyseFailed { req, error } => {
                 if req == self.shown.doc_req {
                     self.status.busy = None;
                     self.status.error(error);
+                }
+            }
+            WorkerMsg::Layer { key, result } => {
+                if self.shown.data.as_ref().is_none_or(|(r, _)| *r != key.0) {
+                    return; // for an analysis no longer shown
+                }
+                match result {
+                    Ok(m) => self.shown.layer = Some((key.0, key.1, m)),
+                    Err(e) => self.status.error(format!("layer {}: {e}", key.1 + 1)),
                 }
             }
             WorkerMsg::ProbeProgress { .. }

@@ -335,6 +335,9 @@ impl super::App {
             return;
         }
         let ta = &p.token_attention;
+        if !ta.resident() {
+            return; // every head's thumbnail needs every layer's matrices
+        }
         let n = ta.n();
         let cells = (0..layers)
             .flat_map(|l| (0..heads).map(move |h| (l, h)))

@@ -311,10 +311,27 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect, pinned: Option<(usize, usize)
         f.render_widget(Paragraph::new(lines), inner);
     };
     match pinned {
-        Some((l, h)) if l < ta.layers && h < ta.heads => draw_matrix(ta.head(l, h), ta.n()),
-        Some(_) => {}
+        Some((l, h)) => {
+            if let Some(m) = app.head_matrix(l, h) {
+                draw_matrix(m, ta.n());
+            }
+        }
         None => {
-            let _ = app.with_matrix(draw_matrix);
+            if app.with_matrix(draw_matrix).is_none() && !ta.resident() {
+                let l = app.view.layer.min(ta.layers.saturating_sub(1));
+                f.render_widget(
+                    Paragraph::new(Span::styled(
+                        format!(
+                            "computing layer {}'s attention ({} code tokens: too many to keep \
+                             every layer's)…",
+                            l + 1,
+                            ta.n()
+                        ),
+                        t.dim(),
+                    )),
+                    inner,
+                );
+            }
         }
     }
 }

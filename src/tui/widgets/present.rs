@@ -83,6 +83,18 @@ pub fn overview(app: &App, f: &mut Frame, c: crate::tui::app::OverviewCursor) {
         return;
     };
     let Some(th) = app.present.thumbs.as_ref() else {
+        if !p.token_attention.resident() {
+            let msg = format!(
+                "no thumbnails: {} code tokens are too many to keep every layer's attention \
+                 (CODESCOPE_ATTENTION_BUDGET_MB); the heat map computes the layer it shows",
+                p.n()
+            );
+            f.render_widget(
+                Paragraph::new(Span::styled(msg, t.dim()))
+                    .wrap(ratatui::widgets::Wrap { trim: true }),
+                inner,
+            );
+        }
         return;
     };
     let values = metric.values(p, &app.shown.scores);

@@ -33,7 +33,10 @@ pub fn notices(app: &App) -> Vec<(Level, String)> {
                 Level::Warn,
                 format!(
                     "truncated to the model's {}-subword window: {} subwords, {} code tokens left out",
-                    tr.model.window, tr.truncated, left
+                    // A truncated input fills the window it was fitted to.
+                    tr.tokens.len(),
+                    tr.truncated,
+                    left
                 ),
             ));
         }
