@@ -469,6 +469,12 @@ pub fn attention(
 /// [`attention`] with an optional sliding window: query `i` sees only keys `j` with
 /// `i - j < window` (HF's sliding-window mask, `kv_idx > q_idx - window`); masked
 /// probabilities are exactly zero.
+///
+/// Causal and windowed attention run in blocks of query rows, each computing scores only
+/// for the keys some row of the block can see: a causal layer does about half of the full
+/// `n x n` work, a sliding-window layer `n x (window + block)` (Gemma 3 at 8k tokens: 15 of
+/// its 18 layers shrink from 8,117 to at most 575 keys per row). Every entry of `probs` is
+/// written, masked ones as 0.
 #[allow(clippy::too_many_arguments)]
 pub fn attention_windowed(
     qkv: &[f32],
@@ -481,16 +487,45 @@ pub fn attention_windowed(
     probs: &mut [f32],
     ctx: &mut [f32],
 ) {
-    // Keys before `first(i)` are outside query i's window.
+    // Bidirectional attention sees every key from every row: one block, one product.
+    let rows = if causal || window.is_some() {
+        ROW_BLOCK
+    } else {
+        n
+    };
+    attention_blocked(qkv, n, heads, d, scale, causal, window, rows, probs, ctx)
+}
+
+/// Query rows per block in masked attention: large enough for `gemm` to run at speed,
+/// small enough that the keys a block needs stay close to what its rows see.
+const ROW_BLOCK: usize = 64;
+
+/// [`attention_windowed`] with the block size as a parameter (tests use tiny blocks).
+#[allow(clippy::too_many_arguments)]
+fn attention_blocked(
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    scale: f32,
+    causal: bool,
+    window: Option<usize>,
+    rows_per_block: usize,
+    probs: &mut [f32],
+    ctx: &mut [f32],
+) {
+    // Query i sees keys first(i)..end(i); both are non-decreasing in i.
     let first = |i: usize| match window {
         Some(w) if w > 0 => (i + 1).saturating_sub(w),
         _ => 0,
     };
+    let end = |i: usize| if causal { i + 1 } else { n };
     let hd = heads * d;
     let row = 3 * hd;
     assert_eq!(qkv.len(), n * row);
     assert_eq!(probs.len(), heads * n * n);
     assert_eq!(ctx.len(), n * hd);
+    let block = rows_per_block.max(1);
     // Each head writes its own `d` columns of `ctx` (row stride `hd`) straight from the
     // product: disjoint addresses, so the heads can run in parallel without a copy.
     let ctx_out = SharedMut(ctx.as_mut_ptr());
@@ -498,76 +533,72 @@ pub fn attention_windowed(
         let q = qkv[h * d..].as_ptr();
         let k = qkv[hd + h * d..].as_ptr();
         let v = qkv[2 * hd + h * d..].as_ptr();
-        // SAFETY: every (row, col) the strides address lies inside `qkv`, `p` or `c`
-        // (checked by the asserts above: n rows of `row` floats, d columns from the
-        // head's offset), and the three buffers do not overlap.
-        unsafe {
-            // scores[i][j] = scale * sum_k Q[i][k] K[j][k]
-            gemm::gemm(
-                n,
-                n,
-                d,
-                p.as_mut_ptr(),
-                1,
-                n as isize,
-                false,
-                q,
-                1,
-                row as isize,
-                k,
-                row as isize,
-                1,
-                0.0,
-                scale,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            );
-        }
-        if causal {
-            for i in 0..n {
-                p[i * n + i + 1..(i + 1) * n].fill(f32::NEG_INFINITY);
+        for r0 in (0..n).step_by(block) {
+            let r1 = (r0 + block).min(n);
+            // The keys any row of the block sees.
+            let (lo, hi) = (first(r0), end(r1 - 1));
+            // SAFETY: every (row, col) the strides address lies inside `qkv` or `p`:
+            // query rows r0..r1 and key rows lo..hi < n of `row` floats, d columns from
+            // the head's offset; score rows r0..r1, columns lo..hi of the n x n block
+            // (sizes asserted above); the buffers do not overlap.
+            unsafe {
+                // scores[i][j] = scale * sum_k Q[i][k] K[j][k]
+                gemm::gemm(
+                    r1 - r0,
+                    hi - lo,
+                    d,
+                    p.as_mut_ptr().add(r0 * n + lo),
+                    1,
+                    n as isize,
+                    false,
+                    q.add(r0 * row),
+                    1,
+                    row as isize,
+                    k.add(lo * row),
+                    row as isize,
+                    1,
+                    0.0,
+                    scale,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
             }
-        }
-        for i in 0..n {
-            p[i * n..i * n + first(i)].fill(f32::NEG_INFINITY);
-        }
-        softmax_rows_inplace(p, n);
-        if causal {
-            // `exp` clamps its argument at -87, so masked keys come out ~1e-38, not 0:
-            // make "zero above the diagonal" exact before the context product.
-            for i in 0..n {
-                p[i * n + i + 1..(i + 1) * n].fill(0.0);
+            for i in r0..r1 {
+                let (a, b) = (first(i), end(i));
+                let line = &mut p[i * n..(i + 1) * n];
+                softmax_rows_inplace(&mut line[a..b], b - a);
+                // Masked keys are exactly zero (also those the block's product wrote).
+                line[..a].fill(0.0);
+                line[b..].fill(0.0);
             }
-        }
-        for i in 0..n {
-            p[i * n..i * n + first(i)].fill(0.0);
-        }
-        // SAFETY: as above; head h's block of `ctx` is rows 0..n, columns h*d..(h+1)*d
-        // of the [n][hd] buffer (asserted size), written by this head only.
-        unsafe {
-            gemm::gemm(
-                n,
-                d,
-                n,
-                ctx_out.get().add(h * d),
-                1,
-                hd as isize,
-                false,
-                p.as_ptr(),
-                1,
-                n as isize,
-                v,
-                1,
-                row as isize,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            );
+            // SAFETY: as above; head h's block of `ctx` is rows r0..r1, columns
+            // h*d..(h+1)*d of the [n][hd] buffer (asserted size), written by this head
+            // and this block only.
+            unsafe {
+                gemm::gemm(
+                    r1 - r0,
+                    d,
+                    hi - lo,
+                    ctx_out.get().add(r0 * hd + h * d),
+                    1,
+                    hd as isize,
+                    false,
+                    p.as_ptr().add(r0 * n + lo),
+                    1,
+                    n as isize,
+                    v.add(lo * row),
+                    1,
+                    row as isize,
+                    0.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
         }
     });
 }
@@ -753,10 +784,23 @@ mod tests {
         let hd = heads * d;
         let mut rng = crate::model::testutil::SplitMix::new(3);
         let qkv = rng.vec(n * 3 * hd, 1.0);
-        for (causal, window) in [(false, None), (true, None), (true, Some(3))] {
-            let mut probs = vec![0.0; heads * n * n];
-            let mut ctx = vec![0.0; n * hd];
-            attention_windowed(&qkv, n, heads, d, 0.5, causal, window, &mut probs, &mut ctx);
+        let cases = [
+            (false, None),
+            (true, None),
+            (true, Some(3)),
+            (false, Some(2)),
+        ];
+        // Block sizes: one row, uneven blocks, the default (one block at n = 7).
+        for ((causal, window), block) in cases
+            .into_iter()
+            .flat_map(|c| [1, 3, ROW_BLOCK].map(|b| (c, b)))
+        {
+            // Garbage first: every entry must be written.
+            let mut probs = vec![f32::NAN; heads * n * n];
+            let mut ctx = vec![f32::NAN; n * hd];
+            attention_blocked(
+                &qkv, n, heads, d, 0.5, causal, window, block, &mut probs, &mut ctx,
+            );
             for h in 0..heads {
                 for i in 0..n {
                     let s: Vec<f64> = (0..n)
@@ -777,7 +821,11 @@ mod tests {
                     let z: f64 = s.iter().map(|v| (v - m).exp()).sum();
                     for j in 0..n {
                         let want = (s[j] - m).exp() / z;
-                        assert!((probs[(h * n + i) * n + j] as f64 - want).abs() < 1e-6);
+                        let got = probs[(h * n + i) * n + j] as f64;
+                        assert!((got - want).abs() < 1e-6, "block {block}: {got} vs {want}");
+                        if want == 0.0 {
+                            assert_eq!(got, 0.0, "a masked key is exactly zero");
+                        }
                     }
                     for k in 0..d {
                         let want: f64 = (0..n)
