@@ -46,7 +46,7 @@
 //!     from the corral that separated `A` or `B` from the other cluster before, so
 //!     adding a few points to a cluster costs a few steps. It runs while it makes
 //!     progress (`||z||²` falls over every window of steps), up to `32 (n + dim + 1)`
-//!     major steps ([`mnp_budget`]; the hardest real pairs need ~7x less);
+//!     major steps ([`mnp_budget`]; the hardest real pairs needed under `7 (n + dim + 1)`);
 //!   - if that gives no certificate, the cutting-plane LP ([`lp`], working sets of at
 //!     most 256 points), whose separator counts only if it leaves the slab. If nothing
 //!     certifies (counted as `lp_unverified` in [`Stats`] and logged), the pair counts as
