@@ -184,9 +184,10 @@ pub struct RenderArgs {
     /// Pin this head (LAYER:HEAD, 1-based) beside the current one.
     #[arg(long)]
     pub pin: Option<String>,
-    /// Probe task of the probes view (trains linear probes on the bundled corpus).
-    #[arg(long, value_enum)]
-    pub task: Option<crate::probe::Task>,
+    /// Probe task of the probes view: one of the seven tasks (trains linear probes on
+    /// the bundled corpus) or ast (trains AST-Probe), named as in tours.
+    #[arg(long, value_parser = probe_view_task())]
+    pub task: Option<String>,
     /// Terminal size of the screen view, COLSxROWS.
     #[arg(long, default_value = "120x40", value_parser = parse_size)]
     pub size: (u16, u16),
@@ -214,6 +215,29 @@ fn parse_range(s: &str) -> Result<(usize, usize), String> {
 }
 
 /// `COLSxROWS`.
+/// `render --task`: the probes view's choices as tours name them (the seven tasks'
+/// report names, then `ast` for AST-Probe), and the kebab-case spellings `distance-id`
+/// and `siblings-id` that the option took before (hidden; [`RenderArgs::task_name`]
+/// maps them to the report names).
+fn probe_view_task() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue;
+    let names = crate::probe::Task::ALL.map(|t| PossibleValue::new(t.name()));
+    let kebab = ["distance-id", "siblings-id"].map(|s| PossibleValue::new(s).hide(true));
+    clap::builder::PossibleValuesParser::new(
+        names
+            .into_iter()
+            .chain([PossibleValue::new("ast")])
+            .chain(kebab),
+    )
+}
+
+impl RenderArgs {
+    /// The probes view's task as tours name it (`siblings_id`, `ast`), if given.
+    pub fn task_name(&self) -> Option<String> {
+        self.task.as_ref().map(|t| t.replace('-', "_"))
+    }
+}
+
 fn parse_size(s: &str) -> Result<(u16, u16), String> {
     let (w, h) = s
         .split_once(['x', 'X'])

@@ -29,7 +29,7 @@ pub fn scene_of(args: &RenderArgs) -> Scene {
         dataflow: args.dataflow.then_some(true),
         metric: args.metric.clone(),
         pin: args.pin.clone(),
-        task: args.task.map(|t| t.name().to_string()),
+        task: args.task_name(),
     }
 }
 

@@ -595,3 +595,51 @@ fn overview_pin_and_export_menu_on_screen() {
     typed(&mut app, "*");
     assert_eq!(app.present.pin, None);
 }
+
+/// `render --task` takes the probes view's choices as tours name them: the seven tasks
+/// and `ast` (AST-Probe); the kebab-case spellings it took before still work; anything
+/// else is refused by the parser with the choices listed.
+#[test]
+fn render_task_takes_ast_like_tours() {
+    use clap::Parser as _;
+    use codescope::cli::{Cli, Command};
+    use codescope::tui::app::PanelTask;
+    let scene = |task: &str| -> Result<Scene, String> {
+        let cli = Cli::try_parse_from([
+            "codescope",
+            "render",
+            "f.py",
+            "--view",
+            "probes",
+            "--task",
+            task,
+        ])
+        .map_err(|e| e.to_string())?;
+        match cli.command {
+            Some(Command::Render(args)) => Ok(present::render::scene_of(&args)),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(scene("ast").unwrap().task.as_deref(), Some("ast"));
+    assert_eq!(
+        scene("siblings_id").unwrap().task.as_deref(),
+        Some("siblings_id")
+    );
+    assert_eq!(
+        scene("siblings-id").unwrap().task.as_deref(),
+        Some("siblings_id")
+    );
+    assert_eq!(scene("dfg").unwrap().task.as_deref(), Some("dfg"));
+    let e = scene("asts").unwrap_err();
+    assert!(
+        e.contains("asts") && e.contains("category") && e.contains("ast"),
+        "{e}"
+    );
+    // The scene puts the panel on AST-Probe and asks for an AST-Probe job, as a tour
+    // step with `task = "ast"` does.
+    let mut app = ready(SAMPLE, 120, 40);
+    let (fx, errors) = app.apply_scene(&scene("ast").unwrap());
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(app.probe.task, PanelTask::Ast);
+    assert_eq!(probe_job(&fx).map(|j| j.task), Some(PanelTask::Ast));
+}

@@ -14,6 +14,11 @@ use crate::error::{Error, Result};
 const WORKING: usize = 48;
 /// Violators added per side and cutting-plane round.
 const ADD: usize = 48;
+/// Most points in a cutting-plane working set. `microlp`'s dense simplex takes ~1 s at
+/// 270 points and 2–60 s (erratically) at 300–350 on real features; the LP is the last
+/// resort after the nearest-point run, so a pair that would need more is left without
+/// an answer (the caller counts it as overlapping) rather than stalling the run.
+const MAX_WORKING: usize = 256;
 
 /// Orthonormal basis (rows, `dim` wide) of the span of `rows[i] - rows[0]`, by modified
 /// Gram-Schmidt (twice, for stability); directions shorter than `1e-9` of the longest
@@ -107,7 +112,9 @@ fn lp(p: Points, a: &[usize], b: &[usize]) -> Result<Option<(Vec<f64>, f64)>> {
 }
 
 /// The cutting-plane LP alone (no shortcut): `None` when its solution does not verify
-/// (a working-set point on the wrong side: the simplex's tolerance was not met).
+/// (a working-set point on the wrong side: the simplex's tolerance was not met); an
+/// error if the working set would outgrow [`MAX_WORKING`] points. Each round adds at
+/// least one point not yet in the working set, so the loop ends.
 pub(super) fn lp_separable(p: Points, a: &[usize], b: &[usize]) -> Result<Option<Separation>> {
     let (ca, cb) = (centroid(p, a), centroid(p, b));
     let dir: Vec<f64> = ca.iter().zip(&cb).map(|(x, y)| x - y).collect();
@@ -150,6 +157,11 @@ pub(super) fn lp_separable(p: Points, a: &[usize], b: &[usize]) -> Result<Option
                 return Ok(Some(Separation::Separable { w, b: bias }));
             }
             return Ok(None);
+        }
+        if wa.len() + wb.len() + va.len() + vb.len() > MAX_WORKING {
+            return Err(Error::Compute(format!(
+                "separability LP: working set over {MAX_WORKING} points"
+            )));
         }
         wa.extend(va);
         wb.extend(vb);

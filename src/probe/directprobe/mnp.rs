@@ -25,9 +25,11 @@
 //!   points within `2 · tol` also count as touching.
 //!
 //! At the exact nearest point `min_a z·a - max_b z·b = ||z||²`, so one of the two always
-//! holds there; when neither comes within the step budget (or the corral becomes
-//! numerically dependent) the answer is [`Mnp::Undecided`] and the caller falls back to
-//! the LP.
+//! holds there; when neither comes within the step budget, or `||z||²` stops falling
+//! (by [`PROGRESS`] over [`PROGRESS_WINDOW`] steps: every exact major step lowers it,
+//! so a flat window is rounding going round in circles), or the corral becomes
+//! numerically dependent, the answer is [`Mnp::Undecided`] with the reason and the
+//! caller falls back to the LP.
 
 use super::Points;
 
@@ -62,7 +64,18 @@ pub enum GaveUp {
     Dependent,
     /// The corral's affine minimum could not be computed.
     Singular,
+    /// `||z||²` did not go down measurably over a whole window of major steps
+    /// ([`PROGRESS_WINDOW`]): the iteration is cycling in rounding, not converging.
+    NoProgress,
 }
+
+/// Major steps over which `||z||²` must fall by at least [`PROGRESS`] (relative).
+pub const PROGRESS_WINDOW: usize = 64;
+/// Smallest relative decrease of `||z||²` over [`PROGRESS_WINDOW`] steps that counts as
+/// progress. Each exact major step decreases `||z||` strictly (Wolfe 1976), so only a
+/// run stuck in rounding falls under it: on the hardest real pairs (MiniLM layer 0,
+/// 380–1,170 points) the slowest window still fell by 7e-4.
+pub const PROGRESS: f64 = 1e-12;
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -333,9 +346,18 @@ pub fn min_norm(
     let mut z = c.point(p.dim);
     let mut refactored = false;
     let mut stuck = false;
-    for _ in 0..max_steps {
+    // `||z||²` at the start of the current progress window.
+    let mut window = (0usize, dot(&z, &z));
+    for step in 0..max_steps {
         *steps += 1;
-        let nz = dot(&z, &z).sqrt();
+        let nz2 = dot(&z, &z);
+        let nz = nz2.sqrt();
+        if step >= window.0 + PROGRESS_WINDOW {
+            if nz2 > window.1 * (1.0 - PROGRESS) {
+                return Mnp::Undecided(GaveUp::NoProgress);
+            }
+            window = (step, nz2);
+        }
         if nz <= tol || (stuck && nz <= 2.0 * tol) {
             let mut sa: Vec<usize> = c.ia.clone();
             let mut sb: Vec<usize> = c.ib.clone();

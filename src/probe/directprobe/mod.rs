@@ -9,11 +9,20 @@
 //! Algorithm (as the paper's reference implementation):
 //! - start with one cluster per training point; the candidate merges are all pairs of
 //!   same-label clusters, taken closest first by the Euclidean distance between their
-//!   centroids;
+//!   centroids (a centroid counts repeated points, as the paper's);
 //! - a merge `M = A ∪ B` is accepted iff the convex hull of `M` is disjoint from the hull
 //!   of every active cluster of another label ([`separable`]); a rejected pair is dropped
 //!   for good (other clusters only grow, so it could never pass later);
 //! - until no candidate is left.
+//!
+//! Repeated points (embedding-layer features repeat: one token text, one vector) are
+//! settled before any test ([`starting_clusters`]): identical rows of one label start
+//! as one cluster (the distance-0 merge would come first and always pass), and the
+//! tests see each distinct row once (a repeated row is a repeated vertex, which makes
+//! Wolfe's corral singular). A point within the tolerance of a point of another label
+//! (identical or nearly) is a certificate of overlap for any two clusters holding them,
+//! so it never merges: it stays a single-point cluster and no test is spent on it
+//! (`conflicted` in [`Stats`]).
 //!
 //! The separability test concludes only with a certificate checked on every point, at
 //! the tolerance [`TOL`] times the training sample's radius: hulls nearer than that
@@ -21,7 +30,8 @@
 //! first:
 //! - label pairs whose whole training sets are separable (checked once, before merging)
 //!   are never tested cluster by cluster: subsets of disjoint hulls are disjoint;
-//! - bounding balls (centroid, max radius) that do not meet → disjoint hulls;
+//! - bounding balls (centroid, max radius) further apart than the tolerance →
+//!   disjoint hulls;
 //! - a stored separator of `A` or `B` against the other cluster (its extreme projections
 //!   are stored too, so only the newcomers are projected), or the hyperplane along the
 //!   centroid difference, leaving a slab wider than the tolerance → separable;
@@ -34,12 +44,19 @@
 //!   - Wolfe's nearest-point algorithm on `conv(A) - conv(B)` ([`mnp`]: a separator
 //!     with a slab wider than the tolerance, or two hull points within it), started
 //!     from the corral that separated `A` or `B` from the other cluster before, so
-//!     adding a few points to a cluster costs a few steps;
-//!   - if that gives no certificate within its step budget, the cutting-plane LP
-//!     ([`lp`]), whose separator counts only if it leaves the slab. If nothing
+//!     adding a few points to a cluster costs a few steps. It runs while it makes
+//!     progress (`||z||²` falls over every window of steps), up to `32 (n + dim + 1)`
+//!     major steps ([`mnp_budget`]; the hardest real pairs needed under `7 (n + dim + 1)`);
+//!   - if that gives no certificate, the cutting-plane LP ([`lp`], working sets of at
+//!     most 256 points), whose separator counts only if it leaves the slab. If nothing
 //!     certifies (counted as `lp_unverified` in [`Stats`] and logged), the pair counts as
 //!     not separable with the whole sets as witness: the run does not abort, and the
 //!     error is on the conservative side (it can only leave more clusters).
+//!
+//! Every loop ends: a merge attempt either merges (at most `n - 1` times) or drops its
+//! candidate; a nearest-point run stops at a certificate, at its budget or when
+//! `||z||` stops falling; the cutting-plane LP adds a new point to its working set each
+//! round, up to its cap. Every stop without a certificate is counted in [`Stats`].
 //!
 //! Distances to a convex hull (prediction) are the minimum of `||p - Σ λ_i x_i||` over the
 //! simplex, solved by pairwise Frank-Wolfe on the cluster's Gram matrix to a duality gap
@@ -180,7 +197,8 @@ pub fn separable(p: Points, a: &[usize], b: &[usize]) -> Result<Separation> {
     if let Some((w, b)) = centroid_separator(p, a, b, tol) {
         return Ok(Separation::Separable { w, b });
     }
-    Ok(decide(p, a, b, tol, &[], &mut Stats::default()).0)
+    let (a, b) = (distinct(p, a), distinct(p, b));
+    Ok(decide(p, &a, &b, tol, &[], &mut Stats::default()).0)
 }
 
 /// Counters of the exact tests (for the benchmark and the debug log).
@@ -212,8 +230,9 @@ pub struct Stats {
     /// Major steps of all nearest-point runs.
     pub mnp_steps: usize,
     /// Undecided nearest-point runs by reason: step budget, stalled at the tolerance,
-    /// repeated vertex, dependent vertex, singular corral ([`mnp::GaveUp`]).
-    pub gave_up: [usize; 5],
+    /// repeated vertex, dependent vertex, singular corral, no progress over a window
+    /// ([`mnp::GaveUp`]).
+    pub gave_up: [usize; 6],
     /// Cutting-plane LPs run (after an undecided nearest-point run), and how many of
     /// their answers did not verify.
     pub lp: usize,
@@ -221,11 +240,22 @@ pub struct Stats {
     /// Seconds in the nearest-point runs and in the LPs.
     pub mnp_seconds: f64,
     pub lp_seconds: f64,
+    /// Training points identical to an earlier point of the same label (they start in
+    /// that point's cluster and are left out of every test: the hull is the same).
+    pub duplicates: usize,
+    /// Training points within the tolerance of a point of another label: no cluster
+    /// holding one can be separated from the cluster holding the other, so they stay
+    /// single-point clusters without a test ([`cluster_stats`]).
+    pub conflicted: usize,
 }
 
-/// Most major steps of one nearest-point run before the LP takes over.
-fn mnp_budget(dim: usize) -> usize {
-    (4 * (dim + 1)).clamp(200, 4000)
+/// Most major steps of one nearest-point run (on `n` points in `dim` dimensions) before
+/// the LP takes over. Wolfe's iteration is finite but has no useful polynomial bound;
+/// on real features (MiniLM layer 0, 380–1,170 points, nearly all of them support
+/// vectors) the hardest pairs needed up to `6.7 (n + dim + 1)` steps, so this leaves a
+/// wide margin; a run that stops making progress ends sooner ([`mnp::GaveUp::NoProgress`]).
+fn mnp_budget(dim: usize, n: usize) -> usize {
+    32 * (n + dim + 1)
 }
 
 /// The exact test behind [`separable`] and the clustering, with certificates only:
@@ -281,7 +311,15 @@ fn certify(
         st.mnp_warm += 1;
     }
     let s0 = st.mnp_steps;
-    let r = mnp::min_norm(p, a, b, tol, warm, mnp_budget(p.dim), &mut st.mnp_steps);
+    let r = mnp::min_norm(
+        p,
+        a,
+        b,
+        tol,
+        warm,
+        mnp_budget(p.dim, a.len() + b.len()),
+        &mut st.mnp_steps,
+    );
     st.mnp_seconds += t0.elapsed().as_secs_f64();
     let outcome = match &r {
         mnp::Mnp::Separated { .. } => "separated".to_string(),
@@ -429,15 +467,22 @@ impl PartialOrd for Candidate {
 
 struct Cluster {
     label: u32,
+    /// Every training point of the cluster (its centroid counts duplicates, as the
+    /// paper's).
     points: Vec<usize>,
+    /// The distinct rows among `points` (one index per group of identical rows): the
+    /// hull's vertices, what every test uses.
+    verts: Vec<usize>,
     center: Vec<f64>,
     radius: f64,
     active: bool,
+    /// A point within the tolerance of another label's point: never merged.
+    frozen: bool,
 }
 
-fn make_cluster(p: Points, label: u32, points: Vec<usize>) -> Cluster {
+fn make_cluster(p: Points, label: u32, points: Vec<usize>, verts: Vec<usize>) -> Cluster {
     let center = centroid(p, &points);
-    let radius = points
+    let radius = verts
         .iter()
         .map(|&i| dist2(p.row(i), &center))
         .fold(0.0, f64::max)
@@ -445,10 +490,39 @@ fn make_cluster(p: Points, label: u32, points: Vec<usize>) -> Cluster {
     Cluster {
         label,
         points,
+        verts,
         center,
         radius,
         active: true,
+        frozen: false,
     }
+}
+
+/// A row's bits as a hash key (`-0.0` as `+0.0`, so equal rows have equal keys).
+fn row_key(row: &[f64]) -> Vec<u64> {
+    row.iter().map(|v| (v + 0.0).to_bits()).collect()
+}
+
+/// The indices of `ids` grouped by identical rows (groups in order of their first
+/// index, each in the order of `ids`).
+fn identical_groups(p: Points, ids: &[usize]) -> Vec<Vec<usize>> {
+    let mut at: HashMap<Vec<u64>, usize> = HashMap::with_capacity(ids.len());
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for &i in ids {
+        let k = *at.entry(row_key(p.row(i))).or_insert(groups.len());
+        if k == groups.len() {
+            groups.push(Vec::new());
+        }
+        groups[k].push(i);
+    }
+    groups
+}
+
+/// The first index of each distinct row among `ids`: duplicates change no hull, and
+/// they make Wolfe's corral singular (two vertices `x_i - x_j`, `x_i' - x_j` that are
+/// one point).
+fn distinct(p: Points, ids: &[usize]) -> Vec<usize> {
+    identical_groups(p, ids).into_iter().map(|g| g[0]).collect()
 }
 
 fn dist2(a: &[f64], b: &[f64]) -> f64 {
@@ -524,7 +598,7 @@ struct Clustering<'a> {
     /// Point subsets whose hulls intersect (LP infeasible), with the label of each side.
     witnesses: Vec<(u32, Vec<usize>, Vec<usize>)>,
     /// Label pairs `(low, high)` whose whole training sets are separable.
-    apart: HashSet<(u32, u32)>,
+    apart: LabelPairs,
     /// Absolute tolerance of every test ([`tolerance`]).
     tol: f64,
     stats: Stats,
@@ -568,7 +642,11 @@ impl Clustering<'_> {
         let label = self.clusters[i].label;
         let mut points = self.clusters[i].points.clone();
         points.extend_from_slice(&self.clusters[j].points);
-        let m = make_cluster(self.p, label, points);
+        // Clusters of one label never share a row (identical rows start in one
+        // cluster), so the union of the vertices is distinct.
+        let mut verts = self.clusters[i].verts.clone();
+        verts.extend_from_slice(&self.clusters[j].verts);
+        let m = make_cluster(self.p, label, points, verts);
         let new_id = self.clusters.len();
         // Other-label clusters whose bounding balls meet M's.
         let near: Vec<usize> = (0..self.clusters.len())
@@ -579,7 +657,8 @@ impl Clustering<'_> {
                     && !self
                         .apart
                         .contains(&(label.min(c.label), label.max(c.label)))
-                    && dist2(&c.center, &m.center).sqrt() <= (c.radius + m.radius) * (1.0 + 1e-9)
+                    && dist2(&c.center, &m.center).sqrt()
+                        <= (c.radius + m.radius) * (1.0 + 1e-9) + self.tol
             })
             .collect();
         self.checks += near.len();
@@ -596,15 +675,15 @@ impl Clustering<'_> {
         let mut found: Vec<(usize, Sep)> = Vec::with_capacity(near.len());
         let mut hard = Vec::new();
         for &d in &near {
-            let dp = &self.clusters[d].points;
+            let dp = &self.clusters[d].verts;
             let stored = [self.sep(i, d), self.sep(j, d)];
-            let (pi, pj) = (&self.clusters[i].points, &self.clusters[j].points);
+            let (pi, pj) = (&self.clusters[i].verts, &self.clusters[j].verts);
             let reuse = stored[0]
                 .and_then(|s| s.extend(self.p, pj, self.tol))
                 .or_else(|| stored[1].and_then(|s| s.extend(self.p, pi, self.tol)))
                 .or_else(|| {
-                    centroid_separator(self.p, &m.points, dp, self.tol)
-                        .map(|(w, _)| Sep::new(self.p, &m.points, dp, w, Vec::new()))
+                    centroid_separator(self.p, &m.verts, dp, self.tol)
+                        .map(|(w, _)| Sep::new(self.p, &m.verts, dp, w, Vec::new()))
                 });
             match reuse {
                 Some(s) => {
@@ -630,12 +709,12 @@ impl Clustering<'_> {
         }
         hard.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)));
         for (_, d, warm) in hard {
-            let dp = &self.clusters[d].points;
+            let dp = &self.clusters[d].verts;
             self.stats.exact += 1;
-            let (r, warm) = decide(self.p, &m.points, dp, self.tol, &warm, &mut self.stats);
+            let (r, warm) = decide(self.p, &m.verts, dp, self.tol, &warm, &mut self.stats);
             match r {
                 Separation::Separable { w, .. } => {
-                    found.push((d, Sep::new(self.p, &m.points, dp, w, warm)))
+                    found.push((d, Sep::new(self.p, &m.verts, dp, w, warm)))
                 }
                 Separation::Overlap { a, b } => {
                     self.witnesses.push((label, a, b));
@@ -665,17 +744,34 @@ impl Clustering<'_> {
 /// one label is then separable from every cluster of the other (subsets of disjoint
 /// hulls have disjoint hulls), so the clustering never tests them against each other:
 /// when every pair is listed, each label ends as one cluster after no other test.
-fn separable_labels(p: Points, y: &[u32], tol: f64, st: &mut Stats) -> HashSet<(u32, u32)> {
+/// `clusters`: the starting clusters (their vertices are the label's distinct rows);
+/// `touching`: label pairs with points within the tolerance of each other (not
+/// separable, not tested).
+fn separable_labels(
+    p: Points,
+    clusters: &[Cluster],
+    touching: &LabelPairs,
+    tol: f64,
+    st: &mut Stats,
+) -> LabelPairs {
     let mut by_label: Vec<(u32, Vec<usize>)> = Vec::new();
-    for (i, &l) in y.iter().enumerate() {
-        match by_label.iter_mut().find(|(k, _)| *k == l) {
-            Some((_, v)) => v.push(i),
-            None => by_label.push((l, vec![i])),
+    for c in clusters {
+        match by_label.iter_mut().find(|(k, _)| *k == c.label) {
+            Some((_, v)) => v.extend_from_slice(&c.verts),
+            None => by_label.push((c.label, c.verts.clone())),
         }
+    }
+    // Frozen clusters of one label may repeat a row.
+    for (_, v) in &mut by_label {
+        *v = distinct(p, v);
     }
     let mut out = HashSet::new();
     for (x, (la, a)) in by_label.iter().enumerate() {
         for (lb, b) in &by_label[x + 1..] {
+            let key = ((*la).min(*lb), (*la).max(*lb));
+            if touching.contains(&key) {
+                continue;
+            }
             let sep = centroid_separator(p, a, b, tol).is_some()
                 || matches!(
                     certify(p, a, b, tol, &[], st),
@@ -683,12 +779,15 @@ fn separable_labels(p: Points, y: &[u32], tol: f64, st: &mut Stats) -> HashSet<(
                 );
             if sep {
                 st.label_pairs_separable += 1;
-                out.insert(((*la).min(*lb), (*la).max(*lb)));
+                out.insert(key);
             }
         }
     }
     out
 }
+
+/// Label pairs `(low, high)`.
+type LabelPairs = HashSet<(u32, u32)>;
 
 /// A final cluster: its label and point indices.
 pub type FinalCluster = (u32, Vec<usize>);
@@ -699,30 +798,113 @@ pub fn cluster(p: Points, y: &[u32]) -> Result<(Vec<FinalCluster>, usize)> {
     cluster_stats(p, y).map(|(c, st)| (c, st.mnp))
 }
 
+/// The starting clusters of [`cluster_stats`], and the label pairs with points within
+/// the tolerance of each other. Identical rows of one label start as one cluster (the
+/// merge of points at distance 0 comes first and always passes: the hull does not
+/// change). A point within the tolerance of a point of another label (identical or
+/// nearly) is *conflicted*: any cluster holding it and any cluster holding the other
+/// have hulls within the tolerance, so no merge involving it can pass; it starts, and
+/// stays, a single-point cluster (`frozen`), with no test run for it. The pairs are
+/// found on the Gram matrix of the distinct rows (with a margin for its rounding) and
+/// confirmed on the rows.
+fn starting_clusters(
+    p: Points,
+    y: &[u32],
+    tol: f64,
+    st: &mut Stats,
+) -> Result<(Vec<Cluster>, LabelPairs)> {
+    let n = y.len();
+    let groups = identical_groups(p, &(0..n).collect::<Vec<_>>());
+    let reps: Vec<usize> = groups.iter().map(|g| g[0]).collect();
+    let m = reps.len();
+    let xr: Vec<f64> = reps.iter().flat_map(|&i| p.row(i).to_vec()).collect();
+    let g = gram(&xr, &xr, p.dim)?;
+    let mut conflicted = vec![false; n];
+    let mut touching = HashSet::new();
+    let mut conflict = |a: &[usize], b: &[usize], conflicted: &mut Vec<bool>| {
+        for &i in a {
+            for &j in b {
+                if y[i] != y[j] {
+                    conflicted[i] = true;
+                    conflicted[j] = true;
+                    touching.insert((y[i].min(y[j]), y[i].max(y[j])));
+                }
+            }
+        }
+    };
+    for (u, gu) in groups.iter().enumerate() {
+        conflict(gu, gu, &mut conflicted);
+        for v in u + 1..m {
+            let (guu, gvv, guv) = (g[u * m + u], g[v * m + v], g[u * m + v]);
+            // The Gram entries are off by at most ~dim·ε·|x||y|; 1e-12 covers that
+            // for any width below ~10⁴, and the rows decide.
+            if guu + gvv - 2.0 * guv <= tol * tol + 1e-12 * (guu + gvv)
+                && dist2(p.row(reps[u]), p.row(reps[v])) <= tol * tol
+            {
+                conflict(gu, &groups[v], &mut conflicted);
+            }
+        }
+    }
+    drop(g);
+    let mut clusters = Vec::new();
+    for gr in &groups {
+        let (frozen, free): (Vec<usize>, Vec<usize>) = gr.iter().partition(|&&i| conflicted[i]);
+        for i in frozen {
+            let mut c = make_cluster(p, y[i], vec![i], vec![i]);
+            c.frozen = true;
+            clusters.push(c);
+        }
+        // Not conflicted: every point of the group has the same label.
+        if let Some(&first) = free.first() {
+            st.duplicates += free.len() - 1;
+            clusters.push(make_cluster(p, y[first], free, vec![first]));
+        }
+    }
+    st.conflicted = conflicted.iter().filter(|&&c| c).count();
+    Ok((clusters, touching))
+}
+
 /// [`cluster`] with the counters of its tests.
 pub fn cluster_stats(p: Points, y: &[u32]) -> Result<(Vec<FinalCluster>, Stats)> {
     let n = y.len();
+    let tol = tolerance(p);
+    let mut stats = Stats::default();
+    let t0 = std::time::Instant::now();
+    let (clusters, touching) = starting_clusters(p, y, tol, &mut stats)?;
+    let mut owner = vec![0; n];
+    for (k, c) in clusters.iter().enumerate() {
+        c.points.iter().for_each(|&q| owner[q] = k);
+    }
+    let apart = separable_labels(p, &clusters, &touching, tol, &mut stats);
     let mut st = Clustering {
         p,
-        clusters: (0..n).map(|i| make_cluster(p, y[i], vec![i])).collect(),
-        owner: (0..n).collect(),
+        clusters,
+        owner,
         seps: HashMap::new(),
         witnesses: Vec::new(),
-        apart: HashSet::new(),
-        tol: tolerance(p),
-        stats: Stats::default(),
+        apart,
+        tol,
+        stats,
         rejected: 0,
         checks: 0,
     };
-    let t0 = std::time::Instant::now();
-    st.apart = separable_labels(p, y, st.tol, &mut st.stats);
-    // All same-label pairs by centroid distance (squared distances from the Gram matrix).
-    let g = gram(p.x, p.x, p.dim)?;
+    // All pairs of same-label starting clusters (frozen ones aside) by centroid
+    // distance (squared distances from the Gram matrix of their single rows).
+    let starts: Vec<usize> = (0..st.clusters.len())
+        .filter(|&k| !st.clusters[k].frozen)
+        .collect();
+    let xs: Vec<f64> = starts
+        .iter()
+        .flat_map(|&k| st.clusters[k].center.clone())
+        .collect();
+    let g = gram(&xs, &xs, p.dim)?;
+    let s = starts.len();
     let mut heap = BinaryHeap::new();
-    for i in 0..n {
-        for j in i + 1..n {
-            if y[i] == y[j] {
-                let d2 = g[i * n + i] + g[j * n + j] - 2.0 * g[i * n + j];
+    for a in 0..s {
+        for b in a + 1..s {
+            let (i, j) = (starts[a], starts[b]);
+            if st.clusters[i].label == st.clusters[j].label {
+                let d2 = g[a * s + a] + g[b * s + b] - 2.0 * g[a * s + b];
                 heap.push(Candidate {
                     dist: d2.max(0.0).sqrt(),
                     i,
@@ -743,7 +925,7 @@ pub fn cluster_stats(p: Points, y: &[u32]) -> Result<(Vec<FinalCluster>, Stats)>
                 st.clusters[new_id].center.clone(),
             );
             for (k, c) in st.clusters.iter().enumerate().take(new_id) {
-                if c.active && c.label == label {
+                if c.active && !c.frozen && c.label == label {
                     heap.push(Candidate {
                         dist: dist2(&c.center, &center).sqrt(),
                         i: k,
@@ -852,6 +1034,8 @@ fn predict(train: Points, clusters: &[(u32, Vec<usize>)], test: Points) -> Resul
     let mut best = vec![(f64::INFINITY, 0u32); m];
     let tpp: Vec<f64> = (0..m).map(|t| dot(test.row(t), test.row(t))).collect();
     for (label, pts) in clusters {
+        // Duplicates change no hull (and only slow Frank-Wolfe down).
+        let pts = distinct(train, pts);
         let k = pts.len();
         let xc: Vec<f64> = pts.iter().flat_map(|&i| train.row(i).to_vec()).collect();
         let g = gram(&xc, &xc, train.dim)?;
@@ -986,6 +1170,45 @@ mod tests {
         let p = Points { x: &x, dim: 2 };
         assert!(centroid_separator(p, &[0, 1, 4], &[2, 3], tolerance(p)).is_none());
         assert!(sep(&x, &[0, 1, 4], &[2, 3]));
+    }
+
+    fn gaussian(rng: &mut Rng) -> f64 {
+        let u1 = rng.f64().max(1e-12);
+        let u2 = rng.f64();
+        (-2.0f64 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// Two sets `2δ` apart (δ = 1e-4, above the tolerance) across a thin slab that
+    /// holds every point (`|x_0| ≤ δ + 0.01 |g|`): nearly every point is a support
+    /// vector, and Wolfe needs more major steps than the `4 (dim + 1)` that once sent
+    /// such pairs to the LP (at the sizes of real features the LP then took minutes and
+    /// failed to verify). Settled by nearest points with a checked certificate.
+    #[test]
+    fn a_thin_slab_is_settled_by_nearest_points() {
+        let (dim, n, delta) = (60, 300, 1e-4);
+        let mut rng = Rng::new(2);
+        let mut x = Vec::new();
+        for i in 0..n {
+            let side = if i < n / 2 { 1.0 } else { -1.0 };
+            x.push(side * (delta + 0.01 * gaussian(&mut rng).abs()));
+            x.extend((1..dim).map(|_| gaussian(&mut rng)));
+        }
+        let p = Points { x: &x, dim };
+        let (a, b): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| i < n / 2);
+        let tol = tolerance(p);
+        assert!(
+            2.0 * delta > 4.0 * tol,
+            "the gap is well above the tolerance"
+        );
+        let mut st = Stats::default();
+        let (r, _) = decide(p, &a, &b, tol, &[], &mut st);
+        let Separation::Separable { w, b: bias } = r else {
+            panic!("separable: {st:?}")
+        };
+        assert!(separates(p, &a, &b, &w, bias));
+        assert!(slab(p, &a, &b, &w, tol).is_some());
+        assert_eq!((st.lp, st.mnp_decided), (0, 1), "{st:?}");
+        assert!(st.mnp_steps > 4 * (dim + 1), "{st:?}");
     }
 
     #[test]
