@@ -1,5 +1,5 @@
 //! Shared by the decoder tests (`decoder_reference.rs`, `codegen_bigcode_reference.rs`,
-//! `decoder_invariants.rs`): fixture loading and the comparison of one tiny model
+//! `decoder_invariants.rs`, `stream.rs`): fixture loading and the comparison of one tiny model
 //! with its transformers reference (ids, offsets, attention, hidden states, logits,
 //! surprisal, top-5 predictions).
 
@@ -8,6 +8,17 @@ use std::path::{Path, PathBuf};
 use codescope::model::source::{ModelFiles, Weights};
 use codescope::model::{ForwardOptions, LoadedModel, Trace};
 use serde_json::Value;
+
+/// Every tiny decoder fixture in `tests/fixtures`, one per family and attention layout.
+pub const DECODERS: [&str; 7] = [
+    "tiny_llama",
+    "tiny_qwen2",
+    "tiny_gpt2",
+    "tiny_gemma3",
+    "tiny_codegen",
+    "tiny_starcoder",
+    "tiny_bigcode_mha",
+];
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

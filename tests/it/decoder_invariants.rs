@@ -6,17 +6,7 @@
 use crate::decoder_common;
 
 use codescope::model::ForwardOptions;
-use decoder_common::{causal_invariants, hidden_opts, load};
-
-const DECODERS: [&str; 7] = [
-    "tiny_llama",
-    "tiny_qwen2",
-    "tiny_gpt2",
-    "tiny_gemma3",
-    "tiny_codegen",
-    "tiny_starcoder",
-    "tiny_bigcode_mha",
-];
+use decoder_common::{causal_invariants, hidden_opts, load, DECODERS};
 
 #[test]
 fn causal_rows_sum_to_one_prefix_invariant_and_deterministic() {

@@ -16,21 +16,10 @@ use codescope::model::testutil::{write_tiny_model, Tiny};
 use codescope::model::{ForwardOptions, LoadedModel};
 use codescope::syntax::Language;
 
-const DECODERS: [&str; 7] = [
-    "tiny_llama",
-    "tiny_qwen2",
-    "tiny_gpt2",
-    "tiny_gemma3",
-    "tiny_codegen",
-    "tiny_starcoder",
-    "tiny_bigcode_mha",
-];
+use crate::decoder_common::{fixture, DECODERS};
 
 fn fixture_model(name: &str) -> LoadedModel {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name);
-    LoadedModel::load(&ModelFiles::from_dir(&dir, name.into()).unwrap()).unwrap()
+    LoadedModel::load(&ModelFiles::from_dir(&fixture(name), name.into()).unwrap()).unwrap()
 }
 
 /// Every tiny model, named.
