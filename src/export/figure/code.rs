@@ -8,7 +8,8 @@
 use super::palette::{readable, Palette, Rgb};
 use super::svg::{clip, text_w, Anchor, Font, Svg, CHAR_W};
 use super::{
-    colorbar_h, header, linear_ticks, sqrt_ticks, swatch, title_of, Crop, Figure, Metrics,
+    colorbar_h, fmt_value, header, linear_ticks, sqrt_ticks, swatch, title_of, Crop, Figure,
+    Metrics,
 };
 use crate::export::View;
 use crate::model::tokenizer::show_subword;
@@ -273,18 +274,14 @@ pub fn draw_key(
         .map(|t| clip(&t.text.replace('\n', " "), 16));
     match shade {
         Shade::Attention => {
-            let dir = if view.direction == "to" { "to" } else { "from" };
-            let caption = match &sel {
-                Some(s) => format!("attention {dir} «{s}» (√)"),
-                None => "attention (√)".into(),
-            };
+            let (caption, ticks) = attention_key(sel.as_deref(), &view.direction, max);
             h += colorbar_h(
                 svg,
                 m,
                 pal,
                 (x, y, w.min(900.0 * m.s)),
                 &sampled(|t| pal.heat(t)),
-                &sqrt_ticks(max as f64),
+                &ticks,
                 &caption,
             );
         }
@@ -323,6 +320,30 @@ pub fn draw_key(
     }
     h += legend_rows(svg, m, pal, (x, y + h, w), &items);
     h
+}
+
+/// The attention colour bar's caption and ticks. The scale is the largest weight on the
+/// other code tokens shown; when there is none (a causal model's first code token attends
+/// only to itself and the tokens before the code), five ".00" ticks would read as a broken
+/// scale, so the caption says so and the bar keeps one tick.
+fn attention_key(
+    selected: Option<&str>,
+    direction: &str,
+    max: f32,
+) -> (String, Vec<(f64, String)>) {
+    let dir = if direction == "to" { "to" } else { "from" };
+    let caption = match selected {
+        Some(s) => format!("attention {dir} «{s}» (√)"),
+        None => "attention (√)".into(),
+    };
+    if max > 0.0 {
+        (caption, sqrt_ticks(max as f64))
+    } else {
+        (
+            format!("{caption}: no weight on the other code tokens shown"),
+            vec![(0.0, fmt_value(0.0))],
+        )
+    }
 }
 
 /// Legend items in rows that wrap at width `w`; returns the height used.
@@ -446,5 +467,24 @@ pub fn draw_surprisal(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Fig
         svg: svg.finish(pal.bg(), &format!("{} · surprisal", title_of(view))),
         width,
         height,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attention_key_says_when_there_is_no_scale() {
+        let (caption, ticks) = attention_key(Some("import"), "from", 0.0);
+        assert_eq!(
+            caption,
+            "attention from «import» (√): no weight on the other code tokens shown"
+        );
+        assert_eq!(ticks, vec![(0.0, ".00".to_string())]);
+        let (caption, ticks) = attention_key(Some("x"), "to", 0.64);
+        assert_eq!(caption, "attention to «x» (√)");
+        let labels: Vec<&str> = ticks.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(labels, [".00", ".040", ".16", ".36", ".64"]);
     }
 }
