@@ -18,6 +18,7 @@
 //! | [`present`] | presenting: a view as a plain [`present::Scene`], `codescope render` (figures from a headless explorer), tours (TOML steps to present; a pre-rendered deck), sessions (saved on quit and signals, `--resume`) |
 //! | [`signals`] | termination signals: exit 128+n after removing registered temporary paths (the explorer records the signal, restores the terminal and saves the session first) |
 //! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging, the error type |
+//! | `crates/kernels` (`codescope-kernels`) | the hot loops over slices, no codescope types: the forward pass's kernels (re-exported as [`model::kernels`]) and the analysis's counts, entropy sums, subword-to-token aggregation and non-finite checks; a separate package so that debug and test builds compile it at opt-level 3 |
 //!
 //! Boundaries: `syntax` uses nothing else of the crate; `model` only [`error`]; they meet
 //! in `analysis` through byte spans. No tensor leaves `model`: `analysis`, `probe` reports

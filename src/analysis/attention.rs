@@ -10,8 +10,6 @@
 //! analysed set: [`TokenAttention::tokens`] lists the code-token indices that are, and all
 //! matrices are over that set, in that order.
 
-use rayon::prelude::*;
-
 use crate::model::{Attention, Hidden};
 use crate::syntax::Alignment;
 
@@ -149,39 +147,14 @@ impl Aggregator {
     /// One layer's code-token attention `[head][i][j]` into `out` (`heads * n * n`) from
     /// its subword attention `att` (`[head][q][k]`, `heads * len * len`).
     pub fn layer_into(&self, att: &[f32], heads: usize, out: &mut [f32]) {
-        let (n, m) = (self.n(), self.len);
-        debug_assert_eq!(att.len(), heads * m * m);
-        debug_assert_eq!(out.len(), heads * n * n);
-        // Row pass then column pass: R[i][q] = mean_p a[p][q]; A[i][j] = mean_q R[i][q].
-        out.par_chunks_mut((n * n).max(1))
-            .enumerate()
-            .for_each(|(h, out)| {
-                let a = &att[h * m * m..(h + 1) * m * m];
-                let mut buf = vec![0.0f32; m];
-                for (i, g) in self.groups.iter().enumerate() {
-                    let r: &[f32] = if g.len() == 1 {
-                        &a[g[0] * m..(g[0] + 1) * m]
-                    } else {
-                        buf.iter_mut().for_each(|x| *x = 0.0);
-                        for &p in g {
-                            for (x, &v) in buf.iter_mut().zip(&a[p * m..(p + 1) * m]) {
-                                *x += v;
-                            }
-                        }
-                        let k = 1.0 / g.len() as f32;
-                        buf.iter_mut().for_each(|x| *x *= k);
-                        &buf
-                    };
-                    let row = &mut out[i * n..(i + 1) * n];
-                    for (j, g) in self.groups.iter().enumerate() {
-                        let s: f32 = match self.runs[j] {
-                            Some((a, b)) => r[a..b].iter().sum(),
-                            None => g.iter().map(|&q| r[q]).sum(),
-                        };
-                        row[j] = s / g.len() as f32;
-                    }
-                }
-            });
+        codescope_kernels::analysis::aggregate_layer(
+            att,
+            heads,
+            self.len,
+            &self.groups,
+            &self.runs,
+            out,
+        );
     }
 }
 

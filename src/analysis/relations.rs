@@ -77,39 +77,8 @@ pub fn score(a: &[f32], gold: &[bool], n: usize, gold_edges: usize, t: f32) -> S
     score_counts(predicted, tp, gold_edges, n)
 }
 
-/// Number of entries of `a` above `t` (vectorised: eight lanes of 0/1 counts).
-pub fn count_above(a: &[f32], t: f32) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the feature the function is compiled for.
-        return unsafe { count_above_avx2(a, t) };
-    }
-    count_above_body(a, t)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn count_above_avx2(a: &[f32], t: f32) -> usize {
-    count_above_body(a, t)
-}
-
-#[inline(always)]
-fn count_above_body(a: &[f32], t: f32) -> usize {
-    let mut total = 0usize;
-    // u32 lanes, flushed every 2^16 chunks so they cannot overflow.
-    for block in a.chunks(8 << 16) {
-        let mut acc = [0u32; 8];
-        let chunks = block.chunks_exact(8);
-        total += chunks.remainder().iter().filter(|&&x| x > t).count();
-        for c in chunks {
-            for k in 0..8 {
-                acc[k] += u32::from(c[k] > t);
-            }
-        }
-        total += acc.iter().map(|&x| x as usize).sum::<usize>();
-    }
-    total
-}
+/// Number of entries of `a` above `t` (vectorised, in `codescope-kernels`).
+pub use codescope_kernels::analysis::count_above;
 
 /// Scores of one head (`n x n` matrix `a`) against one gold graph at every threshold of
 /// `ts`, given the head's predicted-edge counts `predicted[k] = |a > ts[k]|` (shared by

@@ -167,7 +167,7 @@ pub(crate) fn stream_logits_biased(
         }
         let block = logits.flatten_all()?.to_vec1::<f32>()?;
         // Non-finite logits would turn into NaN surprisal silently.
-        let bad = block.iter().filter(|v| !v.is_finite()).count();
+        let bad = codescope_kernels::analysis::count_non_finite(&block);
         if bad > 0 {
             return Err(crate::error::Error::Compute(format!(
                 "LM head: {bad} logits are NaN or infinite"

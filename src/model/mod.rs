@@ -340,7 +340,7 @@ pub(crate) fn check_layer(x: &Tensor, layer: usize) -> Result<()> {
 
 /// [`check_layer`] for a hidden state already on the host.
 pub(crate) fn check_layer_host(x: &[f32], layer: usize) -> Result<()> {
-    non_finite_after(x.iter().filter(|v| !v.is_finite()).count(), layer)
+    non_finite_after(codescope_kernels::analysis::count_non_finite(x), layer)
 }
 
 fn non_finite_after(bad: usize, layer: usize) -> Result<()> {

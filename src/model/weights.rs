@@ -193,13 +193,8 @@ pub fn check_finite(t: &Tensor, name: &str) -> candle_core::Result<()> {
 
 /// How many values of a 1-D f32 tensor are NaN or infinite (no copy when contiguous).
 pub fn count_non_finite(v: &Tensor) -> candle_core::Result<usize> {
-    use rayon::prelude::*;
+    use codescope_kernels::analysis::count_non_finite as count;
     let (storage, layout) = v.storage_and_layout();
-    let count = |s: &[f32]| {
-        s.par_chunks(1 << 16)
-            .map(|c| c.iter().filter(|x| !x.is_finite()).count())
-            .sum()
-    };
     if let (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(data)), Some((a, b))) =
         (&*storage, layout.contiguous_offsets())
     {

@@ -1,0 +1,17 @@
+//! codescope's hot numeric loops, in a crate of their own so that they are compiled
+//! optimised in every build profile.
+//!
+//! codescope's debug and test builds compile its own code at opt-level 0 (fast to
+//! build) and its dependencies at opt-level 3. Code like the kernels below is then
+//! 10–50x slower than in a release build: SIMD intrinsics become function calls, and
+//! iterator adapters are not inlined. A profile of the test suite found more than
+//! half of its CPU time in such loops (softmax, entropy logarithms, aggregation, counts).
+//! As a separate package they get opt-level 3 (`[profile.dev.package.codescope-kernels]`
+//! in the workspace manifest), like the dependencies, and cost seconds to build.
+//!
+//! Only loops over slices live here: no codescope types. The meaning and the tests
+//! are codescope's (`model::kernels`, `analysis::{relations, entropy, attention}`),
+//! which call or re-export these functions.
+
+pub mod analysis;
+pub mod nn;
