@@ -84,31 +84,40 @@ impl Scorer {
         }
     }
 
-    /// Logits rows `start..start + block.len() / vocab`, row-major.
+    /// Logits rows `start..start + block.len() / vocab`, row-major. Rows are scored in
+    /// parallel (log-sum-exp and top-k in `codescope-kernels`).
     pub fn feed(&mut self, start: usize, block: &[f32]) {
-        for (r, row) in block.chunks_exact(self.vocab).enumerate() {
+        use codescope_kernels::lm::{log_sum_exp, top_k};
+        use rayon::prelude::*;
+        let (ids, k) = (&self.ids, self.k);
+        // Per row: the next token's surprisal, the top-k (id, probability).
+        type Row = (Option<f32>, Vec<(u32, f32)>);
+        let scored: Vec<Row> = block
+            .par_chunks_exact(self.vocab.max(1))
+            .enumerate()
+            .map(|(r, row)| {
+                let Some(lse) = log_sum_exp(row) else {
+                    return (None, Vec::new());
+                };
+                let bits = ids.get(start + r + 1).map(|&next| {
+                    let lp = row[next as usize] as f64 - lse;
+                    (-lp / std::f64::consts::LN_2) as f32
+                });
+                let top = top_k(row, k)
+                    .into_iter()
+                    .map(|(id, v)| (id, (v as f64 - lse).exp() as f32))
+                    .collect();
+                (bits, top)
+            })
+            .collect();
+        for (r, (bits, top)) in scored.into_iter().enumerate() {
             let p = start + r;
-            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
-            let z: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
-            let lse = max + z.ln();
-            if let Some(&next) = self.ids.get(p + 1) {
-                let lp = row[next as usize] as f64 - lse;
-                self.bits[p + 1] = Some((-lp / std::f64::consts::LN_2) as f32);
+            if p + 1 < self.bits.len() {
+                self.bits[p + 1] = bits;
             }
-            // Top-k by a small insertion-sorted buffer (k is tiny).
-            let mut best: Vec<(u32, f32)> = Vec::with_capacity(self.k + 1);
-            for (id, &v) in row.iter().enumerate() {
-                if best.len() == self.k && best.last().is_some_and(|b| v <= b.1) {
-                    continue;
-                }
-                let pos = best.partition_point(|b| b.1 >= v);
-                best.insert(pos, (id as u32, v));
-                best.truncate(self.k);
+            if p < self.top.len() {
+                self.top[p] = top;
             }
-            self.top[p] = best
-                .into_iter()
-                .map(|(id, v)| (id, (v as f64 - lse).exp() as f32))
-                .collect();
         }
     }
 

@@ -60,8 +60,6 @@ fn gemma3_270m_gguf_matches_transformers() {
             .collect();
         let n = ids.len();
         let vocab = backbone.vocab_size();
-        let mut top1 = vec![0u32; n];
-        let mut bits = vec![f64::NAN; n];
         let mut sampled = Vec::new();
         let wanted: Vec<(usize, usize, f64)> = case["logits"]
             .as_array()
@@ -80,37 +78,29 @@ fn gemma3_270m_gguf_matches_transformers() {
             cancel: None,
             ..Default::default()
         };
+        // Surprisal and the top-1 prediction as codescope computes them for users (the
+        // LM head's row blocks through `lm::Scorer`); sampled logits read directly.
+        let mut scorer = model::lm::Scorer::new(&ids, vocab, 1);
         let cap = backbone
             .forward_lm(&ids, &opts, &mut |start, block| {
                 for (r, row) in block.chunks(vocab).enumerate() {
-                    let p = start + r;
-                    let (mut best, mut m) = (0usize, f32::NEG_INFINITY);
-                    for (j, &z) in row.iter().enumerate() {
-                        if z > m {
-                            m = z;
-                            best = j;
-                        }
-                    }
-                    top1[p] = best as u32;
-                    let lse = m as f64
-                        + row
-                            .iter()
-                            .map(|&z| ((z - m) as f64).exp())
-                            .sum::<f64>()
-                            .ln();
-                    if p + 1 < n {
-                        bits[p + 1] =
-                            (lse - row[ids[p + 1] as usize] as f64) / std::f64::consts::LN_2;
-                    }
                     for &(wp, wj, wv) in &wanted {
-                        if wp == p {
+                        if wp == start + r {
                             sampled.push((row[wj] as f64, wv));
                         }
                     }
                 }
+                scorer.feed(start, block);
                 Ok(())
             })
             .unwrap();
+        let scored = scorer.finish(|_| None);
+        let top1: Vec<u32> = scored.top_next.iter().map(|t| t[0].id).collect();
+        let bits: Vec<f64> = scored
+            .bits
+            .iter()
+            .map(|b| b.map_or(f64::NAN, f64::from))
+            .collect();
         for (got, want) in sampled {
             worst[2] = worst[2].max((got - want).abs());
         }

@@ -5,7 +5,8 @@
 //! build) and its dependencies at opt-level 3. Code like the kernels below is then
 //! 10–50x slower than in a release build: SIMD intrinsics become function calls, and
 //! iterator adapters are not inlined. A profile of the test suite found more than
-//! half of its CPU time in such loops (softmax, entropy logarithms, aggregation, counts).
+//! half of its CPU time in such loops (softmax, entropy logarithms, aggregation, counts;
+//! the LM head's log-sum-exp over a 262,144-entry vocabulary).
 //! As a separate package they get opt-level 3 (`[profile.dev.package.codescope-kernels]`
 //! in the workspace manifest), like the dependencies, and cost seconds to build.
 //!
@@ -14,4 +15,5 @@
 //! which call or re-export these functions.
 
 pub mod analysis;
+pub mod lm;
 pub mod nn;
