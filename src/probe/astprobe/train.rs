@@ -32,8 +32,11 @@
 //! the tests; Adam is candle's `AdamW` (weight decay 0) step for step. Results match the
 //! autograd version up to float summation order (see the README's AST-Probe figures).
 
+// The loops over every row and every token pair, compiled optimised in every profile.
+// `cross_entropy` is candle's (log-softmax, then the mean negative log-likelihood).
 use super::super::Rng;
 use crate::error::Result;
+use codescope_kernels::probe::{cross_entropy, rank_hinge};
 
 /// One training snippet: standardised token vectors and integer labels.
 #[derive(Debug, Clone)]
@@ -204,32 +207,6 @@ fn matmul(m: usize, n: usize, k: usize, a: Op, b: Op, out: &mut [f32], scale: f3
     }
 }
 
-/// Cross-entropy of the rows of `z` (`[rows, k]`) against `target`, averaged over the
-/// rows (candle's `cross_entropy`: log-softmax, then the mean negative log-likelihood).
-/// `z` is overwritten: with `grad`, by the loss's gradient with respect to it.
-fn cross_entropy(z: &mut [f32], k: usize, target: &[u32], grad: bool) -> f64 {
-    let rows = target.len();
-    let mut loss = 0f64;
-    let inv = 1.0 / rows.max(1) as f32;
-    for (row, &t) in z.chunks_exact_mut(k).zip(target) {
-        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let zt = row[t as usize] - max;
-        // Each exponential once, kept for the gradient.
-        for v in row.iter_mut() {
-            *v = (*v - max).exp();
-        }
-        let sum: f32 = row.iter().sum();
-        loss -= (zt - sum.ln()) as f64;
-        if grad {
-            for v in row.iter_mut() {
-                *v = *v / sum * inv;
-            }
-            row[t as usize] -= inv;
-        }
-    }
-    loss / rows.max(1) as f64
-}
-
 /// The probe's parameters (row-major: `proj` `[dim, rank]`, `vc` `[rank, nc]`, `vu`
 /// `[rank, nu]`) or gradients of the same shapes.
 #[derive(Debug, Clone, PartialEq)]
@@ -316,20 +293,12 @@ fn loss(p: &Params, sh: Dims, bt: &Batch, orthogonal: f32, grad: Option<&mut Par
     let mut count = vec![0f32; m];
     for &(_, len, d0) in &bt.spans {
         let e = d0..d0 + len.saturating_sub(1);
-        let (d, dh) = (&bt.d[e.clone()], &dhat[e]);
-        for i in 0..d.len() {
-            for j in 0..d.len() {
-                if d[i] > d[j] {
-                    pairs += 1;
-                    let v = 1.0 - (dh[i] - dh[j]);
-                    if v >= 0.0 {
-                        hinge += v as f64;
-                        count[d0 + i] -= 1.0;
-                        count[d0 + j] += 1.0;
-                    }
-                }
-            }
-        }
+        pairs += rank_hinge(
+            &bt.d[e.clone()],
+            &dhat[e.clone()],
+            &mut count[e],
+            &mut hinge,
+        );
     }
     let np = pairs as f64 + 1e-9;
     let ld = if pairs > 0 { hinge / np } else { 0.0 };
