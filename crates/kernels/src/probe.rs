@@ -54,3 +54,77 @@ pub fn cross_entropy(z: &mut [f32], k: usize, target: &[u32], grad: bool) -> f64
     }
     loss / rows.max(1) as f64
 }
+
+/// AST-Probe's consecutive-token differences: for each `e`, with `a = rows[e]`,
+/// `delta[e] = t[a + 1] - t[a]` (rows of width `r`) and `dhat[e] = |delta[e]|²` (summed
+/// in `k` order).
+pub fn consecutive_deltas(
+    t: &[f32],
+    r: usize,
+    rows: &[usize],
+    delta: &mut [f32],
+    dhat: &mut [f32],
+) {
+    assert_eq!(delta.len(), rows.len() * r);
+    assert_eq!(dhat.len(), rows.len());
+    for (e, &a) in rows.iter().enumerate() {
+        let (ta, tb) = (&t[a * r..(a + 1) * r], &t[(a + 1) * r..(a + 2) * r]);
+        let de = &mut delta[e * r..(e + 1) * r];
+        let mut s = 0f32;
+        for k in 0..r {
+            de[k] = tb[k] - ta[k];
+            s += de[k] * de[k];
+        }
+        dhat[e] = s;
+    }
+}
+
+/// The rank loss's gradient through [`consecutive_deltas`]: `gdelta[e] += 2 count[e] inv
+/// delta[e]`, then row `rows[e] + 1` of `gt` gets `+gdelta[e]` and row `rows[e]` gets
+/// `-gdelta[e]` (rows of width `r`, in `e` order).
+pub fn delta_gradients(
+    rows: &[usize],
+    count: &[f32],
+    inv: f32,
+    r: usize,
+    delta: &[f32],
+    gdelta: &mut [f32],
+    gt: &mut [f32],
+) {
+    for (e, &a) in rows.iter().enumerate() {
+        let w = 2.0 * count[e] * inv;
+        let (de, ge) = (&delta[e * r..(e + 1) * r], &mut gdelta[e * r..(e + 1) * r]);
+        for k in 0..r {
+            ge[k] += w * de[k];
+        }
+        for k in 0..r {
+            gt[(a + 1) * r + k] += ge[k];
+            gt[a * r + k] -= ge[k];
+        }
+    }
+}
+
+/// One Adam step on one parameter tensor, per element as candle's `AdamW` (weight decay
+/// 0) computes it: `m = m b1 + g c1`, `v = v b2 + g² c2`,
+/// `theta -= (m scale_m) / (sqrt(v scale_v) + eps) lr`.
+#[allow(clippy::too_many_arguments)]
+pub fn adam_update(
+    theta: &mut [f32],
+    g: &[f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    (b1, b2): (f32, f32),
+    (c1, c2): (f32, f32),
+    (scale_m, scale_v): (f32, f32),
+    lr: f32,
+    eps: f32,
+) {
+    assert!(g.len() == theta.len() && m.len() == theta.len() && v.len() == theta.len());
+    for k in 0..theta.len() {
+        let gk = g[k];
+        m[k] = m[k] * b1 + gk * c1;
+        v[k] = v[k] * b2 + gk * gk * c2;
+        let adjusted = (m[k] * scale_m) / ((v[k] * scale_v).sqrt() + eps);
+        theta[k] -= adjusted * lr;
+    }
+}

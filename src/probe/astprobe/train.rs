@@ -36,7 +36,9 @@
 // `cross_entropy` is candle's (log-softmax, then the mean negative log-likelihood).
 use super::super::Rng;
 use crate::error::Result;
-use codescope_kernels::probe::{cross_entropy, rank_hinge};
+use codescope_kernels::probe::{
+    adam_update, consecutive_deltas, cross_entropy, delta_gradients, rank_hinge,
+};
 
 /// One training snippet: standardised token vectors and integer labels.
 #[derive(Debug, Clone)]
@@ -269,16 +271,7 @@ fn loss(p: &Params, sh: Dims, bt: &Batch, orthogonal: f32, grad: Option<&mut Par
     }
     let mut delta = vec![0f32; m * r];
     let mut dhat = vec![0f32; m];
-    for (e, &a) in rows_a.iter().enumerate() {
-        let (ta, tb) = (&t[a * r..(a + 1) * r], &t[(a + 1) * r..(a + 2) * r]);
-        let de = &mut delta[e * r..(e + 1) * r];
-        let mut s = 0f32;
-        for k in 0..r {
-            de[k] = tb[k] - ta[k];
-            s += de[k] * de[k];
-        }
-        dhat[e] = s;
-    }
+    consecutive_deltas(&t, r, &rows_a, &mut delta, &mut dhat);
     let mut zc = vec![0f32; m * nc];
     matmul(m, nc, r, op(&delta, r), op(&p.vc, nc), &mut zc, 1.0, false);
     let mut zu = vec![0f32; n * nu];
@@ -332,17 +325,7 @@ fn loss(p: &Params, sh: Dims, bt: &Batch, orthogonal: f32, grad: Option<&mut Par
     matmul(n, r, nu, op(&zu, nu), op_t(&p.vu, nu), &mut gt, 1.0, false);
     // ∂δ += 2 δ ∂d̂; t_{i+1} gets +∂δ, t_i gets -∂δ.
     let inv = if pairs > 0 { (1.0 / np) as f32 } else { 0.0 };
-    for (e, &a) in rows_a.iter().enumerate() {
-        let w = 2.0 * count[e] * inv;
-        let (de, ge) = (&delta[e * r..(e + 1) * r], &mut gdelta[e * r..(e + 1) * r]);
-        for k in 0..r {
-            ge[k] += w * de[k];
-        }
-        for k in 0..r {
-            gt[(a + 1) * r + k] += ge[k];
-            gt[a * r + k] -= ge[k];
-        }
-    }
+    delta_gradients(&rows_a, &count, inv, r, &delta, &mut gdelta, &mut gt);
     // ∂P = Xᵀ ∂t + orthogonal · 4 P (PᵀP - I).
     matmul(
         dim,
@@ -411,13 +394,17 @@ impl Adam {
             .zip(self.m.parts_mut())
             .zip(self.v.parts_mut())
         {
-            for k in 0..theta.len() {
-                let gk = g[k];
-                m[k] = m[k] * b1 + gk * c1;
-                v[k] = v[k] * b2 + gk * gk * c2;
-                let adjusted = (m[k] * scale_m) / ((v[k] * scale_v).sqrt() + eps);
-                theta[k] -= adjusted * lr;
-            }
+            adam_update(
+                theta,
+                g,
+                m,
+                v,
+                (b1, b2),
+                (c1, c2),
+                (scale_m, scale_v),
+                lr,
+                eps,
+            );
         }
     }
 }
