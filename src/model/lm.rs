@@ -174,15 +174,18 @@ pub(crate) fn stream_logits_biased(
         if let Some(b) = bias {
             logits = logits.broadcast_add(b)?;
         }
-        let block = logits.flatten_all()?.to_vec1::<f32>()?;
-        // Non-finite logits would turn into NaN surprisal silently.
-        let bad = codescope_kernels::analysis::count_non_finite(&block);
-        if bad > 0 {
-            return Err(crate::error::Error::Compute(format!(
-                "LM head: {bad} logits are NaN or infinite"
-            )));
-        }
-        sink(start, &block)?;
+        // The block is read where the product left it (a copy of Gemma 3's 128 x
+        // 262,144 logits was 134 MB per block).
+        super::weights::with_f32(&logits, |block| {
+            // Non-finite logits would turn into NaN surprisal silently.
+            let bad = codescope_kernels::analysis::count_non_finite(block);
+            if bad > 0 {
+                return Err(crate::error::Error::Compute(format!(
+                    "LM head: {bad} logits are NaN or infinite"
+                )));
+            }
+            sink(start, block)
+        })??;
         start += rows;
     }
     Ok(())

@@ -191,17 +191,23 @@ pub fn check_finite(t: &Tensor, name: &str) -> candle_core::Result<()> {
     Ok(())
 }
 
-/// How many values of a 1-D f32 tensor are NaN or infinite (no copy when contiguous).
-pub fn count_non_finite(v: &Tensor) -> candle_core::Result<usize> {
-    use codescope_kernels::analysis::count_non_finite as count;
-    let (storage, layout) = v.storage_and_layout();
+/// Hand `f` the values of an f32 tensor in row-major order: read in place when the
+/// tensor is a contiguous CPU one (no copy of, say, a 134 MB block of logits), copied
+/// otherwise.
+pub(crate) fn with_f32<R>(t: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Result<R> {
+    let (storage, layout) = t.storage_and_layout();
     if let (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(data)), Some((a, b))) =
         (&*storage, layout.contiguous_offsets())
     {
-        return Ok(count(&data[a..b]));
+        return Ok(f(&data[a..b]));
     }
     drop(storage);
-    Ok(count(&v.to_vec1::<f32>()?))
+    Ok(f(&t.flatten_all()?.to_vec1::<f32>()?))
+}
+
+/// How many values of an f32 tensor are NaN or infinite (no copy when contiguous).
+pub fn count_non_finite(v: &Tensor) -> candle_core::Result<usize> {
+    with_f32(v, codescope_kernels::analysis::count_non_finite)
 }
 
 impl<B: SimpleBackend> SimpleBackend for Finite<B> {

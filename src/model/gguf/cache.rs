@@ -301,25 +301,17 @@ pub fn finish() {
 /// Feed the f32 values of `t` to `put` as little-endian bytes, 1 MiB at a time (no
 /// copy of the whole tensor: Gemma 3's embedding alone is 671 MB).
 fn put_f32(t: &Tensor, put: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
-    let t = t.flatten_all()?;
-    let (storage, layout) = t.storage_and_layout();
-    let owned;
-    let values: &[f32] = match (&*storage, layout.contiguous_offsets()) {
-        (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(v)), Some((a, b))) => &v[a..b],
-        _ => {
-            owned = t.to_vec1::<f32>()?;
-            &owned
+    crate::model::weights::with_f32(t, |values| {
+        let mut buf = Vec::with_capacity(1 << 20);
+        for chunk in values.chunks(1 << 18) {
+            buf.clear();
+            for x in chunk {
+                buf.extend_from_slice(&x.to_le_bytes());
+            }
+            put(&buf)?;
         }
-    };
-    let mut buf = Vec::with_capacity(1 << 20);
-    for chunk in values.chunks(1 << 18) {
-        buf.clear();
-        for x in chunk {
-            buf.extend_from_slice(&x.to_le_bytes());
-        }
-        put(&buf)?;
-    }
-    Ok(())
+        Ok(())
+    })?
 }
 
 fn store(
