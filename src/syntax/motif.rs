@@ -187,19 +187,17 @@ impl Motif {
     /// Every edge of `part`, sorted. Its length is [`Motif::edge_count`]: check that
     /// first for untrusted input.
     pub fn edges(&self, part: MotifPart) -> Vec<(usize, usize)> {
-        let mut out = Vec::new();
-        for (i, &g) in self.row_group.iter().enumerate() {
-            if g == NONE {
-                continue;
-            }
-            for &j in self.cols_of(g) {
-                let j = j as usize;
-                if j != i && part.keeps(self.is_id[i], self.is_id[j]) {
-                    out.push((i, j));
-                }
-            }
-        }
-        out
+        // NONE is u32::MAX, the kernel's "no group".
+        const _: () = assert!(NONE == u32::MAX);
+        let keep = [(false, false), (false, true), (true, false), (true, true)]
+            .map(|(id_i, id_j)| part.keeps(id_i, id_j));
+        codescope_kernels::graph::biclique_edges(
+            &self.row_group,
+            &self.col_start,
+            &self.cols,
+            &self.is_id,
+            keep,
+        )
     }
 
     /// The edges of `part` with both ends in `tokens` (token indices, any order), sorted.
