@@ -217,4 +217,39 @@ mod tests {
         assert_eq!(out.top_next[2][0].token.as_deref(), Some("t1"));
         assert_eq!(out.top_next[2].len(), 2);
     }
+
+    #[test]
+    fn long_rows_match_f64_softmax_and_ties_pick_the_first() {
+        // Rows longer than the kernels' 8 lanes, with a tail, fed in two blocks.
+        let (n, vocab) = (3usize, 1003usize);
+        let mut rng = crate::model::testutil::SplitMix::new(5);
+        let mut logits = rng.vec(n * vocab, 8.0);
+        logits[vocab + 17] = 40.0;
+        logits[vocab + 900] = 40.0; // a tie: the lower id wins
+        let ids = [1u32, 2, 999];
+        let mut s = Scorer::new(&ids, vocab, 3);
+        s.feed(0, &logits[..vocab]);
+        s.feed(1, &logits[vocab..]);
+        let out = s.finish(|_| None);
+        for p in 0..n - 1 {
+            let row = &logits[p * vocab..(p + 1) * vocab];
+            let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+            let lse = m + row.iter().map(|&v| (v as f64 - m).exp()).sum::<f64>().ln();
+            let want = (lse - row[ids[p + 1] as usize] as f64) / std::f64::consts::LN_2;
+            let got = out.bits[p + 1].unwrap() as f64;
+            assert!(
+                (got - want).abs() < 1e-5 * want.abs().max(1.0),
+                "{got} vs {want}"
+            );
+            let mut order: Vec<usize> = (0..vocab).collect();
+            order.sort_by(|&a, &b| row[b].total_cmp(&row[a]).then(a.cmp(&b)));
+            let top: Vec<u32> = out.top_next[p].iter().map(|t| t.id).collect();
+            assert_eq!(
+                top,
+                order[..3].iter().map(|&i| i as u32).collect::<Vec<_>>()
+            );
+        }
+        assert_eq!(out.top_next[1][0].id, 17);
+        assert_eq!(out.top_next[1][1].id, 900);
+    }
 }

@@ -1,7 +1,7 @@
 //! Loops over rows of LM-head logits (262,144 entries per position for Gemma 3): the
 //! log-sum-exp a surprisal needs and the top-k predictions.
 
-use crate::nn::exp;
+use crate::nn::{exp, max_lanes};
 
 /// `ln sum_j e^row[j]` in f64, computed as `max + ln sum_j e^(row[j] - max)` with the
 /// vectorised [`exp`] (relative error ~1e-7 per term) and the sum in f64 lanes. `None`
@@ -23,23 +23,13 @@ unsafe fn log_sum_exp_avx2(row: &[f32]) -> Option<f64> {
 
 #[inline(always)]
 fn log_sum_exp_body(row: &[f32]) -> Option<f64> {
-    let mut lanes = [f32::NEG_INFINITY; 8];
-    let chunks = row.chunks_exact(8);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for k in 0..8 {
-            lanes[k] = lanes[k].max(c[k]);
-        }
-    }
-    let max = rest
-        .iter()
-        .chain(&lanes)
-        .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+    let max = max_lanes(row);
     if !max.is_finite() {
         return None;
     }
     let mut acc = [0.0f64; 8];
     let chunks = row.chunks_exact(8);
+    let rest = chunks.remainder();
     for c in chunks {
         for k in 0..8 {
             acc[k] += f64::from(exp(c[k] - max));

@@ -383,7 +383,7 @@ unsafe fn gelu_tanh_mul_avx2(o: &mut [f32], row: &[f32]) {
 /// Max of a slice with 8 independent lanes (a serial fold is latency-bound: it was a
 /// quarter of the forward pass at 512 tokens).
 #[inline(always)]
-fn max_lanes(xs: &[f32]) -> f32 {
+pub(crate) fn max_lanes(xs: &[f32]) -> f32 {
     let mut acc = [f32::NEG_INFINITY; 8];
     let chunks = xs.chunks_exact(8);
     let rest = chunks.remainder();
