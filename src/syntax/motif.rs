@@ -72,8 +72,10 @@ impl Motif {
     pub fn new(a: &Arena, token_node: &[u32], is_id: Vec<bool>, lang: Language) -> Self {
         let quoted_strings = lang.study_string_has_quotes();
         let n = token_node.len();
-        // Node -> group index, assigned to nodes that are some token's row parent.
-        let mut group_of: HashMap<u32, u32> = HashMap::new();
+        // Node -> group index (or NONE), assigned in order of first use to nodes that are
+        // some token's row parent. Indexed by node: the arena's ids are dense.
+        let mut group_of = vec![NONE; a.nodes.len()];
+        let mut groups = 0u32;
         let mut row_group = vec![NONE; n];
         // (row node, column node-level): for each token, the node whose "leaf children"
         // it is (level 0) and the node it is a grandchild leaf of (level 1).
@@ -83,8 +85,12 @@ impl Motif {
             // A Python string plays its own opening quote: a leaf child of the string.
             let leaf_parent = if string { Some(x) } else { a.view_parent(x) };
             let Some(p) = leaf_parent else { continue };
-            let next = group_of.len() as u32;
-            row_group[i] = *group_of.entry(p).or_insert(next);
+            let g = &mut group_of[p as usize];
+            if *g == NONE {
+                *g = groups;
+                groups += 1;
+            }
+            row_group[i] = *g;
             col_nodes[i][0] = p;
             if a.kind(p) != "block" {
                 if let Some(gp) = a.view_parent(p) {
@@ -93,7 +99,7 @@ impl Motif {
             }
         }
         // Column memberships only matter for groups that have rows.
-        let groups = group_of.len();
+        let groups = groups as usize;
         let mut col_groups = vec![[NONE; 2]; n];
         let mut count = vec![0u32; groups + 1];
         for i in 0..n {
@@ -101,7 +107,8 @@ impl Motif {
                 if node == NONE {
                     continue;
                 }
-                if let Some(&g) = group_of.get(&node) {
+                let g = group_of[node as usize];
+                if g != NONE {
                     col_groups[i][k] = g;
                     count[g as usize] += 1;
                 }
