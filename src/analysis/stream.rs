@@ -105,7 +105,9 @@ impl LayerStream {
             ts,
             fine_cls,
             keep,
-            data: Vec::new(),
+            // Kept layers land in one buffer sized once: growing it layer by layer
+            // re-copied the earlier layers and faulted in fresh pages at every doubling.
+            data: Vec::with_capacity(if keep { layers * heads * n * n } else { 0 }),
             sum: vec![0.0; n * n],
             scores: Vec::with_capacity(layers),
             fine: Vec::with_capacity(layers),
