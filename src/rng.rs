@@ -34,6 +34,12 @@ impl Rng {
         let u = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
         (u * 2.0 - 1.0) * scale
     }
+    /// Standard normal (Box-Muller; one of the pair, two uniforms per draw).
+    pub fn gaussian(&mut self) -> f64 {
+        let u1 = self.f64().max(1e-12);
+        let u2 = self.f64();
+        (-2.0f64 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
     /// `n` values of [`Rng::next_f32`].
     pub fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
         (0..n).map(|_| self.next_f32(scale)).collect()

@@ -182,12 +182,6 @@ fn gold_encodings_rebuild_the_syntax_tree_exactly() {
     assert!(checked > 250, "{checked}");
 }
 
-fn gaussian(rng: &mut Rng) -> f64 {
-    let u1 = rng.f64().max(1e-12);
-    let u2 = rng.f64();
-    (-2.0f64 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-}
-
 /// Synthetic features that hold the gold trees of real snippets linearly: a walk whose
 /// step between tokens i and i+1 has squared length d_i along a direction that names
 /// c_i, plus a small code for u_k on its own coordinates, plus noise coordinates. The
@@ -208,7 +202,7 @@ fn probe_recovers_a_planted_tree() {
     let mut rng = Rng::new(11);
     let mut dir = std::collections::HashMap::<String, Vec<f64>>::new();
     let unit = |rng: &mut Rng, n: usize| -> Vec<f64> {
-        let v: Vec<f64> = (0..n).map(|_| gaussian(rng)).collect();
+        let v: Vec<f64> = (0..n).map(|_| rng.gaussian()).collect();
         let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
         v.into_iter().map(|x| x / norm).collect()
     };
@@ -250,7 +244,7 @@ fn probe_recovers_a_planted_tree() {
                 let mut row: Vec<f32> = vec![1.0];
                 row.extend(pos.iter().map(|&x| x as f32));
                 row.extend(uv.iter().map(|&x| (0.1 * x) as f32));
-                row.extend((0..noise).map(|_| gaussian(rng) as f32));
+                row.extend((0..noise).map(|_| rng.gaussian() as f32));
                 rows.push(row);
             }
             if shuffle {

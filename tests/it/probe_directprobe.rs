@@ -8,12 +8,6 @@ use codescope::probe::directprobe::{
 use codescope::probe::train::Split;
 use codescope::probe::Rng;
 
-fn gaussian(rng: &mut Rng) -> f64 {
-    let u1 = rng.f64().max(1e-12);
-    let u2 = rng.f64();
-    (-2.0f64 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-}
-
 /// Two Gaussian blobs in `dim` dimensions, centres 8 apart along the first axis.
 fn blobs(n: usize, dim: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
     let mut rng = Rng::new(seed);
@@ -22,7 +16,7 @@ fn blobs(n: usize, dim: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
         let label = (i % 2) as u32;
         for d in 0..dim {
             let c = if d == 0 { 8.0 * label as f64 } else { 0.0 };
-            x.push((c + gaussian(&mut rng)).clamp(c - 3.5, c + 3.5) as f32);
+            x.push((c + rng.gaussian()).clamp(c - 3.5, c + 3.5) as f32);
         }
         y.push(label);
     }
@@ -41,8 +35,8 @@ fn xor(n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
     let (mut x, mut y) = (Vec::new(), Vec::new());
     for i in 0..n {
         let (cx, cy, l) = corners[i % 4];
-        x.push((cx + gaussian(&mut rng).clamp(-3.0, 3.0)) as f32);
-        x.push((cy + gaussian(&mut rng).clamp(-3.0, 3.0)) as f32);
+        x.push((cx + rng.gaussian().clamp(-3.0, 3.0)) as f32);
+        x.push((cy + rng.gaussian().clamp(-3.0, 3.0)) as f32);
         y.push(l);
     }
     (x, y)
@@ -100,7 +94,7 @@ fn every_final_cluster_pair_is_separable() {
     for i in 0..150 {
         let l = (i % 3) as u32;
         for d in 0..3 {
-            x.push(gaussian(&mut rng) + if d == l as usize { 1.5 } else { 0.0 });
+            x.push(rng.gaussian() + if d == l as usize { 1.5 } else { 0.0 });
         }
         y.push(l);
     }
@@ -197,7 +191,7 @@ fn duplicated_points_under_conflicting_labels() {
     // several clusters.
     let (mut x, mut y) = (Vec::new(), Vec::new());
     for _ in 0..n {
-        let row: Vec<f64> = (0..dim).map(|_| gaussian(&mut rng)).collect();
+        let row: Vec<f64> = (0..dim).map(|_| rng.gaussian()).collect();
         let s = row[0] + 0.5 * row[1] + 0.6 * (rng.f64() - 0.5);
         x.extend(&row);
         y.push(u32::from(s > 0.0));

@@ -3,23 +3,18 @@
 use codescope::probe::train::{train_eval, ProbeKind, Split, TrainOptions};
 use codescope::probe::Rng;
 
-fn gaussian(rng: &mut Rng) -> f32 {
-    // Box-Muller.
-    let u1 = rng.f64().max(1e-12);
-    let u2 = rng.f64();
-    ((-2.0f64 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
-}
-
 /// `n` points in `dim` dimensions, 3 classes separated by a margin along fixed
 /// directions (label = argmax of three linear scores, points near a boundary dropped).
 fn separable(n: usize, dim: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
     let mut rng = Rng::new(seed);
     let w: Vec<Vec<f32>> = (0..3)
-        .map(|_| (0..dim).map(|_| gaussian(&mut rng)).collect())
+        .map(|_| (0..dim).map(|_| rng.gaussian() as f32).collect())
         .collect();
     let (mut x, mut y) = (Vec::new(), Vec::new());
     while y.len() < n {
-        let p: Vec<f32> = (0..dim).map(|_| gaussian(&mut rng) * 3.0 + 5.0).collect();
+        let p: Vec<f32> = (0..dim)
+            .map(|_| rng.gaussian() as f32 * 3.0 + 5.0)
+            .collect();
         let mut s: Vec<(f32, usize)> = w
             .iter()
             .enumerate()
@@ -65,7 +60,7 @@ fn random_features_and_labels_give_chance_accuracy() {
     let dim = 32;
     let mut rng = Rng::new(9);
     let mut data = |n: usize| -> (Vec<f32>, Vec<u32>) {
-        let x = (0..n * dim).map(|_| gaussian(&mut rng)).collect();
+        let x = (0..n * dim).map(|_| rng.gaussian() as f32).collect();
         // Labels 0/1 with P(1) = 0.3.
         let y = (0..n).map(|_| u32::from(rng.f64() < 0.3)).collect();
         (x, y)

@@ -8,7 +8,7 @@ use crate::nn::{exp, max_lanes};
 /// for an empty row or one without a finite maximum.
 pub fn log_sum_exp(row: &[f32]) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if crate::nn::avx2_fma() {
         // SAFETY: the CPU has the features the function is compiled for.
         return unsafe { log_sum_exp_avx2(row) };
     }

@@ -29,6 +29,20 @@ pub fn tame_candle_spin() {
     }
 }
 
+/// Does this CPU run the `avx2,fma` variants below? (`is_x86_feature_detected!` caches
+/// its answer: a load and a test per call.)
+#[inline]
+pub(crate) fn avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Threads for the `gemm` crate's own parallelism: the current rayon pool's size (so a
 /// one-thread pool, as `reproduce`'s workers use, runs its products on one thread).
 fn gemm_par() -> gemm::Parallelism {
@@ -108,8 +122,7 @@ pub fn linear(
 pub fn layer_norm_inplace(xs: &mut [f32], dim: usize, w: &[f32], b: &[f32], eps: f32) {
     xs.par_chunks_mut(dim.max(1) * 16).for_each(|rows| {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
+        if avx2_fma() {
             // SAFETY: the CPU has the features the function is compiled for.
             unsafe { layer_norm_avx2(rows, dim, w, b, eps) };
             return;
@@ -282,15 +295,27 @@ pub fn erf(x: f32) -> f32 {
 
 /// Exact (erf) GELU in place: `0.5 x (1 + erf(x / sqrt 2))`, as HF's `"gelu"`.
 pub fn gelu_erf_inplace(xs: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    par_inplace(xs, gelu_avx2, gelu_body);
+    #[cfg(not(target_arch = "x86_64"))]
+    par_inplace(xs, gelu_body);
+}
+
+/// Apply an elementwise kernel to `xs` in parallel chunks of 16k values: its AVX2+FMA
+/// variant when the CPU has them, else the portable one.
+fn par_inplace(
+    xs: &mut [f32],
+    #[cfg(target_arch = "x86_64")] avx2: unsafe fn(&mut [f32]),
+    portable: fn(&mut [f32]),
+) {
     xs.par_chunks_mut(1 << 14).for_each(|c| {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
-            unsafe { gelu_avx2(c) };
+        if avx2_fma() {
+            // SAFETY: the CPU has the features the `avx2` variants are compiled for.
+            unsafe { avx2(c) };
             return;
         }
-        gelu_body(c);
+        portable(c);
     });
 }
 
@@ -311,26 +336,26 @@ unsafe fn gelu_avx2(c: &mut [f32]) {
 /// Tanh-approximated GELU in place (HF's `gelu_new` / `gelu_pytorch_tanh`):
 /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, with the vectorised [`exp`].
 pub fn gelu_tanh_inplace(xs: &mut [f32]) {
-    xs.par_chunks_mut(1 << 14).for_each(|c| {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has the features the function is compiled for.
-            unsafe { gelu_tanh_avx2(c) };
-            return;
-        }
-        gelu_tanh_body(c);
-    });
+    #[cfg(target_arch = "x86_64")]
+    par_inplace(xs, gelu_tanh_avx2, gelu_tanh_body);
+    #[cfg(not(target_arch = "x86_64"))]
+    par_inplace(xs, gelu_tanh_body);
+}
+
+/// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` with `tanh(z) = 1 - 2 / (e^(2z) +
+/// 1)` and the vectorised [`exp`].
+#[inline(always)]
+fn gelu_tanh(x: f32) -> f32 {
+    const C: f32 = 0.797_884_6; // sqrt(2 / pi)
+    let z = C * (x + 0.044_715 * x * x * x);
+    let t = 1.0 - 2.0 / (exp(2.0 * z) + 1.0);
+    0.5 * x * (1.0 + t)
 }
 
 #[inline(always)]
 fn gelu_tanh_body(c: &mut [f32]) {
-    const C: f32 = 0.797_884_6; // sqrt(2 / pi)
     for x in c.iter_mut() {
-        let v = *x;
-        let z = C * (v + 0.044_715 * v * v * v);
-        let t = 1.0 - 2.0 / (exp(2.0 * z) + 1.0);
-        *x = 0.5 * v * (1.0 + t);
+        *x = gelu_tanh(*x);
     }
 }
 
@@ -351,9 +376,7 @@ pub fn gelu_tanh_mul(gu: &[f32], inter: usize) -> Vec<f32> {
         .zip(gu.par_chunks(2 * inter))
         .for_each(|(o, row)| {
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
+            if avx2_fma() {
                 // SAFETY: the CPU has the features the function is compiled for.
                 unsafe { gelu_tanh_mul_avx2(o, row) };
                 return;
@@ -365,12 +388,9 @@ pub fn gelu_tanh_mul(gu: &[f32], inter: usize) -> Vec<f32> {
 
 #[inline(always)]
 fn gelu_tanh_mul_body(o: &mut [f32], row: &[f32]) {
-    const C: f32 = 0.797_884_6; // sqrt(2 / pi)
     let (g, u) = row.split_at(o.len());
     for ((o, &x), &u) in o.iter_mut().zip(g).zip(u) {
-        let z = C * (x + 0.044_715 * x * x * x);
-        let t = 1.0 - 2.0 / (exp(2.0 * z) + 1.0);
-        *o = 0.5 * x * (1.0 + t) * u;
+        *o = gelu_tanh(x) * u;
     }
 }
 
@@ -419,7 +439,7 @@ pub fn softmax_rows_inplace(buf: &mut [f32], n: usize) {
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if avx2_fma() {
         // SAFETY: the CPU has the features the function is compiled for.
         unsafe { softmax_avx2(buf, n) };
         return;
@@ -622,7 +642,7 @@ impl SharedMut {
 /// without AVX2 + FMA.
 pub fn fma_peak_gflops(millis: u64) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if avx2_fma() {
         let per_try = std::time::Duration::from_millis(millis.max(5) / 5);
         let mut best = 0.0f64;
         for _ in 0..5 {

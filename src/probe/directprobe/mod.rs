@@ -1172,12 +1172,6 @@ mod tests {
         assert!(sep(&x, &[0, 1, 4], &[2, 3]));
     }
 
-    fn gaussian(rng: &mut Rng) -> f64 {
-        let u1 = rng.f64().max(1e-12);
-        let u2 = rng.f64();
-        (-2.0f64 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-
     /// Two sets `2δ` apart (δ = 1e-4, above the tolerance) across a thin slab that
     /// holds every point (`|x_0| ≤ δ + 0.01 |g|`): nearly every point is a support
     /// vector, and Wolfe needs more major steps than the `4 (dim + 1)` that once sent
@@ -1190,8 +1184,8 @@ mod tests {
         let mut x = Vec::new();
         for i in 0..n {
             let side = if i < n / 2 { 1.0 } else { -1.0 };
-            x.push(side * (delta + 0.01 * gaussian(&mut rng).abs()));
-            x.extend((1..dim).map(|_| gaussian(&mut rng)));
+            x.push(side * (delta + 0.01 * rng.gaussian().abs()));
+            x.extend((1..dim).map(|_| rng.gaussian()));
         }
         let p = Points { x: &x, dim };
         let (a, b): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| i < n / 2);
