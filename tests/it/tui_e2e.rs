@@ -413,8 +413,13 @@ caption = "three: inline code"
         s.contains("def scale(v, k)") && s.contains("▶ 3/3 three: inline code")
     });
     tmux.run(&["send-keys", "-t", "e2e", "["]);
-    tmux.wait_for("back to step 2", 60, |s| {
-        s.contains("total = price") && s.contains("▶ 2/3 two: a total")
+    // The step's scene lands with its analysis (the heat map of total.py's 9 tokens),
+    // after the code and caption: an arrow pressed before that would be overridden by it.
+    tmux.wait_for("back to step 2 and its analysis", 60, |s| {
+        s.contains("total = price")
+            && s.contains("▶ 2/3 two: a total")
+            && s.contains("9 tokens")
+            && s.contains("layer 2/2")
     });
     // The view stays explorable: the layer changes with the arrows.
     tmux.run(&["send-keys", "-t", "e2e", "Left"]);
