@@ -14,6 +14,10 @@ use codescope::model::{source, ForwardOptions, LoadedModel};
 use codescope::syntax::{self, Language};
 
 fn bench(c: &mut Criterion) {
+    // As the binary does at start-up; CODESCOPE_BENCH_MALLOC_DEFAULT measures without.
+    if std::env::var_os("CODESCOPE_BENCH_MALLOC_DEFAULT").is_none() {
+        codescope::model::kernels::reuse_freed_memory();
+    }
     let files = source::resolve("minilm").expect("packaged MiniLM (run `codescope fetch minilm`)");
     let m = LoadedModel::load(&files).expect("load");
     let text = include_str!("../tests/fixtures/snippets/py_shlex_class_long.py");

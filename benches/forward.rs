@@ -50,6 +50,10 @@ fn bench(c: &mut Criterion) {
     if std::env::var_os("CODESCOPE_BENCH_SPIN_DEFAULT").is_none() {
         codescope::model::kernels::tame_candle_spin();
     }
+    // As the binary does at start-up; CODESCOPE_BENCH_MALLOC_DEFAULT measures without.
+    if std::env::var_os("CODESCOPE_BENCH_MALLOC_DEFAULT").is_none() {
+        codescope::model::kernels::reuse_freed_memory();
+    }
     let files = source::resolve("minilm").expect("packaged MiniLM (run `codescope fetch minilm`)");
     let mut g = c.benchmark_group("load");
     g.sample_size(10);

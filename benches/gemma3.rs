@@ -32,6 +32,10 @@ fn bench(c: &mut Criterion) {
     if std::env::var_os("CODESCOPE_BENCH_SPIN_DEFAULT").is_none() {
         model::kernels::tame_candle_spin();
     }
+    // As the binary does at start-up; CODESCOPE_BENCH_MALLOC_DEFAULT measures without.
+    if std::env::var_os("CODESCOPE_BENCH_MALLOC_DEFAULT").is_none() {
+        model::kernels::reuse_freed_memory();
+    }
     let files = source::resolve("gemma3-270m").expect("run `codescope fetch gemma3-270m`");
     let source::Weights::Gguf(path) = files.weights.clone() else {
         panic!("gemma3-270m is not a GGUF")

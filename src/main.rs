@@ -11,6 +11,7 @@ fn main() {
         std::env::set_var("RUST_LIB_BACKTRACE", "0");
     }
     codescope::model::kernels::tame_candle_spin();
+    codescope::model::kernels::reuse_freed_memory();
     let cli = codescope::cli::Cli::parse();
     logging::init(cli.log_file.clone());
     logging::install_panic_hook();

