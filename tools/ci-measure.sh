@@ -22,7 +22,7 @@ step() {
 : >"$out/times.txt"
 # As in .ci/run: clippy lints the workspace's crates while the test targets compile.
 export RUSTC_WORKSPACE_WRAPPER
-RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver)
+RUSTC_WORKSPACE_WRAPPER=$(command -v clippy-driver || rustup which clippy-driver)
 export CLIPPY_ARGS="-Dwarnings__CLIPPY_HACKERY__"
 step build cargo test --no-run --all-targets --timings >"$out/build.log" 2>&1
 cp "$tgt/cargo-timings/cargo-timing.html" "$out/build-timing.html"
