@@ -81,6 +81,7 @@ pub mod pickle;
 pub mod pth;
 pub mod rope;
 pub mod source;
+pub mod spm_bpe;
 #[doc(hidden)]
 pub mod testutil;
 pub mod tokenizer;
@@ -725,10 +726,11 @@ type Fresh = Option<(std::collections::HashMap<String, Tensor>, String)>;
 
 /// A GGUF model: backbone and tokenizer, built on two threads (the tokenizer, a
 /// 262k-entry vocabulary for Gemma 3, while the weights are read). With the
-/// dequantized-weight cache on ([`gguf::cache::set_enabled`]) both come from its entry
-/// for the file when there is one; otherwise they are built from the GGUF and the entry
-/// is written in the background. A `tokenizer.json` beside the GGUF wins over the one in
-/// its metadata.
+/// dequantized-weight cache on ([`gguf::cache::set_enabled`]) the weights come from its
+/// entry for the file when there is one; otherwise they are dequantized from the GGUF and
+/// the entry is written in the background. The tokenizer is always rebuilt from the
+/// metadata (codescope's own encoder for Gemma-style vocabularies: faster than any stored
+/// form measured); a `tokenizer.json` beside the GGUF wins over the metadata.
 fn load_gguf(
     files: &ModelFiles,
     path: &Path,
@@ -740,26 +742,17 @@ fn load_gguf(
     } else {
         None
     };
-    let from_gguf = matches!(files.tokenizer, TokenizerFiles::Gguf(_));
-    let cached_tokenizer = entry
-        .as_deref()
-        .and_then(cache::tokenizer_file)
-        .filter(|_| from_gguf);
     let mut fresh: Fresh = None;
     let (backbone, tokenizer) = std::thread::scope(|s| {
         let tk = s.spawn(|| {
             let t0 = Instant::now();
-            let t = match (&files.tokenizer, &cached_tokenizer) {
-                (TokenizerFiles::Gguf(_), Some(json)) => CodeTokenizer::from_json_file(json)
-                    .or_else(|e| {
-                        tracing::warn!("cached tokenizer unusable ({e}); rebuilding it");
-                        CodeTokenizer::from_gguf(&file)
-                    }),
-                (TokenizerFiles::Gguf(_), None) => CodeTokenizer::from_gguf(&file),
-                (other, _) => CodeTokenizer::load(other, &files.dir),
+            let t = match &files.tokenizer {
+                TokenizerFiles::Gguf(_) => CodeTokenizer::from_gguf(&file),
+                other => CodeTokenizer::load(other, &files.dir),
             };
             let ms = t0.elapsed().as_millis() as u64;
-            tracing::info!(ms, cached = cached_tokenizer.is_some(), "tokenizer ready");
+            let native = t.as_ref().is_ok_and(CodeTokenizer::is_native);
+            tracing::info!(ms, native, "tokenizer ready");
             t
         });
         let t0 = Instant::now();
@@ -774,12 +767,7 @@ fn load_gguf(
     let (backbone, arch) = backbone?;
     let tokenizer = tokenizer?;
     if let Some((tensors, digest)) = fresh {
-        let json = if from_gguf {
-            tokenizer.to_json().ok()
-        } else {
-            None
-        };
-        cache::store_in_background(path, digest, &tensors, json);
+        cache::store_in_background(path, digest, &tensors);
     }
     Ok((backbone, arch, tokenizer))
 }

@@ -63,7 +63,15 @@ pub struct Encoded {
 /// A model's tokenizer with truncation and padding disabled.
 #[derive(Clone)]
 pub struct CodeTokenizer {
-    inner: Tokenizer,
+    inner: Inner,
+}
+
+#[derive(Clone)]
+enum Inner {
+    /// A `tokenizers` pipeline.
+    Hf(Box<Tokenizer>),
+    /// codescope's own Gemma-style SentencePiece encoder (GGUF files it covers).
+    Spm(std::sync::Arc<super::spm_bpe::SpmBpe>),
 }
 
 fn tk_err(context: &str, e: impl std::fmt::Display) -> Error {
@@ -74,6 +82,9 @@ impl CodeTokenizer {
     /// Load from files; `dir` is used to read `tokenizer_config.json` for the slow-file
     /// fallbacks.
     pub fn load(files: &TokenizerFiles, dir: &Path) -> Result<Self> {
+        if let TokenizerFiles::Gguf(path) = files {
+            return Self::from_gguf(&super::gguf::GgufFile::open(path)?);
+        }
         // tokenizers panics on some malformed files (an `expect` in its decoder
         // deserializer): one error line instead.
         let t = crate::logging::contain_panics(
@@ -94,52 +105,58 @@ impl CodeTokenizer {
             .with_truncation(None)
             .map_err(|e| tk_err("disabling truncation", e))?;
         inner.with_padding(None);
-        Ok(CodeTokenizer { inner })
+        Ok(CodeTokenizer {
+            inner: Inner::Hf(Box::new(inner)),
+        })
     }
 
-    /// A tokenizer saved by [`CodeTokenizer::to_json`] (the dequantized-GGUF cache).
-    pub fn from_json_file(path: &Path) -> Result<Self> {
-        let t = crate::logging::contain_panics(
-            || Tokenizer::from_file(path).map_err(|e| tk_err("reading the cached tokenizer", e)),
-            |m| tk_err("reading the cached tokenizer", m),
-        )?;
-        Self::from_tokenizer(t)
-    }
-
-    /// This tokenizer as `tokenizer.json` text.
-    pub fn to_json(&self) -> Result<String> {
-        self.inner
-            .to_string(false)
-            .map_err(|e| tk_err("saving the tokenizer", e))
-    }
-
-    /// The tokenizer stored in a GGUF file's metadata.
+    /// The tokenizer stored in a GGUF file's metadata: codescope's own encoder where it
+    /// covers the file (Gemma-style vocabularies), else the `tokenizers` pipeline
+    /// [`super::gguf_tokenizer::from_gguf`] builds. Both give the same encodings.
     pub fn from_gguf(file: &super::gguf::GgufFile) -> Result<Self> {
+        if let Some(spm) = super::gguf_tokenizer::fast_from_gguf(file.metadata())? {
+            return Ok(CodeTokenizer {
+                inner: Inner::Spm(std::sync::Arc::new(spm)),
+            });
+        }
         Self::from_tokenizer(super::gguf_tokenizer::from_gguf(file.metadata())?)
+    }
+
+    /// Whether this is codescope's own encoder (rather than a `tokenizers` pipeline).
+    pub fn is_native(&self) -> bool {
+        matches!(self.inner, Inner::Spm(_))
     }
 
     /// The vocabulary size including added tokens.
     pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
+        match &self.inner {
+            Inner::Hf(t) => t.get_vocab_size(true),
+            Inner::Spm(s) => s.vocab_size(),
+        }
     }
 
     /// The vocabulary string of `id` (added tokens included).
     pub fn id_to_token(&self, id: u32) -> Option<String> {
-        self.inner.id_to_token(id)
+        match &self.inner {
+            Inner::Hf(t) => t.id_to_token(id),
+            Inner::Spm(s) => s.id_to_token(id),
+        }
     }
 
-    /// Tokenize `text` with special tokens and fit it into `window` tokens.
-    pub fn encode(&self, text: &str, window: usize) -> Result<Encoded> {
-        let enc = self
-            .inner
+    /// Every token of `text`, special tokens included, before windowing.
+    pub fn encode_all(&self, text: &str) -> Result<Vec<Subword>> {
+        let t = match &self.inner {
+            Inner::Hf(t) => t,
+            Inner::Spm(s) => return Ok(s.encode(text)),
+        };
+        let enc = t
             .encode(text, true)
             .map_err(|e| tk_err("encoding failed", e))?;
         let ids = enc.get_ids();
         let toks = enc.get_tokens();
         let offs = enc.get_offsets();
         let special = enc.get_special_tokens_mask();
-        let n = ids.len();
-        let all: Vec<Subword> = (0..n)
+        Ok((0..ids.len())
             .map(|i| {
                 let is_special = special[i] == 1;
                 let (start, end) = if is_special { (0, 0) } else { offs[i] };
@@ -151,7 +168,13 @@ impl CodeTokenizer {
                     special: is_special,
                 }
             })
-            .collect();
+            .collect())
+    }
+
+    /// Tokenize `text` with special tokens and fit it into `window` tokens.
+    pub fn encode(&self, text: &str, window: usize) -> Result<Encoded> {
+        let all = self.encode_all(text)?;
+        let n = all.len();
         let prefix = all.iter().take_while(|t| t.special).count();
         let suffix = if prefix == n {
             0
@@ -161,7 +184,7 @@ impl CodeTokenizer {
         let text_tokens = n - prefix - suffix;
         if n <= window {
             return Ok(Encoded {
-                ids: ids.to_vec(),
+                ids: all.iter().map(|t| t.id).collect(),
                 tokens: all,
                 truncated: 0,
             });

@@ -85,6 +85,23 @@ fn tokenizer() -> &'static Tokenizer {
     })
 }
 
+/// What `CodeTokenizer::from_gguf` gives for the packaged file: codescope's own encoder.
+fn native() -> &'static CodeTokenizer {
+    static T: OnceLock<CodeTokenizer> = OnceLock::new();
+    T.get_or_init(|| {
+        let file = GgufFile::open(&gemma_gguf()).unwrap();
+        let (t0, c0) = (Instant::now(), cpu_seconds());
+        let tok = CodeTokenizer::from_gguf(&file).unwrap();
+        eprintln!(
+            "native encoder built in {:.0} ms wall, {:.0} ms CPU",
+            t0.elapsed().as_secs_f64() * 1e3,
+            (cpu_seconds() - c0) * 1e3
+        );
+        assert!(tok.is_native(), "Gemma 3 takes codescope's own encoder");
+        tok
+    })
+}
+
 /// `(name, text)` of every reference case (files are read from the repository).
 fn cases() -> Vec<(String, String, &'static Value)> {
     reference()["cases"]
@@ -150,6 +167,104 @@ fn ids_and_offsets_match_transformers() {
     assert!(n > 5000, "{n} tokens compared");
 }
 
+/// codescope's own encoder against the same fixture: ids, and offsets for every text token
+/// (its BOS is special: offsets `(0, 0)`, as the pipeline reports them).
+#[test]
+fn native_encoder_matches_transformers() {
+    let t = native();
+    let r = &reference()["tokenizer"];
+    assert_eq!(
+        t.vocab_size() as u64,
+        r["vocab_size_with_added"].as_u64().unwrap()
+    );
+    let mut n = 0;
+    for (name, text, c) in cases() {
+        let enc = t.encode_all(&text).unwrap();
+        let ids: Vec<u32> = enc.iter().map(|s| s.id).collect();
+        assert_eq!(ids, u32s(&c["ids"]), "ids of {name}");
+        let want: Vec<(usize, usize)> = c["offsets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o[0].as_u64().unwrap() as usize,
+                    o[1].as_u64().unwrap() as usize,
+                )
+            })
+            .collect();
+        let got: Vec<(usize, usize)> = enc.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(got, want, "offsets of {name}");
+        n += enc.len();
+    }
+    assert!(n > 5000, "{n} tokens compared");
+}
+
+/// Texts built to hit every branch of the encoder: added-token text whole, cut and
+/// adjacent; space, tab and newline runs; `▁` typed in; accents, CJK, emoji with joiners
+/// and modifiers; private-use and control characters (byte fallback).
+fn generated_texts() -> Vec<String> {
+    const PIECES: &[&str] = &[
+        "def", " ", "  ", "    ", "\t", "\n", "\n\n", "\r\n", "x", "_", "(", ")", ":", "=",
+        "==", "return", "self", ".", ",", "'", "\"", "#", "0", "42", "3.14", "é", "ß", "Δ",
+        "世界", "合計", "한", "😀", "👩\u{200d}💻", "👍🏽", "🇩🇪", "\u{e000}", "\u{0}",
+        "\u{7}", "\u{200b}", "𠀀", "\u{2581}", "\u{2581}\u{2581}", "<bos>", "<eos>",
+        "<pad>", "<mask>", "<start_of_turn>", "<end_of_turn>", "<unused0>", "<unused12>",
+        "<bo", "s>", "<unused", "<", ">", "[multimodal]", "<start_of_image>", "\u{a0}",
+        "\u{3000}", "\u{2028}", "café", "naïve", "String", "public", "{", "}", ";",
+        "ArrayList<Integer>", "//", "/*", "*/", "@Override", "lambda", "   \t ",
+    ];
+    let mut rng = codescope::rng::Rng::new(0x5eed_70c0);
+    let mut out: Vec<String> = (0..1000)
+        .map(|i| {
+            let len = (rng.next_u64() % (1 + i as u64 % 120)) as usize;
+            (0..len)
+                .map(|_| PIECES[(rng.next_u64() % PIECES.len() as u64) as usize])
+                .collect()
+        })
+        .collect();
+    // Every bundled sample, whole.
+    for lang in ["python", "java"] {
+        let dir = root().join("assets/samples").join(lang);
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        out.extend(files.iter().map(|f| std::fs::read_to_string(f).unwrap()));
+    }
+    out
+}
+
+/// codescope's own encoder and the `tokenizers` pipeline give the same subwords (id,
+/// string, offsets, special flag) on generated text and every bundled sample, and the same
+/// vocabulary strings for every id.
+#[test]
+fn native_encoder_agrees_with_the_pipeline() {
+    let pipeline = CodeTokenizer::from_tokenizer(tokenizer().clone()).unwrap();
+    let native = native();
+    assert!(!pipeline.is_native());
+    let mut n = 0;
+    for text in generated_texts() {
+        let want = pipeline.encode_all(&text).unwrap();
+        let got = native.encode_all(&text).unwrap();
+        assert_eq!(got.len(), want.len(), "{text:?}");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(
+                (g.id, &g.text, g.start, g.end, g.special),
+                (w.id, &w.text, w.start, w.end, w.special),
+                "{text:?}"
+            );
+        }
+        n += got.len();
+    }
+    assert!(n > 20_000, "{n} subwords compared");
+    assert_eq!(native.vocab_size(), pipeline.vocab_size());
+    for id in 0..pipeline.vocab_size() as u32 + 2 {
+        assert_eq!(native.id_to_token(id), pipeline.id_to_token(id), "id {id}");
+    }
+}
+
 #[test]
 fn decode_round_trips() {
     let t = tokenizer();
@@ -185,8 +300,7 @@ fn char_span(s: &str, i: usize) -> (usize, usize) {
 /// text in order, so byte-span alignment with tree-sitter sees each byte once.
 #[test]
 fn offsets_slice_the_input() {
-    let t = tokenizer();
-    let code = CodeTokenizer::from_tokenizer(t.clone()).unwrap();
+    let code = native();
     for (name, text, _) in cases() {
         let enc = code.encode(&text, 1 << 20).unwrap();
         assert_eq!(enc.truncated, 0);
@@ -234,7 +348,7 @@ fn offsets_slice_the_input() {
 /// byte offsets of multi-byte text correctly.
 #[test]
 fn python_snippet_through_code_tokenizer() {
-    let code = CodeTokenizer::from_tokenizer(tokenizer().clone()).unwrap();
+    let code = native();
     let text = "def 合計(xs):\n    return sum(x for x in xs)  # ß\n";
     let enc = code.encode(text, 1024).unwrap();
     let spans: Vec<&str> = enc.tokens[1..]
@@ -329,7 +443,7 @@ fn synthetic_ggufs_match_transformers() {
 #[test]
 fn syntax_alignment_covers_every_code_token() {
     use codescope::syntax::{align, parse, Language, SubwordSpan};
-    let code = CodeTokenizer::from_tokenizer(tokenizer().clone()).unwrap();
+    let code = native();
     let mut checked = 0;
     for (name, text, c) in cases() {
         let Some(lang) = c["file"]

@@ -35,14 +35,7 @@ use crate::model::{integrity, weights};
 /// Bump when the stored form changes (names, edits, dtype): older entries are ignored.
 const FORMAT: u32 = 1;
 const WEIGHTS: &str = "weights.safetensors";
-const TOKENIZER: &str = "tokenizer.json";
 const SOURCE: &str = "source.json";
-
-/// The tokenizer saved in an entry (rebuilt from the GGUF's metadata once), if any.
-pub fn tokenizer_file(dir: &Path) -> Option<PathBuf> {
-    let p = dir.join(TOKENIZER);
-    p.is_file().then_some(p)
-}
 
 /// What an entry was made from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,13 +241,12 @@ pub fn discard(dir: &Path) {
 }
 
 /// Write an entry for the GGUF at `path` (whole-file digest `sha256`) holding
-/// `tensors` (and the tokenizer rebuilt from its metadata, as JSON), on a background
+/// `tensors`, on a background
 /// thread. Failures are logged, never fatal: the cache is an optimisation.
 pub fn store_in_background(
     path: &Path,
     sha256: String,
     tensors: &HashMap<String, Tensor>,
-    tokenizer: Option<String>,
 ) {
     let source = match describe(path, sha256) {
         Ok(s) => s,
@@ -269,7 +261,7 @@ pub fn store_in_background(
         .name("codescope-gguf-cache".into())
         .spawn(move || {
             let t0 = std::time::Instant::now();
-            match store(&source, &tensors, tokenizer.as_deref()) {
+            match store(&source, &tensors) {
                 Ok(dir) => {
                     tracing::info!(dir = %dir.display(), ms = t0.elapsed().as_millis() as u64,
                     "dequantized GGUF weights cached")
@@ -314,11 +306,7 @@ fn put_f32(t: &Tensor, put: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
     })?
 }
 
-fn store(
-    source: &Source,
-    tensors: &HashMap<String, Tensor>,
-    tokenizer: Option<&str>,
-) -> Result<PathBuf> {
+fn store(source: &Source, tensors: &HashMap<String, Tensor>) -> Result<PathBuf> {
     let root = gguf_cache_dir();
     let final_dir = root.join(&source.sha256);
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
@@ -361,14 +349,7 @@ fn store(
         }
         w.flush().map_err(|e| Error::io(&wpath, e))?;
         let digest = sha.finish();
-        let mut files = vec![(WEIGHTS.to_string(), digest)];
-        if let Some(json) = tokenizer {
-            let p = tmp.join(TOKENIZER);
-            std::fs::write(&p, json).map_err(|e| Error::io(&p, e))?;
-            let mut h = integrity::FileHasher::default();
-            h.update(json.as_bytes());
-            files.push((TOKENIZER.to_string(), h.finish()));
-        }
+        let files = vec![(WEIGHTS.to_string(), digest)];
         let src = serde_json::to_string_pretty(source)
             .map_err(|e| Error::io(&tmp, std::io::Error::other(e)))?;
         std::fs::write(tmp.join(SOURCE), src).map_err(|e| Error::io(&tmp, e))?;
