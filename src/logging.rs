@@ -8,7 +8,15 @@ use tracing_subscriber::EnvFilter;
 /// Send tracing output to `path` (default `codescope.log` in the cache directory).
 /// Level from `CODESCOPE_LOG` (default `info`). If the file cannot be opened, logging
 /// is off: a log problem must never stop the tool or reach the screen.
+/// When logging started (the first thing the binary does after reading its arguments):
+/// the origin of start-up timings such as the explorer's first full screen.
+pub fn started() -> std::time::Instant {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *START.get_or_init(std::time::Instant::now)
+}
+
 pub fn init(path: Option<PathBuf>) {
+    started();
     let path = path.unwrap_or_else(crate::model::source::default_log_file);
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);

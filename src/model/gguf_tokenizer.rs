@@ -50,9 +50,9 @@ use tokenizers::decoders::byte_fallback::ByteFallback;
 use tokenizers::decoders::fuse::Fuse;
 use tokenizers::decoders::sequence::Sequence as DecoderSequence;
 use tokenizers::decoders::strip::Strip;
-use tokenizers::models::bpe::{MergeMap, Vocab, BPE};
+use tokenizers::models::bpe::{Vocab, BPE};
 
-use super::spm_bpe::SpmBpe;
+use super::spm_bpe::{FxMap, Merges, Parts, SpmBpe};
 use tokenizers::normalizers::{Prepend, Replace, Sequence as NormalizerSequence};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::metaspace::{Metaspace, PrependScheme};
@@ -334,7 +334,12 @@ pub fn from_gguf(metadata: &Metadata) -> Result<Tokenizer> {
 /// name vocabulary entries. `None` for every other file ([`from_gguf`] builds those).
 /// Same ids, strings and offsets as [`from_gguf`]'s pipeline (tests), built in a fraction
 /// of its time: the merges stay ids, never strings hashed by the `tokenizers` builder.
-pub fn fast_from_gguf(metadata: &Metadata) -> Result<Option<SpmBpe>> {
+///
+/// `stored`: what [`SpmBpe::to_bytes`] wrote for this file before (the dequantized-weight
+/// cache keeps it): the merge table is then read instead of derived, and for a
+/// vocabulary without repeated strings no token is hashed at all. A stored form that does
+/// not fit the vocabulary is ignored.
+pub fn fast_from_gguf(metadata: &Metadata, stored: Option<&[u8]>) -> Result<Option<SpmBpe>> {
     let p = parse(metadata)?;
     if p.kind != "llama"
         || flavor(p.arch) != SpFlavor::Gemma
@@ -346,23 +351,39 @@ pub fn fast_from_gguf(metadata: &Metadata) -> Result<Option<SpmBpe>> {
     // as the reference path checks them, so both accept the same files.
     scores(metadata, p.tokens.len())?;
     let vocab_tokens = gemma_spelling(&p.tokens);
-    let vocab = vocab_of(&vocab_tokens);
-    let rank: Vec<f64> = (0..p.tokens.len()).map(|i| -(i as f64)).collect();
-    let ranked = ranked_merges(&vocab_tokens, &vocab, &rank);
-    let mut merges = MergeMap::with_capacity(ranked.len());
-    for (i, c) in ranked.iter().enumerate() {
-        merges.insert((c.left, c.right), (i as u32, c.merged));
-    }
+    let n = vocab_tokens.len();
+    let stored = stored
+        .and_then(|b| SpmBpe::stored_merges(b, n))
+        .filter(|&(_, distinct)| distinct == n);
+    // Token → (last) id: by the map when derived; when stored and no string repeats, a
+    // token's id is its position (the map is not built).
+    let (merges, vocab) = match stored {
+        Some((merges, _)) => (merges, None),
+        None => {
+            let vocab = ref_vocab(&vocab_tokens);
+            let rank: Vec<f64> = (0..n).map(|i| -(i as f64)).collect();
+            let ranked = ranked_merges(&vocab_tokens, &vocab, &rank);
+            let merges = Merges::from_ranked(ranked.iter().map(|c| (c.left, c.right, c.merged)));
+            (merges, Some(vocab))
+        }
+    };
+    // The id of `s`, which is (or spells like) token `i`.
+    let id_of = |s: &str, i: usize| -> Option<u32> {
+        match &vocab {
+            Some(v) => v.get(s).copied(),
+            None => (vocab_tokens[i] == s).then_some(i as u32),
+        }
+    };
     // The added tokens `finish` registers, as (content, id); contents outside the
     // vocabulary would get new ids there: not covered here.
     let mut added: Vec<(String, u32)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
-    let mut add = |content: &str, special: bool| -> bool {
+    let mut add = |content: &str, i: usize, special: bool| -> bool {
         if content.is_empty() || !seen.insert(content.to_string()) {
             return true;
         }
-        match vocab.get(content) {
-            Some(&id) => {
+        match id_of(content, i) {
+            Some(id) => {
                 added.push((content.to_string(), id));
                 true
             }
@@ -371,29 +392,72 @@ pub fn fast_from_gguf(metadata: &Metadata) -> Result<Option<SpmBpe>> {
     };
     let mut covered = true;
     if let Some(types) = &p.types {
-        for (tok, &ty) in p.tokens.iter().zip(types) {
+        for (i, (tok, &ty)) in p.tokens.iter().zip(types).enumerate() {
             if ty == CONTROL {
-                covered &= add(tok, true);
-            } else if ty == USER_DEFINED && vocab.contains_key(*tok) {
-                covered &= add(tok, false);
+                covered &= add(tok, i, true);
+            } else if ty == USER_DEFINED && id_of(tok, i).is_some() {
+                covered &= add(tok, i, false);
             }
         }
     }
     let sp = &p.specials;
     for id in [sp.bos, sp.eos, sp.unk, sp.pad].into_iter().flatten() {
-        covered &= add(&vocab_tokens[id as usize], true);
+        covered &= add(&vocab_tokens[id as usize], id as usize, true);
     }
     if !covered {
         return Ok(None);
     }
+    let last_id = |id: u32| id_of(&vocab_tokens[id as usize], id as usize).unwrap_or(id);
     let post = |on: bool, id: Option<u32>| {
         id.filter(|_| on)
             .map(|id| (id, vocab_tokens[id as usize].clone()))
     };
-    let unk = sp.unk.map(|id| vocab[vocab_tokens[id as usize].as_str()]);
-    let bos = post(sp.add_bos, sp.bos);
-    let eos = post(sp.add_eos, sp.eos);
-    SpmBpe::new(vocab_tokens, vocab, merges, unk, added, bos, eos).map(Some)
+    let unk = sp.unk.map(last_id);
+    let (bos, eos) = (post(sp.add_bos, sp.bos), post(sp.add_eos, sp.eos));
+    // Single characters and `<0xNN>` byte tokens, scanned in id order (the last id of a
+    // repeated string wins, as in the map).
+    let mut chars: FxMap<char, u32> = FxMap::default();
+    let mut bytes: Vec<Option<u32>> = vec![None; 256];
+    for (i, t) in vocab_tokens.iter().enumerate() {
+        let mut cs = t.chars();
+        if let (Some(c), None) = (cs.next(), cs.next()) {
+            chars.insert(c, i as u32);
+        } else if let Some(b) = t
+            .strip_prefix("<0x")
+            .and_then(|h| h.strip_suffix('>'))
+            .filter(|h| h.len() == 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .filter(|b| *t == format!("<{b:#04X}>"))
+        {
+            bytes[b as usize] = Some(i as u32);
+        }
+    }
+    let (distinct, last) = match &vocab {
+        Some(v) if v.len() < n => (
+            v.len(),
+            Some(
+                (0..n)
+                    .map(|i| v[vocab_tokens[i].as_str()] as usize == i)
+                    .collect(),
+            ),
+        ),
+        Some(v) => (v.len(), None),
+        None => (n, None),
+    };
+    drop(vocab);
+    SpmBpe::new(Parts {
+        tokens: vocab_tokens,
+        distinct,
+        last,
+        chars,
+        bytes,
+        merges,
+        unk,
+        added,
+        bos,
+        eos,
+    })
+    .map(Some)
 }
 
 /// How a `llama`-type (SentencePiece) vocabulary is read, per transformers' builders.
@@ -427,8 +491,8 @@ fn sentencepiece(
         SpFlavor::Gemma => (0..tokens.len()).map(|i| -(i as f64)).collect(),
         _ => scores.iter().map(|&s| f64::from(s)).collect(),
     };
+    let merges = merges_from_ranking(&vocab_tokens, &rank);
     let vocab = vocab_of(&vocab_tokens);
-    let merges = merges_from_ranking(&vocab_tokens, &vocab, &rank);
     let mut bpe = BPE::builder()
         .vocab_and_merges(vocab, merges)
         .byte_fallback(true)
@@ -502,9 +566,18 @@ fn vocab_of(vocab_tokens: &[String]) -> Vocab {
         .collect()
 }
 
+/// Token → id like [`vocab_of`], borrowing the strings (no copy of 262k of them).
+fn ref_vocab(vocab_tokens: &[String]) -> FxMap<&str, u32> {
+    let mut m = FxMap::with_capacity_and_hasher(vocab_tokens.len(), Default::default());
+    for (i, t) in vocab_tokens.iter().enumerate() {
+        m.insert(t.as_str(), i as u32);
+    }
+    m
+}
+
 /// The merges of [`ranked_merges`] as the `tokenizers` builder takes them.
-fn merges_from_ranking(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<(String, String)> {
-    ranked_merges(tokens, vocab, rank)
+fn merges_from_ranking(tokens: &[String], rank: &[f64]) -> Vec<(String, String)> {
+    ranked_merges(tokens, &ref_vocab(tokens), rank)
         .into_par_iter()
         .map(|c| {
             (
@@ -522,7 +595,7 @@ fn merges_from_ranking(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<(S
 /// right-piece length (in characters), both descending. A token listed twice counts once,
 /// at its first position, with its last id and rank (Python dict semantics). `vocab` maps
 /// each token to its last id. Parallel over tokens; the result does not depend on it.
-fn ranked_merges(tokens: &[String], vocab: &Vocab, rank: &[f64]) -> Vec<Candidate> {
+fn ranked_merges(tokens: &[String], vocab: &FxMap<&str, u32>, rank: &[f64]) -> Vec<Candidate> {
     // Tokens to skip: later occurrences of a repeated token (none in a sane file).
     let mut skip = vec![false; tokens.len()];
     let repeats = vocab.len() < tokens.len();
@@ -811,12 +884,7 @@ mod tests {
             .iter()
             .map(|t| t.to_string())
             .collect();
-        let vocab: Vocab = toks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i as u32))
-            .collect();
-        let m = merges_from_ranking(&toks, &vocab, &[0.0, 0.0, 0.0, -2.0, -3.0, -1.0]);
+        let m = merges_from_ranking(&toks, &[0.0, 0.0, 0.0, -2.0, -3.0, -1.0]);
         let pairs: Vec<(&str, &str)> = m.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
         assert_eq!(
             pairs,

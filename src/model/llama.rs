@@ -147,9 +147,9 @@ impl Proj {
         }
         let any_bias = vbs.iter().any(|vb| vb.contains_tensor("bias"));
         Ok(Proj {
-            w: Tensor::cat(&ws, 0)?.t()?,
+            w: crate::model::mapped::cat_rows(&ws)?.t()?,
             b: if any_bias {
-                Some(Tensor::cat(&bs, 0)?)
+                Some(crate::model::mapped::cat_rows(&bs)?)
             } else {
                 None
             },

@@ -77,6 +77,7 @@ pub mod kernels;
 pub mod limits;
 pub mod llama;
 pub mod lm;
+pub mod mapped;
 pub mod pickle;
 pub mod pth;
 pub mod rope;
@@ -726,11 +727,11 @@ type Fresh = Option<(std::collections::HashMap<String, Tensor>, String)>;
 
 /// A GGUF model: backbone and tokenizer, built on two threads (the tokenizer, a
 /// 262k-entry vocabulary for Gemma 3, while the weights are read). With the
-/// dequantized-weight cache on ([`gguf::cache::set_enabled`]) the weights come from its
+/// dequantized-weight cache on ([`gguf::cache::set_mode`]) the weights come from its
 /// entry for the file when there is one; otherwise they are dequantized from the GGUF and
-/// the entry is written in the background. The tokenizer is always rebuilt from the
-/// metadata (codescope's own encoder for Gemma-style vocabularies: faster than any stored
-/// form measured); a `tokenizer.json` beside the GGUF wins over the metadata.
+/// the entry is written in the background. The tokenizer is rebuilt from the metadata
+/// (codescope's own encoder for Gemma-style vocabularies, starting from the merge table
+/// the entry keeps); a `tokenizer.json` beside the GGUF wins over the metadata.
 fn load_gguf(
     files: &ModelFiles,
     path: &Path,
@@ -746,17 +747,18 @@ fn load_gguf(
     let (backbone, tokenizer) = std::thread::scope(|s| {
         let tk = s.spawn(|| {
             let t0 = Instant::now();
+            let stored = entry.as_deref().and_then(cache::tokenizer_state);
             let t = match &files.tokenizer {
-                TokenizerFiles::Gguf(_) => CodeTokenizer::from_gguf(&file),
+                TokenizerFiles::Gguf(_) => CodeTokenizer::from_gguf_stored(&file, stored.as_deref()),
                 other => CodeTokenizer::load(other, &files.dir),
             };
             let ms = t0.elapsed().as_millis() as u64;
             let native = t.as_ref().is_ok_and(CodeTokenizer::is_native);
-            tracing::info!(ms, native, "tokenizer ready");
+            tracing::info!(ms, native, stored = stored.is_some(), "tokenizer ready");
             t
         });
         let t0 = Instant::now();
-        let want_fresh = cache::enabled().then_some(&mut fresh);
+        let want_fresh = cache::stores(file.f32_bytes()).then_some(&mut fresh);
         let backbone = gguf_backbone(&file, entry.as_deref(), want_fresh);
         tracing::info!(ms = t0.elapsed().as_millis() as u64, "GGUF backbone built");
         let tokenizer = tk
@@ -767,28 +769,30 @@ fn load_gguf(
     let (backbone, arch) = backbone?;
     let tokenizer = tokenizer?;
     if let Some((tensors, digest)) = fresh {
-        cache::store_in_background(path, digest, &tensors);
+        cache::store_in_background(path, digest, &tensors, tokenizer.stored_form());
     }
     Ok((backbone, arch, tokenizer))
 }
 
 /// The f32 tensors of a GGUF: from the cache entry `entry` when given (one that fails
 /// its integrity check is discarded), else dequantized — hashed too, and kept in
-/// `fresh` for the cache, when `fresh` is given.
+/// `fresh` for the cache, when `fresh` is given. The flag says whether they came from the
+/// cache (their values were checked when the entry was written, and its digest is checked
+/// in the background).
 fn gguf_tensors(
     file: &gguf::GgufFile,
     cfg: &serde_json::Value,
     entry: Option<&Path>,
     fresh: Option<&mut Fresh>,
-) -> Result<std::collections::HashMap<String, Tensor>> {
+) -> Result<(std::collections::HashMap<String, Tensor>, bool)> {
     use gguf::cache;
     let t0 = Instant::now();
     if let Some(dir) = entry {
         match cache::load(dir) {
-            Ok(t) => {
+            Ok((t, served)) => {
                 let ms = t0.elapsed().as_millis() as u64;
-                tracing::info!(dir = %dir.display(), ms, "dequantized weights from the cache");
-                return Ok(t);
+                tracing::info!(dir = %dir.display(), ms, ?served, "dequantized weights from the cache");
+                return Ok((t, true));
             }
             Err(e) => {
                 tracing::warn!("discarding the dequantized-weight cache entry: {e}");
@@ -797,14 +801,14 @@ fn gguf_tensors(
         }
     }
     let Some(fresh) = fresh else {
-        return file.hf_tensors(cfg);
+        return Ok((file.hf_tensors(cfg)?, false));
     };
     let (tensors, digest) = file.hf_tensors_and_digest(cfg)?;
     let ms = t0.elapsed().as_millis() as u64;
     tracing::info!(ms, "GGUF dequantized and hashed");
     // Tensors share storage: the clone for the cache copies no weights.
     *fresh = Some((tensors.clone(), digest));
-    Ok(tensors)
+    Ok((tensors, false))
 }
 
 /// Load the backbone of a GGUF file (weights dequantized to f32 at load, never from or
@@ -828,12 +832,15 @@ fn gguf_backbone(
     let model_type = cfg["model_type"].as_str().unwrap_or_default().to_string();
     let weights = Weights::Gguf(file.path.clone());
     build_backbone(&cfg, &model_type, &file.path, &weights, || {
-        let tensors = gguf_tensors(file, &cfg, entry, fresh)?;
-        Ok(VarBuilder::from_backend(
-            Box::new(weights::Finite(tensors)),
-            DType::F32,
-            Device::Cpu,
-        ))
+        let (tensors, cached) = gguf_tensors(file, &cfg, entry, fresh)?;
+        // Scanning a cached entry for NaNs would read all of it (1.1 GB for Gemma 3)
+        // before the first forward: its values passed this scan when it was written.
+        let backend: Box<dyn candle_nn::var_builder::SimpleBackend> = if cached {
+            Box::new(tensors)
+        } else {
+            Box::new(weights::Finite(tensors))
+        };
+        Ok(VarBuilder::from_backend(backend, DType::F32, Device::Cpu))
     })
 }
 

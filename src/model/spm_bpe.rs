@@ -24,10 +24,10 @@
 //! `tests/it/gguf_tokenizer.rs` checks ids, token strings and offsets against the
 //! transformers fixture and against the `tokenizers` pipeline on generated text.
 
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
-use tokenizers::models::bpe::{MergeMap, Vocab};
 
 use crate::error::{Error, Result};
 use crate::model::trace::Subword;
@@ -35,13 +35,175 @@ use crate::model::trace::Subword;
 /// The SentencePiece meta-space, as the normalizer writes a space.
 const META: &str = "\u{2581}";
 
+/// rustc's Fx hash: a multiply-rotate over 8-byte words. Fast on the short keys here
+/// (vocabulary strings, id pairs); not for untrusted keys chosen to collide (a GGUF's
+/// vocabulary could at worst slow its own load).
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(i.into());
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(i.into());
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        // The product's entropy sits in its high bits; hashbrown indexes buckets with the
+        // low ones (rustc-hash 2 rotates the same way).
+        self.0.rotate_left(26)
+    }
+}
+
+/// A hash map with [`FxHasher`].
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// Merges: `(left, right)` ids → `(rank, merged id)`, as a sorted table (built by one
+/// sort, stored and read back as plain arrays: [`Merges::to_bytes`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Merges {
+    /// `left << 32 | right`, strictly increasing.
+    keys: Vec<u64>,
+    /// `(rank, merged id)` per key.
+    vals: Vec<(u32, u32)>,
+}
+
+const MERGES_MAGIC: &[u8; 8] = b"CSMERGE1";
+
+impl Merges {
+    /// From `(left, right, merged)` in rank order (rank = position). A pair listed twice
+    /// keeps its later rank, as a map filled in order would.
+    pub fn from_ranked(ranked: impl Iterator<Item = (u32, u32, u32)>) -> Self {
+        use rayon::prelude::*;
+        let mut all: Vec<(u64, u32, u32)> = ranked
+            .enumerate()
+            .map(|(rank, (l, r, m))| ((u64::from(l) << 32) | u64::from(r), rank as u32, m))
+            .collect();
+        all.par_sort_unstable_by_key(|e| (e.0, e.1));
+        all.dedup_by(|later, earlier| {
+            if later.0 == earlier.0 {
+                *earlier = *later;
+                true
+            } else {
+                false
+            }
+        });
+        Merges {
+            keys: all.iter().map(|e| e.0).collect(),
+            vals: all.iter().map(|e| (e.1, e.2)).collect(),
+        }
+    }
+
+    /// The merge of `(left, right)`, if any.
+    pub fn get(&self, pair: &(u32, u32)) -> Option<&(u32, u32)> {
+        let key = (u64::from(pair.0) << 32) | u64::from(pair.1);
+        self.keys.binary_search(&key).ok().map(|i| &self.vals[i])
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The table as bytes (little-endian; read back by [`Merges::from_bytes`]).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(16 + self.keys.len() * 16);
+        b.extend_from_slice(MERGES_MAGIC);
+        b.extend_from_slice(&(self.keys.len() as u64).to_le_bytes());
+        for k in &self.keys {
+            b.extend_from_slice(&k.to_le_bytes());
+        }
+        for (r, m) in &self.vals {
+            b.extend_from_slice(&r.to_le_bytes());
+            b.extend_from_slice(&m.to_le_bytes());
+        }
+        b
+    }
+
+    /// A table written by [`Merges::to_bytes`] for a vocabulary of `vocab` ids; `None`
+    /// unless it is well formed (sizes, keys strictly increasing, every id in range).
+    pub fn from_bytes(b: &[u8], vocab: usize) -> Option<Self> {
+        let word = |at: usize| -> Option<u64> {
+            Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+        };
+        if b.get(..8)? != MERGES_MAGIC {
+            return None;
+        }
+        let n = usize::try_from(word(8)?).ok()?;
+        if b.len() != 16usize.checked_add(n.checked_mul(16)?)? {
+            return None;
+        }
+        let keys: Vec<u64> = (0..n).map(|i| word(16 + 8 * i)).collect::<Option<_>>()?;
+        let base = 16 + 8 * n;
+        let vals: Vec<(u32, u32)> = (0..n)
+            .map(|i| {
+                let w = word(base + 8 * i)?;
+                Some((w as u32, (w >> 32) as u32))
+            })
+            .collect::<Option<_>>()?;
+        let v = vocab as u64;
+        let ok = keys.windows(2).all(|w| w[0] < w[1])
+            && keys.iter().all(|k| (k >> 32) < v && (k & 0xffff_ffff) < v)
+            && vals.iter().all(|&(_, m)| u64::from(m) < v);
+        ok.then_some(Merges { keys, vals })
+    }
+}
+
+/// What [`SpmBpe::new`] is built from.
+pub struct Parts {
+    /// id → vocabulary string (`▁` runs for Gemma's whitespace tokens).
+    pub tokens: Vec<String>,
+    /// Distinct strings among `tokens`.
+    pub distinct: usize,
+    /// Per id: whether it is the last id of its string (`None`: all are).
+    pub last: Option<Vec<bool>>,
+    /// Single-character tokens: character → (last) id.
+    pub chars: FxMap<char, u32>,
+    /// `<0xNN>` ids, by byte.
+    pub bytes: Vec<Option<u32>>,
+    pub merges: Merges,
+    pub unk: Option<u32>,
+    /// `(content, id)` of every added token.
+    pub added: Vec<(String, u32)>,
+    /// Post-processor tokens `(id, string)`.
+    pub bos: Option<(u32, String)>,
+    pub eos: Option<(u32, String)>,
+}
+
 /// A Gemma-style SentencePiece BPE tokenizer (see the module docs).
 pub struct SpmBpe {
-    /// id → vocabulary string (`▁` runs for Gemma's whitespace tokens).
     tokens: Vec<String>,
-    vocab: Vocab,
-    merges: MergeMap,
-    /// `<0xNN>` ids (byte fallback for characters outside the vocabulary).
+    distinct: usize,
+    last: Option<Vec<bool>>,
+    chars: FxMap<char, u32>,
+    merges: Merges,
     bytes: Vec<Option<u32>>,
     unk: Option<u32>,
     /// Matcher over the added tokens' contents; `added_ids[pattern]` is the token's id.
@@ -54,7 +216,7 @@ pub struct SpmBpe {
 impl std::fmt::Debug for SpmBpe {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SpmBpe")
-            .field("vocab", &self.tokens.len())
+            .field("vocab", &self.distinct)
             .field("merges", &self.merges.len())
             .field("added", &self.added_ids.len())
             .finish()
@@ -62,21 +224,25 @@ impl std::fmt::Debug for SpmBpe {
 }
 
 impl SpmBpe {
-    /// Assemble from the vocabulary (`tokens[id]`, `vocab` its last-id inverse), the
-    /// merges `(left, right) → (rank, merged)`, the unknown token, the added tokens
-    /// `(content, id)` and the post-processor's BOS/EOS.
-    pub(crate) fn new(
-        tokens: Vec<String>,
-        vocab: Vocab,
-        merges: MergeMap,
-        unk: Option<u32>,
-        added: Vec<(String, u32)>,
-        bos: Option<(u32, String)>,
-        eos: Option<(u32, String)>,
-    ) -> Result<Self> {
-        let bytes: Vec<Option<u32>> = (0..=255u8)
-            .map(|b| vocab.get(&format!("<{b:#04X}>")).copied())
-            .collect();
+    /// What a later build from the same file can start from (the distinct-string count
+    /// and the merge table; `gguf::cache` keeps it beside the dequantized weights).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = (self.distinct as u64).to_le_bytes().to_vec();
+        b.extend(self.merges.to_bytes());
+        b
+    }
+
+    /// `(merges, distinct strings)` from [`SpmBpe::to_bytes`]'s output, if well formed
+    /// for a vocabulary of `vocab` ids.
+    pub fn stored_merges(b: &[u8], vocab: usize) -> Option<(Merges, usize)> {
+        let distinct = usize::try_from(u64::from_le_bytes(b.get(..8)?.try_into().ok()?)).ok()?;
+        let merges = Merges::from_bytes(&b[8..], vocab)?;
+        (distinct <= vocab).then_some((merges, distinct))
+    }
+
+    /// Assemble (builds the added-token matcher).
+    pub fn new(p: Parts) -> Result<Self> {
+        let added = p.added;
         let matcher = if added.is_empty() {
             None
         } else {
@@ -88,28 +254,31 @@ impl SpmBpe {
             )
         };
         Ok(SpmBpe {
-            tokens,
-            vocab,
-            merges,
-            bytes,
-            unk,
+            tokens: p.tokens,
+            distinct: p.distinct,
+            last: p.last,
+            chars: p.chars,
+            merges: p.merges,
+            bytes: p.bytes,
+            unk: p.unk,
             added: matcher,
             added_ids: added.into_iter().map(|(_, id)| id).collect(),
-            bos,
-            eos,
+            bos: p.bos,
+            eos: p.eos,
         })
     }
 
     /// Distinct vocabulary strings (every added token names one).
     pub fn vocab_size(&self) -> usize {
-        self.vocab.len()
+        self.distinct
     }
 
     /// The vocabulary string of `id`: `None` past the vocabulary and for an earlier id of
     /// a repeated string (the model's reverse map holds last ids only).
     pub fn id_to_token(&self, id: u32) -> Option<String> {
         let t = self.tokens.get(id as usize)?;
-        (self.vocab.get(t) == Some(&id)).then(|| t.clone())
+        let last = self.last.as_ref().is_none_or(|l| l[id as usize]);
+        last.then(|| t.clone())
     }
 
     /// The tokens of `text` with BOS/EOS as configured; offsets are byte offsets into
@@ -154,13 +323,13 @@ impl SpmBpe {
         let mut buf = [0u8; 4];
         for (o, c) in piece.char_indices() {
             let span = (from + o, from + o + c.len_utf8());
-            let norm: &str = if c == ' ' {
-                META
+            let (norm, key): (&str, char) = if c == ' ' {
+                (META, '\u{2581}')
             } else {
-                c.encode_utf8(&mut buf)
+                (c.encode_utf8(&mut buf), c)
             };
             align.extend(std::iter::repeat_n(span, norm.len()));
-            if let Some(&id) = self.vocab.get(norm) {
+            if let Some(&id) = self.chars.get(&key) {
                 if let Some((u, len)) = unk.take() {
                     push(&mut syms, u, len);
                 }
@@ -262,7 +431,7 @@ impl PartialOrd for Merge {
 
 /// `tokenizers`' `Word::merge_all` without dropout: the same queue discipline and the same
 /// check that a popped entry still names the pair's merged token.
-fn merge_all(syms: &mut [Symbol], merges: &MergeMap) {
+fn merge_all(syms: &mut [Symbol], merges: &Merges) {
     let mut queue: BinaryHeap<Merge> = syms
         .windows(2)
         .enumerate()

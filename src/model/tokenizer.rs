@@ -114,12 +114,27 @@ impl CodeTokenizer {
     /// covers the file (Gemma-style vocabularies), else the `tokenizers` pipeline
     /// [`super::gguf_tokenizer::from_gguf`] builds. Both give the same encodings.
     pub fn from_gguf(file: &super::gguf::GgufFile) -> Result<Self> {
-        if let Some(spm) = super::gguf_tokenizer::fast_from_gguf(file.metadata())? {
+        Self::from_gguf_stored(file, None)
+    }
+
+    /// [`CodeTokenizer::from_gguf`], starting from what [`CodeTokenizer::stored_form`]
+    /// gave for the same file (ignored if it does not fit).
+    pub fn from_gguf_stored(file: &super::gguf::GgufFile, stored: Option<&[u8]>) -> Result<Self> {
+        if let Some(spm) = super::gguf_tokenizer::fast_from_gguf(file.metadata(), stored)? {
             return Ok(CodeTokenizer {
                 inner: Inner::Spm(std::sync::Arc::new(spm)),
             });
         }
         Self::from_tokenizer(super::gguf_tokenizer::from_gguf(file.metadata())?)
+    }
+
+    /// What a later build of codescope's own encoder from the same GGUF can start from
+    /// (`None` for a `tokenizers` pipeline).
+    pub fn stored_form(&self) -> Option<Vec<u8>> {
+        match &self.inner {
+            Inner::Hf(_) => None,
+            Inner::Spm(s) => Some(s.to_bytes()),
+        }
     }
 
     /// Whether this is codescope's own encoder (rather than a `tokenizers` pipeline).

@@ -248,6 +248,7 @@ fn event_loop(
     });
     let mut pending: Vec<Effect> = app.start();
     let mut saved = app.doc.text.clone();
+    let mut full_screen_logged = false;
     loop {
         // Carry out effects; exports and labels feed their result back as a message.
         let mut follow = Vec::new();
@@ -293,6 +294,11 @@ fn event_loop(
             saved = app.doc.text.clone();
         }
         terminal.draw(|f| widgets::draw(app, f)).map_err(io)?;
+        if !full_screen_logged && app.prepared().is_some() && !app.stale() {
+            full_screen_logged = true;
+            let ms = crate::logging::started().elapsed().as_millis() as u64;
+            tracing::info!(ms, "first full screen drawn");
+        }
         let Ok(first) = rx.recv() else {
             return Ok(());
         };

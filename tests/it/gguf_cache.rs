@@ -4,7 +4,8 @@
 //! keyed by the GGUF's sha256; the tokenizer is always rebuilt), the second reads it and gives the
 //! same trace; a damaged entry is discarded and rebuilt; a changed GGUF misses; `models`
 //! lists entries, `cache verify` checks them, `cache clean` removes them;
-//! without `CODESCOPE_GGUF_CACHE=1` (the default) nothing is written.
+//! `CODESCOPE_GGUF_CACHE=0` writes nothing, unset (the default) caches this small model,
+//! any other value is refused.
 
 use std::path::{Path, PathBuf};
 
@@ -111,6 +112,8 @@ fn second_open_reads_the_cache_and_agrees() {
     let second = trace(&env, &gguf);
     let log = log_since(&env, at);
     assert!(log.contains("dequantized weights from the cache"), "{log}");
+    // The binary's allocator is installed: the weights are views of the mapped file.
+    assert!(log.contains("served=Mapped"), "{log}");
     assert_eq!(first, second, "cached model gives another trace");
 
     let out = ok(&cache_cmd(&env).arg("models").output().unwrap());
@@ -151,9 +154,10 @@ fn second_open_reads_the_cache_and_agrees() {
     let out = ok(&cache_cmd(&env).args(["cache", "verify"]).output().unwrap());
     assert!(!out.contains("dequantized"), "{out}");
 
-    // Off (the default): nothing written.
+    // Off: nothing written.
     let out = ok(&env
         .cmd()
+        .env("CODESCOPE_GGUF_CACHE", "0")
         .args(["trace", "--model"])
         .arg(&gguf)
         .arg(env.sample())
@@ -161,4 +165,33 @@ fn second_open_reads_the_cache_and_agrees() {
         .unwrap());
     assert!(out.contains("layers"), "{out}");
     assert!(!entry.exists());
+
+    // Unset (the default): a model this small is cached, and read back from the map.
+    let plain = |env: &Env| {
+        ok(&env
+            .cmd()
+            .args(["trace", "--json", "--model"])
+            .arg(&gguf)
+            .arg(env.sample())
+            .output()
+            .unwrap())
+    };
+    let first = plain(&env);
+    assert!(entry.join("weights.safetensors").is_file());
+    let at = log_len(&env);
+    assert_eq!(plain(&env), first);
+    assert!(log_since(&env, at).contains("served=Mapped"));
+
+    // Any other value: an error naming the setting.
+    let out = env
+        .cmd()
+        .env("CODESCOPE_GGUF_CACHE", "yes")
+        .args(["trace", "--model"])
+        .arg(&gguf)
+        .arg(env.sample())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CODESCOPE_GGUF_CACHE must be 0"), "{err}");
 }

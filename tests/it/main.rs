@@ -1,6 +1,10 @@
 //! The integration tests, one binary (one link of candle, tokenizers and ratatui instead
 //! of one per file). Each module is one former test file; `*_common` are shared helpers.
 
+/// The binary's allocator, so mapped tensors are exercised in-process too (`mapped`).
+#[global_allocator]
+static ALLOC: codescope::model::mapped::Alloc = codescope::model::mapped::Alloc;
+
 mod analysis_reference;
 mod cli_sources;
 mod codegen_bigcode_reference;
@@ -17,6 +21,7 @@ mod gguf_tokenizer;
 mod hostile_downloads;
 mod hostile_inputs;
 mod hostile_models;
+mod mapped;
 mod minilm_reference;
 mod model_tiny;
 mod present;

@@ -33,8 +33,16 @@ use crate::model::source::gguf_cache_dir;
 use crate::model::{integrity, weights};
 
 /// Bump when the stored form changes (names, edits, dtype): older entries are ignored.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 const WEIGHTS: &str = "weights.safetensors";
+/// The tokenizer's merge table ([`crate::model::CodeTokenizer::stored_form`]), when
+/// codescope's own encoder covers the file.
+const TOKENIZER: &str = "tokenizer-merges.bin";
+
+/// The tokenizer state saved in an entry, if any.
+pub fn tokenizer_state(dir: &Path) -> Option<Vec<u8>> {
+    std::fs::read(dir.join(TOKENIZER)).ok()
+}
 const SOURCE: &str = "source.json";
 
 /// What an entry was made from.
@@ -133,33 +141,26 @@ pub fn lookup(path: &Path) -> Result<Option<PathBuf>> {
     Ok(None)
 }
 
-/// The tensors of an entry: its integrity checked (quick now, full in the background),
-/// its header validated, then every tensor read straight into its own buffer, in
-/// parallel (positioned reads: no mapping whose pages would count twice in memory).
-pub fn load(dir: &Path) -> Result<HashMap<String, Tensor>> {
-    use std::os::unix::fs::FileExt;
-    integrity::check_on_open(dir)?;
-    let path = dir.join(WEIGHTS);
-    weights::check_safetensors(&path)?;
-    let corrupt = |reason: String| Error::CorruptWeights {
-        path: path.clone(),
-        reason,
-    };
-    let mut f = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
-    let mut n = [0u8; 8];
-    f.read_exact(&mut n).map_err(|e| Error::io(&path, e))?;
-    let hlen = u64::from_le_bytes(n);
-    let mut h = vec![0u8; hlen as usize];
-    f.read_exact(&mut h).map_err(|e| Error::io(&path, e))?;
+/// How [`load`] served an entry's tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Served {
+    /// Straight from the memory-mapped file (no copy: [`crate::model::mapped`]).
+    Mapped,
+    /// Read into owned buffers (the binary's allocator is not installed).
+    Read,
+}
+
+/// One tensor of a validated safetensors header: name, shape, data byte range.
+type Slice = (String, Vec<usize>, u64, u64);
+
+/// The tensors listed in a safetensors header (validated against the file by
+/// `check_safetensors`), all F32.
+fn slices(header: &[u8], corrupt: &dyn Fn(String) -> Error) -> Result<Vec<Slice>> {
     let header: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(&h).map_err(|e| corrupt(e.to_string()))?;
-    let data = 8 + hlen;
-    let entries: Vec<(&String, &serde_json::Value)> = header
-        .iter()
+        serde_json::from_slice(header).map_err(|e| corrupt(e.to_string()))?;
+    header
+        .into_iter()
         .filter(|(k, _)| k.as_str() != "__metadata__")
-        .collect();
-    entries
-        .par_iter()
         .map(|(name, t)| {
             if t["dtype"] != "F32" {
                 return Err(corrupt(format!("tensor {name} is not F32")));
@@ -173,9 +174,53 @@ pub fn load(dir: &Path) -> Result<HashMap<String, Tensor>> {
                         .collect()
                 })
                 .unwrap_or_default();
-            // Ranges and sizes were validated against the file by check_safetensors.
             let b = t["data_offsets"][0].as_u64().unwrap_or(0);
             let e = t["data_offsets"][1].as_u64().unwrap_or(0);
+            Ok((name, shape, b, e))
+        })
+        .collect()
+}
+
+/// The tensors of an entry, its integrity checked (quick now, full in the background)
+/// and its header validated. With codescope's allocator installed (the binary) they are
+/// views of the memory-mapped file — no copy, pages read as the model touches them;
+/// otherwise every tensor is read into its own buffer, in parallel.
+pub fn load(dir: &Path) -> Result<(HashMap<String, Tensor>, Served)> {
+    integrity::check_on_open(dir)?;
+    let path = dir.join(WEIGHTS);
+    weights::check_safetensors(&path)?;
+    let corrupt = |reason: String| Error::CorruptWeights {
+        path: path.clone(),
+        reason,
+    };
+    if cfg!(target_endian = "little") && crate::model::mapped::available() {
+        let map = crate::model::mapped::Mapping::open(&path)?;
+        let bytes = map.bytes();
+        let hlen = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()) as usize;
+        let data = 8 + hlen;
+        let tensors = slices(&bytes[8..data], &corrupt)?
+            .into_iter()
+            .map(|(name, shape, b, e)| {
+                let t = map
+                    .tensor(data + b as usize, ((e - b) / 4) as usize, shape)
+                    .map_err(|err| corrupt(format!("tensor {name}: {err}")))?;
+                Ok((name, t))
+            })
+            .collect::<Result<_>>()?;
+        return Ok((tensors, Served::Mapped));
+    }
+    use std::os::unix::fs::FileExt;
+    let mut f = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
+    let mut n = [0u8; 8];
+    f.read_exact(&mut n).map_err(|e| Error::io(&path, e))?;
+    let hlen = u64::from_le_bytes(n);
+    let mut h = vec![0u8; hlen as usize];
+    f.read_exact(&mut h).map_err(|e| Error::io(&path, e))?;
+    let data = 8 + hlen;
+    let tensors = slices(&h, &corrupt)?
+        .into_par_iter()
+        .map(|(name, shape, b, e)| {
+            // Ranges and sizes were validated against the file by check_safetensors.
             let mut v = buffer(((e - b) / 4) as usize);
             // SAFETY: the byte view covers exactly v's initialised f32s; any bytes read
             // into it form valid f32s.
@@ -194,9 +239,10 @@ pub fn load(dir: &Path) -> Result<HashMap<String, Tensor>> {
                     crate::error::candle_message(&err)
                 ))
             })?;
-            Ok(((*name).clone(), t))
+            Ok((name, t))
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok((tensors, Served::Read))
 }
 
 /// A zeroed f32 buffer whose pages the kernel may back with huge pages: ~1 GB read into
@@ -220,18 +266,69 @@ fn buffer(n: usize) -> Vec<f32> {
 }
 
 static PENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
-static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Use (read and write) the cache from now on. Off by default so library users (tests,
-/// benchmarks) write nothing unasked; the binary turns it on with
-/// `CODESCOPE_GGUF_CACHE=1` (opt-in: see README, Performance).
-pub fn set_enabled(on: bool) {
-    ENABLED.store(on, std::sync::atomic::Ordering::Relaxed);
+/// When entries are read and written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Never (the library's default: tests and benchmarks write nothing unasked).
+    Off,
+    /// Read entries; write one for a model whose f32 weights take at most
+    /// [`AUTO_MAX_BYTES`] (the binary's default).
+    Auto,
+    /// Read and write for every GGUF model (`CODESCOPE_GGUF_CACHE=1`).
+    Always,
 }
 
-/// Whether the cache is in use.
+/// The largest dequantized model [`Mode::Auto`] caches: 4 GiB of f32, about a billion
+/// parameters (Gemma 3 270M takes 1.1 GB; a 7B model's 28 GB is left to `Always`).
+pub const AUTO_MAX_BYTES: u64 = 4 << 30;
+
+static MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Use the cache as `mode` says from now on.
+pub fn set_mode(mode: Mode) {
+    let v = match mode {
+        Mode::Off => 0,
+        Mode::Auto => 1,
+        Mode::Always => 2,
+    };
+    MODE.store(v, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The mode in force.
+pub fn mode() -> Mode {
+    match MODE.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => Mode::Off,
+        1 => Mode::Auto,
+        _ => Mode::Always,
+    }
+}
+
+/// `CODESCOPE_GGUF_CACHE`'s value as a mode: unset → `Auto`, `0` → `Off`, `1` → `Always`;
+/// anything else is an error naming the setting.
+pub fn mode_from_env(value: Option<&str>) -> std::result::Result<Mode, String> {
+    match value.map(str::trim) {
+        None => Ok(Mode::Auto),
+        Some("0") => Ok(Mode::Off),
+        Some("1") => Ok(Mode::Always),
+        Some(v) => Err(format!(
+            "CODESCOPE_GGUF_CACHE must be 0 (off) or 1 (every GGUF model), not '{v}'; unset, models up to {} GiB of f32 weights are cached",
+            AUTO_MAX_BYTES >> 30
+        )),
+    }
+}
+
+/// Whether entries are looked up.
 pub fn enabled() -> bool {
-    ENABLED.load(std::sync::atomic::Ordering::Relaxed)
+    mode() != Mode::Off
+}
+
+/// Whether an entry is written for a model whose f32 weights take `bytes`.
+pub fn stores(bytes: u64) -> bool {
+    match mode() {
+        Mode::Off => false,
+        Mode::Auto => bytes <= AUTO_MAX_BYTES,
+        Mode::Always => true,
+    }
 }
 
 /// Remove one entry (it failed its integrity check).
@@ -241,12 +338,13 @@ pub fn discard(dir: &Path) {
 }
 
 /// Write an entry for the GGUF at `path` (whole-file digest `sha256`) holding
-/// `tensors`, on a background
+/// `tensors` (and the tokenizer's stored form), on a background
 /// thread. Failures are logged, never fatal: the cache is an optimisation.
 pub fn store_in_background(
     path: &Path,
     sha256: String,
     tensors: &HashMap<String, Tensor>,
+    tokenizer: Option<Vec<u8>>,
 ) {
     let source = match describe(path, sha256) {
         Ok(s) => s,
@@ -261,7 +359,7 @@ pub fn store_in_background(
         .name("codescope-gguf-cache".into())
         .spawn(move || {
             let t0 = std::time::Instant::now();
-            match store(&source, &tensors) {
+            match store(&source, &tensors, tokenizer.as_deref()) {
                 Ok(dir) => {
                     tracing::info!(dir = %dir.display(), ms = t0.elapsed().as_millis() as u64,
                     "dequantized GGUF weights cached")
@@ -306,7 +404,35 @@ fn put_f32(t: &Tensor, put: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
     })?
 }
 
-fn store(source: &Source, tensors: &HashMap<String, Tensor>) -> Result<PathBuf> {
+/// Where a tensor goes in the file: by name, except that the parts the architectures
+/// fuse into one projection (`q_proj`, `k_proj`, `v_proj`; `gate_proj`, `up_proj`) lie
+/// back to back in fusing order, weights apart from biases, so that the fused matrix is a
+/// view of the mapped file ([`crate::model::mapped::cat_rows`]) rather than a copy.
+fn write_order(name: &str) -> String {
+    const FUSED: &[(&str, &str)] = &[
+        ("q_proj", "~qkv0"),
+        ("k_proj", "~qkv1"),
+        ("v_proj", "~qkv2"),
+        ("gate_proj", "~gu0"),
+        ("up_proj", "~gu1"),
+    ];
+    let mut parts: Vec<&str> = name.split('.').collect();
+    if parts.len() >= 2 {
+        let n = parts.len();
+        if let Some((_, key)) = FUSED.iter().find(|(p, _)| *p == parts[n - 2]) {
+            // `….q_proj.weight` sorts as `….weight.~qkv0`.
+            parts[n - 2] = parts[n - 1];
+            parts[n - 1] = key;
+        }
+    }
+    parts.join(".")
+}
+
+fn store(
+    source: &Source,
+    tensors: &HashMap<String, Tensor>,
+    tokenizer: Option<&[u8]>,
+) -> Result<PathBuf> {
     let root = gguf_cache_dir();
     let final_dir = root.join(&source.sha256);
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
@@ -314,7 +440,7 @@ fn store(source: &Source, tensors: &HashMap<String, Tensor>) -> Result<PathBuf> 
     let result = (|| -> Result<()> {
         let wpath = tmp.join(WEIGHTS);
         let mut names: Vec<&String> = tensors.keys().collect();
-        names.sort();
+        names.sort_by_key(|n| write_order(n));
         let mut header = serde_json::Map::new();
         let mut offset = 0u64;
         for n in &names {
@@ -349,7 +475,14 @@ fn store(source: &Source, tensors: &HashMap<String, Tensor>) -> Result<PathBuf> 
         }
         w.flush().map_err(|e| Error::io(&wpath, e))?;
         let digest = sha.finish();
-        let files = vec![(WEIGHTS.to_string(), digest)];
+        let mut files = vec![(WEIGHTS.to_string(), digest)];
+        if let Some(b) = tokenizer {
+            let p = tmp.join(TOKENIZER);
+            std::fs::write(&p, b).map_err(|e| Error::io(&p, e))?;
+            let mut h = integrity::FileHasher::default();
+            h.update(b);
+            files.push((TOKENIZER.to_string(), h.finish()));
+        }
         let src = serde_json::to_string_pretty(source)
             .map_err(|e| Error::io(&tmp, std::io::Error::other(e)))?;
         std::fs::write(tmp.join(SOURCE), src).map_err(|e| Error::io(&tmp, e))?;

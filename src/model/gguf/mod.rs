@@ -71,6 +71,15 @@ impl GgufFile {
         })
     }
 
+    /// Bytes the tensors take once dequantized to f32.
+    pub fn f32_bytes(&self) -> u64 {
+        self.header
+            .tensors
+            .iter()
+            .map(|t| t.dims.iter().map(|&d| d as u64).product::<u64>() * 4)
+            .sum()
+    }
+
     /// The metadata.
     pub fn metadata(&self) -> &Metadata {
         &self.header.metadata
