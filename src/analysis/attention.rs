@@ -265,3 +265,60 @@ mod tests {
         assert_eq!(ta.head(0, 0), &[0.5, 0.5, 0.5, 0.5]);
     }
 }
+
+#[cfg(test)]
+mod blocked_tests {
+    use codescope_kernels::analysis::{aggregate_layer, aggregate_layer_scalar};
+
+    /// Groups as the alignment makes them: runs of 1–4 subwords, some skipped subwords,
+    /// and a few non-contiguous groups; values from a fixed LCG.
+    fn case(m: usize, heads: usize, seed: u64) -> (Vec<f32>, Vec<Vec<usize>>) {
+        let mut x = seed;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as usize
+        };
+        let att: Vec<f32> = (0..heads * m * m)
+            .map(|_| (next() % 10_000) as f32 / 7_919.0)
+            .collect();
+        let mut groups = Vec::new();
+        let mut q = 1;
+        while q < m {
+            let len = 1 + next() % 4;
+            let end = (q + len).min(m);
+            if next() % 9 == 0 && end + 2 < m {
+                groups.push(vec![q, end + 1]);
+            } else {
+                groups.push((q..end).collect());
+            }
+            q = end + next() % 2;
+        }
+        (att, groups)
+    }
+
+    #[test]
+    fn blocked_aggregation_is_bit_identical_to_the_scalar_one() {
+        for (m, heads, seed) in [(1, 1, 1), (2, 2, 2), (37, 3, 3), (130, 2, 4), (257, 4, 5)] {
+            let (att, mut groups) = case(m, heads, seed);
+            if groups.is_empty() {
+                groups.push(vec![0]);
+            }
+            let runs: Vec<Option<(usize, usize)>> = groups
+                .iter()
+                .map(|g| {
+                    let (f, l) = (g[0], *g.last().unwrap());
+                    (l + 1 - f == g.len()).then_some((f, l + 1))
+                })
+                .collect();
+            let n = groups.len();
+            let mut fast = vec![0.0f32; heads * n * n];
+            let mut slow = vec![1.0f32; heads * n * n];
+            aggregate_layer(&att, heads, m, &groups, &runs, &mut fast);
+            aggregate_layer_scalar(&att, heads, m, &groups, &runs, &mut slow);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fast), bits(&slow), "m {m}, {n} tokens");
+        }
+    }
+}

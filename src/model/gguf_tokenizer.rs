@@ -341,9 +341,7 @@ pub fn from_gguf(metadata: &Metadata) -> Result<Tokenizer> {
 /// not fit the vocabulary is ignored.
 pub fn fast_from_gguf(metadata: &Metadata, stored: Option<&[u8]>) -> Result<Option<SpmBpe>> {
     let p = parse(metadata)?;
-    if p.kind != "llama"
-        || flavor(p.arch) != SpFlavor::Gemma
-        || p.add_space_prefix.unwrap_or(false)
+    if p.kind != "llama" || flavor(p.arch) != SpFlavor::Gemma || p.add_space_prefix.unwrap_or(false)
     {
         return Ok(None);
     }

@@ -7,7 +7,8 @@
 //! [`Mapping::tensor`] points into a registered mapping; when candle frees it (or grows
 //! it), [`Alloc`] sees the address inside a mapping and drops one reference instead of
 //! calling `free`; the last reference unmaps the file. Everything else goes to the system
-//! allocator unchanged (one relaxed bounds check per `free`).
+//! allocator unchanged (one atomic load per `free` while nothing is mapped, a bounds
+//! check and at worst a scan of 16 slots while something is).
 //!
 //! The mapping is private and writable (copy-on-write): the file is never written, and a
 //! tensor written in place (codescope's model code never does) would only get its own
@@ -29,7 +30,7 @@ use crate::error::{Error, Result};
 /// The global allocator that lets mapped tensors be freed (see the module docs).
 pub struct Alloc;
 
-const SLOTS: usize = 64;
+const SLOTS: usize = 16;
 
 struct Slot {
     start: AtomicUsize,
@@ -47,6 +48,8 @@ const EMPTY: Slot = Slot {
 static SLOT: [Slot; SLOTS] = [EMPTY; SLOTS];
 /// Bounds over all registered mappings (a quick reject for ordinary pointers).
 static LOW: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// Registered mappings (0: every pointer is the system allocator's, no look-up at all).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 static HIGH: AtomicUsize = AtomicUsize::new(0);
 static PROBING: AtomicBool = AtomicBool::new(false);
 static SEEN: AtomicBool = AtomicBool::new(false);
@@ -55,6 +58,9 @@ static REGISTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The slot whose mapping holds `p`, if any.
 fn slot_of(p: usize) -> Option<&'static Slot> {
+    if LIVE.load(Ordering::Acquire) == 0 {
+        return None;
+    }
     if p < LOW.load(Ordering::Acquire) || p >= HIGH.load(Ordering::Acquire) {
         return None;
     }
@@ -71,9 +77,13 @@ fn release(s: &'static Slot) {
     }
     // Not racing a registration that reuses the slot (the mutex never allocates).
     let _guard = REGISTER.lock().unwrap_or_else(|e| e.into_inner());
-    let (start, end) = (s.start.load(Ordering::Acquire), s.end.load(Ordering::Acquire));
+    let (start, end) = (
+        s.start.load(Ordering::Acquire),
+        s.end.load(Ordering::Acquire),
+    );
     s.start.store(0, Ordering::Release);
     s.end.store(0, Ordering::Release);
+    LIVE.fetch_sub(1, Ordering::AcqRel);
     // SAFETY: the range was mapped by `Mapping::open` and no `Vec` points into it any
     // more (its reference count reached zero).
     unsafe {
@@ -112,12 +122,8 @@ unsafe impl GlobalAlloc for Alloc {
         };
         // A mapped Vec asked to grow or shrink: move it to the heap.
         // SAFETY: a valid layout (same alignment, the size asked for).
-        let new = unsafe {
-            System.alloc(Layout::from_size_align_unchecked(
-                new_size,
-                layout.align(),
-            ))
-        };
+        let new =
+            unsafe { System.alloc(Layout::from_size_align_unchecked(new_size, layout.align())) };
         if !new.is_null() {
             // SAFETY: both ranges are valid for the smaller size and do not overlap.
             unsafe { std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size)) };
@@ -200,6 +206,7 @@ impl Mapping {
         slot.start.store(start, Ordering::Release);
         LOW.fetch_min(start, Ordering::AcqRel);
         HIGH.fetch_max(start + len, Ordering::AcqRel);
+        LIVE.fetch_add(1, Ordering::AcqRel);
         Ok(Mapping { slot, start, len })
     }
 
@@ -271,7 +278,10 @@ fn adjacent(parts: &[Tensor]) -> Option<Tensor> {
         spans.push((data.as_ptr() as usize, data.len()));
     }
     let cols = parts[0].dims().get(1..)?.to_vec();
-    if parts.iter().any(|p| p.dims().get(1..) != Some(cols.as_slice())) {
+    if parts
+        .iter()
+        .any(|p| p.dims().get(1..) != Some(cols.as_slice()))
+    {
         return None;
     }
     if spans.windows(2).any(|w| w[0].0 + w[0].1 * 4 != w[1].0) {

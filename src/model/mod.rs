@@ -749,7 +749,9 @@ fn load_gguf(
             let t0 = Instant::now();
             let stored = entry.as_deref().and_then(cache::tokenizer_state);
             let t = match &files.tokenizer {
-                TokenizerFiles::Gguf(_) => CodeTokenizer::from_gguf_stored(&file, stored.as_deref()),
+                TokenizerFiles::Gguf(_) => {
+                    CodeTokenizer::from_gguf_stored(&file, stored.as_deref())
+                }
                 other => CodeTokenizer::load(other, &files.dir),
             };
             let ms = t0.elapsed().as_millis() as u64;

@@ -436,11 +436,9 @@ fn merge_all(syms: &mut [Symbol], merges: &Merges) {
         .windows(2)
         .enumerate()
         .filter_map(|(pos, w)| {
-            merges.get(&(w[0].id, w[1].id)).map(|&(rank, merged)| Merge {
-                pos,
-                rank,
-                merged,
-            })
+            merges
+                .get(&(w[0].id, w[1].id))
+                .map(|&(rank, merged)| Merge { pos, rank, merged })
         })
         .collect();
     while let Some(top) = queue.pop() {

@@ -109,6 +109,11 @@ pub fn x_ln_x_sums_portable(row: &[f32]) -> (f64, f64) {
 /// mean over the subword pairs of token `i`'s group and token `j`'s group. `runs[j]` is
 /// `Some((first, end))` when group `j` is the contiguous run `first..end` (its column sum
 /// is then a slice sum instead of a gather). Heads run in parallel.
+///
+/// Row pass then column pass: `R[i][q] = mean_p a[p][q]`; `A[i][j] = mean_q R[i][q]`. The
+/// column pass takes eight rows `i` at a time from a transposed block, so each column sum
+/// is one 8-lane add per subword; every lane adds in the same order, from the same zero,
+/// as [`aggregate_layer_scalar`] (bit-identical results, tested).
 pub fn aggregate_layer(
     att: &[f32],
     heads: usize,
@@ -121,36 +126,122 @@ pub fn aggregate_layer(
     assert_eq!(att.len(), heads * m * m);
     assert_eq!(out.len(), heads * n * n);
     assert_eq!(runs.len(), n);
-    // Row pass then column pass: R[i][q] = mean_p a[p][q]; A[i][j] = mean_q R[i][q].
+    assert!(groups.iter().flatten().all(|&q| q < m));
     out.par_chunks_mut((n * n).max(1))
         .enumerate()
         .for_each(|(h, out)| {
             let a = &att[h * m * m..(h + 1) * m * m];
-            let mut buf = vec![0.0f32; m];
-            for (i, g) in groups.iter().enumerate() {
-                let r: &[f32] = if g.len() == 1 {
-                    &a[g[0] * m..(g[0] + 1) * m]
-                } else {
-                    buf.iter_mut().for_each(|x| *x = 0.0);
-                    for &p in g {
-                        for (x, &v) in buf.iter_mut().zip(&a[p * m..(p + 1) * m]) {
-                            *x += v;
-                        }
-                    }
-                    let k = 1.0 / g.len() as f32;
-                    buf.iter_mut().for_each(|x| *x *= k);
-                    &buf
-                };
-                let row = &mut out[i * n..(i + 1) * n];
-                for (j, g) in groups.iter().enumerate() {
-                    let s: f32 = match runs[j] {
-                        Some((a, b)) => r[a..b].iter().sum(),
-                        None => g.iter().map(|&q| r[q]).sum(),
-                    };
-                    row[j] = s / g.len() as f32;
-                }
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU has the feature the function is compiled for.
+                return unsafe { aggregate_head_avx2(a, m, groups, runs, out) };
             }
+            aggregate_head(a, m, groups, runs, out)
         });
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn aggregate_head_avx2(
+    a: &[f32],
+    m: usize,
+    groups: &[Vec<usize>],
+    runs: &[Option<(usize, usize)>],
+    out: &mut [f32],
+) {
+    aggregate_head(a, m, groups, runs, out)
+}
+
+/// Rows taken together by the column pass.
+const BLOCK: usize = 8;
+
+#[inline(always)]
+fn aggregate_head(
+    a: &[f32],
+    m: usize,
+    groups: &[Vec<usize>],
+    runs: &[Option<(usize, usize)>],
+    out: &mut [f32],
+) {
+    let n = groups.len();
+    let mut buf = vec![0.0f32; m];
+    // t[q * BLOCK + k] = R[i0 + k][q].
+    let mut t = vec![0.0f32; m * BLOCK];
+    for i0 in (0..n).step_by(BLOCK) {
+        let rows = (n - i0).min(BLOCK);
+        for k in 0..BLOCK {
+            let Some(g) = groups.get(i0 + k).filter(|_| k < rows) else {
+                t.iter_mut().skip(k).step_by(BLOCK).for_each(|x| *x = 0.0);
+                continue;
+            };
+            let r = row_mean(a, m, g, &mut buf);
+            for (q, &x) in r.iter().enumerate() {
+                t[q * BLOCK + k] = x;
+            }
+        }
+        for (j, g) in groups.iter().enumerate() {
+            let mut acc = [0.0f32; BLOCK];
+            let mut add = |q: usize| {
+                let c = &t[q * BLOCK..(q + 1) * BLOCK];
+                for l in 0..BLOCK {
+                    acc[l] += c[l];
+                }
+            };
+            match runs[j] {
+                Some((first, end)) => (first..end).for_each(&mut add),
+                None => g.iter().for_each(|&q| add(q)),
+            }
+            let d = g.len() as f32;
+            for (k, &s) in acc.iter().enumerate().take(rows) {
+                out[(i0 + k) * n + j] = s / d;
+            }
+        }
+    }
+}
+
+/// `R[i]`: row `g[0]` of `a` in place for a one-subword group, else the mean of the
+/// group's rows in `buf`.
+#[inline(always)]
+fn row_mean<'a>(a: &'a [f32], m: usize, g: &[usize], buf: &'a mut [f32]) -> &'a [f32] {
+    if g.len() == 1 {
+        return &a[g[0] * m..(g[0] + 1) * m];
+    }
+    buf.iter_mut().for_each(|x| *x = 0.0);
+    for &p in g {
+        for (x, &v) in buf.iter_mut().zip(&a[p * m..(p + 1) * m]) {
+            *x += v;
+        }
+    }
+    let k = 1.0 / g.len() as f32;
+    buf.iter_mut().for_each(|x| *x *= k);
+    buf
+}
+
+/// [`aggregate_layer`] one row and one column at a time: the reference its blocked column
+/// pass is tested against.
+pub fn aggregate_layer_scalar(
+    att: &[f32],
+    heads: usize,
+    m: usize,
+    groups: &[Vec<usize>],
+    runs: &[Option<(usize, usize)>],
+    out: &mut [f32],
+) {
+    let n = groups.len();
+    let mut buf = vec![0.0f32; m];
+    for (h, out) in out.chunks_mut((n * n).max(1)).enumerate().take(heads) {
+        let a = &att[h * m * m..(h + 1) * m * m];
+        for (i, g) in groups.iter().enumerate() {
+            let r = row_mean(a, m, g, &mut buf);
+            for (j, g) in groups.iter().enumerate() {
+                let s: f32 = match runs[j] {
+                    Some((a, b)) => r[a..b].iter().sum(),
+                    None => g.iter().map(|&q| r[q]).sum(),
+                };
+                out[i * n + j] = s / g.len() as f32;
+            }
+        }
+    }
 }
 
 /// How many values of `xs` are NaN or infinite (in parallel chunks).

@@ -3,9 +3,11 @@
 //!
 //! Layout: `{cache}/gguf-f32/{sha256 of the GGUF}/weights.safetensors` holds every
 //! tensor as the architectures take it (f32, HF checkpoint names, llama.cpp's
-//! conversion edits undone), beside `source.json` naming the GGUF it came from (path,
-//! size, mtime, the digests of its first and last MiB). Entries are content-addressed:
-//! two copies of one GGUF share one entry.
+//! conversion edits undone; the parts of fused projections back to back), beside
+//! `source.json` naming the GGUF it came from (path, size, mtime, the digests of its first
+//! and last MiB) and, for Gemma-style tokenizers, `tokenizer-merges.bin` (the merge table
+//! codescope's own encoder derives from the metadata). Entries are content-addressed: two
+//! copies of one GGUF share one entry.
 //!
 //! - First open: the GGUF is hashed on its own thread while its tensors are dequantized
 //!   (the hash costs no extra wall time on an idle core); the entry is then written on a
@@ -13,8 +15,10 @@
 //!   temporary directory renamed into place, and recorded in `model::integrity`.
 //! - Later opens: the entry is found from the GGUF's path, size, mtime and its first
 //!   and last MiB (no full hash), checked with `integrity::check_on_open` (size and
-//!   mtime now, full digest in the background), memory-mapped and copied into tensors
-//!   in parallel.
+//!   mtime now, full digest in the background) and memory-mapped: the tensors are views
+//!   of the mapping ([`crate::model::mapped`], in the binary) or, without codescope's
+//!   allocator, read into buffers in parallel.
+//! - [`Mode`]: on by default in the binary for models up to [`AUTO_MAX_BYTES`] of f32.
 //! - `codescope cache clean` removes every entry; `codescope models` lists them.
 
 use std::collections::HashMap;
@@ -196,9 +200,16 @@ pub fn load(dir: &Path) -> Result<(HashMap<String, Tensor>, Served)> {
     if cfg!(target_endian = "little") && crate::model::mapped::available() {
         let map = crate::model::mapped::Mapping::open(&path)?;
         let bytes = map.bytes();
-        let hlen = u64::from_le_bytes(bytes[..8].try_into().unwrap_or_default()) as usize;
-        let data = 8 + hlen;
-        let tensors = slices(&bytes[8..data], &corrupt)?
+        let hlen = bytes
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(usize::MAX, |b| u64::from_le_bytes(b) as usize);
+        let data = hlen.saturating_add(8);
+        // Checked above, but the file could have changed since: never slice past it.
+        let header = bytes
+            .get(8..data)
+            .ok_or_else(|| corrupt("header longer than the file".into()))?;
+        let tensors = slices(header, &corrupt)?
             .into_iter()
             .map(|(name, shape, b, e)| {
                 let t = map
@@ -303,11 +314,11 @@ pub fn mode() -> Mode {
     }
 }
 
-/// `CODESCOPE_GGUF_CACHE`'s value as a mode: unset → `Auto`, `0` → `Off`, `1` → `Always`;
-/// anything else is an error naming the setting.
+/// `CODESCOPE_GGUF_CACHE`'s value as a mode: unset or empty → `Auto`, `0` → `Off`, `1` →
+/// `Always`; anything else is an error naming the setting.
 pub fn mode_from_env(value: Option<&str>) -> std::result::Result<Mode, String> {
     match value.map(str::trim) {
-        None => Ok(Mode::Auto),
+        None | Some("") => Ok(Mode::Auto),
         Some("0") => Ok(Mode::Off),
         Some("1") => Ok(Mode::Always),
         Some(v) => Err(format!(
