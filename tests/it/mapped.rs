@@ -16,7 +16,10 @@ fn ptr(t: &Tensor) -> usize {
 
 #[test]
 fn mapped_tensors_view_the_file_and_release_it() {
-    assert!(mapped::available(), "the test binary installs mapped::Alloc");
+    assert!(
+        mapped::available(),
+        "the test binary installs mapped::Alloc"
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.bin");
     // 8 header bytes, then 24 f32: 0.5, 1.5, ...
@@ -59,7 +62,11 @@ fn mapped_tensors_view_the_file_and_release_it() {
     // A Vec over the map: written (copy-on-write) and grown (moved to the heap).
     let mut raw = map.values(8 + 80, 4).unwrap();
     raw[0] = -1.0;
-    assert_eq!(std::fs::read(&path).unwrap(), bytes, "the file is never written");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the file is never written"
+    );
     raw.push(99.0);
     assert_eq!(raw, [-1.0, 21.5, 22.5, 23.5, 99.0]);
     drop(raw);
@@ -70,5 +77,9 @@ fn mapped_tensors_view_the_file_and_release_it() {
     drop(map);
     assert_eq!(mapped::live_mappings(), before + 1);
     drop((q, k, v, far, fused, gap, copied, t));
-    assert_eq!(mapped::live_mappings(), before, "unmapped with its last view");
+    assert_eq!(
+        mapped::live_mappings(),
+        before,
+        "unmapped with its last view"
+    );
 }

@@ -276,7 +276,8 @@ fn buffer(n: usize) -> Vec<f32> {
     v
 }
 
-static PENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+/// Entries being written: the writer and the entry's size in bytes.
+static PENDING: Mutex<Vec<(JoinHandle<()>, u64)>> = Mutex::new(Vec::new());
 /// When entries are read and written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -366,6 +367,7 @@ pub fn store_in_background(
     };
     // Tensors share their storage: cloning the map copies no weights.
     let tensors = tensors.clone();
+    let bytes: u64 = tensors.values().map(|t| t.elem_count() as u64 * 4).sum();
     let spawned = std::thread::Builder::new()
         .name("codescope-gguf-cache".into())
         .spawn(move || {
@@ -381,20 +383,29 @@ pub fn store_in_background(
     match spawned {
         Ok(h) => {
             if let Ok(mut p) = PENDING.lock() {
-                p.push(h);
+                p.push((h, bytes));
             }
         }
         Err(e) => tracing::warn!("cannot start the cache writer: {e}"),
     }
 }
 
-/// Wait for cache entries being written by this process.
+/// Wait for cache entries being written by this process. A large entry still being
+/// written gets one line on stderr first (the wait can take seconds: Gemma 3 270M's is
+/// 1.1 GB), saying where it goes and how to turn the cache off.
 pub fn finish() {
     let handles = match PENDING.lock() {
         Ok(mut p) => std::mem::take(&mut *p),
         Err(_) => return,
     };
-    for h in handles {
+    for (h, bytes) in handles {
+        if !h.is_finished() && bytes >= 256 << 20 {
+            crate::logging::notice(format_args!(
+                "finishing the dequantized-weight cache ({} MB in {}; later opens take a fraction of a second; CODESCOPE_GGUF_CACHE=0 turns it off)",
+                bytes >> 20,
+                gguf_cache_dir().display()
+            ));
+        }
         let _ = h.join();
     }
 }
