@@ -127,6 +127,20 @@ fn u32s(v: &Value) -> Vec<u32> {
         .collect()
 }
 
+/// A case's `[[start, end], ...]` offsets.
+fn offsets(v: &Value) -> Vec<(usize, usize)> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o[0].as_u64().unwrap() as usize,
+                o[1].as_u64().unwrap() as usize,
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn vocabulary_matches_reference() {
     let t = tokenizer();
@@ -150,17 +164,7 @@ fn ids_and_offsets_match_transformers() {
     for (name, text, c) in cases() {
         let enc = t.encode(text.as_str(), true).unwrap();
         assert_eq!(enc.get_ids(), u32s(&c["ids"]).as_slice(), "ids of {name}");
-        let want: Vec<(usize, usize)> = c["offsets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| {
-                (
-                    o[0].as_u64().unwrap() as usize,
-                    o[1].as_u64().unwrap() as usize,
-                )
-            })
-            .collect();
+        let want = offsets(&c["offsets"]);
         assert_eq!(enc.get_offsets(), want.as_slice(), "offsets of {name}");
         n += enc.len();
     }
@@ -182,17 +186,7 @@ fn native_encoder_matches_transformers() {
         let enc = t.encode_all(&text).unwrap();
         let ids: Vec<u32> = enc.iter().map(|s| s.id).collect();
         assert_eq!(ids, u32s(&c["ids"]), "ids of {name}");
-        let want: Vec<(usize, usize)> = c["offsets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| {
-                (
-                    o[0].as_u64().unwrap() as usize,
-                    o[1].as_u64().unwrap() as usize,
-                )
-            })
-            .collect();
+        let want = offsets(&c["offsets"]);
         let got: Vec<(usize, usize)> = enc.iter().map(|s| (s.start, s.end)).collect();
         assert_eq!(got, want, "offsets of {name}");
         n += enc.len();
