@@ -319,6 +319,25 @@ fn native_encoder_agrees_with_the_pipeline() {
         n += got.len();
     }
     assert!(n > 20_000, "{n} subwords compared");
+    // Rebuilt from its stored form (the merge table a cache entry keeps): the same.
+    let file = GgufFile::open(&gemma_gguf()).unwrap();
+    let stored = native.stored_form().unwrap();
+    let again = CodeTokenizer::from_gguf_stored(&file, Some(&stored)).unwrap();
+    assert!(again.is_native());
+    assert_eq!(again.stored_form().unwrap(), stored);
+    for text in generated_texts().iter().step_by(7) {
+        let a = again.encode_all(text).unwrap();
+        let b = native.encode_all(text).unwrap();
+        assert_eq!(a.len(), b.len(), "{text:?}");
+        assert!(a
+            .iter()
+            .zip(&b)
+            .all(|(x, y)| (x.id, &x.text, x.start, x.end, x.special)
+                == (y.id, &y.text, y.start, y.end, y.special)));
+    }
+    // A stored form that does not fit is ignored (derived again).
+    let other = CodeTokenizer::from_gguf_stored(&file, Some(&stored[..100])).unwrap();
+    assert_eq!(other.stored_form().unwrap(), stored);
     assert_eq!(native.vocab_size(), pipeline.vocab_size());
     for id in 0..pipeline.vocab_size() as u32 + 2 {
         assert_eq!(native.id_to_token(id), pipeline.id_to_token(id), "id {id}");
