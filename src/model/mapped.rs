@@ -190,11 +190,12 @@ impl Mapping {
             return Err(Error::io(path, std::io::Error::last_os_error()));
         }
         let start = p as usize;
-        let _guard = REGISTER.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = REGISTER.lock().unwrap_or_else(|e| e.into_inner());
         let Some(slot) = SLOT
             .iter()
             .find(|s| s.start.load(Ordering::Acquire) == 0 && s.refs.load(Ordering::Acquire) == 0)
         else {
+            drop(guard);
             // SAFETY: unmapping what we just mapped; nothing points into it.
             unsafe { libc::munmap(p, len) };
             return Err(Error::Compute(format!(
@@ -207,6 +208,7 @@ impl Mapping {
         LOW.fetch_min(start, Ordering::AcqRel);
         HIGH.fetch_max(start + len, Ordering::AcqRel);
         LIVE.fetch_add(1, Ordering::AcqRel);
+        drop(guard);
         Ok(Mapping { slot, start, len })
     }
 
