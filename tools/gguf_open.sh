@@ -39,8 +39,9 @@ run() { # label, env...
 screen() { # label, env...
   local label=$1; shift
   : > "$work/log"
+  rm -f "$work/done"
   tmux -S "$sock" new-session -d -s s -x 120 -y 40 \
-    "env $* CODESCOPE_CACHE='$work/cache' '$bin' --log-file '$work/log' --model gemma3-270m"
+    "env $* CODESCOPE_CACHE='$work/cache' '$bin' --log-file '$work/log' --model gemma3-270m; touch '$work/done'"
   local ms=""
   for _ in $(seq 100); do
     ms=$(grep -o 'first full screen drawn ms=[0-9]*' "$work/log" | grep -o '[0-9]*$' || true)
@@ -48,7 +49,8 @@ screen() { # label, env...
     sleep 0.1
   done
   tmux -S "$sock" send-keys -t s q
-  sleep 0.5
+  # Quitting waits for a cache entry being written (a first open).
+  for _ in $(seq 300); do [ -e "$work/done" ] && break; sleep 0.1; done
   tmux -S "$sock" kill-server 2>/dev/null || true
   printf '%-22s first full screen %s ms\n' "$label" "${ms:-(none in 10 s)}"
 }
@@ -64,8 +66,6 @@ if command -v tmux > /dev/null; then
   for i in $(seq "$runs"); do
     "$bin" cache clean > /dev/null
     screen "screen, first open"
-    # The entry is written in the background; let it finish before the next run.
-    sleep 5
   done
   for i in $(seq "$runs"); do screen "screen, cached"; done
 fi
