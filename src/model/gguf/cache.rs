@@ -259,7 +259,7 @@ pub fn load(dir: &Path) -> Result<(HashMap<String, Tensor>, Served)> {
 /// A zeroed f32 buffer whose pages the kernel may back with huge pages: ~1 GB read into
 /// fresh memory otherwise costs a page fault per 4 KiB (a fifth of a cached open's CPU
 /// time in the profile). Untouched until read into (calloc'd memory is mapped lazily).
-fn buffer(n: usize) -> Vec<f32> {
+pub(crate) fn buffer(n: usize) -> Vec<f32> {
     let v = vec![0f32; n];
     #[cfg(target_os = "linux")]
     if n * 4 >= 4 << 20 {
