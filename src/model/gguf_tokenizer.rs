@@ -4,8 +4,11 @@
 //! The reference is transformers' own GGUF conversion
 //! (`transformers/integrations/gguf/gguf_tokenizer_mapping.py`, 5.24): for the same file,
 //! [`from_gguf`] builds the same pipeline, so ids and offsets are identical (checked by
-//! `tests/gguf_tokenizer.rs` on the packaged Gemma 3 270M and on two tiny tokenizer-only
-//! files for the `gpt2` and non-Gemma `llama` paths). Two `tokenizer.ggml.model` types:
+//! `tests/it/gguf_tokenizer.rs` on the packaged Gemma 3 270M and on two tiny tokenizer-only
+//! files for the `gpt2` and non-Gemma `llama` paths). For Gemma-style vocabularies
+//! [`fast_from_gguf`] builds codescope's own encoder instead ([`super::spm_bpe`]: the same
+//! encodings, tested against this pipeline, in a fraction of the build time); the
+//! pipeline stays the reference. Two `tokenizer.ggml.model` types:
 //!
 //! - `llama` — SentencePiece BPE with byte fallback. The file has tokens, scores and token
 //!   types but no merges: they are derived from the vocabulary as transformers'

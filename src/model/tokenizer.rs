@@ -2,7 +2,9 @@
 //!
 //! Sources, in order: `tokenizer.json`; else the slow-tokenizer files a checkpoint ships
 //! (`vocab.json` + `merges.txt`: RoBERTa byte-level BPE, as CodeBERT on the hub has; or
-//! `vocab.txt`: BERT WordPiece, lower-casing per `tokenizer_config.json`).
+//! `vocab.txt`: BERT WordPiece, lower-casing per `tokenizer_config.json`); for a GGUF
+//! file, its metadata ([`super::gguf_tokenizer`]: codescope's own encoder,
+//! [`super::spm_bpe`], for Gemma-style vocabularies, else a `tokenizers` pipeline).
 //!
 //! A `tokenizer.json` may carry truncation and padding settings (the packaged MiniLM's
 //! truncates and pads to 128): both are switched off at load, so ids are exactly the
