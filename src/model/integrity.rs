@@ -248,6 +248,14 @@ pub fn check_on_open(dir: &Path) -> Result<()> {
 fn background(dir: &Path, m: &Manifest) -> Vec<String> {
     let t0 = std::time::Instant::now();
     let mut bad = Vec::new();
+    // Dequantized GGUF weights are derived: a damaged entry is removed (rebuilt on the
+    // next open) rather than left for the user to delete.
+    let derived = dir.starts_with(crate::model::source::gguf_cache_dir());
+    let remedy = if derived {
+        "removed; it is rebuilt on the next open".to_string()
+    } else {
+        format!("delete {} and fetch it again", dir.display())
+    };
     for (name, e) in &m.files {
         let p = dir.join(name);
         let same = match e.crc32 {
@@ -258,15 +266,17 @@ fn background(dir: &Path, m: &Manifest) -> Vec<String> {
             Ok(true) => {}
             Ok(false) => bad.push(format!(
                 "{} does not match the sha256 recorded when it was cached; results computed \
-                 with it cannot be trusted (delete {} and fetch it again)",
+                 with it cannot be trusted ({remedy})",
                 p.display(),
-                dir.display()
             )),
             Err(err) => bad.push(format!("{}: cannot re-check it: {err}", p.display())),
         }
     }
     for b in &bad {
         tracing::warn!("{b}");
+    }
+    if !bad.is_empty() && derived {
+        crate::model::gguf::cache::discard(dir);
     }
     tracing::info!(
         dir = %dir.display(),

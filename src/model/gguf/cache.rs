@@ -120,7 +120,8 @@ fn read_source(dir: &Path) -> Option<Source> {
 }
 
 /// The entry made from the GGUF at `path` as it is now, if there is one (path, size,
-/// mtime and end digests must all match, and the format be this codescope's).
+/// mtime and end digests must all match, and the format be this codescope's) and it
+/// passes its integrity check (one that fails is discarded).
 pub fn lookup(path: &Path) -> Result<Option<PathBuf>> {
     let root = gguf_cache_dir();
     if !root.is_dir() {
@@ -139,6 +140,14 @@ pub fn lookup(path: &Path) -> Result<Option<PathBuf>> {
             && src.ends_sha256 == now.ends_sha256
             && dir.join(WEIGHTS).is_file()
         {
+            // Checked once, before anything in it is read (the weights here, the
+            // tokenizer's merge table on another thread): quick now, full in the
+            // background.
+            if let Err(e) = integrity::check_on_open(&dir) {
+                tracing::warn!("discarding the dequantized-weight cache entry: {e}");
+                discard(&dir);
+                return Ok(None);
+            }
             return Ok(Some(dir));
         }
     }
@@ -185,12 +194,11 @@ fn slices(header: &[u8], corrupt: &dyn Fn(String) -> Error) -> Result<Vec<Slice>
         .collect()
 }
 
-/// The tensors of an entry, its integrity checked (quick now, full in the background)
-/// and its header validated. With codescope's allocator installed (the binary) they are
-/// views of the memory-mapped file — no copy, pages read as the model touches them;
-/// otherwise every tensor is read into its own buffer, in parallel.
+/// The tensors of an entry [`lookup`] returned (its integrity checked there), its header
+/// validated. With codescope's allocator installed (the binary) they are views of the
+/// memory-mapped file — no copy, pages read as the model touches them; otherwise every
+/// tensor is read into its own buffer, in parallel.
 pub fn load(dir: &Path) -> Result<(HashMap<String, Tensor>, Served)> {
-    integrity::check_on_open(dir)?;
     let path = dir.join(WEIGHTS);
     weights::check_safetensors(&path)?;
     let corrupt = |reason: String| Error::CorruptWeights {
