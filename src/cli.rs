@@ -108,9 +108,11 @@ pub enum CacheAction {
     /// Hash every model codescope downloaded or derived and compare with what was
     /// recorded when it was cached (exit 1 if any differs).
     Verify,
-    /// Remove the dequantized GGUF weights (rebuilt on the next open) and temporary
-    /// files that interrupted downloads left. Downloaded models are kept; delete their
-    /// directories (see `codescope models`) to remove them.
+    /// Remove the dequantized GGUF weights (rebuilt on the next open; cached by default
+    /// for models up to 4 GiB of f32 weights, CODESCOPE_GGUF_CACHE=0 turns that off, =1
+    /// caches every model) and temporary files that interrupted downloads left.
+    /// Downloaded models are kept; delete their directories (see `codescope models`) to
+    /// remove them.
     Clean,
 }
 
