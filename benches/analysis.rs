@@ -4,6 +4,7 @@
 //! once with the packaged MiniLM.
 //!
 //!     cargo bench --bench analysis
+//!     CODESCOPE_BENCH_RUNS=200 cargo bench --bench analysis   # also min / median of 200 runs
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
@@ -24,6 +25,40 @@ fn bench(c: &mut Criterion) {
     let syn = Arc::new(syntax::parse(text, Language::Python).expect("parse"));
     let trace = m.trace(text, &ForwardOptions::default()).expect("trace");
     assert_eq!(trace.tokens.len(), 512);
+    // On a shared machine whose speed drifts, the fastest of many runs is the steadier
+    // figure: CODESCOPE_BENCH_RUNS=N times N runs of each case outside criterion and
+    // prints their minimum and median.
+    if let Some(runs) = std::env::var("CODESCOPE_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        for sweep in [false, true] {
+            let mut times = Vec::with_capacity(runs);
+            for _ in 0..runs.max(1) {
+                let (s, toks, t) = (syn.clone(), syn.tokens.clone(), trace.clone());
+                let start = std::time::Instant::now();
+                let out = from_trace(
+                    s,
+                    toks,
+                    t,
+                    &Options {
+                        mode: Mode::Source,
+                        threshold: 0.05,
+                        sweep,
+                    },
+                );
+                times.push(start.elapsed().as_secs_f64() * 1e3);
+                drop(out);
+            }
+            times.sort_by(f64::total_cmp);
+            eprintln!(
+                "analysis_512_tokens sweep={sweep}: min {:.2} ms, median {:.2} ms over {} runs",
+                times[0],
+                times[times.len() / 2],
+                times.len()
+            );
+        }
+    }
     let mut g = c.benchmark_group("analysis_512_tokens");
     g.sample_size(20);
     for sweep in [false, true] {

@@ -6,8 +6,6 @@
 
 use rayon::prelude::*;
 
-use crate::nn::{ln_f64, ln_f64x4};
-
 /// Number of entries of `a` above `t` (vectorised: eight lanes of 0/1 counts).
 pub fn count_above(a: &[f32], t: f32) -> usize {
     #[cfg(target_arch = "x86_64")]
@@ -43,65 +41,170 @@ fn count_above_body(a: &[f32], t: f32) -> usize {
 }
 
 /// `(sum x, sum x ln x)` over the positive entries of `row` (negative entries count as
-/// 0), in f64 with four lanes and [`ln_f64`]: the sums a row's entropy is computed from.
+/// 0): the sums a row's entropy is computed from. `ln x` is [`ln_f32`] (relative error
+/// ~1e-7) and `x ln x` is rounded to f32; both sums are accumulated in f64, on eight
+/// lanes. (It was an f64 logarithm with a division per four values: a fifth of the
+/// analysis after the forward pass, for a difference in the seventh digit.)
 pub fn x_ln_x_sums(row: &[f32]) -> (f64, f64) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the feature the function is compiled for.
+    if crate::nn::avx2_fma() {
+        // SAFETY: the CPU has the features the function is compiled for.
         return unsafe { x_ln_x_sums_avx2(row) };
     }
     x_ln_x_sums_portable(row)
 }
 
-/// [`x_ln_x_sums_portable`] with the four lanes in one AVX2 register: bit-identical
-/// results. Public so that tests can compare the two (call [`x_ln_x_sums`] otherwise).
+/// [`x_ln_x_sums_portable`] with the eight lanes in AVX2 registers, the same operations
+/// in the same order: bit-identical results. Public so that tests can compare the two
+/// (call [`x_ln_x_sums`] otherwise).
 ///
 /// # Safety
-/// The CPU must support AVX2.
+/// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 pub unsafe fn x_ln_x_sums_avx2(row: &[f32]) -> (f64, f64) {
     use std::arch::x86_64::*;
-    let (mut s, mut t) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-    let chunks = row.chunks_exact(4);
+    let (mut s_lo, mut s_hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    let (mut t_lo, mut t_hi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    let body = &row[..row.len() / 8 * 8];
+    let rest = &row[body.len()..];
+    // Two chunks per step: their logarithms' operations interleave (the polynomial is a
+    // chain of dependent operations; one chunk at a time left the CPU waiting on it).
+    // The sums still take the chunks in order.
+    let mut pairs = body.chunks_exact(16);
+    for c in &mut pairs {
+        let x0 = _mm256_max_ps(_mm256_loadu_ps(c.as_ptr()), _mm256_setzero_ps());
+        let x1 = _mm256_max_ps(_mm256_loadu_ps(c.as_ptr().add(8)), _mm256_setzero_ps());
+        let (l0, l1) = (ln_f32x8(x0), ln_f32x8(x1));
+        for (x, l) in [(x0, l0), (x1, l1)] {
+            let xl = _mm256_mul_ps(x, l);
+            s_lo = _mm256_add_pd(s_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+            s_hi = _mm256_add_pd(s_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)));
+            t_lo = _mm256_add_pd(t_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(xl)));
+            t_hi = _mm256_add_pd(t_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(xl)));
+        }
+    }
+    for c in pairs.remainder().chunks_exact(8) {
+        let x = _mm256_max_ps(_mm256_loadu_ps(c.as_ptr()), _mm256_setzero_ps());
+        let xl = _mm256_mul_ps(x, ln_f32x8(x));
+        s_lo = _mm256_add_pd(s_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+        s_hi = _mm256_add_pd(s_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)));
+        t_lo = _mm256_add_pd(t_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(xl)));
+        t_hi = _mm256_add_pd(t_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(xl)));
+    }
+    let lanes = |lo: __m256d, hi: __m256d| {
+        let mut v = [0.0f64; 8];
+        _mm256_storeu_pd(v.as_mut_ptr(), lo);
+        _mm256_storeu_pd(v.as_mut_ptr().add(4), hi);
+        v
+    };
+    finish(lanes(s_lo, s_hi), lanes(t_lo, t_hi), rest)
+}
+
+/// [`x_ln_x_sums`] without SIMD intrinsics: eight lanes, a scalar tail.
+pub fn x_ln_x_sums_portable(row: &[f32]) -> (f64, f64) {
+    let mut s = [0.0f64; 8];
+    let mut t = [0.0f64; 8];
+    let chunks = row.chunks_exact(8);
     let rest = chunks.remainder();
     for c in chunks {
-        let x = _mm256_cvtps_pd(_mm_max_ps(_mm_loadu_ps(c.as_ptr()), _mm_setzero_ps()));
-        s = _mm256_add_pd(s, x);
-        t = _mm256_add_pd(t, _mm256_mul_pd(x, ln_f64x4(x)));
+        for k in 0..8 {
+            let x = c[k].max(0.0);
+            s[k] += f64::from(x);
+            t[k] += f64::from(x * ln_f32(x));
+        }
     }
-    let (mut sl, mut tl) = ([0.0f64; 4], [0.0f64; 4]);
-    _mm256_storeu_pd(sl.as_mut_ptr(), s);
-    _mm256_storeu_pd(tl.as_mut_ptr(), t);
-    finish(sl, tl, rest)
+    finish(s, t, rest)
 }
 
 #[inline(always)]
-fn finish(s: [f64; 4], t: [f64; 4], rest: &[f32]) -> (f64, f64) {
-    let (mut s64, mut t64) = ((s[0] + s[1]) + (s[2] + s[3]), (t[0] + t[1]) + (t[2] + t[3]));
+fn finish(s: [f64; 8], t: [f64; 8], rest: &[f32]) -> (f64, f64) {
+    let fold = |v: [f64; 8]| ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+    let (mut s64, mut t64) = (fold(s), fold(t));
     for &x in rest {
-        let x = f64::from(x.max(0.0));
-        s64 += x;
-        t64 += x * ln_f64(x);
+        let x = x.max(0.0);
+        s64 += f64::from(x);
+        t64 += f64::from(x * ln_f32(x));
     }
     (s64, t64)
 }
 
-/// [`x_ln_x_sums`] without SIMD intrinsics: four f64 lanes (the vector width at f64), a
-/// scalar tail.
-pub fn x_ln_x_sums_portable(row: &[f32]) -> (f64, f64) {
-    let mut s = [0.0f64; 4];
-    let mut t = [0.0f64; 4];
-    let chunks = row.chunks_exact(4);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for k in 0..4 {
-            let x = f64::from(c[k].max(0.0));
-            s[k] += x;
-            t[k] += x * ln_f64(x);
-        }
-    }
-    finish(s, t, rest)
+const SQRT_HALF: f32 = std::f32::consts::FRAC_1_SQRT_2;
+// Cephes' `logf` polynomial, lowest degree first.
+const P0: f32 = 0.333_333_3;
+const P1: f32 = -0.249_999_94;
+const P2: f32 = 0.200_007_14;
+const P3: f32 = -0.166_680_57;
+const P4: f32 = 0.142_493_23;
+const P5: f32 = -0.124_201_41;
+const P6: f32 = 0.116_769_984;
+const P7: f32 = -0.115_146_1;
+const P8: f32 = 0.070_376_836;
+
+/// Natural logarithm of a positive normal f32: Cephes' `logf` (the mantissa in
+/// [sqrt(1/2), sqrt(2)), its polynomial by Estrin's scheme, ln 2 split in two; relative error
+/// ~1e-7), branch-free so that it vectorises. `ln(0)` gives a finite value near -88
+/// instead of -inf, harmless where the result is multiplied by `x` (entropy);
+/// subnormal inputs are not handled.
+#[inline(always)]
+pub fn ln_f32(x: f32) -> f32 {
+    let bits = x.to_bits();
+    // x = m 2^e with m in [0.5, 1).
+    let m = f32::from_bits((bits & 0x007f_ffff) | 0x3f00_0000);
+    let e = ((bits >> 23) & 0xff) as i32 - 126;
+    let small = m < SQRT_HALF;
+    let e = (if small { e - 1 } else { e }) as f32;
+    let f = if small { m + m - 1.0 } else { m - 1.0 };
+    let z = f * f;
+    // Cephes' degree-8 polynomial in f, evaluated by Estrin's scheme (four levels deep
+    // instead of Horner's nine, so that the CPU overlaps more rows' worth of it), with
+    // fused multiply-adds.
+    let z2 = z * z;
+    let lin = |a: f32, b: f32| b.mul_add(f, a);
+    let q0 = lin(P2, P3).mul_add(z, lin(P0, P1));
+    let q1 = lin(P6, P7).mul_add(z, lin(P4, P5));
+    let p = P8.mul_add(z2 * z2, q1.mul_add(z2, q0));
+    let mut y = p * f * z;
+    y = e.mul_add(-2.121_944_4e-4, y);
+    y = (-0.5f32).mul_add(z, y);
+    e.mul_add(0.693_359_4, f + y)
+}
+
+/// [`ln_f32`] on eight lanes with AVX2 + FMA, the same operations in the same order, so
+/// each lane's result is bit-identical to [`ln_f32`]'s.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub unsafe fn ln_f32x8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let c = _mm256_set1_ps;
+    let (mul, add, sub) = (_mm256_mul_ps, _mm256_add_ps, _mm256_sub_ps);
+    let bits = _mm256_castps_si256(x);
+    let m = _mm256_castsi256_ps(_mm256_or_si256(
+        _mm256_and_si256(bits, _mm256_set1_epi32(0x007f_ffff)),
+        _mm256_set1_epi32(0x3f00_0000),
+    ));
+    let e = _mm256_sub_epi32(
+        _mm256_and_si256(_mm256_srli_epi32::<23>(bits), _mm256_set1_epi32(0xff)),
+        _mm256_set1_epi32(126),
+    );
+    let small = _mm256_cmp_ps::<_CMP_LT_OQ>(m, c(SQRT_HALF));
+    // e - 1 where small: the mask is all ones (-1) there.
+    let e = _mm256_cvtepi32_ps(_mm256_add_epi32(e, _mm256_castps_si256(small)));
+    let f = sub(_mm256_blendv_ps(m, add(m, m), small), c(1.0));
+    let z = mul(f, f);
+    let z2 = mul(z, z);
+    let fma = _mm256_fmadd_ps;
+    let lin = |a: f32, b: f32| fma(c(b), f, c(a));
+    let q0 = fma(lin(P2, P3), z, lin(P0, P1));
+    let q1 = fma(lin(P6, P7), z, lin(P4, P5));
+    let p = fma(c(P8), mul(z2, z2), fma(q1, z2, q0));
+    let mut y = mul(mul(p, f), z);
+    y = fma(e, c(-2.121_944_4e-4), y);
+    y = fma(c(-0.5), z, y);
+    fma(e, c(0.693_359_4), add(f, y))
 }
 
 /// One layer's token attention `[head][i][j]` into `out` (`heads * n * n`, `n =
@@ -113,7 +216,10 @@ pub fn x_ln_x_sums_portable(row: &[f32]) -> (f64, f64) {
 /// Row pass then column pass: `R[i][q] = mean_p a[p][q]`; `A[i][j] = mean_q R[i][q]`. The
 /// column pass takes eight rows `i` at a time from a transposed block, so each column sum
 /// is one 8-lane add per subword; every lane adds in the same order, from the same zero,
-/// as [`aggregate_layer_scalar`] (bit-identical results, tested).
+/// as [`aggregate_layer_scalar`] (bit-identical results, tested). The transpositions (in
+/// and back out) are 8 x 8 register shuffles, and the next block's subword rows are
+/// prefetched during the column pass: the row pass reads the whole layer from memory
+/// (75 MB for MiniLM at 512 subwords) and mostly waited on it.
 pub fn aggregate_layer(
     att: &[f32],
     heads: usize,
@@ -136,7 +242,7 @@ pub fn aggregate_layer(
                 // SAFETY: the CPU has the feature the function is compiled for.
                 return unsafe { aggregate_head_avx2(a, m, groups, runs, out) };
             }
-            aggregate_head(a, m, groups, runs, out)
+            aggregate_head::<false>(a, m, groups, runs, out)
         });
 }
 
@@ -149,14 +255,14 @@ unsafe fn aggregate_head_avx2(
     runs: &[Option<(usize, usize)>],
     out: &mut [f32],
 ) {
-    aggregate_head(a, m, groups, runs, out)
+    aggregate_head::<true>(a, m, groups, runs, out)
 }
 
 /// Rows taken together by the column pass.
 const BLOCK: usize = 8;
 
 #[inline(always)]
-fn aggregate_head(
+fn aggregate_head<const AVX2: bool>(
     a: &[f32],
     m: usize,
     groups: &[Vec<usize>],
@@ -164,22 +270,31 @@ fn aggregate_head(
     out: &mut [f32],
 ) {
     let n = groups.len();
-    let mut buf = vec![0.0f32; m];
+    let mut bufs = vec![0.0f32; BLOCK * m];
+    let zero = vec![0.0f32; m.max(BLOCK)];
     // t[q * BLOCK + k] = R[i0 + k][q].
     let mut t = vec![0.0f32; m * BLOCK];
+    let mut u = vec![0.0f32; n * BLOCK];
+    let mut back = [0.0f32; BLOCK * BLOCK];
     for i0 in (0..n).step_by(BLOCK) {
         let rows = (n - i0).min(BLOCK);
-        for k in 0..BLOCK {
-            let Some(g) = groups.get(i0 + k).filter(|_| k < rows) else {
-                t.iter_mut().skip(k).step_by(BLOCK).for_each(|x| *x = 0.0);
-                continue;
-            };
-            let r = row_mean(a, m, g, &mut buf);
-            for (q, &x) in r.iter().enumerate() {
-                t[q * BLOCK + k] = x;
-            }
+        let mut r: [&[f32]; BLOCK] = [&zero; BLOCK];
+        for (k, slot) in bufs.chunks_exact_mut(m.max(1)).enumerate().take(rows) {
+            r[k] = row_mean(a, m, &groups[i0 + k], slot);
         }
+        transpose::<AVX2>(&r, m, &mut t);
+        // The next block's subword rows are read from memory while this block's columns
+        // are summed: a few cache lines ahead per column group (the row pass was waiting
+        // on memory most of its time).
+        let next = groups
+            .get(i0 + BLOCK..(i0 + 2 * BLOCK).min(n))
+            .unwrap_or(&[]);
+        let mut ahead = Ahead::new(a, m, next, n);
+        // u[j * BLOCK + k] = A[i0 + k][j].
         for (j, g) in groups.iter().enumerate() {
+            if AVX2 {
+                ahead.step();
+            }
             let mut acc = [0.0f32; BLOCK];
             let mut add = |q: usize| {
                 let c = &t[q * BLOCK..(q + 1) * BLOCK];
@@ -192,11 +307,211 @@ fn aggregate_head(
                 None => g.iter().for_each(|&q| add(q)),
             }
             let d = g.len() as f32;
-            for (k, &s) in acc.iter().enumerate().take(rows) {
-                out[(i0 + k) * n + j] = s / d;
+            let u = &mut u[j * BLOCK..(j + 1) * BLOCK];
+            for l in 0..BLOCK {
+                u[l] = acc[l] / d;
+            }
+        }
+        // Back to rows i0..i0 + rows of `out`.
+        let mut r: [&[f32]; BLOCK] = [&zero; BLOCK];
+        let mut j0 = 0;
+        while j0 + BLOCK <= n {
+            for (k, row) in r.iter_mut().enumerate() {
+                *row = &u[(j0 + k) * BLOCK..(j0 + k + 1) * BLOCK];
+            }
+            transpose::<AVX2>(&r, BLOCK, &mut back);
+            for k in 0..rows {
+                out[(i0 + k) * n + j0..(i0 + k) * n + j0 + BLOCK]
+                    .copy_from_slice(&back[k * BLOCK..(k + 1) * BLOCK]);
+            }
+            j0 += BLOCK;
+        }
+        for j in j0..n {
+            for k in 0..rows {
+                out[(i0 + k) * n + j] = u[j * BLOCK + k];
             }
         }
     }
+}
+
+/// For each row `i` of the `n x n` row-major `a` and each class `c`, the sum of the
+/// row's entries in the columns `members[c]`, in the order listed: `out[i * k + c]`
+/// (`k = members.len()`). Eight rows at a time from a transposed block, each lane adding
+/// in the same order as a one-row loop (the same f32 sums, bit for bit; a one-row loop is
+/// a chain of dependent additions).
+pub fn class_row_sums(a: &[f32], n: usize, members: &[Vec<usize>], out: &mut [f32]) {
+    let k = members.len();
+    assert_eq!(a.len(), n * n);
+    assert_eq!(out.len(), n * k);
+    assert!(members.iter().flatten().all(|&j| j < n));
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has the feature the function is compiled for.
+        return unsafe { class_row_sums_avx2(a, n, members, out) };
+    }
+    class_row_sums_body::<false>(a, n, members, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn class_row_sums_avx2(a: &[f32], n: usize, members: &[Vec<usize>], out: &mut [f32]) {
+    class_row_sums_body::<true>(a, n, members, out)
+}
+
+#[inline(always)]
+fn class_row_sums_body<const AVX2: bool>(
+    a: &[f32],
+    n: usize,
+    members: &[Vec<usize>],
+    out: &mut [f32],
+) {
+    let k = members.len();
+    let zero = vec![0.0f32; n];
+    let mut t = vec![0.0f32; n * BLOCK];
+    for i0 in (0..n).step_by(BLOCK) {
+        let rows = (n - i0).min(BLOCK);
+        let mut r: [&[f32]; BLOCK] = [&zero; BLOCK];
+        for (k, row) in r.iter_mut().enumerate().take(rows) {
+            *row = &a[(i0 + k) * n..(i0 + k + 1) * n];
+        }
+        transpose::<AVX2>(&r, n, &mut t);
+        for (c, cols) in members.iter().enumerate() {
+            let mut acc = [0.0f32; BLOCK];
+            for &j in cols {
+                let v = &t[j * BLOCK..(j + 1) * BLOCK];
+                for l in 0..BLOCK {
+                    acc[l] += v[l];
+                }
+            }
+            for (l, &s) in acc.iter().enumerate().take(rows) {
+                out[(i0 + l) * k + c] = s;
+            }
+        }
+    }
+}
+
+/// [`class_row_sums`] one row and one class at a time: the reference it is tested against.
+pub fn class_row_sums_scalar(a: &[f32], n: usize, members: &[Vec<usize>], out: &mut [f32]) {
+    let k = members.len();
+    for i in 0..n {
+        let row = &a[i * n..(i + 1) * n];
+        for (c, cols) in members.iter().enumerate() {
+            let mut s = 0.0f32;
+            for &j in cols {
+                s += row[j];
+            }
+            out[i * k + c] = s;
+        }
+    }
+}
+
+/// Prefetches of the subword rows of the next block of groups, spread over `steps` calls
+/// of [`Ahead::step`].
+struct Ahead<'a> {
+    a: &'a [f32],
+    m: usize,
+    rows: Vec<usize>,
+    /// Cache lines per step.
+    per_step: usize,
+    /// Next line to fetch, over all rows.
+    at: usize,
+}
+
+/// f32 values per 64-byte cache line.
+const LINE: usize = 16;
+
+impl<'a> Ahead<'a> {
+    fn new(a: &'a [f32], m: usize, groups: &[Vec<usize>], steps: usize) -> Self {
+        let rows: Vec<usize> = groups.iter().flatten().copied().collect();
+        let lines = rows.len() * m.div_ceil(LINE);
+        Ahead {
+            a,
+            m,
+            per_step: lines.div_ceil(steps.max(1)),
+            rows,
+            at: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn step(&mut self) {
+        let per_row = self.m.div_ceil(LINE);
+        for _ in 0..self.per_step {
+            let (r, l) = (self.at / per_row.max(1), self.at % per_row.max(1));
+            let Some(&p) = self.rows.get(r) else { return };
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch is only a hint; the address is inside `a` (row p < m,
+            // column l * LINE < m).
+            unsafe {
+                use std::arch::x86_64::*;
+                _mm_prefetch::<_MM_HINT_T0>(self.a.as_ptr().add(p * self.m + l * LINE) as *const i8);
+            }
+            self.at += 1;
+        }
+    }
+}
+
+/// `t[q * BLOCK + k] = r[k][q]` for the `m` columns of the eight rows `r`.
+#[inline(always)]
+fn transpose<const AVX2: bool>(r: &[&[f32]; BLOCK], m: usize, t: &mut [f32]) {
+    let mut q0 = 0;
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        while q0 + BLOCK <= m {
+            // SAFETY: only instantiated with AVX2 = true from `aggregate_head_avx2`, whose
+            // CPU has AVX2; columns q0..q0+8 lie inside every row (length m) and rows
+            // q0..q0+8 of `t` (length m * BLOCK).
+            unsafe { transpose8_avx2(r, q0, t) };
+            q0 += BLOCK;
+        }
+    }
+    for q in q0..m {
+        for (k, row) in r.iter().enumerate() {
+            t[q * BLOCK + k] = row[q];
+        }
+    }
+}
+
+/// One 8 x 8 block of [`transpose`]: columns `q0..q0 + 8`, with AVX2 shuffles.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose8_avx2(r: &[&[f32]; BLOCK], q0: usize, t: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let l = |k: usize| _mm256_loadu_ps(r[k][q0..q0 + 8].as_ptr());
+    let (a0, a1, a2, a3) = (l(0), l(1), l(2), l(3));
+    let (a4, a5, a6, a7) = (l(4), l(5), l(6), l(7));
+    let (b0, b1) = (_mm256_unpacklo_ps(a0, a1), _mm256_unpackhi_ps(a0, a1));
+    let (b2, b3) = (_mm256_unpacklo_ps(a2, a3), _mm256_unpackhi_ps(a2, a3));
+    let (b4, b5) = (_mm256_unpacklo_ps(a4, a5), _mm256_unpackhi_ps(a4, a5));
+    let (b6, b7) = (_mm256_unpacklo_ps(a6, a7), _mm256_unpackhi_ps(a6, a7));
+    let (c0, c1) = (
+        _mm256_shuffle_ps::<0x44>(b0, b2),
+        _mm256_shuffle_ps::<0xEE>(b0, b2),
+    );
+    let (c2, c3) = (
+        _mm256_shuffle_ps::<0x44>(b1, b3),
+        _mm256_shuffle_ps::<0xEE>(b1, b3),
+    );
+    let (c4, c5) = (
+        _mm256_shuffle_ps::<0x44>(b4, b6),
+        _mm256_shuffle_ps::<0xEE>(b4, b6),
+    );
+    let (c6, c7) = (
+        _mm256_shuffle_ps::<0x44>(b5, b7),
+        _mm256_shuffle_ps::<0xEE>(b5, b7),
+    );
+    let out = &mut t[q0 * BLOCK..(q0 + 8) * BLOCK];
+    let s = |i: usize, v: __m256, out: &mut [f32]| {
+        _mm256_storeu_ps(out[i * BLOCK..(i + 1) * BLOCK].as_mut_ptr(), v)
+    };
+    s(0, _mm256_permute2f128_ps::<0x20>(c0, c4), out);
+    s(1, _mm256_permute2f128_ps::<0x20>(c1, c5), out);
+    s(2, _mm256_permute2f128_ps::<0x20>(c2, c6), out);
+    s(3, _mm256_permute2f128_ps::<0x20>(c3, c7), out);
+    s(4, _mm256_permute2f128_ps::<0x31>(c0, c4), out);
+    s(5, _mm256_permute2f128_ps::<0x31>(c1, c5), out);
+    s(6, _mm256_permute2f128_ps::<0x31>(c2, c6), out);
+    s(7, _mm256_permute2f128_ps::<0x31>(c3, c7), out);
 }
 
 /// `R[i]`: row `g[0]` of `a` in place for a one-subword group, else the mean of the
