@@ -371,8 +371,8 @@ fn class_row_sums_body<const AVX2: bool>(
     for i0 in (0..n).step_by(BLOCK) {
         let rows = (n - i0).min(BLOCK);
         let mut r: [&[f32]; BLOCK] = [&zero; BLOCK];
-        for (k, row) in r.iter_mut().enumerate().take(rows) {
-            *row = &a[(i0 + k) * n..(i0 + k + 1) * n];
+        for (l, row) in r.iter_mut().enumerate().take(rows) {
+            *row = &a[(i0 + l) * n..(i0 + l + 1) * n];
         }
         transpose::<AVX2>(&r, n, &mut t);
         for (c, cols) in members.iter().enumerate() {
