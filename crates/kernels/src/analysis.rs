@@ -71,26 +71,26 @@ pub unsafe fn x_ln_x_sums_avx2(row: &[f32]) -> (f64, f64) {
     // Two chunks per step: their logarithms' operations interleave (the polynomial is a
     // chain of dependent operations; one chunk at a time left the CPU waiting on it).
     // The sums still take the chunks in order.
+    macro_rules! accumulate {
+        ($x:expr, $l:expr) => {{
+            let (x, xl) = ($x, _mm256_mul_ps($x, $l));
+            s_lo = _mm256_add_pd(s_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+            s_hi = _mm256_add_pd(s_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)));
+            t_lo = _mm256_add_pd(t_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(xl)));
+            t_hi = _mm256_add_pd(t_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(xl)));
+        }};
+    }
     let mut pairs = body.chunks_exact(16);
     for c in &mut pairs {
         let x0 = _mm256_max_ps(_mm256_loadu_ps(c.as_ptr()), _mm256_setzero_ps());
         let x1 = _mm256_max_ps(_mm256_loadu_ps(c.as_ptr().add(8)), _mm256_setzero_ps());
         let (l0, l1) = (ln_f32x8(x0), ln_f32x8(x1));
-        for (x, l) in [(x0, l0), (x1, l1)] {
-            let xl = _mm256_mul_ps(x, l);
-            s_lo = _mm256_add_pd(s_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-            s_hi = _mm256_add_pd(s_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)));
-            t_lo = _mm256_add_pd(t_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(xl)));
-            t_hi = _mm256_add_pd(t_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(xl)));
-        }
+        accumulate!(x0, l0);
+        accumulate!(x1, l1);
     }
     for c in pairs.remainder().chunks_exact(8) {
         let x = _mm256_max_ps(_mm256_loadu_ps(c.as_ptr()), _mm256_setzero_ps());
-        let xl = _mm256_mul_ps(x, ln_f32x8(x));
-        s_lo = _mm256_add_pd(s_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
-        s_hi = _mm256_add_pd(s_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)));
-        t_lo = _mm256_add_pd(t_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(xl)));
-        t_hi = _mm256_add_pd(t_hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(xl)));
+        accumulate!(x, ln_f32x8(x));
     }
     let lanes = |lo: __m256d, hi: __m256d| {
         let mut v = [0.0f64; 8];
