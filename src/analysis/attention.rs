@@ -300,7 +300,20 @@ mod blocked_tests {
 
     #[test]
     fn blocked_aggregation_is_bit_identical_to_the_scalar_one() {
-        for (m, heads, seed) in [(1, 1, 1), (2, 2, 2), (37, 3, 3), (130, 2, 4), (257, 4, 5)] {
+        // Tails and exact multiples of the 8-row blocks and 8-column transposes, in m
+        // (subwords) and in n (code tokens, the groups the generator makes).
+        for (m, heads, seed) in [
+            (1, 1, 1),
+            (2, 2, 2),
+            (5, 2, 6),
+            (8, 1, 7),
+            (16, 2, 8),
+            (24, 1, 9),
+            (37, 3, 3),
+            (64, 2, 10),
+            (130, 2, 4),
+            (257, 4, 5),
+        ] {
             let (att, mut groups) = case(m, heads, seed);
             if groups.is_empty() {
                 groups.push(vec![0]);

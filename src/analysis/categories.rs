@@ -171,6 +171,8 @@ impl Serialize for CategoryMatrix {
 #[cfg(test)]
 mod tests {
 
+    use super::*;
+
     #[test]
     fn blocked_class_sums_are_bit_identical_to_one_row_at_a_time() {
         use codescope_kernels::analysis::{class_row_sums, class_row_sums_scalar};
@@ -189,8 +191,6 @@ mod tests {
             assert_eq!(bits(&fast), bits(&slow), "n {n}");
         }
     }
-
-    use super::*;
 
     #[test]
     fn coarse_derived_from_fine_equals_direct() {

@@ -43,7 +43,8 @@ fn count_above_body(a: &[f32], t: f32) -> usize {
 /// `(sum x, sum x ln x)` over the positive entries of `row` (negative entries count as
 /// 0): the sums a row's entropy is computed from. `ln x` is [`ln_f32`] (relative error
 /// ~1e-7) and `x ln x` is rounded to f32; both sums are accumulated in f64, on eight
-/// lanes. (It was an f64 logarithm with a division per four values: a fifth of the
+/// lanes. (Without FMA hardware `mul_add` is a library call: slow but the same values;
+/// x86 CPUs with AVX2 + FMA take the vector version.) (It was an f64 logarithm with a division per four values: a fifth of the
 /// analysis after the forward pass, for a difference in the seventh digit.)
 pub fn x_ln_x_sums(row: &[f32]) -> (f64, f64) {
     #[cfg(target_arch = "x86_64")]
@@ -218,8 +219,8 @@ pub unsafe fn ln_f32x8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m25
 /// is one 8-lane add per subword; every lane adds in the same order, from the same zero,
 /// as [`aggregate_layer_scalar`] (bit-identical results, tested). The transpositions (in
 /// and back out) are 8 x 8 register shuffles, and the next block's subword rows are
-/// prefetched during the column pass: the row pass reads the whole layer from memory
-/// (75 MB for MiniLM at 512 subwords) and mostly waited on it.
+/// prefetched during the column pass: the row pass reads every layer from memory (75 MB
+/// for MiniLM's six layers at 512 subwords) and mostly waited on it.
 pub fn aggregate_layer(
     att: &[f32],
     heads: usize,
@@ -289,10 +290,10 @@ fn aggregate_head<const AVX2: bool>(
         let next = groups
             .get(i0 + BLOCK..(i0 + 2 * BLOCK).min(n))
             .unwrap_or(&[]);
-        let mut ahead = Ahead::new(a, m, next, n);
+        let mut ahead = AVX2.then(|| Ahead::new(a, m, next, n));
         // u[j * BLOCK + k] = A[i0 + k][j].
         for (j, g) in groups.iter().enumerate() {
-            if AVX2 {
+            if let Some(ahead) = ahead.as_mut() {
                 ahead.step();
             }
             let mut acc = [0.0f32; BLOCK];
@@ -458,9 +459,9 @@ fn transpose<const AVX2: bool>(r: &[&[f32]; BLOCK], m: usize, t: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if AVX2 {
         while q0 + BLOCK <= m {
-            // SAFETY: only instantiated with AVX2 = true from `aggregate_head_avx2`, whose
-            // CPU has AVX2; columns q0..q0+8 lie inside every row (length m) and rows
-            // q0..q0+8 of `t` (length m * BLOCK).
+            // SAFETY: only instantiated with AVX2 = true from `aggregate_head_avx2` and
+            // `class_row_sums_avx2`, whose CPU has AVX2; columns q0..q0+8 lie inside every
+            // row (at least m long) and rows q0..q0+8 of `t` (length m * BLOCK).
             unsafe { transpose8_avx2(r, q0, t) };
             q0 += BLOCK;
         }
