@@ -310,9 +310,8 @@ impl Bert {
         let d = h / heads;
         let scale = (1.0 / (d as f64).sqrt()) as f32;
         let qkv = self.layers[li].qkv.apply(x, n, None);
-        let mut probs = vec![0.0f32; heads * n * n];
         let mut ctx = vec![0.0f32; n * h];
-        kernels::attention(&qkv, n, heads, d, scale, false, &mut probs, &mut ctx);
+        let probs = kernels::attention_probs(&qkv, n, heads, d, scale, false, None, &mut ctx);
         (probs, ctx)
     }
 }

@@ -91,9 +91,8 @@ impl<'o, 'c> Pass<'o, 'c> {
         window: Option<usize>,
     ) -> Result<Tensor> {
         let (n, heads) = (self.n, self.heads);
-        let mut probs = vec![0.0f32; heads * n * n];
         let mut ctx = vec![0.0f32; n * heads * d];
-        kernels::attention_windowed(qkv, n, heads, d, scale, true, window, &mut probs, &mut ctx);
+        let probs = kernels::attention_probs(qkv, n, heads, d, scale, true, window, &mut ctx);
         self.capture
             .keep_attention(self.opts, self.current, probs)?;
         Ok(Tensor::from_vec(ctx, (n, heads * d), &self.device)?)

@@ -119,6 +119,29 @@ mod tests {
     }
 
     #[test]
+    fn attention_into_a_fresh_buffer_is_the_same() {
+        let (n, heads, d) = (70, 2, 4);
+        let mut rng = crate::model::testutil::SplitMix::new(5);
+        let qkv = rng.vec(n * 3 * heads * d, 1.0);
+        for (causal, window) in [(false, None), (true, None), (true, Some(9))] {
+            let mut ctx_a = vec![0.0f32; n * heads * d];
+            let probs = attention_probs(&qkv, n, heads, d, 0.5, causal, window, &mut ctx_a);
+            let (mut want, mut ctx_b) =
+                (vec![f32::NAN; heads * n * n], vec![0.0f32; n * heads * d]);
+            attention_windowed(
+                &qkv, n, heads, d, 0.5, causal, window, &mut want, &mut ctx_b,
+            );
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&probs),
+                bits(&want),
+                "causal {causal}, window {window:?}"
+            );
+            assert_eq!(bits(&ctx_a), bits(&ctx_b));
+        }
+    }
+
+    #[test]
     fn attention_matches_naive() {
         let (n, heads, d) = (7, 3, 4);
         let hd = heads * d;

@@ -382,26 +382,12 @@ fn softmax_body(buf: &mut [f32], n: usize) {
     }
 }
 
-/// Multi-head self-attention from fused activations.
+/// Multi-head self-attention from fused activations, with an optional sliding window.
 ///
 /// `qkv` is `[n, 3 * heads * d]` row-major (Q | K | V, each head's `d` columns
 /// contiguous inside its block). Writes the probabilities `[heads, n, n]` into `probs`
-/// and the context `[n, heads * d]` into `ctx`. `causal` masks keys after the query.
-#[allow(clippy::too_many_arguments)]
-pub fn attention(
-    qkv: &[f32],
-    n: usize,
-    heads: usize,
-    d: usize,
-    scale: f32,
-    causal: bool,
-    probs: &mut [f32],
-    ctx: &mut [f32],
-) {
-    attention_windowed(qkv, n, heads, d, scale, causal, None, probs, ctx)
-}
-
-/// [`attention`] with an optional sliding window: query `i` sees only keys `j` with
+/// and the context `[n, heads * d]` into `ctx`. `causal` masks keys after the query;
+/// with a window, query `i` sees only keys `j` with
 /// `i - j < window` (HF's sliding-window mask, `kv_idx > q_idx - window`); masked
 /// probabilities are exactly zero.
 ///
@@ -422,18 +408,58 @@ pub fn attention_windowed(
     probs: &mut [f32],
     ctx: &mut [f32],
 ) {
-    // Bidirectional attention sees every key from every row: one block, one product.
-    let rows = if causal || window.is_some() {
+    let rows = block_rows(n, causal, window);
+    attention_blocked(qkv, n, heads, d, scale, causal, window, rows, probs, ctx)
+}
+
+/// Query rows per block: bidirectional attention sees every key from every row (one
+/// block, one product); masked attention runs in [`ROW_BLOCK`]s.
+fn block_rows(n: usize, causal: bool, window: Option<usize>) -> usize {
+    if causal || window.is_some() {
         ROW_BLOCK
     } else {
         n
-    };
-    attention_blocked(qkv, n, heads, d, scale, causal, window, rows, probs, ctx)
+    }
 }
 
 /// Query rows per block in masked attention: large enough for `gemm` to run at speed,
 /// small enough that the keys a block needs stay close to what its rows see.
 pub const ROW_BLOCK: usize = 64;
+
+/// [`attention_windowed`] into a `[heads, n, n]` buffer it allocates and returns. Every
+/// entry is written by the kernel, so the buffer is not zeroed first: at 512 tokens that
+/// zeroing was a serial 12 MiB pass per layer while the rest of the layer ran on every
+/// thread.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_probs(
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    scale: f32,
+    causal: bool,
+    window: Option<usize>,
+    ctx: &mut [f32],
+) -> Vec<f32> {
+    let len = heads * n * n;
+    let mut probs: Vec<f32> = Vec::with_capacity(len);
+    let rows = block_rows(n, causal, window);
+    attention_core(
+        qkv,
+        n,
+        heads,
+        d,
+        scale,
+        causal,
+        window,
+        rows,
+        &mut probs.spare_capacity_mut()[..len],
+        ctx,
+    );
+    // SAFETY: `attention_core` wrote every one of the `len` entries.
+    unsafe { probs.set_len(len) };
+    probs
+}
 
 /// [`attention_windowed`] with the block size as a parameter (tests use tiny blocks).
 #[allow(clippy::too_many_arguments)]
@@ -447,6 +473,36 @@ pub fn attention_blocked(
     window: Option<usize>,
     rows_per_block: usize,
     probs: &mut [f32],
+    ctx: &mut [f32],
+) {
+    // SAFETY: same layout; `attention_core` only writes valid f32 values through it.
+    let probs = unsafe { &mut *(probs as *mut [f32] as *mut [std::mem::MaybeUninit<f32>]) };
+    attention_core(
+        qkv,
+        n,
+        heads,
+        d,
+        scale,
+        causal,
+        window,
+        rows_per_block,
+        probs,
+        ctx,
+    )
+}
+
+/// The attention kernel, writing every entry of `probs` (which may start uninitialised).
+#[allow(clippy::too_many_arguments)]
+fn attention_core(
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    scale: f32,
+    causal: bool,
+    window: Option<usize>,
+    rows_per_block: usize,
+    probs: &mut [std::mem::MaybeUninit<f32>],
     ctx: &mut [f32],
 ) {
     // Query i sees keys first(i)..end(i); both are non-decreasing in i.
@@ -465,6 +521,8 @@ pub fn attention_blocked(
     // product: disjoint addresses, so the heads can run in parallel without a copy.
     let ctx_out = SharedMut(ctx.as_mut_ptr());
     probs.par_chunks_mut(n * n).enumerate().for_each(|(h, p)| {
+        // Head h's n x n block, written through this pointer only.
+        let p = p.as_mut_ptr() as *mut f32;
         let q = qkv[h * d..].as_ptr();
         let k = qkv[hd + h * d..].as_ptr();
         let v = qkv[2 * hd + h * d..].as_ptr();
@@ -482,7 +540,7 @@ pub fn attention_blocked(
                     r1 - r0,
                     hi - lo,
                     d,
-                    p.as_mut_ptr().add(r0 * n + lo),
+                    p.add(r0 * n + lo),
                     1,
                     n as isize,
                     false,
@@ -502,11 +560,19 @@ pub fn attention_blocked(
             }
             for i in r0..r1 {
                 let (a, b) = (first(i), end(i));
-                let line = &mut p[i * n..(i + 1) * n];
+                // SAFETY: the product wrote columns lo..hi of row i (`gemm` does not read
+                // its destination when told not to); the columns outside are zeroed here
+                // (0.0 is all-zero bits) before the row is used as a slice, and nothing
+                // else accesses the row meanwhile.
+                let line = unsafe {
+                    std::ptr::write_bytes(p.add(i * n), 0, lo);
+                    std::ptr::write_bytes(p.add(i * n + hi), 0, n - hi);
+                    std::slice::from_raw_parts_mut(p.add(i * n), n)
+                };
                 softmax_rows_inplace(&mut line[a..b], b - a);
                 // Masked keys are exactly zero (also those the block's product wrote).
-                line[..a].fill(0.0);
-                line[b..].fill(0.0);
+                line[lo..a].fill(0.0);
+                line[b..hi].fill(0.0);
             }
             // SAFETY: as above; head h's block of `ctx` is rows r0..r1, columns
             // h*d..(h+1)*d of the [n][hd] buffer (asserted size), written by this head
@@ -520,7 +586,7 @@ pub fn attention_blocked(
                     1,
                     hd as isize,
                     false,
-                    p.as_ptr().add(r0 * n + lo),
+                    p.add(r0 * n + lo),
                     1,
                     n as isize,
                     v.add(lo * row),
