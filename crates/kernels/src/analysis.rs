@@ -411,43 +411,49 @@ pub fn class_row_sums_scalar(a: &[f32], n: usize, members: &[Vec<usize>], out: &
 struct Ahead<'a> {
     a: &'a [f32],
     m: usize,
-    rows: Vec<usize>,
+    /// The rows still to fetch, after `row`.
+    rows: std::iter::Flatten<std::slice::Iter<'a, Vec<usize>>>,
+    /// The row being fetched, and its next line.
+    row: Option<usize>,
+    line: usize,
     /// Cache lines per step.
     per_step: usize,
-    /// Next line to fetch, over all rows.
-    at: usize,
 }
 
 /// f32 values per 64-byte cache line.
 const LINE: usize = 16;
 
 impl<'a> Ahead<'a> {
-    fn new(a: &'a [f32], m: usize, groups: &[Vec<usize>], steps: usize) -> Self {
-        let rows: Vec<usize> = groups.iter().flatten().copied().collect();
-        let lines = rows.len() * m.div_ceil(LINE);
+    fn new(a: &'a [f32], m: usize, groups: &'a [Vec<usize>], steps: usize) -> Self {
+        let lines = groups.iter().map(Vec::len).sum::<usize>() * m.div_ceil(LINE);
+        let mut rows = groups.iter().flatten();
         Ahead {
             a,
             m,
-            per_step: lines.div_ceil(steps.max(1)),
+            row: rows.next().copied(),
             rows,
-            at: 0,
+            line: 0,
+            per_step: lines.div_ceil(steps.max(1)),
         }
     }
 
     #[inline(always)]
     fn step(&mut self) {
-        let per_row = self.m.div_ceil(LINE);
         for _ in 0..self.per_step {
-            let (r, l) = (self.at / per_row.max(1), self.at % per_row.max(1));
-            let Some(&p) = self.rows.get(r) else { return };
+            let Some(p) = self.row else { return };
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a prefetch is only a hint; the address is inside `a` (row p < m,
-            // column l * LINE < m).
+            // column line * LINE < m).
             unsafe {
                 use std::arch::x86_64::*;
-                _mm_prefetch::<_MM_HINT_T0>(self.a.as_ptr().add(p * self.m + l * LINE) as *const i8);
+                let at = self.a.as_ptr().add(p * self.m + self.line * LINE);
+                _mm_prefetch::<_MM_HINT_T0>(at as *const i8);
             }
-            self.at += 1;
+            self.line += 1;
+            if self.line * LINE >= self.m {
+                self.line = 0;
+                self.row = self.rows.next().copied();
+            }
         }
     }
 }
