@@ -1,8 +1,8 @@
-//! Code-token hidden states (METHODS.md 1: `H_tok[l,i] = mean_{p in S_i} h[l,p]`), the
+//! Code-token hidden states (docs/METHODS.md 1: `H_tok[l,i] = mean_{p in S_i} h[l,p]`), the
 //! features every probe reads and the explorer's per-token probe label uses.
 
 use super::attention::aggregate_hidden;
-use super::{align_trace, model_input, Mode};
+use super::{align_trace, model_input, Mode, ModelInput};
 use crate::error::{Error, Result};
 use crate::model::{ForwardOptions, Hidden, LoadedModel, Trace};
 use crate::syntax::{Alignment, CodeToken, Syntax};
@@ -19,7 +19,7 @@ pub struct SnippetHidden {
 /// Trace one parsed snippet (source mode, hidden states only) and aggregate its hidden
 /// states to code tokens: what the probes train on.
 pub fn hidden_states(model: &LoadedModel, syn: &Syntax) -> Result<SnippetHidden> {
-    let (text, tokens) = model_input(syn, Mode::Source)?;
+    let ModelInput { text, tokens, .. } = model_input(syn, Mode::Source)?;
     // Probes read no attention: each layer's is dropped as soon as it is computed.
     let discard = |_: usize, _: Vec<f32>| Ok(());
     let trace = model.trace(

@@ -6,11 +6,11 @@
 //! head scores per graph, entropy, code-token surprisal, code-token hidden states`
 //! ([`analyze`] = [`parse`] + [`run`]; [`from_trace`] is everything after the forward).
 //! Where each number is computed:
-//! - code-token attention and hidden states: [`attention`] (METHODS.md 1);
-//! - gold masks, P/R/F1/GED per head, threshold sweeps: [`relations`] (METHODS.md 3);
+//! - code-token attention and hidden states: [`attention`] (docs/METHODS.md 1);
+//! - gold masks, P/R/F1/GED per head, threshold sweeps: [`relations`] (docs/METHODS.md 3);
 //! - category attention (2x2, 5x5): [`categories`];
 //! - attention entropy: [`entropy`];
-//! - code-token surprisal and perplexity: [`surprisal`] (METHODS.md 5);
+//! - code-token surprisal and perplexity: [`surprisal`] (docs/METHODS.md 5);
 //! - code-token hidden states for probes: [`hidden`];
 //! - a snippet against its counterfactual twin (renamed or edited): [`compare`];
 //! - per-head thumbnails of the model overview: [`overview`];
@@ -62,7 +62,7 @@ pub use hidden::SnippetHidden;
 pub use relations::{GoldMask, HeadScores, Score};
 pub use surprisal::TokenSurprisal;
 
-/// What text the model is fed (METHODS.md section 1).
+/// What text the model is fed (docs/METHODS.md section 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -126,6 +126,9 @@ pub struct SnippetAnalysis {
     /// What recomputes a layer's matrices when they were not kept
     /// ([`Matrices::OnDemand`] on a long input).
     pub layer_inputs: Option<Arc<LayerInputs>>,
+    /// Paper mode: why the study's comment and docstring removal could not be applied
+    /// (the study dropped such snippets; the analysis kept the text as written).
+    pub input_note: Option<String>,
     /// Wall time of the pipeline (the parse when it parsed, forward, analyses).
     pub elapsed: Duration,
 }
@@ -304,14 +307,14 @@ pub fn run(
     ro: &RunOptions,
 ) -> Result<SnippetAnalysis> {
     let start = Instant::now();
-    let (text, tokens) = model_input(&syn, opts.mode)?;
+    let input = model_input(&syn, opts.mode)?;
     let info = &model.info;
     let window = match ro.matrices {
         Matrices::All => info.window,
         Matrices::IfTheyFit | Matrices::OnDemand => info.stream_window,
     };
-    let enc = model.encode(&text, window)?;
-    let alignment = align_subwords(&enc.tokens, &tokens);
+    let enc = model.encode(&input.text, window)?;
+    let alignment = align_subwords(&enc.tokens, &input.tokens);
     let len = enc.tokens.len();
     let n = attention::Aggregator::new(len, &alignment).n();
     let budget = (limits::attention_budget_mb()? as u128) << 20;
@@ -323,8 +326,8 @@ pub fn run(
         ..*opts
     };
     let st = stream::LayerStream::new(
-        &syn,
-        &tokens,
+        input.gold(&syn),
+        &input.tokens,
         &alignment,
         len,
         info.layers,
@@ -350,7 +353,7 @@ pub fn run(
         on_attention: Some(&sink),
         partial: None,
     };
-    let mut trace = model.trace_encoded(&text, enc, &fwd, ro.lm && info.causal)?;
+    let mut trace = model.trace_encoded(&input.text, enc, &fwd, ro.lm && info.causal)?;
     let done = st
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
@@ -376,7 +379,9 @@ pub fn run(
         }
         None => None,
     };
-    let mut a = assemble(syn, tokens, trace, alignment, done, opts);
+    let input_note = input.note().map(str::to_owned);
+    let mut a = assemble(syn, input.tokens, trace, alignment, done, opts);
+    a.input_note = input_note;
     if layer_inputs.is_some() {
         a.features = features;
         a.layer_inputs = layer_inputs;
@@ -402,20 +407,58 @@ fn keep_matrices(
     m == Matrices::All || kept + layer <= budget
 }
 
-/// The text fed to the model in `mode`, and the code tokens with spans in that text.
-pub fn model_input(syn: &Syntax, mode: Mode) -> Result<(String, Vec<CodeToken>)> {
-    let (text, tokens) = match mode {
-        Mode::Source => (syn.source.clone(), syn.tokens.clone()),
+/// What the model is fed for one snippet in a [`Mode`].
+#[derive(Debug, Clone)]
+pub struct ModelInput {
+    /// The text the tokenizer sees.
+    pub text: String,
+    /// The snippet's code tokens with spans in `text` (a token that is not fed, in paper
+    /// mode, has an empty span and aligns to no subword).
+    pub tokens: Vec<CodeToken>,
+    /// Paper mode: the study's input, with the gold graphs of the cleaned snippet.
+    pub paper: Option<syntax::PaperInput>,
+}
+
+impl ModelInput {
+    /// Where the gold graphs come from: the snippet's own in source mode, the cleaned
+    /// snippet's in paper mode.
+    pub fn gold<'a>(&'a self, syn: &'a Syntax) -> &'a dyn syntax::GoldSource {
+        match &self.paper {
+            Some(p) if p.cleaned() => p,
+            _ => syn,
+        }
+    }
+
+    /// Why paper mode could not apply the study's cleaning, if it could not.
+    pub fn note(&self) -> Option<&str> {
+        self.paper.as_ref().and_then(|p| p.note.as_deref())
+    }
+}
+
+/// The text fed to the model in `mode`, and the code tokens with spans in that text:
+/// the source as written, or the study's input ([`syntax::paper_input`]: comments and
+/// docstrings removed as the study's code removes them, tokens starting with `#`, `"""`
+/// or `'''` dropped, the rest joined by single spaces).
+pub fn model_input(syn: &Syntax, mode: Mode) -> Result<ModelInput> {
+    let input = match mode {
+        Mode::Source => ModelInput {
+            text: syn.source.clone(),
+            tokens: syn.tokens.clone(),
+            paper: None,
+        },
         Mode::Paper => {
-            let p = syntax::paper_text(syn);
-            let toks = p.retarget(&syn.tokens);
-            (p.text, toks)
+            let p = syntax::paper_input(syn);
+            ModelInput {
+                text: p.text.clone(),
+                tokens: p.retarget(&syn.tokens),
+                paper: Some(p),
+            }
         }
     };
-    if tokens.is_empty() {
+    if input.tokens.iter().all(|t| t.end <= t.start) {
         return Err(Error::Syntax("the input has no code tokens".into()));
     }
-    Ok((text, tokens))
+    Ok(input)
 }
 
 /// Subwords of a trace aligned to code tokens by byte overlap (specials to none).
@@ -440,7 +483,7 @@ pub fn align_subwords(subwords: &[Subword], tokens: &[CodeToken]) -> Alignment {
 
 /// The analyses after the forward pass (the part the 20 ms budget is about), from a
 /// finished trace with every layer's attention: its layers go through the same
-/// layer-by-layer code as [`run`]'s.
+/// layer-by-layer code as [`run`]'s. `tokens` are [`model_input`]'s for `opts.mode`.
 pub fn from_trace(
     syn: Arc<Syntax>,
     tokens: Vec<CodeToken>,
@@ -451,8 +494,14 @@ pub fn from_trace(
     let alignment = align_trace(&trace, &tokens);
     let att = std::mem::take(&mut trace.attention.layers);
     let (len, heads) = (trace.attention.len, trace.attention.heads);
+    // Paper mode scores against the cleaned snippet's graphs, as `run` does.
+    let paper = (opts.mode == Mode::Paper).then(|| syntax::paper_input(&syn));
+    let gold: &dyn syntax::GoldSource = match &paper {
+        Some(p) if p.cleaned() => p,
+        _ => syn.as_ref(),
+    };
     let mut st =
-        stream::LayerStream::new(&syn, &tokens, &alignment, len, att.len(), heads, opts, true);
+        stream::LayerStream::new(gold, &tokens, &alignment, len, att.len(), heads, opts, true);
     for (l, a) in att.iter().enumerate() {
         st.layer(l, a)
             .expect("a trace's layers come in order with their full size");
@@ -462,6 +511,7 @@ pub fn from_trace(
         .finish()
         .expect("every layer of the trace was fed to the analysis");
     let mut a = assemble(syn, tokens, trace, alignment, done, opts);
+    a.input_note = paper.and_then(|p| p.note);
     a.elapsed = start.elapsed();
     a
 }
@@ -527,6 +577,7 @@ fn assemble(
         surprisal,
         features,
         layer_inputs: None,
+        input_note: None,
         elapsed: Duration::ZERO,
     }
 }

@@ -86,6 +86,9 @@ pub fn to_json(a: &SnippetAnalysis) -> Value {
         "relations": relations,
         "category_attention": category_json(a),
     });
+    if let Some(note) = &a.input_note {
+        doc["paper_note"] = note.as_str().into();
+    }
     if let Some(sw) = &a.sweep {
         let mut m = Map::new();
         for g in Graph::ALL {
@@ -200,6 +203,9 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
             "notice    input truncated to the model's window ({} subwords dropped); tokens beyond it are not analysed",
             a.trace.truncated
         );
+    }
+    if let Some(note) = &a.input_note {
+        let _ = writeln!(s, "notice    paper mode: {note}");
     }
     if !a.syntax.errors.is_empty() {
         let first = &a.syntax.errors[0];

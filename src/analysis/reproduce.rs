@@ -2,7 +2,7 @@
 //!
 //! For every snippet, every gold graph, threshold of the grid, layer and head, the
 //! snippet's precision, recall, F1 and GED per node are added to running sums; the
-//! tables are their macro-averages over snippets (METHODS.md section 3). Snippets whose
+//! tables are their macro-averages over snippets (docs/METHODS.md section 3). Snippets whose
 //! gold graph is empty still count (recall 0), as the formula says; how many there were
 //! is reported per graph.
 //!
@@ -530,6 +530,10 @@ fn score_snippet(
             None,
         ),
     };
+    // The study dropped the snippets its comment removal fails on; so does paper mode.
+    if let Some(note) = &a.input_note {
+        return Err(Error::Syntax(format!("paper mode: {note}")));
+    }
     let mut sweep = a.sweep.take().unwrap_or_default();
     let per_graph = Graph::ALL
         .iter()

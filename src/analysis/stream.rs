@@ -25,7 +25,7 @@ use super::categories::{self, CategoryMatrix};
 use super::relations::{self, GoldMask, HeadScores, Score};
 use super::{entropy, Graph, Options};
 use crate::error::{Error, Result};
-use crate::syntax::{Alignment, CodeToken, Syntax};
+use crate::syntax::{Alignment, CodeToken, GoldSource};
 
 /// One input's analyses in progress, fed layer by layer ([`LayerStream::layer`]).
 pub(super) struct LayerStream {
@@ -69,7 +69,7 @@ impl LayerStream {
     /// attention for the result.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        syn: &Syntax,
+        gold: &dyn GoldSource,
         tokens: &[CodeToken],
         alignment: &Alignment,
         len: usize,
@@ -83,7 +83,7 @@ impl LayerStream {
         let golds: BTreeMap<Graph, GoldMask> = Graph::ALL
             .iter()
             .map(|&g| {
-                let edges = syn.graphs.edges_within(g, &agg.tokens);
+                let edges = gold.edges_within(g, &agg.tokens);
                 (g, GoldMask::new(edges, &agg.tokens, n_all))
             })
             .collect();

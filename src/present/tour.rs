@@ -283,8 +283,15 @@ pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArg
         )
         .map_err(at)?;
         let (figs, _) = crate::tui::export::figures(&app, &[kind], &opts).map_err(at)?;
-        let stem = format!("{n:02}-{}", kind.name());
+        // `write_figures` names each file `<stem>-<kind>`: `01-heatmap.svg`, `.png`.
+        let stem = format!("{n:02}");
         let paths = crate::export::write_figures(out, &stem, &figs, None)?;
+        let png = paths
+            .iter()
+            .find(|p| p.extension().is_some_and(|e| e == "png"))
+            .and_then(|p| p.file_name())
+            .map(|f| f.to_string_lossy().into_owned())
+            .ok_or_else(|| Error::Compute(format!("step {n}: no PNG was written")))?;
         if let Some(r) = &step.rewrite {
             eprintln!(
                 "codescope: step {n}: the deck shows the snippet alone (the explorer compares it with its twin `{r}`)"
@@ -292,8 +299,9 @@ pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArg
         }
         eprintln!("codescope: step {n}: {}", paths[0].display());
         html.push_str(&format!(
-            "<section><h2>{n}. {}</h2><img src=\"{stem}.png\" alt=\"step {n}\"></section>\n",
-            esc(step.caption.as_deref().unwrap_or(""))
+            "<section><h2>{n}. {}</h2><img src=\"{}\" alt=\"step {n}\"></section>\n",
+            esc(step.caption.as_deref().unwrap_or("")),
+            esc(&png)
         ));
     }
     html.push_str("</body></html>\n");

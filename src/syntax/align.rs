@@ -1,6 +1,6 @@
-//! Subword <-> code token alignment by byte overlap (METHODS.md 1, "Subword alignment").
+//! Subword <-> code token alignment by byte overlap (docs/METHODS.md 1, "Subword alignment").
 //!
-//! Role: the meeting point of `model` and `syntax` (ARCHITECTURE.md): a tokenizer gives
+//! Role: the meeting point of `model` and `syntax` (docs/ARCHITECTURE.md): a tokenizer gives
 //! each subword a byte span of the same string the code tokens index; a subword belongs
 //! to every code token its span overlaps.
 //!
@@ -9,7 +9,7 @@
 //! - a subword spanning two code tokens (`Ġ(x` covering `(` and `x`) maps to both;
 //! - a code token split into many subwords maps to all of them;
 //! - whitespace-only subwords overlap no token and map to nothing, as do empty spans;
-//! - special subwords (CLS/SEP/BOS/...) map to nothing (METHODS.md 1);
+//! - special subwords (CLS/SEP/BOS/...) map to nothing (docs/METHODS.md 1);
 //! - spans may start or end inside a multi-byte UTF-8 character (byte fallback) or lie
 //!   past the end of the text: only integers are compared, nothing is sliced, so
 //!   alignment never panics.
@@ -79,7 +79,8 @@ pub fn align(subwords: &[SubwordSpan], tokens: &[CodeToken]) -> Alignment {
         // First token that ends after the subword starts.
         let mut i = tokens.partition_point(|t| t.end <= sw.start);
         while i < tokens.len() && tokens[i].start < sw.end {
-            if tokens[i].end > sw.start {
+            // A zero-width token (paper mode's tokens that are not fed) takes no subword.
+            if tokens[i].end > sw.start && tokens[i].end > tokens[i].start {
                 subword_to_tokens[k].push(i);
                 token_to_subwords[i].push(k);
             }

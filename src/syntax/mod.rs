@@ -1,8 +1,8 @@
 //! The syntax layer: source text -> code tokens, gold relation graphs, alignment.
 //!
 //! Role: everything codescope knows about code *structure*, independent of any model
-//! (ARCHITECTURE.md: `syntax` knows nothing of models; it meets the model code in
-//! `analysis` through byte spans). It implements METHODS.md sections 1 (code tokens,
+//! (docs/ARCHITECTURE.md: `syntax` knows nothing of models; it meets the model code in
+//! `analysis` through byte spans). It implements docs/METHODS.md sections 1 (code tokens,
 //! categories, subword alignment, paper mode) and 2 (AST motif graph, syntactic-only and
 //! syntactic-identifier graphs, data-flow graph), plus the tree distance of section 4.
 //!
@@ -10,7 +10,7 @@
 //! snippets without a class, an internal wrapper (see [`Syntax::wrapped`]) -> code tokens
 //! with fine category, coarse category, role and depth (`parse.rs`) -> graphs
 //! (`graph.rs`). [`align()`] maps tokenizer subwords onto the tokens; [`paper_text`]
-//! builds the study's space-joined input.
+//! builds the study's input (cleaned, space-joined).
 //!
 //! Rooms (a third language is one new file in `roles/` and `dfg/` plus its entries in
 //! `lang.rs`):
@@ -22,7 +22,8 @@
 //! - `graph.rs`: the [`Graph`] names and the [`Graphs`] of a snippet;
 //! - `motif.rs`: the AST motif graph;
 //! - `dfg/{mod,python,java}.rs`: the data-flow graph (engine + per-language rules);
-//! - `align.rs`: subword <-> code token alignment; `paper.rs`: paper-mode text;
+//! - `align.rs`: subword <-> code token alignment; `paper.rs`: paper mode (the study's
+//!   cleaned, space-joined input and its gold graphs on the original tokens);
 //! - `clean.rs`: the study's comment and docstring removal (paper mode, `reproduce`).
 //!
 //! Invariants (checked by the tests in `tests.rs`):
@@ -63,7 +64,9 @@ pub use clean::{remove_comments_and_docstrings, CleanError};
 pub use dfg::DfgKind;
 pub use graph::{Graph, Graphs, MAX_GRAPH_EDGES};
 pub use lang::Language;
-pub use paper::{paper_text, paper_text_of, PaperText};
+pub use paper::{
+    paper_input, paper_text, paper_text_of, study_drops, GoldSource, PaperInput, PaperText,
+};
 pub use parse::{parse, parse_with, Limits, MAX_SOURCE_BYTES};
 pub use token::{Binding, Category, Coarse, CodeToken, IdentRole, ParseIssue, Role};
 
@@ -108,9 +111,9 @@ pub struct Syntax {
     pub language: Language,
     /// The source text exactly as given.
     pub source: String,
-    /// Code tokens in source order (METHODS.md 1).
+    /// Code tokens in source order (docs/METHODS.md 1).
     pub tokens: Vec<CodeToken>,
-    /// Gold relation graphs over `tokens` (METHODS.md 2).
+    /// Gold relation graphs over `tokens` (docs/METHODS.md 2).
     pub graphs: Graphs,
     /// ERROR and MISSING nodes found by tree-sitter, in source order. Tokens inside an
     /// ERROR node are still tokens.
@@ -143,7 +146,7 @@ pub struct Lca {
 
 impl Syntax {
     /// Tree distance between code tokens `i` and `j`:
-    /// `depth(i) + depth(j) - 2 * depth(LCA(i, j))` (METHODS.md 4). `0` when `i == j`.
+    /// `depth(i) + depth(j) - 2 * depth(LCA(i, j))` (docs/METHODS.md 4). `0` when `i == j`.
     ///
     /// # Panics
     /// If `i` or `j` is not a token index.
@@ -153,7 +156,7 @@ impl Syntax {
     }
 
     /// The lowest common ancestor of tokens `i` and `j` (depth and node kind), e.g. for
-    /// AST-Probe style targets (METHODS.md 4).
+    /// AST-Probe style targets (docs/METHODS.md 4).
     ///
     /// # Panics
     /// If `i` or `j` is not a token index.

@@ -8,6 +8,7 @@ static ALLOC: codescope::model::mapped::Alloc = codescope::model::mapped::Alloc;
 mod analysis_reference;
 mod cli_sources;
 mod codegen_bigcode_reference;
+mod deck;
 mod decoder_cli;
 #[allow(dead_code)]
 mod decoder_common;
@@ -24,6 +25,7 @@ mod hostile_models;
 mod mapped;
 mod minilm_reference;
 mod model_tiny;
+mod paper_mode;
 mod present;
 mod probe_astprobe;
 mod probe_cli;

@@ -85,16 +85,21 @@ fn assert_same(a: &SnippetAnalysis, b: &SnippetAnalysis, ctx: &str) {
 
 /// Streamed (kept and results-only) against in-memory, for one model over the samples.
 fn check_model(name: &str, m: &LoadedModel) {
+    check_model_in(name, m, Mode::Source);
+}
+
+fn check_model_in(name: &str, m: &LoadedModel, mode: Mode) {
     let opts = Options {
-        mode: Mode::Source,
+        mode,
         threshold: 0.05,
         sweep: true,
     };
     for (file, text, lang) in samples() {
-        let ctx = format!("{name} on {file}");
+        let ctx = format!("{name} on {file} ({} mode)", mode.name());
         let syn = Arc::new(analysis::parse(&text, lang).unwrap());
         let streamed = analysis::run(m, syn.clone(), &opts, &RunOptions::default()).unwrap();
-        let (input, tokens) = analysis::model_input(&syn, opts.mode).unwrap();
+        let input = analysis::model_input(&syn, opts.mode).unwrap();
+        let (input, tokens) = (input.text, input.tokens);
         let trace = m.trace(&input, &ForwardOptions::default()).unwrap();
         assert_eq!(trace.attention.num_layers(), m.info.layers, "{ctx}");
         let in_memory = analysis::from_trace(syn.clone(), tokens, trace, &opts);
@@ -120,6 +125,7 @@ fn streamed_analysis_equals_in_memory_on_every_tiny_architecture() {
     let dir = tempfile::tempdir().unwrap();
     for (name, m) in tiny_models(dir.path()) {
         check_model(&name, &m);
+        check_model_in(&name, &m, Mode::Paper);
     }
 }
 
@@ -232,7 +238,7 @@ fn the_explorer_recomputes_the_layer_it_shows_when_the_matrices_were_not_kept() 
         sweep: true,
     };
     let mut a = analysis::run(m, full.syntax.clone(), &opts, &RunOptions::default()).unwrap();
-    let (input, _) = analysis::model_input(&full.syntax, full.mode).unwrap();
+    let input = analysis::model_input(&full.syntax, full.mode).unwrap().text;
     let t = m
         .trace(
             &input,

@@ -40,6 +40,9 @@ pub fn notices(app: &App) -> Vec<(Level, String)> {
                 ),
             ));
         }
+        if let Some(note) = &p.input_note {
+            out.push((Level::Warn, format!("paper mode: {note}")));
+        }
         if app.stale() {
             out.push((Level::Info, "showing the previous analysis".into()));
         }
