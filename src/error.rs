@@ -95,6 +95,37 @@ pub fn candle_message(e: &candle_core::Error) -> String {
     }
 }
 
+/// `text` made safe to write to a terminal: every control character (C0 but `keep_newlines`'
+/// line breaks, DEL, C1), bidirectional-text override and non-character is replaced by a
+/// visible escape (`\u{1b}`, `\n`, `\r`, `\t`), so text from a file, a model, a tour, a
+/// session, a shard or a path can never move the cursor, set the window title, write the
+/// clipboard (OSC 52) or overwrite a line. Borrowed when nothing needs escaping.
+pub fn printable(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| {
+        (c.is_control() && !(keep_newlines && c == '\n'))
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            || matches!(c, '\u{fdd0}'..='\u{fdef}')
+            || (c as u32 & 0xfffe) == 0xfffe
+    };
+    if !text.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            c if !bad(c) => out.push(c),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `text` on one line: line breaks (and the indentation after them) become `; `.
 pub fn one_line(text: &str) -> String {
     text.lines()
@@ -118,5 +149,45 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_escapes_every_terminal_control() {
+        let hostile =
+            "\u{1b}]0;owned\u{7}\u{1b}]52;c;aGk=\u{7}\rcodescope: model loaded fine\u{1b}[2J";
+        let p = printable(hostile, false);
+        assert!(!p.chars().any(|c| c.is_control()), "{p}");
+        assert_eq!(
+            p,
+            "\\u{1b}]0;owned\\u{7}\\u{1b}]52;c;aGk=\\u{7}\\rcodescope: model loaded fine\\u{1b}[2J"
+        );
+        // C1 controls, DEL, bidi overrides and non-characters too.
+        for c in [
+            '\u{9b}',
+            '\u{7f}',
+            '\u{202e}',
+            '\u{2067}',
+            '\u{fffe}',
+            '\u{ffff}',
+            '\u{1fffe}',
+            '\u{fdd0}',
+        ] {
+            let s = format!("a{c}b");
+            let p = printable(&s, false);
+            assert_eq!(p, format!("a\\u{{{:x}}}b", c as u32));
+        }
+        // Line breaks stay only when asked; tabs never.
+        assert_eq!(printable("a\nb\tc", true), "a\nb\\tc");
+        assert_eq!(printable("a\nb", false), "a\\nb");
+        // Ordinary text, Unicode included, is borrowed as it is.
+        assert!(matches!(
+            printable("déf f(x): → ü", false),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

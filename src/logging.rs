@@ -41,7 +41,10 @@ pub fn init(path: Option<PathBuf>) {
 /// command-line forms). A closed or broken stderr is ignored: `eprintln!` would panic.
 pub fn notice(msg: impl std::fmt::Display) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "codescope: {msg}");
+    // Notices quote file names, model fields and tour values: never raw control text.
+    let text = msg.to_string();
+    let line = crate::error::printable(&text, false);
+    let _ = writeln!(std::io::stderr().lock(), "codescope: {line}");
 }
 
 /// This process's peak resident memory in MiB (Linux `VmHWM`; `None` elsewhere). Logged

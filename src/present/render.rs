@@ -40,7 +40,9 @@ pub fn load(spec: Option<&str>) -> Result<(LoadedModel, String)> {
         Some(s) => s.to_string(),
         None => {
             let (name, why) = source::default_model();
-            eprintln!("codescope: using model '{name}' ({why}); choose another with --model");
+            crate::logging::notice(format_args!(
+                "using model '{name}' ({why}); choose another with --model"
+            ));
             name
         }
     };

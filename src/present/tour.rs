@@ -293,11 +293,11 @@ pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArg
             .map(|f| f.to_string_lossy().into_owned())
             .ok_or_else(|| Error::Compute(format!("step {n}: no PNG was written")))?;
         if let Some(r) = &step.rewrite {
-            eprintln!(
-                "codescope: step {n}: the deck shows the snippet alone (the explorer compares it with its twin `{r}`)"
-            );
+            crate::logging::notice(format_args!(
+                "step {n}: the deck shows the snippet alone (the explorer compares it with its twin `{r}`)"
+            ));
         }
-        eprintln!("codescope: step {n}: {}", paths[0].display());
+        crate::logging::notice(format_args!("step {n}: {}", paths[0].display()));
         html.push_str(&format!(
             "<section><h2>{n}. {}</h2><img src=\"{}\" alt=\"step {n}\"></section>\n",
             esc(step.caption.as_deref().unwrap_or("")),
@@ -307,7 +307,7 @@ pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArg
     html.push_str("</body></html>\n");
     let index = out.join("index.html");
     std::fs::write(&index, html).map_err(|e| Error::io(index.clone(), e))?;
-    eprintln!("codescope: deck written to {}", index.display());
+    crate::logging::notice(format_args!("deck written to {}", index.display()));
     Ok(())
 }
 

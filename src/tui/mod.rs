@@ -1,6 +1,6 @@
 //! The interactive explorer: `codescope [--model SPEC] [--lang L] [--theme T] [FILE]`.
 //!
-//! Architecture (ARCHITECTURE.md; shapes of ratatui demo2, gitui and bottom):
+//! Architecture (docs/ARCHITECTURE.md; shapes of ratatui demo2, gitui and bottom):
 //! - [`app::App`] holds all state; `App::update(Msg) -> Vec<Effect>` is the only place
 //!   it changes, and drawing ([`widgets::draw`]) reads `&App`. Both run without a
 //!   terminal, which is how the tests drive them.
@@ -228,7 +228,7 @@ pub fn run(opts: Options) -> Result<()> {
     // Why this model (the default choice, a fallback): the status bar may have cut it,
     // and the README promises it on stderr.
     if let Some(n) = &app.model.notice {
-        eprintln!("codescope: {n}");
+        crate::logging::notice(n);
     }
     result
 }

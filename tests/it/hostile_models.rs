@@ -527,3 +527,88 @@ fn a_tokenizer_that_makes_the_tokenizers_crate_panic_is_one_line() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// Escape sequences inside model files never reach the terminal: the one-line error
+/// shows them escaped (`\u{1b}`), so a hostile `model_type`, tensor name or GGUF
+/// architecture cannot set the window title, write the clipboard (OSC 52), clear the
+/// screen or overwrite the error line with a fake success.
+#[test]
+fn control_text_in_model_files_reaches_stderr_escaped() {
+    let env = Env::new();
+    const EVIL: &str =
+        "\u{1b}]0;owned\u{7}\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\rcodescope: model loaded fine";
+    let check = |args: &[&std::ffi::OsStr]| -> String {
+        let o = env.cmd().args(args).output().unwrap();
+        let line = fails(&o);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(
+            !err.chars().any(|c| c.is_control() && c != '\n'),
+            "raw control text on stderr: {err:?}"
+        );
+        assert!(line.contains("\\u{1b}]52;c;"), "{line}");
+        line
+    };
+    let sample = env.sample();
+    // config.json's model_type.
+    let m = env.root.join("cfg");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let cfg = m.join("config.json");
+    let mut c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    c["model_type"] = EVIL.into();
+    std::fs::write(&cfg, c.to_string()).unwrap();
+    check(&[
+        "analyze".as_ref(),
+        "--model".as_ref(),
+        m.as_os_str(),
+        sample.as_os_str(),
+    ]);
+    // A safetensors tensor name.
+    let m = env.root.join("st");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let w = "encoder.layer.0.attention.self.query.weight";
+    st_rewrite(&m.join("model.safetensors"), |h| {
+        let mut v = h.remove(w).unwrap();
+        // A shape larger than its bytes: the header check names the tensor.
+        v["shape"] = serde_json::json!([32, 64]);
+        // Same header length or less: the name's tail with a clipboard write before it.
+        h.insert(format!("\u{1b}]52;c;aGk=\u{7}{}", &w[30..]), v);
+    });
+    check(&[
+        "trace".as_ref(),
+        "--model".as_ref(),
+        m.as_os_str(),
+        sample.as_os_str(),
+    ]);
+    // A GGUF general.architecture.
+    let mut g = Gguf::fixture("llama");
+    g.set("general.architecture", Value::String(EVIL.into()));
+    let p = g.save(&env.root.join("gguf"));
+    check(&[
+        "trace".as_ref(),
+        "--model".as_ref(),
+        p.as_os_str(),
+        sample.as_os_str(),
+    ]);
+    // A file name.
+    let bad = env.root.join(format!("x{EVIL}.py"));
+    check(&["syntax".as_ref(), bad.as_os_str()]);
+    // A tour's file value.
+    let tour = env.root.join("t.toml");
+    std::fs::write(
+        &tour,
+        format!(
+            "[[step]]\nmodel = {}\nfile = {}\n",
+            serde_json::Value::from(fixtures().join("tiny_roberta").display().to_string()),
+            serde_json::Value::from(EVIL)
+        ),
+    )
+    .unwrap();
+    check(&[
+        "render".as_ref(),
+        "--tour".as_ref(),
+        tour.as_os_str(),
+        "--out".as_ref(),
+        env.root.join("deck").as_os_str(),
+    ]);
+}
