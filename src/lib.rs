@@ -2,6 +2,9 @@
 //!
 //! # The map of the house
 //!
+//! (The long form, with the boundaries and the known layering debt: `docs/ARCHITECTURE.md`;
+//! what each analysis computes: `docs/METHODS.md`.)
+//!
 //! | module | owns |
 //! |---|---|
 //! | [`cli`] | the clap definitions: raw arguments, help text |
@@ -9,7 +12,7 @@
 //! | [`commands`] | the subcommands' bodies: glue from settings to the library and to stdout |
 //! | [`input`] | reading a snippet (file or stdin) within the input limits |
 //! | [`corpus`] | corpora for `reproduce` and probes: directories, zips, `.jsonl(.gz)`, the standard library; one snippet per function |
-//! | [`syntax`] | everything about code *structure*, no model: tree-sitter parsing into code tokens (category, role, depth), the gold graphs ([`syntax::Graph`]: the study's AST motif and data flow, syntactic, syntactic-identifier, codescope's refined data flow), the study's comment removal, tree distances, subword alignment, paper mode, renamed twins and their checks ([`syntax::rewrite`]) |
+//! | [`syntax`] | everything about code *structure*, no model: tree-sitter parsing into code tokens (category, role, depth), the gold graphs ([`syntax::Graph`]: the study's AST motif and data flow, syntactic, syntactic-identifier, codescope's refined data flow), the study's comment removal, tree distances, subword alignment, paper mode (the study's cleaned input, its graphs on the original tokens), renamed twins and their checks ([`syntax::rewrite`]) |
 //! | [`model`] | everything about *models*, no tree-sitter: model sources (presets, local, hub, PyPI, GGUF), one file per architecture family (their shared forward steps in `model/decoder.rs`), the host kernels (and the start-up allocator setting, `model::kernels::reuse_freed_memory`), the LM head, [`model::Trace`] (subwords, attention, hidden states, surprisal); GGUF tokenizers (`model::gguf_tokenizer`: the `tokenizers` pipeline as transformers converts the file, and for Gemma-style vocabularies codescope's own encoder `model::spm_bpe`, same output, built in a fraction of the time); the dequantized-weight cache (`model::gguf::cache`), whose weights later opens use in place from the memory map through the binary's global allocator (`model::mapped`) |
 //! | [`analysis`] | THE pipeline every front end calls ([`analysis::analyze`] / [`analysis::run`]): code-token attention, gold masks and head scores (P/R/F1/GED, sweeps), category attention, entropy, code-token surprisal, code-token hidden states; report forms (JSON/CSV/text), `reproduce`'s corpus tables, shards and merge, a snippet against its twin ([`analysis::compare`]) |
 //! | [`probe`] | probing hidden states: datasets and tasks, linear/MLP/structural/DirectProbe/AST-Probe probes, control tasks, feature cache, the bundled corpus, a trained probe's label for one token, a snippet's tree rebuilt by AST-Probe beside the gold one |
@@ -17,7 +20,7 @@
 //! | [`export`] | slide-grade figures of every view and of the explorer screen (SVG, PNG rendered in-process with the bundled fonts) and the view's numbers (JSON) |
 //! | [`present`] | presenting: a view as a plain [`present::Scene`], `codescope render` (figures from a headless explorer), tours (TOML steps to present; a pre-rendered deck), sessions (saved on quit and signals, `--resume`) |
 //! | [`signals`] | termination signals: exit 128+n after removing registered temporary paths (the explorer records the signal, restores the terminal and saves the session first) |
-//! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging, the error type |
+//! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging and the stderr notice path, the error type and [`error::printable`] (text from files made safe for a terminal; every notice and the final error go through it) |
 //! | `crates/kernels` (`codescope-kernels`) | the hot loops over slices, no codescope types: the forward pass's kernels (re-exported as [`model::kernels`]) and the analysis's counts, entropy sums, subword-to-token aggregation and non-finite checks; a separate package so that debug and test builds compile it at opt-level 3 |
 //!
 //! Boundaries: `syntax` uses nothing else of the crate; `model` only [`error`]; they meet

@@ -1,4 +1,4 @@
-//! Subword attention → code-token attention (METHODS.md section 1, the study's
+//! Subword attention → code-token attention (docs/METHODS.md section 1, the study's
 //! `attention/utils.py`).
 //!
 //! `A_tok[l,h,i,j] = mean_{p in S_i} mean_{q in S_j} a[l,h,p,q]`: rows are queries,

@@ -1,4 +1,4 @@
-//! Counterfactual twins compared (METHODS.md 5): a snippet A and its twin B (a checked
+//! Counterfactual twins compared (docs/METHODS.md 5): a snippet A and its twin B (a checked
 //! identifier renaming, or a user's edited copy; `syntax::rewrite`) each go through THE
 //! pipeline ([`super::run`]), and the two analyses are compared on aligned code tokens
 //! (subword counts differ between twins; the code-token level is where they meet).

@@ -6,7 +6,7 @@ use codescope_kernels::analysis::x_ln_x_sums;
 
 /// Shannon entropy (bits) of `row` normalised to sum 1; `None` for a row with no mass.
 /// Rows of code-token attention need not sum to 1 (special positions were dropped,
-/// METHODS.md 1), hence the normalisation.
+/// docs/METHODS.md 1), hence the normalisation.
 ///
 /// Computed as `log2 s - (sum x log2 x) / s` with `s = sum x` (the same quantity as
 /// `-sum (x/s) log2 (x/s)`), the sums in f64, `x ln x` in f32 with a vectorised logarithm

@@ -1,4 +1,4 @@
-//! Head attention versus gold relation graphs (METHODS.md section 3).
+//! Head attention versus gold relation graphs (docs/METHODS.md section 3).
 //!
 //! For layer l, head h and threshold t the predicted graph is `P = [A_tok[l,h] > t]`,
 //! diagonal included (as in the study). Against a gold graph G over the same tokens:
@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::attention::TokenAttention;
 
-/// Step of the study's threshold grid (METHODS.md 3).
+/// Step of the study's threshold grid (docs/METHODS.md 3).
 pub const THRESHOLD_STEP: f32 = 0.05;
 /// Number of steps to the grid's top: `THRESHOLD_STEPS * THRESHOLD_STEP` = 0.40.
 pub const THRESHOLD_STEPS: u8 = 8;

@@ -1,4 +1,4 @@
-//! Surprisal of code tokens (METHODS.md 5): the subword surprisal of a causal model's
+//! Surprisal of code tokens (docs/METHODS.md 5): the subword surprisal of a causal model's
 //! trace (`model::Surprisal`, bits of `-log2 p(subword | prefix)`) summed over each code
 //! token's subwords, with the snippet's perplexity and the scale the views colour by.
 //! The one place code-token surprisal is computed: the explorer, `compare` and exports

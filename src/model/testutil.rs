@@ -1,5 +1,5 @@
 //! Tiny random-weight models written to disk in Hugging Face layout, for tests and
-//! benchmarks (ARCHITECTURE.md: "tiny random-weight models built in the test").
+//! benchmarks (docs/ARCHITECTURE.md: "tiny random-weight models built in the test").
 //!
 //! Weights come from a seeded SplitMix64 stream, so a given seed always gives the same
 //! model. The files go through the same loading path as real checkpoints

@@ -1,6 +1,6 @@
 //! The `Trace` of one input: what the model saw and what it computed, as plain data.
 //!
-//! No candle type crosses this boundary (ARCHITECTURE.md): analysis, export and the TUI
+//! No candle type crosses this boundary (docs/ARCHITECTURE.md): analysis, export and the TUI
 //! read `Vec<f32>`-backed arrays. Attention is stored one `Vec` per layer (`[head][q][k]`,
 //! row-major) so a layer can be dropped or recomputed alone; hidden states are
 //! `[layer+1][position][dim]` with index 0 the embedding output.

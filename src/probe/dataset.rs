@@ -1,4 +1,4 @@
-//! Probing datasets (METHODS.md 4): code-token hidden states per layer and labelled
+//! Probing datasets (docs/METHODS.md 4): code-token hidden states per layer and labelled
 //! examples per task.
 //!
 //! Per snippet: `syntax::parse` → the analysis pipeline's hidden states (source mode) →
@@ -6,7 +6,7 @@
 //! ([`crate::analysis::hidden`]). Code tokens with no subword (beyond a truncated window) are
 //! dropped, and so are examples touching them.
 //!
-//! Label definitions (codescope's choices where METHODS.md leaves them open):
+//! Label definitions (codescope's choices where docs/METHODS.md leaves them open):
 //! - `category`: token → keyword / operator / delimiter / literal / identifier.
 //! - `depth`: token → leaf depth, classes `1 .. 9` and `10+` (depth ≥ 10 pooled; a leaf
 //!   is never at depth 0).
@@ -21,7 +21,7 @@
 //!   `i -> j`) or `none`; per snippet as many `none` pairs as edges are sampled.
 //!
 //! Pairs are sampled with a seeded RNG, at most [`DatasetOptions::max_pairs`] per snippet
-//! and task. Pair features are `h_a - h_b` (METHODS.md 4), [`PairFeatures::Concat`]
+//! and task. Pair features are `h_a - h_b` (docs/METHODS.md 4), [`PairFeatures::Concat`]
 //! gives `[h_a; h_b]`.
 
 use std::collections::HashMap;
@@ -33,7 +33,7 @@ use crate::error::Result;
 use crate::model::LoadedModel;
 use crate::syntax::{self, Category, Coarse, DfgKind, Graph, Syntax};
 
-/// A probing task (METHODS.md 4).
+/// A probing task (docs/METHODS.md 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum Task {

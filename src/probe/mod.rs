@@ -1,4 +1,4 @@
-//! Probing hidden representations (METHODS.md 4): which syntactic facts can a small
+//! Probing hidden representations (docs/METHODS.md 4): which syntactic facts can a small
 //! classifier read off a layer's code-token hidden states?
 //!
 //! Flow ([`run`]): snippets → [`dataset::parse_all`] + [`features`] (trace in source

@@ -1,5 +1,5 @@
 //! Probe training with candle: linear (softmax regression) and MLP (one hidden ReLU
-//! layer) classifiers (METHODS.md 4).
+//! layer) classifiers (docs/METHODS.md 4).
 //!
 //! Recipe (codescope's choice): features standardised with the training set's mean and
 //! standard deviation; a validation split carved from the training set (seeded,

@@ -1,6 +1,6 @@
 //! The flattened syntax tree: tree-sitter's tree copied once into an [`Arena`] (preorder,
 //! children contiguous), with the raw code tokens found on the way, and [`TreeInfo`] for
-//! LCA / tree-distance queries (METHODS.md 4).
+//! LCA / tree-distance queries (docs/METHODS.md 4).
 //!
 //! Role: tree-sitter nodes are cursors into the tree with no O(1) parent or child access;
 //! every later pass (roles, graphs) walks the arena instead. Collapsed strings and
@@ -283,7 +283,7 @@ impl<'a> Builder<'a> {
 // Tree distance
 // ---------------------------------------------------------------------------------------
 
-/// Parent links and rebased depths of the tree, for LCA queries (METHODS.md 4).
+/// Parent links and rebased depths of the tree, for LCA queries (docs/METHODS.md 4).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TreeInfo {
     parent: Vec<u32>,

@@ -1,5 +1,5 @@
 //! The gold relation graphs of a snippet by name ([`Graph`]) and as data ([`Graphs`]),
-//! and [`build_graphs`], which computes all of them (METHODS.md 2).
+//! and [`build_graphs`], which computes all of them (docs/METHODS.md 2).
 //!
 //! The motif graph and its two derived graphs are kept compactly (`motif.rs`) and listed
 //! on demand, whole ([`Graphs::edges`]) or within a window of tokens
@@ -9,7 +9,7 @@
 //!
 //! Invariants: every edge list is sorted and deduplicated and indexes the token list;
 //! only `dfg` may have self edges (the study's walks loop bodies twice, so an occurrence
-//! can take its value from itself, METHODS.md 2.3).
+//! can take its value from itself, docs/METHODS.md 2.3).
 
 use serde::{Serialize, Serializer};
 
@@ -41,7 +41,7 @@ pub struct Graphs {
     pub dfg_refined: Vec<(usize, usize, DfgKind)>,
 }
 
-/// The gold graphs by name (METHODS.md 2). `ALL` is the report order; `name()` is the
+/// The gold graphs by name (docs/METHODS.md 2). `ALL` is the report order; `name()` is the
 /// key used in every JSON, CSV and table.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,

@@ -131,7 +131,7 @@ impl Language {
         cell.get_or_init(|| GrammarNames::new(&self.grammar()))
     }
 
-    /// Comment node kinds: excluded from code tokens, their spans kept (METHODS.md 1).
+    /// Comment node kinds: excluded from code tokens, their spans kept (docs/METHODS.md 1).
     pub(crate) fn is_comment(&self, kind: &str) -> bool {
         match self {
             Language::Python => kind == "comment",
@@ -145,11 +145,11 @@ impl Language {
         matches!(self, Language::Python) && kind == "line_continuation"
     }
 
-    /// String-like nodes collapsed into ONE code token of kind `string` (METHODS.md 1).
+    /// String-like nodes collapsed into ONE code token of kind `string` (docs/METHODS.md 1).
     /// Python f-strings are `string` nodes too, so an f-string with its interpolations is
     /// one token. Java text blocks are `string_literal` in 0.23 (`text_block` in other
     /// grammar versions); a Java `character_literal` is a leaf already and is renamed
-    /// `string` like the others (METHODS.md 1: "Same for Java string/char/text-block").
+    /// `string` like the others (docs/METHODS.md 1: "Same for Java string/char/text-block").
     pub(crate) fn is_collapsed_string(&self, kind: &str) -> bool {
         match self {
             Language::Python => kind == "string",
@@ -195,7 +195,7 @@ impl Language {
         }
     }
 
-    /// Leaf kinds whose category is `identifier` (METHODS.md 1).
+    /// Leaf kinds whose category is `identifier` (docs/METHODS.md 1).
     pub(crate) fn is_identifier_kind(&self, kind: &str) -> bool {
         match self {
             Language::Python => kind == "identifier",

@@ -1,4 +1,4 @@
-//! The AST motif graph (METHODS.md 2.1), stored compactly and expanded on demand.
+//! The AST motif graph (docs/METHODS.md 2.1), stored compactly and expanded on demand.
 //!
 //! The study's `traverse_node` (`attention/graph_utils.py`, stg-tud/code-LLM-critical-
 //! evaluation) gives token t with parent P the edges `t -> u` for every u that is another
@@ -32,7 +32,7 @@ use super::arena::{Arena, NONE};
 use super::lang::Language;
 
 /// Which edges of the motif graph to list (the full graph or one of its two derived
-/// graphs, METHODS.md 2.2 and 2.4).
+/// graphs, docs/METHODS.md 2.2 and 2.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum MotifPart {
     /// Every edge.

@@ -5,7 +5,7 @@
 //! (`arena.rs`), classifies the tokens (`token.rs`), assigns identifier roles (`roles/`),
 //! lists ERROR/MISSING nodes, then hands over to `graph.rs` for the gold graphs.
 //!
-//! Token rules (METHODS.md 1, with codescope's documented choices):
+//! Token rules (docs/METHODS.md 1, with codescope's documented choices):
 //! - a code token is a leaf (`child_count == 0`) of non-zero width, not a comment and not
 //!   Python's `line_continuation`; zero-width leaves are tree-sitter MISSING nodes and
 //!   appear in `errors` only;

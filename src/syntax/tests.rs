@@ -1,4 +1,4 @@
-//! The table of tricky cases: METHODS.md's worked example edge for edge, ~60 constructs
+//! The table of tricky cases: docs/METHODS.md's worked example edge for edge, ~60 constructs
 //! of both languages with hand-written expectations, wrapping, broken code, invariants
 //! over the bundled samples, and property tests (random bytes, random subword splits).
 //!
@@ -146,7 +146,7 @@ fn check_invariants(s: &Syntax) {
 }
 
 // ---------------------------------------------------------------------------------------
-// METHODS.md section 2, worked example
+// docs/METHODS.md section 2, worked example
 // ---------------------------------------------------------------------------------------
 
 const WORKED: &str = "def add(a, b=1):\n  x = a + b\n  return x";

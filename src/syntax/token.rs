@@ -1,7 +1,7 @@
 //! Code tokens and what codescope says about each: fine and coarse category, identifier
-//! role, the token record itself and parse problems (METHODS.md 1).
+//! role, the token record itself and parse problems (docs/METHODS.md 1).
 //!
-//! Category rules ([`categorize`], METHODS.md 1 with codescope's documented choices):
+//! Category rules ([`categorize`], docs/METHODS.md 1 with codescope's documented choices):
 //! categories are decided in this order: collapsed strings and literal kinds (numbers,
 //! strings, `True`/`False`/`None`, `true`/`false`/`null`, `...`, chars) -> `literal`;
 //! identifier kinds (Python `identifier`; Java `identifier`, `type_identifier`,
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lang::Language;
 
-/// Fine category of a code token (METHODS.md 1, the study's split extended).
+/// Fine category of a code token (docs/METHODS.md 1, the study's split extended).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Category {
@@ -226,7 +226,7 @@ impl std::str::FromStr for IdentRole {
     }
 }
 
-/// One code token (METHODS.md 1). Serializes as
+/// One code token (docs/METHODS.md 1). Serializes as
 /// `{text, start, end, kind, category, coarse, role, depth}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CodeToken {

@@ -1,5 +1,5 @@
 //! `analysis::analyze` on the packaged MiniLM and real code (CPython stdlib, JDK) against an
-//! independent computation: HF transformers attention + a separate reading of METHODS.md
+//! independent computation: HF transformers attention + a separate reading of docs/METHODS.md
 //! (subword alignment, aggregation, thresholding, P/R/F1/GED, category means), written
 //! once in Python (`tools/reference/analysis_reference.py`) and kept as a fixture.
 //! Every P/R/F1/GED entry must agree within 0.01 (issue #4); in practice they are equal

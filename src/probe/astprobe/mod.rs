@@ -1,4 +1,4 @@
-//! AST-Probe (Hernández López et al. 2022; METHODS.md 4): can a layer's code-token
+//! AST-Probe (Hernández López et al. 2022; docs/METHODS.md 4): can a layer's code-token
 //! vectors rebuild the snippet's syntax tree?
 //!
 //! Per snippet, the syntax tree over its code tokens is written as `(d, c, u)`
@@ -13,7 +13,7 @@
 //! positions).
 //!
 //! Data (codescope's choices where the reference differs):
-//! - the code tokens are codescope's (METHODS.md 1, source mode, docstrings kept);
+//! - the code tokens are codescope's (docs/METHODS.md 1, source mode, docstrings kept);
 //!   vectors are the layer's mean over each token's subwords, each coordinate divided
 //!   by its root mean square over the training tokens (Gemma's residual stream has
 //!   coordinates in the hundreds; the reference fed raw vectors). Not centred: the

@@ -1,4 +1,4 @@
-//! DirectProbe (Zhou & Srikumar 2021; METHODS.md 4): a classifier-free probe. The
+//! DirectProbe (Zhou & Srikumar 2021; docs/METHODS.md 4): a classifier-free probe. The
 //! training points are clustered bottom-up, merging only points of one label, and only
 //! while every cluster stays linearly separable from every cluster of another label. The
 //! number of clusters left says how the labels are laid out (= number of labels: each

@@ -1,4 +1,4 @@
-//! The data-flow graphs (METHODS.md 2.3): which occurrence takes its value from which.
+//! The data-flow graphs (docs/METHODS.md 2.3): which occurrence takes its value from which.
 //!
 //! Two graphs, both GraphCodeBERT's two relations (`comesFrom`, `computedFrom`):
 //! - `dfg`, the study's: GraphCodeBERT's `DFG_python` / `DFG_java` exactly as the study's

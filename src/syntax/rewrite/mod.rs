@@ -1,4 +1,4 @@
-//! Counterfactual twins (METHODS.md 5): semantics-preserving identifier renamings of a
+//! Counterfactual twins (docs/METHODS.md 5): semantics-preserving identifier renamings of a
 //! snippet, and a user's hand-edited twin, each with a code-token alignment to the
 //! original.
 //!

@@ -3,7 +3,7 @@
 //! rows) when the panel shows more cells that way ([`layout::grid_geom`]; inside the
 //! transposed grid ↑ ↓ move along layers and ← → along heads). The current head is
 //! highlighted; in this panel the arrows move the grid's own cursor and Enter jumps.
-//! For F1 scores the best head of each layer is underlined (METHODS.md 3: "per layer,
+//! For F1 scores the best head of each layer is underlined (docs/METHODS.md 3: "per layer,
 //! report the best head by F1").
 //!
 //! Deep and wide models: every cell is a separating space plus two digits (three for

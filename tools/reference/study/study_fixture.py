@@ -5,10 +5,13 @@ the compact JSON fixture codescope's tests compare against (tests/it/study_graph
     study_fixture.py python FUNCTIONS.json --study DIR > tests/fixtures/study_graphs_python.json
     study_fixture.py java FUNCTIONS.json --study DIR > tests/fixtures/study_graphs_java.json
 
-FUNCTIONS.json comes from extract_functions.py. DIR holds the study's code (study_code.py,
-dfg_java.py, study_graphs.py, my-languages.so: /work/shared/study). Runs under
+FUNCTIONS.json comes from extract_functions.py. DIR is a directory you prepare from the
+study's public replication repository, stg-tud/code-LLM-critical-evaluation (see "The study's
+code" in tools/reference/study/README.md): study_code.py (its graph and DFG functions,
+verbatim), dfg_java.py (GraphCodeBERT's DFG_java), study_graphs.py (the driver that calls
+them as the study's scripts do) and my-languages.so (the grammar it compiled). Runs under
 py-tree-sitter 0.20.1 (the study's pin); Java also needs the tree_sitter_languages 1.5.0
-wheel (its bundled tree-sitter-java of the same era), see README.md here.
+wheel (its bundled tree-sitter-java of the same era), see tools/reference/study/README.md.
 
 Python: the text is remove_comments_and_docstrings(code, 'python') and the graphs are
 study_graphs.graphs() on it, i.e. the study's functions unchanged. Java: the study has no
@@ -95,7 +98,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('lang', choices=['python', 'java'])
     ap.add_argument('functions')
-    ap.add_argument('--study', default='/work/shared/study')
+    ap.add_argument('--study', required=True, metavar='DIR',
+                    help="the study's code (study_code.py, dfg_java.py, study_graphs.py, "
+                         "my-languages.so) taken from stg-tud/code-LLM-critical-evaluation")
     a = ap.parse_args()
     sys.path.insert(0, a.study)
     import study_code as sc
