@@ -59,6 +59,7 @@ pub mod commands;
 pub mod corpus;
 pub mod error;
 pub mod export;
+pub mod fsio;
 pub mod input;
 pub mod logging;
 pub mod model;

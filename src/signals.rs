@@ -88,6 +88,8 @@ fn remove_registered() {
         Err(_) => return,
     };
     for p in paths {
-        let _ = std::fs::remove_dir_all(&p);
+        if std::fs::remove_dir_all(&p).is_err() {
+            let _ = std::fs::remove_file(&p);
+        }
     }
 }

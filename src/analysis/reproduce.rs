@@ -234,9 +234,7 @@ pub struct Run<'a> {
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+    crate::fsio::write_atomic(path, text.as_bytes())
 }
 
 /// Run (or resume) a corpus analysis; returns the aggregate after writing the tables.

@@ -190,7 +190,7 @@ pub fn write_records(path: &Path, records: &[TwinRecord]) -> Result<()> {
         s.push_str(&serde_json::to_string(r).unwrap_or_default());
         s.push('\n');
     }
-    std::fs::write(path, s).map_err(|e| Error::io(path, e))
+    crate::fsio::write_atomic(path, s.as_bytes())
 }
 
 /// Append one record.
@@ -332,7 +332,7 @@ fn distribution(v: &[f64]) -> serde_json::Value {
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    crate::fsio::write_atomic(path, text.as_bytes())
 }
 
 /// Write the pair tables to `out` and return the printed table.

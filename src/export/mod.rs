@@ -329,15 +329,15 @@ pub fn write_figures(
     let mut out = Vec::new();
     for (kind, fig) in figures {
         let svg = dir.join(format!("{stem}-{}.svg", kind.name()));
-        std::fs::write(&svg, &fig.svg).map_err(|e| io(&svg, e))?;
+        crate::fsio::write_atomic_io(&svg, fig.svg.as_bytes()).map_err(|e| io(&svg, e))?;
         out.push(svg);
         let png = dir.join(format!("{stem}-{}.png", kind.name()));
-        std::fs::write(&png, png::render(fig)?).map_err(|e| io(&png, e))?;
+        crate::fsio::write_atomic_io(&png, &png::render(fig)?).map_err(|e| io(&png, e))?;
         out.push(png);
     }
     if let Some(v) = view {
         let json = dir.join(format!("{stem}.json"));
-        std::fs::write(&json, json::render(v).map_err(|e| io(&json, e))?)
+        crate::fsio::write_atomic_io(&json, json::render(v).map_err(|e| io(&json, e))?.as_bytes())
             .map_err(|e| io(&json, e))?;
         out.push(json);
     }

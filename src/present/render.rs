@@ -116,7 +116,7 @@ pub fn write_out(app: &App, kind: Kind, opts: &figure::Options, out: Option<&Pat
         }
         let p = out.expect("an extension implies a path");
         let text = figure::screen::text(&crate::tui::export::screen_buffer(app));
-        return std::fs::write(p, text).map_err(|e| io(p, e));
+        return crate::fsio::write_atomic_io(p, text.as_bytes()).map_err(|e| io(p, e));
     }
     let (figs, _) = crate::tui::export::figures(app, &[kind], opts)?;
     let fig = &figs[0].1;
@@ -127,9 +127,11 @@ pub fn write_out(app: &App, kind: Kind, opts: &figure::Options, out: Option<&Pat
                 .and_then(|_| o.flush())
                 .map_err(|e| Error::io("<stdout>", e))
         }
-        (Some(p), Some("svg")) => std::fs::write(p, &fig.svg).map_err(|e| io(p, e)),
+        (Some(p), Some("svg")) => {
+            crate::fsio::write_atomic_io(p, fig.svg.as_bytes()).map_err(|e| io(p, e))
+        }
         (Some(p), Some("png")) => {
-            std::fs::write(p, crate::export::png::render(fig)?).map_err(|e| io(p, e))
+            crate::fsio::write_atomic_io(p, &crate::export::png::render(fig)?).map_err(|e| io(p, e))
         }
         (Some(p), _) => Err(Error::Input {
             name: p.display().to_string(),

@@ -64,10 +64,8 @@ pub fn save_to(s: &Session, p: &Path) -> std::io::Result<()> {
     if let Some(dir) = p.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = p.with_extension("json.tmp");
     let text = serde_json::to_string_pretty(s).map_err(std::io::Error::other)?;
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, p)
+    crate::fsio::write_atomic_io(p, text.as_bytes())
 }
 
 /// Read the session at `p`.

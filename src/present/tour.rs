@@ -306,7 +306,7 @@ pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArg
     }
     html.push_str("</body></html>\n");
     let index = out.join("index.html");
-    std::fs::write(&index, html).map_err(|e| Error::io(index.clone(), e))?;
+    crate::fsio::write_atomic(&index, html.as_bytes())?;
     crate::logging::notice(format_args!("deck written to {}", index.display()));
     Ok(())
 }

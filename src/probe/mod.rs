@@ -581,7 +581,7 @@ pub fn dump(
     let path = dir.join("snippets.json");
     let text = serde_json::to_string(&texts)
         .map_err(|e| crate::error::Error::io(&path, std::io::Error::other(e)))?;
-    std::fs::write(&path, text).map_err(|e| crate::error::Error::io(&path, e))?;
+    crate::fsio::write_atomic(&path, text.as_bytes())?;
     let tdir = dir.join("tasks");
     std::fs::create_dir_all(&tdir).map_err(|e| crate::error::Error::io(&tdir, e))?;
     let dopts = dataset::DatasetOptions {
@@ -620,7 +620,7 @@ pub fn dump(
         let path = dir.join("ast.json");
         let text = serde_json::to_string(&doc)
             .map_err(|e| crate::error::Error::io(&path, std::io::Error::other(e)))?;
-        std::fs::write(&path, text).map_err(|e| crate::error::Error::io(&path, e))?;
+        crate::fsio::write_atomic(&path, text.as_bytes())?;
         return Ok(1);
     }
     let mut written = 0;
@@ -655,7 +655,7 @@ pub fn dump(
         let path = tdir.join(format!("{}.json", task.name()));
         let text = serde_json::to_string(&doc)
             .map_err(|e| crate::error::Error::io(&path, std::io::Error::other(e)))?;
-        std::fs::write(&path, text).map_err(|e| crate::error::Error::io(&path, e))?;
+        crate::fsio::write_atomic(&path, text.as_bytes())?;
         written += 1;
     }
     Ok(written)

@@ -84,7 +84,7 @@ pub fn write_shard(
     let path = out.join("shard.json");
     let text = serde_json::to_string_pretty(&manifest)
         .map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
-    std::fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
+    crate::fsio::write_atomic(&path, text.as_bytes())?;
     Ok(own.len())
 }
 

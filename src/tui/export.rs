@@ -416,15 +416,18 @@ pub fn write(app: &App, what: ExportWhat) -> Result<Vec<PathBuf>> {
     let mut paths = export::write_figures(dir, &stem, &figs, view.as_ref())?;
     if kinds.contains(&Kind::Screen) {
         let p = dir.join(format!("{stem}-screen.txt"));
-        std::fs::write(&p, figure::screen::text(&screen_buffer(app)))
+        crate::fsio::write_atomic_io(&p, figure::screen::text(&screen_buffer(app)).as_bytes())
             .map_err(|e| Error::io(p.clone(), e))?;
         paths.push(p);
     }
     // Compare mode: the comparison's numbers too, as `codescope compare --json` writes them.
     if let (Some(c), true) = (app.comparison(), view.is_some()) {
         let p = dir.join(format!("{stem}-compare.json"));
-        std::fs::write(&p, crate::analysis::compare::to_json(c).to_string())
-            .map_err(|e| Error::io(p.clone(), e))?;
+        crate::fsio::write_atomic_io(
+            &p,
+            crate::analysis::compare::to_json(c).to_string().as_bytes(),
+        )
+        .map_err(|e| Error::io(p.clone(), e))?;
         paths.push(p);
     }
     tracing::info!(files = paths.len(), dir = %dir.display(), "exported");

@@ -241,3 +241,54 @@ fn a_corpus_that_is_not_a_file_says_so() {
     );
     assert!(line.contains("no such file"), "{line}");
 }
+
+/// A full disk (here: a file-size limit, with SIGXFSZ ignored so the write fails with
+/// EFBIG as it does on a full disk) never replaces a good figure with a truncated one, and
+/// leaves no partial file beside it.
+#[cfg(unix)]
+#[test]
+fn a_failed_figure_write_keeps_the_old_file_and_leaves_nothing() {
+    use std::os::unix::process::CommandExt;
+    let env = Env::new();
+    let model = env.root.join("tiny");
+    write_tiny_model(&model, &Tiny::default()).unwrap();
+    let out = env.root.join("figs");
+    std::fs::create_dir(&out).unwrap();
+    for name in ["fig.svg", "fig.png"] {
+        let target = out.join(name);
+        std::fs::write(&target, b"the good figure").unwrap();
+        let mut c = env.cmd();
+        c.args(["render", "--model"])
+            .arg(&model)
+            .arg(env.sample())
+            .args(["--view", "heatmap", "--out"])
+            .arg(&target);
+        // SAFETY: setrlimit and signal are async-signal-safe; nothing else runs here.
+        unsafe {
+            c.pre_exec(|| {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let lim = libc::rlimit {
+                    rlim_cur: 2048,
+                    rlim_max: 2048,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let line = fails(&c.output().unwrap());
+        assert!(line.contains(name), "{line}");
+        assert_eq!(
+            std::fs::read(&target).unwrap(),
+            b"the good figure",
+            "{name}"
+        );
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["fig.png", "fig.svg"]);
+}
