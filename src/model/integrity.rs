@@ -145,11 +145,14 @@ fn save(m: &Manifest) -> Result<()> {
 /// The manifest of `dir`, if codescope recorded one (an unreadable one is `Err`).
 pub fn load(dir: &Path) -> Result<Option<Manifest>> {
     let path = manifest_path(dir);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(&path, e)),
-    };
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = crate::fsio::read_to_string_bounded(
+        &path,
+        super::limits::MAX_CONFIG_BYTES,
+        "the integrity manifest",
+    )?;
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|e| Error::CorruptWeights {
@@ -326,7 +329,11 @@ pub fn verify_all() -> Result<Vec<Verified>> {
         .collect();
     paths.sort();
     for p in paths {
-        let text = std::fs::read_to_string(&p).map_err(|e| Error::io(&p, e))?;
+        let text = crate::fsio::read_to_string_bounded(
+            &p,
+            super::limits::MAX_CONFIG_BYTES,
+            "the manifest",
+        )?;
         let Ok(m) = serde_json::from_str::<Manifest>(&text) else {
             out.push(Verified {
                 source: "?".into(),

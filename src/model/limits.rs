@@ -23,6 +23,39 @@ pub const MAX_METADATA_MB: u64 = 512;
 /// weights barely compress (about 1.1x), tokenizer files about 5x; zip bombs are 1000x.
 pub const MAX_ZIP_RATIO: u64 = 100;
 
+/// Most bytes codescope reads of a small JSON or TOML file it did not write itself: a
+/// model's `config.json`, `tokenizer_config.json`, a safetensors index, a hub ref, a tour,
+/// a session, a corpus run's checkpoint (16 MiB; the largest real ones are under 1 MiB).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// Most bytes of a tokenizer file (`tokenizer.json`, `vocab.json`, `merges.txt`,
+/// `vocab.txt`): the largest released ones (Gemma's 262k vocabulary) are about 35 MB.
+pub const MAX_TOKENIZER_BYTES: u64 = 256 << 20;
+
+/// Check that `path` is a regular file of at most `max` bytes before a library reads it
+/// whole (the `tokenizers` crate reads by path): a FIFO, a device or a sparse giant is
+/// refused with the limit named.
+pub fn check_file_size(path: &std::path::Path, max: u64, what: &str) -> Result<()> {
+    let m = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !m.is_file() {
+        return Err(Error::Input {
+            name: path.display().to_string(),
+            reason: format!("{what} is not a regular file"),
+        });
+    }
+    if m.len() > max {
+        return Err(Error::Input {
+            name: path.display().to_string(),
+            reason: format!(
+                "{what} is {} bytes, over the limit of {}",
+                m.len(),
+                crate::fsio::human(max)
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Most layers a model may declare (the largest released models have ~130); a header
 /// claiming 10^9 layers is refused before anything is allocated for them.
 pub const MAX_LAYERS: usize = 1024;

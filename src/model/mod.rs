@@ -413,7 +413,7 @@ pub struct LoadedModel {
 
 /// `model_type` and the first `architectures` entry of a `config.json`.
 fn read_config(path: &Path) -> Result<(serde_json::Value, String)> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::fsio::read_to_string_bounded(path, limits::MAX_CONFIG_BYTES, "config.json")?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::BadConfig {
         path: path.into(),
         reason: e.to_string(),

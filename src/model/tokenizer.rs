@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use tokenizers::Tokenizer;
 
+use super::limits::{check_file_size, MAX_CONFIG_BYTES, MAX_TOKENIZER_BYTES};
 use super::trace::Subword;
 use crate::error::{Error, Result};
 
@@ -227,6 +228,7 @@ impl CodeTokenizer {
 pub fn build(files: &TokenizerFiles, dir: &Path) -> Result<Tokenizer> {
     match files {
         TokenizerFiles::Json(p) => {
+            check_file_size(p, MAX_TOKENIZER_BYTES, "tokenizer.json")?;
             Tokenizer::from_file(p).map_err(|e| tk_err(&format!("cannot read {}", p.display()), e))
         }
         TokenizerFiles::Bpe { vocab, merges } => build_bpe(vocab, merges),
@@ -261,6 +263,8 @@ fn build_bpe(vocab: &Path, merges: &Path) -> Result<Tokenizer> {
     use tokenizers::pre_tokenizers::byte_level::ByteLevel;
     use tokenizers::processors::roberta::RobertaProcessing;
     use tokenizers::{AddedToken, TokenizerImpl};
+    check_file_size(vocab, MAX_TOKENIZER_BYTES, "vocab.json")?;
+    check_file_size(merges, MAX_TOKENIZER_BYTES, "merges.txt")?;
     let vocab_s = vocab.to_string_lossy().to_string();
     let merges_s = merges.to_string_lossy().to_string();
     let bpe = BPE::from_file(&vocab_s, &merges_s)
@@ -296,11 +300,27 @@ fn build_wordpiece(vocab: &Path, dir: &Path) -> Result<Tokenizer> {
     use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
     use tokenizers::processors::bert::BertProcessing;
     use tokenizers::{AddedToken, TokenizerImpl};
-    let lowercase = std::fs::read_to_string(dir.join("tokenizer_config.json"))
-        .ok()
-        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-        .and_then(|v| v.get("do_lower_case").and_then(|b| b.as_bool()))
-        .unwrap_or(true);
+    // tokenizer_config.json is optional; one that is there must be read and parse.
+    let cfg = dir.join("tokenizer_config.json");
+    let lowercase = match std::fs::symlink_metadata(&cfg) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        _ => {
+            let text = crate::fsio::read_to_string_bounded(
+                &cfg,
+                MAX_CONFIG_BYTES,
+                "tokenizer_config.json",
+            )?;
+            let v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| Error::BadConfig {
+                    path: cfg.clone(),
+                    reason: e.to_string(),
+                })?;
+            v.get("do_lower_case")
+                .and_then(|b| b.as_bool())
+                .unwrap_or(true)
+        }
+    };
+    check_file_size(vocab, MAX_TOKENIZER_BYTES, "vocab.txt")?;
     let vocab_s = vocab.to_string_lossy().to_string();
     let wp = WordPiece::from_file(&vocab_s)
         .unk_token("[UNK]".into())

@@ -70,16 +70,17 @@ pub fn save_to(s: &Session, p: &Path) -> std::io::Result<()> {
 
 /// Read the session at `p`.
 pub fn load_from(p: &Path) -> Result<Session> {
-    let text = std::fs::read_to_string(p).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Error::Input {
-                name: "--resume".into(),
-                reason: format!("no saved session ({} does not exist)", p.display()),
-            }
-        } else {
-            Error::io(p, e)
-        }
-    })?;
+    if !p.exists() {
+        return Err(Error::Input {
+            name: "--resume".into(),
+            reason: format!("no saved session ({} does not exist)", p.display()),
+        });
+    }
+    let text = crate::fsio::read_to_string_bounded(
+        p,
+        crate::model::limits::MAX_CONFIG_BYTES,
+        "the session",
+    )?;
     let s: Session = serde_json::from_str(&text).map_err(|e| Error::Input {
         name: p.display().to_string(),
         reason: format!("not a codescope session: {e}"),

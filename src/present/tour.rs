@@ -123,7 +123,11 @@ impl Step {
 impl Tour {
     /// Read and check a tour file.
     pub fn load(path: &Path) -> Result<Tour> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = crate::fsio::read_to_string_bounded(
+            path,
+            crate::model::limits::MAX_CONFIG_BYTES,
+            "the tour",
+        )?;
         let mut t = Tour::parse(&text).map_err(|reason| Error::Input {
             name: path.display().to_string(),
             reason,
@@ -213,7 +217,14 @@ pub fn append_here(path: &Path, mut step: Step) -> std::result::Result<(Step, Sn
         .and_then(|l| Language::from_name(l).ok())
         .unwrap_or(Language::Python);
     let file = Path::new(&name);
-    if file.is_file() && std::fs::read_to_string(file).is_ok_and(|t| t == text) {
+    if file.is_file()
+        && crate::fsio::read_to_string_bounded(
+            file,
+            crate::syntax::MAX_SOURCE_BYTES as u64,
+            "a snippet",
+        )
+        .is_ok_and(|t| t == text)
+    {
         let abs = std::fs::canonicalize(file).map_err(|e| e.to_string())?;
         let base = path
             .parent()

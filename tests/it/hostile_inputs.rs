@@ -292,3 +292,76 @@ fn a_failed_figure_write_keeps_the_old_file_and_leaves_nothing() {
     names.sort();
     assert_eq!(names, ["fig.png", "fig.svg"]);
 }
+
+/// Files the user did not write are read within a limit: a tour or a session that never
+/// ends, giant model configs and tokenizer files are one-line errors naming the limit, in
+/// bounded memory; an unparsable `tokenizer_config.json` is an error, not ignored.
+#[test]
+fn untrusted_files_are_read_within_limits() {
+    use codescope::model::testutil::TinyTokenizer;
+    let env = Env::new();
+    let log = env.root.join("log.txt");
+    let measured = |c: Command, what: &str, want: &str| {
+        let (o, mib) = run_measured(c, &log);
+        let line = fails(&o);
+        assert!(line.contains(want), "{what}: {line}");
+        assert!(mib < 128, "{what}: peak RSS {mib} MiB");
+    };
+    let mut c = env.cmd();
+    c.args(["render", "--tour", "/dev/zero", "--out"])
+        .arg(env.root.join("deck"));
+    measured(c, "tour", "the tour is larger than the limit of 16 MiB");
+    let mut c = env.cmd();
+    c.env("CODESCOPE_SESSION", "/dev/zero").arg("--resume");
+    measured(
+        c,
+        "session",
+        "the session is larger than the limit of 16 MiB",
+    );
+    let sparse = |p: &std::path::Path, mib: u64| {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .create(true)
+            .open(p)
+            .unwrap();
+        f.set_len(mib << 20).unwrap();
+    };
+    // config.json of 512 MiB (sparse: no disk used).
+    let m = env.root.join("cfg");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    sparse(&m.join("config.json"), 512);
+    let mut c = env.cmd();
+    c.args(["trace", "--model"]).arg(&m).arg(env.sample());
+    measured(
+        c,
+        "config.json",
+        "config.json is larger than the limit of 16 MiB",
+    );
+    // vocab.txt of 512 MiB.
+    let m = env.root.join("vocab");
+    let tiny = Tiny {
+        tokenizer: TinyTokenizer::VocabTxt,
+        ..Tiny::default()
+    };
+    write_tiny_model(&m, &tiny).unwrap();
+    let _ = std::fs::remove_file(m.join("tokenizer.json"));
+    sparse(&m.join("vocab.txt"), 512);
+    let mut c = env.cmd();
+    c.args(["trace", "--model"]).arg(&m).arg(env.sample());
+    measured(c, "vocab.txt", "over the limit of 256 MiB");
+    // An unparsable tokenizer_config.json next to a WordPiece vocabulary.
+    let m = env.root.join("tkcfg");
+    write_tiny_model(&m, &tiny).unwrap();
+    let _ = std::fs::remove_file(m.join("tokenizer.json"));
+    std::fs::write(m.join("tokenizer_config.json"), b"{ not json").unwrap();
+    let line = fails(
+        &env.cmd()
+            .args(["trace", "--model"])
+            .arg(&m)
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
+    assert!(line.contains("tokenizer_config.json"), "{line}");
+}

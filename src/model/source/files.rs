@@ -150,7 +150,11 @@ fn find_weights(dir: &Path) -> Result<Weights> {
 
 /// Shard file names listed in a `model.safetensors.index.json`, sorted and deduplicated.
 pub(super) fn shard_names(index: &Path) -> Result<Vec<String>> {
-    let text = std::fs::read_to_string(index).map_err(|e| Error::io(index, e))?;
+    let text = crate::fsio::read_to_string_bounded(
+        index,
+        crate::model::limits::MAX_CONFIG_BYTES,
+        "the safetensors index",
+    )?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::CorruptWeights {
         path: index.into(),
         reason: e.to_string(),

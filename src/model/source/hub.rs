@@ -37,7 +37,7 @@ pub fn hf_cached_snapshot(repo: &str, revision: &str) -> Option<PathBuf> {
     let commit = if revision.len() == 40 && is_hex_id(revision) {
         revision.to_string()
     } else {
-        std::fs::read_to_string(base.join("refs").join(revision))
+        crate::fsio::read_to_string_bounded(&base.join("refs").join(revision), 4096, "a hub ref")
             .ok()?
             .trim()
             .to_string()
@@ -151,7 +151,7 @@ fn hub_token() -> Option<String> {
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .or_else(|| hf_cache_dir().parent().map(Path::to_path_buf))?;
-    let t = std::fs::read_to_string(home.join("token")).ok()?;
+    let t = crate::fsio::read_to_string_bounded(&home.join("token"), 4096, "the hub token").ok()?;
     Some(t.trim().to_string()).filter(|t| !t.is_empty())
 }
 
