@@ -193,8 +193,8 @@ pub struct RenderArgs {
     /// Terminal size of the screen view, COLSxROWS.
     #[arg(long, default_value = "120x40", value_parser = parse_size)]
     pub size: (u16, u16),
-    /// Multiply every size (1 = 1920 px wide, body text 22 px).
-    #[arg(long, default_value_t = 1.0)]
+    /// Multiply every size (1 = 1920 px wide, body text 22 px), 0.25 to 4.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
     pub scale: f64,
     /// Light (white) or dark background.
     #[arg(long, value_enum, default_value_t = Theme::Light)]
@@ -240,6 +240,12 @@ impl RenderArgs {
     }
 }
 
+/// The screen view's terminal size: 20x10 to 500x300 cells (a figure of it stays within
+/// what a PNG can be drawn into without gigabytes).
+pub const SCREEN_COLS: (u16, u16) = (20, 500);
+/// See [`SCREEN_COLS`].
+pub const SCREEN_ROWS: (u16, u16) = (10, 300);
+
 fn parse_size(s: &str) -> Result<(u16, u16), String> {
     let (w, h) = s
         .split_once(['x', 'X'])
@@ -249,7 +255,40 @@ fn parse_size(s: &str) -> Result<(u16, u16), String> {
             .parse::<u16>()
             .map_err(|_| format!("`{s}` is not a size like 120x40"))
     };
-    Ok((n(w)?, n(h)?))
+    let (w, h) = (n(w)?, n(h)?);
+    if !(SCREEN_COLS.0..=SCREEN_COLS.1).contains(&w)
+        || !(SCREEN_ROWS.0..=SCREEN_ROWS.1).contains(&h)
+    {
+        return Err(format!(
+            "`{s}`: the size must be {}x{} to {}x{}",
+            SCREEN_COLS.0, SCREEN_ROWS.0, SCREEN_COLS.1, SCREEN_ROWS.1
+        ));
+    }
+    Ok((w, h))
+}
+
+/// Figure scale: a finite number from 0.25 to 4 (4 = 7680 px wide).
+fn parse_scale(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if !(0.25..=4.0).contains(&v) {
+        return Err(format!("`{s}`: the scale must be from 0.25 to 4"));
+    }
+    Ok(v)
+}
+
+/// A projection rank: 1 to 4096.
+fn parse_rank(s: &str) -> Result<usize, String> {
+    let v: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number"))?;
+    if !(1..=4096).contains(&v) {
+        return Err(format!("`{s}`: the rank must be from 1 to 4096"));
+    }
+    Ok(v)
 }
 
 #[derive(Debug, clap::Args)]
@@ -401,8 +440,8 @@ pub struct ProbeArgs {
     /// constituents; the tasks do not apply).
     #[arg(long, value_enum, default_value_t = crate::probe::ProbeKind::Linear)]
     pub probe: crate::probe::ProbeKind,
-    /// AST-Probe: rank of the learned projection.
-    #[arg(long, default_value_t = 128)]
+    /// AST-Probe: rank of the learned projection (1 to 4096).
+    #[arg(long, default_value_t = 128, value_parser = parse_rank)]
     pub ast_rank: usize,
     /// DirectProbe: at most this many training points per task and layer (sampled).
     #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TRAIN)]
@@ -436,8 +475,8 @@ pub struct ProbeArgs {
     /// Also run the structural probe (Hewitt & Manning: Spearman and UUAS per layer).
     #[arg(long)]
     pub structural: bool,
-    /// Rank of the structural probe's projection B.
-    #[arg(long, default_value_t = 64)]
+    /// Rank of the structural probe's projection B (1 to 4096).
+    #[arg(long, default_value_t = 64, value_parser = parse_rank)]
     pub rank: usize,
     /// Trace only shard K of N of the corpus (snippets i with i mod N = K-1) and write its
     /// features to --out instead of probing; `codescope merge` joins the shards into the

@@ -660,6 +660,16 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         snippets.len()
     ));
     let m = load_model(settings.model.as_deref())?;
+    // Hidden layers are 0 (embeddings) to the model's layer count.
+    if let Some(&bad) = args.layers.iter().find(|&&l| l > m.info.layers) {
+        return Err(Error::Input {
+            name: "--layer".into(),
+            reason: format!(
+                "layer {bad} does not exist: {} has hidden layers 0 (embeddings) to {}",
+                m.info.source, m.info.layers
+            ),
+        });
+    }
     let tasks = if args.tasks.is_empty() {
         probe::Task::ALL.to_vec()
     } else {

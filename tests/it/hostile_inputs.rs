@@ -365,3 +365,104 @@ fn untrusted_files_are_read_within_limits() {
     );
     assert!(line.contains("tokenizer_config.json"), "{line}");
 }
+
+/// Every CLI number has a range, checked when the arguments are parsed (clap's usage
+/// error, exit 2, naming the value and the range) or, where it depends on the model, as
+/// one line before any work: no silent default, no panic, no giant allocation.
+#[test]
+fn cli_numbers_out_of_range_are_refused() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let sample = env.sample();
+    let s = sample.to_str().unwrap();
+    let out = env.root.join("x.png");
+    let o = out.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["render", s, "--scale", "0", "--out", o],
+            "the scale must be from 0.25 to 4",
+        ),
+        (
+            &["render", s, "--scale", "nan", "--out", o],
+            "the scale must be from 0.25 to 4",
+        ),
+        (
+            &["render", s, "--scale", "inf", "--out", o],
+            "the scale must be from 0.25 to 4",
+        ),
+        (
+            &["render", s, "--scale", "100", "--out", o],
+            "the scale must be from 0.25 to 4",
+        ),
+        (
+            &[
+                "render",
+                s,
+                "--view",
+                "screen",
+                "--size",
+                "65535x65535",
+                "--out",
+                o,
+            ],
+            "the size must be 20x10 to 500x300",
+        ),
+        (
+            &[
+                "probe",
+                "--probe",
+                "ast",
+                "--ast-rank",
+                "18446744073709551615",
+            ],
+            "the rank must be from 1 to 4096",
+        ),
+        (
+            &["probe", "--structural", "--rank", "100000000"],
+            "the rank must be from 1 to 4096",
+        ),
+        (&["probe", "--rank", "0"], "the rank must be from 1 to 4096"),
+    ];
+    for (args, want) in cases {
+        let out = env
+            .cmd()
+            .arg("--model")
+            .arg(&m)
+            .args(*args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!out.exists());
+    // Layers and heads that the model does not have: one line, exit 1.
+    let line = fails(
+        &env.cmd()
+            .arg("--model")
+            .arg(&m)
+            .args(["probe", "--layer", "999"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        line.contains("layer 999 does not exist") && line.contains("0 (embeddings) to 2"),
+        "{line}"
+    );
+    for (flag, v, want) in [
+        ("--layer", "99", "layers 1-2"),
+        ("--head", "99", "heads 1-4"),
+    ] {
+        let line = fails(
+            &env.cmd()
+                .arg("--model")
+                .arg(&m)
+                .args(["render", s, flag, v, "--out", o])
+                .output()
+                .unwrap(),
+        );
+        assert!(line.contains(want), "{line}");
+    }
+}
