@@ -466,3 +466,50 @@ fn cli_numbers_out_of_range_are_refused() {
         assert!(line.contains(want), "{line}");
     }
 }
+
+/// Code with the code points XML forbids (U+FFFE, U+FFFF) still makes figures: an SVG
+/// that parses and a PNG.
+#[test]
+fn xml_invalid_code_points_make_valid_figures() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let src = env.root.join("odd.py");
+    std::fs::write(
+        &src,
+        "def f(x):\n    s = \"\u{fffe}\u{ffff}\"\n    return x + s\n",
+    )
+    .unwrap();
+    for view in ["heatmap", "screen"] {
+        let svg = env.root.join(format!("{view}.svg"));
+        ok(&env
+            .cmd()
+            .arg("--model")
+            .arg(&m)
+            .arg("render")
+            .arg(&src)
+            .args(["--view", view, "--out"])
+            .arg(&svg)
+            .output()
+            .unwrap());
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(
+            !text.contains('\u{ffff}') && !text.contains('\u{fffe}'),
+            "{view}"
+        );
+        resvg::usvg::Tree::from_str(&text, &resvg::usvg::Options::default())
+            .unwrap_or_else(|e| panic!("{view}: the SVG does not parse: {e}"));
+        let png = env.root.join(format!("{view}.png"));
+        ok(&env
+            .cmd()
+            .arg("--model")
+            .arg(&m)
+            .arg("render")
+            .arg(&src)
+            .args(["--view", view, "--out"])
+            .arg(&png)
+            .output()
+            .unwrap());
+        assert!(std::fs::metadata(&png).unwrap().len() > 100);
+    }
+}

@@ -34,7 +34,9 @@ pub fn clip(s: &str, n: usize) -> String {
     o
 }
 
-/// Escape text for SVG (tabs as spaces, control characters dropped to spaces).
+/// Escape text for SVG (tabs as spaces, control characters dropped to spaces, the code
+/// points XML 1.0 forbids, U+FFFE and U+FFFF, as U+FFFD), so any code makes a document
+/// that parses.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
@@ -45,6 +47,7 @@ pub fn esc(s: &str) -> String {
             '"' => o.push_str("&quot;"),
             '\t' => o.push_str("    "),
             c if c.is_control() => o.push(' '),
+            '\u{fffe}' | '\u{ffff}' => o.push('\u{fffd}'),
             c => o.push(c),
         }
     }
@@ -274,6 +277,7 @@ mod tests {
         assert_eq!(clip("abcdef", 4), "abc…");
         assert_eq!(clip("abc", 4), "abc");
         assert_eq!(esc("a<b>&\"\t"), "a&lt;b&gt;&amp;&quot;    ");
+        assert_eq!(esc("x\u{fffe}\u{ffff}\u{1b}y"), "x\u{fffd}\u{fffd} y");
         assert!((text_w("abcd", 20.0) - 48.16).abs() < 1e-9);
     }
 
