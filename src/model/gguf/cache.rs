@@ -466,7 +466,7 @@ fn store(
     let root = gguf_cache_dir();
     let final_dir = root.join(&source.sha256);
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
-    let tmp = tempfile_dir(&root)?;
+    let (tmp, _owner) = tempfile_dir(&root)?;
     let result = (|| -> Result<()> {
         let wpath = tmp.join(WEIGHTS);
         let mut names: Vec<&String> = tensors.keys().collect();
@@ -533,18 +533,14 @@ fn store(
     result.map(|_| final_dir)
 }
 
-/// A fresh `.tmp-{pid}-{nanos}` directory in `root`, removed by a signal (and, if the
-/// process is killed, by the next clean-up of stale temporaries).
-fn tempfile_dir(root: &Path) -> Result<PathBuf> {
-    crate::model::source::remove_stale_temporaries(root);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let p = root.join(format!(".tmp-{}-{nanos}", std::process::id()));
+/// A fresh `.tmp-{pid}-{nanos}` directory in `root` with its owner's lock (hold it until
+/// the directory is renamed or removed), removed by a signal (and, if the process is
+/// killed, by the next clean-up of stale temporaries, which sees the lock released).
+fn tempfile_dir(root: &Path) -> Result<(PathBuf, crate::model::source::TempOwner)> {
+    let (p, owner) = crate::model::source::fresh_temporary(root)?;
     std::fs::create_dir_all(&p).map_err(|e| Error::io(&p, e))?;
     crate::signals::remove_on_signal(&p);
-    Ok(p)
+    Ok((p, owner))
 }
 
 fn dir_bytes(dir: &Path) -> u64 {

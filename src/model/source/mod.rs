@@ -60,6 +60,17 @@ pub fn remove_stale_temporaries(dir: &std::path::Path) -> usize {
     tempdir::remove_stale(dir)
 }
 
+/// The lock a temporary's owner holds while it works (see `tempdir`).
+pub type TempOwner = tempdir::Owner;
+
+/// A fresh, locked temporary name in `dir` (nothing created at the path itself), after
+/// removing the stale temporaries there.
+pub fn fresh_temporary(
+    dir: &std::path::Path,
+) -> crate::error::Result<(std::path::PathBuf, TempOwner)> {
+    tempdir::fresh(dir)
+}
+
 /// Remove the temporaries dead processes left anywhere codescope writes: the PyPI
 /// models, the dequantized GGUF cache and the HF cache's blob directories.
 pub fn remove_all_stale_temporaries() -> usize {
