@@ -60,7 +60,7 @@ mod path_bytes {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::path::PathBuf;
 
-    pub fn serialize<S: Serializer>(p: &PathBuf, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
         match p.to_str() {
             Some(t) => s.serialize_str(t),
             None => {
