@@ -209,7 +209,8 @@ fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
 /// A readable summary of a trace: model, input, and per layer the attention's entropy,
 /// how much goes to special tokens, and the most attended token.
 pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    // Built first, then written by `print` (made printable for a terminal).
+    let mut out: Vec<u8> = Vec::new();
     let w = |e: std::io::Error| Error::io("<stdout>", e);
     let m = &t.model;
     let n = t.tokens.len();
@@ -284,7 +285,7 @@ pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
     if let Some(s) = &t.surprisal {
         print_surprisal(&mut out, t, s).map_err(w)?;
     }
-    Ok(())
+    print(&String::from_utf8_lossy(&out))
 }
 
 /// Perplexity of the snippet and its most surprising tokens with the model's guesses.
@@ -326,8 +327,17 @@ fn stdout_err(e: std::io::Error) -> Error {
     Error::io("<stdout>", e)
 }
 
+/// Write `text` to stdout. To a terminal, text from files (code, names, model fields) is
+/// made printable first, codescope's own colours kept; to a pipe or a file it is data and
+/// goes out as it is (JSON is escaped by its writer either way).
 fn print(text: &str) -> Result<()> {
+    use std::io::IsTerminal;
     let mut out = std::io::stdout().lock();
+    let text = if std::io::stdout().is_terminal() {
+        crate::error::printable_for_terminal(text, color_stdout())
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    };
     out.write_all(text.as_bytes()).map_err(stdout_err)?;
     out.flush().map_err(stdout_err)
 }

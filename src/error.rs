@@ -126,6 +126,44 @@ pub fn printable(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `text` for a terminal: like [`printable`] with line breaks and tabs kept, and, when
+/// `keep_sgr`, codescope's own colour codes (`ESC [ digits ; ... m`, select graphic
+/// rendition: colours only) kept too; every other escape sequence is shown escaped.
+pub fn printable_for_terminal(text: &str, keep_sgr: bool) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| {
+        c != '\n' && c != '\t' && printable(c.encode_utf8(&mut [0; 4]), false) != c.to_string()
+    };
+    if !text.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if keep_sgr && c == '\u{1b}' {
+            let tail = &rest[1..];
+            if let Some(body) = tail.strip_prefix('[') {
+                let n = body
+                    .bytes()
+                    .take_while(|b| b.is_ascii_digit() || *b == b';')
+                    .count();
+                if body.as_bytes().get(n) == Some(&b'm') {
+                    let len = 2 + n + 1;
+                    out.push_str(&rest[..len]);
+                    rest = &rest[len..];
+                    continue;
+                }
+            }
+        }
+        if bad(c) {
+            out.push_str(&printable(c.encode_utf8(&mut [0; 4]), false));
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `text` on one line: line breaks (and the indentation after them) become `; `.
 pub fn one_line(text: &str) -> String {
     text.lines()
@@ -184,6 +222,17 @@ mod tests {
         // Line breaks stay only when asked; tabs never.
         assert_eq!(printable("a\nb\tc", true), "a\nb\\tc");
         assert_eq!(printable("a\nb", false), "a\\nb");
+        // For a terminal: line breaks, tabs and (when asked) colour codes stay; any other
+        // escape sequence is shown.
+        let t = "\u{1b}[1;31mred\u{1b}[0m\tx\n\u{1b}]2;title\u{7}\u{1b}[2J";
+        assert_eq!(
+            printable_for_terminal(t, true),
+            "\u{1b}[1;31mred\u{1b}[0m\tx\n\\u{1b}]2;title\\u{7}\\u{1b}[2J"
+        );
+        assert_eq!(
+            printable_for_terminal(t, false),
+            "\\u{1b}[1;31mred\\u{1b}[0m\tx\n\\u{1b}]2;title\\u{7}\\u{1b}[2J"
+        );
         // Ordinary text, Unicode included, is borrowed as it is.
         assert!(matches!(
             printable("déf f(x): → ü", false),

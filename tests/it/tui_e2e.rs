@@ -488,3 +488,40 @@ fn a_session_survives_sighup_and_resumes_the_edits() {
     tmux.run(&["send-keys", "-t", "e2e", "q"]);
     assert_eq!(wait_file(&exit, 30), "0", "exit status after q q");
 }
+
+/// Headless text printed to a terminal cannot drive it: a string literal holding an OSC
+/// title sequence, a screen clear and a clipboard write, printed by `codescope syntax`
+/// (coloured, to the tmux pane), leaves the pane's title alone and shows the sequence
+/// escaped; to a pipe the same command writes the text as it is (data).
+#[test]
+fn text_output_to_a_terminal_is_printable() {
+    let tmux = Tmux::new("printable");
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("evil.py");
+    std::fs::write(
+        &src,
+        "x = \"\u{1b}]2;pwned\u{7}\u{1b}]52;c;aGk=\u{7}\u{1b}[2J\"\ny = x\n",
+    )
+    .unwrap();
+    let exit = start_cmd(&tmux, d.path(), "", &format!("syntax '{}'", src.display()));
+    let code = wait_file(&exit, 60);
+    assert_eq!(code, "0");
+    let title = tmux.run(&["display", "-p", "-t", "e2e", "#{pane_title}"]);
+    assert!(
+        !title.contains("pwned"),
+        "the pane's title was set: {title}"
+    );
+    let screen = tmux.screen();
+    assert!(screen.contains("\\u{1b}]2;pwned"), "{screen}");
+    // To a pipe: data, unchanged.
+    let o = Command::new(env!("CARGO_BIN_EXE_codescope"))
+        .args(["syntax", "--json"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["tokens"][2]["text"]
+        .as_str()
+        .unwrap()
+        .contains("\u{1b}]2;pwned"));
+}
