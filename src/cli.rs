@@ -493,6 +493,10 @@ pub struct ProbeArgs {
     /// Print the JSON report.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
+    /// With --json: include each fit's `seconds` (left out by default, so that two
+    /// identical runs give identical JSON).
+    #[arg(long, requires = "json")]
+    pub timings: bool,
     /// Print CSV (one row per task and layer).
     #[arg(long)]
     pub csv: bool,

@@ -206,6 +206,18 @@ fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
     }
 }
 
+/// Remove every `key` field, at any depth, from `v`.
+fn strip_key(v: &mut serde_json::Value, key: &str) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.remove(key);
+            m.values_mut().for_each(|x| strip_key(x, key));
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| strip_key(x, key)),
+        _ => {}
+    }
+}
+
 /// A readable summary of a trace: model, input, and per layer the attention's entropy,
 /// how much goes to special tokens, and the most attended token.
 pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
@@ -793,8 +805,12 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
     })?;
     bar.finish_and_clear();
     if args.json {
-        let v = serde_json::to_string(&report)
+        let mut v = serde_json::to_value(&report)
             .map_err(|e| Error::io("<stdout>", std::io::Error::other(e)))?;
+        // Timings only when asked: two identical runs give identical JSON.
+        if !args.timings {
+            strip_key(&mut v, "seconds");
+        }
         print(&format!("{v}\n"))
     } else if args.csv {
         print(&probe::csv(&report))

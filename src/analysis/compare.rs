@@ -395,7 +395,7 @@ pub fn to_json(c: &Comparison) -> Value {
         "rewrite": t.kind.label(),
         "seed": seed,
         "mode": a.mode.name(),
-        "threshold": a.threshold,
+        "threshold": super::report::short_threshold(a.threshold),
         "language": a.syntax.language.name(),
         "a": side_json(a),
         "b": side_json(b),

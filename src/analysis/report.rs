@@ -33,18 +33,24 @@ fn layer_json(rows: &[CategoryMatrix], names: &[&str], share: bool) -> Value {
     )
 }
 
+/// A threshold (an `f32` of the grid) as the short decimal it stands for in JSON: `0.05`,
+/// not `0.05000000074505806` (README "JSON shapes").
+pub fn short_threshold(t: f32) -> f64 {
+    (f64::from(t) * 1e6).round() / 1e6
+}
+
 fn scores_json(hs: &HeadScores) -> Value {
     let best: Vec<Value> = hs
         .best_per_layer()
         .into_iter()
         .enumerate()
         .map(|(l, (h, s))| {
-            json!({"layer": l, "head": h, "precision": s.precision, "recall": s.recall, "f1": s.f1, "ged_per_node": s.ged_per_node})
+            json!({"layer": l + 1, "head": h + 1, "precision": s.precision, "recall": s.recall, "f1": s.f1, "ged_per_node": s.ged_per_node})
         })
         .collect();
     json!({
         "edges": hs.edges,
-        "threshold": hs.threshold,
+        "threshold": short_threshold(hs.threshold),
         "precision": hs.metric(|s| s.precision),
         "recall": hs.metric(|s| s.recall),
         "f1": hs.metric(|s| s.f1),
@@ -76,7 +82,7 @@ pub fn to_json(a: &SnippetAnalysis) -> Value {
     let mut doc = json!({
         "model": a.trace.model,
         "mode": a.mode.name(),
-        "threshold": a.threshold,
+        "threshold": short_threshold(a.threshold),
         "language": a.syntax.language.name(),
         "text": a.trace.text,
         "tokens": a.syntax.tokens,

@@ -584,7 +584,7 @@ fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
                     serde_json::json!({"layer": l + 1, "head": h + 1, "precision": v[0], "recall": v[1], "f1": v[2], "ged_per_node": v[3]})
                 })
                 .collect();
-            per_t.push(serde_json::json!({"threshold": thr, "best_head_per_layer": layers}));
+            per_t.push(serde_json::json!({"threshold": super::report::short_threshold(*thr), "best_head_per_layer": layers}));
         }
         summary_graphs.insert(
             name.to_string(),

@@ -394,7 +394,7 @@ pub fn write_tables(
     let summary = serde_json::json!({
         "rewrite": rewrite,
         "seed": seed,
-        "threshold": threshold,
+        "threshold": super::report::short_threshold(threshold),
         "pairs_scored": ok.len(),
         "rewrite_failed": failed.iter().map(|r| serde_json::json!({"origin": r.origin, "reason": r.error})).collect::<Vec<_>>(),
         "bootstrap_resamples": BOOTSTRAP,

@@ -36,12 +36,17 @@ use crate::syntax::{self, Category, Coarse, DfgKind, Graph, Syntax};
 /// A probing task (docs/METHODS.md 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum Task {
     Category,
     Depth,
     Distance,
+    /// `distance_id` (also accepted: `distance-id`).
+    #[value(alias = "distance-id")]
     DistanceId,
     Siblings,
+    /// `siblings_id` (also accepted: `siblings-id`).
+    #[value(alias = "siblings-id")]
     SiblingsId,
     Dfg,
 }

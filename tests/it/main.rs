@@ -22,6 +22,7 @@ mod gguf_tokenizer;
 mod hostile_downloads;
 mod hostile_inputs;
 mod hostile_models;
+mod json_convention;
 mod mapped;
 mod minilm_reference;
 mod model_tiny;
