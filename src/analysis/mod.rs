@@ -37,6 +37,7 @@ pub mod attention;
 pub mod categories;
 pub mod compare;
 pub mod entropy;
+pub mod finding;
 pub mod hidden;
 pub mod overview;
 pub mod relations;

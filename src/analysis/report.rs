@@ -95,6 +95,7 @@ pub fn to_json(a: &SnippetAnalysis) -> Value {
     if let Some(note) = &a.input_note {
         doc["paper_note"] = note.as_str().into();
     }
+    doc["finding"] = super::finding::Finding::of(a).to_json();
     if let Some(sw) = &a.sweep {
         let mut m = Map::new();
         for g in Graph::ALL {
@@ -245,9 +246,10 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
             );
         }
     }
+    let n = a.token_attention.n();
     let _ = writeln!(
         s,
-        "\ncategory attention, mean weight per pair (head-averaged; share of row mass in brackets)"
+        "\ncategory attention, × uniform (mean weight ÷ 1/{n}, head-averaged; share of the row in brackets; raw means in --json)"
     );
     let _ = writeln!(
         s,
@@ -255,8 +257,8 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
     );
     let cell = |m: &CategoryMatrix, q: usize, k: usize| {
         format!(
-            "{:.4} ({:>4.0}%)",
-            m.mean_at(q, k).unwrap_or(f64::NAN),
+            "{:.2} ({:>4.0}%)",
+            m.ratio_to_uniform_at(q, k, n).unwrap_or(f64::NAN),
             100.0 * m.share_at(q, k).unwrap_or(f64::NAN)
         )
     };
@@ -271,5 +273,7 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
             cell(m, 1, 1)
         );
     }
+    let _ = writeln!(s);
+    s.push_str(&super::finding::Finding::of(a).text());
     s
 }

@@ -597,6 +597,14 @@ fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
         "metrics": "macro-average over snippets of P = |P∧G|/|P|, R = |P∧G|/|G|, F1, GED = |P xor G|/n; P = [A > t], diagonal included",
         "graphs": summary_graphs,
     });
+    let mut summary = summary;
+    // The finding at the table threshold (t = 0.05, the grid's second entry).
+    let t05 = agg
+        .grid
+        .iter()
+        .position(|&t| (t - 0.05).abs() < 1e-6)
+        .unwrap_or(0);
+    summary["finding"] = super::finding::Finding::of_corpus(agg, t05).to_json();
     write_atomic(&out.join("scores.csv"), &scores)?;
     write_atomic(&out.join("best_heads.csv"), &best)?;
     write_atomic(
@@ -654,5 +662,8 @@ pub fn table(agg: &Aggregate, thr: f32) -> String {
             );
         }
     }
+    // The study's finding over the corpus (no category shares: not aggregated).
+    let _ = writeln!(s);
+    s.push_str(&super::finding::Finding::of_corpus(agg, t).text());
     s
 }

@@ -21,6 +21,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("", "Views"),
     ("Tab S-Tab", "next / previous panel"),
     ("g", "gold edges on heatmap"),
+    ("F", "the finding: syn/id F1"),
     ("+ - 0", "zoom in / out / fit"),
     ("s 1-6", "head grid score"),
     ("t T", "threshold -/+ 0.05"),

@@ -1196,3 +1196,31 @@ fn surprisal_view_and_probe_label_draw_at_any_size() {
         }
     }
 }
+
+/// `F` turns the Categories panel into the study's finding (per layer the best head's F1
+/// for syn–syn, id–id and syn–id edges, the cross-class shares, and the reading), with the
+/// same numbers as `analyze`'s finding; `F` again brings the categories back.
+#[test]
+fn the_finding_view_shows_the_three_relations_per_layer() {
+    let mut app = tui_common::ready(tui_common::SAMPLE, 120, 40);
+    let before = tui_common::screen(&app);
+    assert!(before.contains("Categories"), "{before}");
+    tui_common::typed(&mut app, "F");
+    let s = tui_common::screen(&app);
+    assert!(
+        s.contains("Finding")
+            && s.contains("syn–syn")
+            && s.contains("id–id")
+            && s.contains("syn–id"),
+        "{s}"
+    );
+    let a = app.prepared().unwrap();
+    let fd = codescope::analysis::finding::Finding::of(a);
+    assert_eq!(fd.layers.len(), a.layers());
+    let l1 = &fd.layers[0];
+    let want = format!(" 1  {:.2}({:.2})", l1.rels[0].best_f1, l1.rels[0].mean_f1);
+    assert!(s.contains(&want), "no `{want}` in\n{s}");
+    assert!(s.contains(fd.reading().split(' ').next().unwrap()), "{s}");
+    tui_common::typed(&mut app, "F");
+    assert!(tui_common::screen(&app).contains("Categories"));
+}

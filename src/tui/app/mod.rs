@@ -901,6 +901,7 @@ impl App {
             }
             KeyCode::Char('d') => v.dfg = !v.dfg,
             KeyCode::Char('g') => v.gold = !v.gold,
+            KeyCode::Char('F') => v.finding = !v.finding,
             KeyCode::Char('+') | KeyCode::Char('=') => {
                 let cur = v.effective_zoom();
                 v.zoom = (cur / 2).max(1);

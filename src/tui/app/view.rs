@@ -67,6 +67,9 @@ pub struct View {
     pub direction: Direction,
     /// Gold edges on the heatmap.
     pub gold: bool,
+    /// The Categories panel shows the study's finding (`F`): per layer the F1 of
+    /// syn–syn, id–id and syn–id relations with the category shares.
+    pub finding: bool,
     /// The cursor identifier's data-flow links in the code.
     pub dfg: bool,
     pub focus: Focus,
@@ -104,6 +107,7 @@ impl Default for View {
             cursor: 0,
             direction: Direction::From,
             gold: false,
+            finding: false,
             dfg: false,
             focus: Focus::Code,
             side: Focus::Heatmap,

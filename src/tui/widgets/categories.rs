@@ -109,7 +109,98 @@ fn ratio_max(ms: &[&CategoryMatrix], n: usize) -> f64 {
         .fold(0.0f64, f64::max)
 }
 
+/// The study's finding in the Categories panel (`F`): per layer the best head's F1 (and
+/// the mean over heads) for syn–syn, id–id (data flow) and syn–id edges, with where each
+/// class's attention goes, and one line that says whether the study's pattern shows.
+fn draw_finding(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.theme;
+    let thr = app.threshold();
+    let block = panel(
+        app,
+        Focus::Categories,
+        super::fit_title(
+            vec![
+                Span::styled("Finding", t.accent()),
+                Span::styled(
+                    format!(" · F1 best head (head mean) · t {thr:.2} · F: categories"),
+                    t.dim(),
+                ),
+            ],
+            area.width,
+        ),
+    );
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let Some(a) = app.prepared() else {
+        f.render_widget(
+            Paragraph::new(Span::styled("waiting for the analysis…", t.dim())),
+            inner,
+        );
+        return;
+    };
+    let fd = crate::analysis::finding::Finding::of(a);
+    let w = inner.width as usize;
+    let mut lines = vec![Line::from(Span::styled(
+        clip(" L  syn–syn    id–id      syn–id     %s→i %i→s", w),
+        t.dim(),
+    ))];
+    let pct = |v: Option<f64>| v.map_or("·".to_string(), |v| format!("{:.0}", v * 100.0));
+    let pattern = fd.pattern_layers();
+    for (i, l) in fd.layers.iter().enumerate() {
+        let cell =
+            |r: &crate::analysis::finding::Rel| format!("{:.2}({:.2})", r.best_f1, r.mean_f1);
+        let sh = l.shares.unwrap_or([None; 4]);
+        // Where each class's attention goes: the cross-class shares (the same-class ones
+        // are 100 % less these).
+        let row = format!(
+            "{:>2}  {:<10} {:<10} {:<10} {:>4} {:>4}",
+            i + 1,
+            cell(&l.rels[0]),
+            cell(&l.rels[1]),
+            cell(&l.rels[2]),
+            pct(sh[1]),
+            pct(sh[2]),
+        );
+        let style = if i == app.view.layer {
+            t.accent()
+        } else {
+            Style::default()
+        };
+        let mark = if pattern.contains(&(i + 1)) {
+            "◂"
+        } else {
+            " "
+        };
+        lines.push(Line::from(vec![
+            Span::styled(clip(&row, w.saturating_sub(1)), style),
+            Span::styled(mark, t.dim()),
+        ]));
+    }
+    lines.push(Line::from(Span::styled(
+        clip("◂ = syn–id below both others (the study's pattern)", w),
+        t.dim(),
+    )));
+    // The reading, wrapped to the panel.
+    let mut cur = String::new();
+    for word in fd.reading().split(' ') {
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > w {
+            lines.push(Line::from(Span::styled(std::mem::take(&mut cur), t.dim())));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() {
+        lines.push(Line::from(Span::styled(clip(&cur, w), t.dim())));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
+    if app.view.finding {
+        return draw_finding(app, f, area);
+    }
     let t = &app.theme;
     let block = panel(
         app,

@@ -1,0 +1,96 @@
+//! The study's finding where a user reads it: `analyze` (text and `--json`) and
+//! `reproduce` (the printed table and `summary.json`) put syn–syn, id–id (data flow) and
+//! syn–id F1 side by side per layer, from the same numbers as the per-graph tables.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::cli_sources::{ok, sandboxed};
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn analyze_and_reproduce_show_the_finding() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let src = root.join("a.py");
+    std::fs::write(
+        &src,
+        "def scale(values, factor=2):\n    total = 0\n    for v in values:\n        total += v * factor\n    return total / len(values)\n",
+    )
+    .unwrap();
+    let s = src.to_str().unwrap();
+    let m = fixture("tiny_llama");
+    let run = |args: &[&str]| ok(&sandboxed(root).args(args).output().unwrap());
+    let v: Value = serde_json::from_str(&run(&["analyze", "--model", &m, "--json", s])).unwrap();
+    let f = &v["finding"];
+    let layers = f["layers"].as_array().unwrap();
+    assert_eq!(
+        layers.len(),
+        v["relations"]["syntactic"]["f1"].as_array().unwrap().len()
+    );
+    for (l, row) in layers.iter().enumerate() {
+        assert_eq!(row["layer"], l + 1);
+        for g in ["syntactic", "dfg", "syntactic_identifier", "dfg_refined"] {
+            let best = &v["relations"][g]["best_head"][l];
+            assert_eq!(row[g]["best_f1"], best["f1"], "{g} layer {}", l + 1);
+            assert_eq!(row[g]["best_head"], best["head"], "{g} layer {}", l + 1);
+            let f1s: Vec<f64> = v["relations"][g]["f1"][l]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            let mean = f1s.iter().sum::<f64>() / f1s.len() as f64;
+            assert!((row[g]["mean_f1"].as_f64().unwrap() - mean).abs() < 1e-12);
+        }
+        let sh = &row["shares"];
+        let (si, ss) = (
+            sh["syn->id"].as_f64().unwrap(),
+            sh["syn->syn"].as_f64().unwrap(),
+        );
+        assert!((si + ss - 1.0).abs() < 1e-9, "shares of a row add up to 1");
+    }
+    assert!(f["reading"].as_str().unwrap().contains("syn–id"));
+    let text = run(&["analyze", "--model", &m, s]);
+    assert!(
+        text.contains("finding") && text.contains("reading:"),
+        "{text}"
+    );
+    // The corpus version.
+    let corpus = root.join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::copy(&src, corpus.join("a.py")).unwrap();
+    let out = root.join("rep");
+    let table = run(&[
+        "--model",
+        &m,
+        "reproduce",
+        "--data",
+        corpus.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        table.contains("finding") && table.contains("syn–id"),
+        "{table}"
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let sf = &summary["finding"]["layers"];
+    // One snippet: the corpus macro-average is that snippet's score.
+    for l in 0..layers.len() {
+        let a = layers[l]["syntactic_identifier"]["best_f1"]
+            .as_f64()
+            .unwrap();
+        let b = sf[l]["syntactic_identifier"]["best_f1"].as_f64().unwrap();
+        assert!((a - b).abs() < 1e-6, "layer {}: {a} vs {b}", l + 1);
+    }
+}
