@@ -139,6 +139,10 @@ pub struct View {
     /// Every head as a thumbnail with its score (the model overview), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overview: Option<Overview>,
+    /// The study's finding for this snippet (`analysis::finding`'s JSON: per layer the
+    /// best-head and head-mean F1 of syn–syn, id–id and syn–id edges, shares, reading).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finding: Option<serde_json::Value>,
 }
 
 /// A head pinned for side-by-side comparison.

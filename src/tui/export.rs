@@ -194,6 +194,7 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
         probes: probe_chart(app),
         // Every head's thumbnail needs every layer's matrices (kept unless too long).
         overview: (overview && ta.resident()).then(|| overview_of(a, v.metric, &grid)),
+        finding: Some(crate::analysis::finding::Finding::of(a).to_json()),
     })
 }
 
@@ -332,6 +333,7 @@ pub fn this_view(app: &App) -> Kind {
         Focus::Code if app.surprisal_shown().is_some() => Kind::Surprisal,
         Focus::Code | Focus::Heatmap => Kind::Heatmap,
         Focus::Heads => Kind::Heads,
+        Focus::Categories if app.view.finding => Kind::Finding,
         Focus::Categories => Kind::Categories,
         Focus::Probes => Kind::Probes,
     }
@@ -347,7 +349,7 @@ pub fn kinds(app: &App, what: ExportWhat) -> Vec<Kind> {
             if app.surprisal_shown().is_some() {
                 k.push(Kind::Surprisal);
             }
-            k.extend([Kind::Heads, Kind::Categories]);
+            k.extend([Kind::Heads, Kind::Categories, Kind::Finding]);
             if app.probe_report().is_some() {
                 k.push(Kind::Probes);
             }

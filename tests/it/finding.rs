@@ -94,3 +94,53 @@ fn analyze_and_reproduce_show_the_finding() {
         assert!((a - b).abs() < 1e-6, "layer {}: {a} vs {b}", l + 1);
     }
 }
+
+/// `render --view finding` draws the finding as a figure (SVG that parses, PNG), with the
+/// same numbers `analyze --json` reports.
+#[test]
+fn render_view_finding_draws_the_same_numbers() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let src = root.join("a.py");
+    std::fs::write(&src, "def f(a, b):\n    c = a + b\n    return c * a\n").unwrap();
+    let s = src.to_str().unwrap();
+    let m = fixture("tiny_roberta");
+    let run = |args: &[&str]| ok(&sandboxed(root).args(args).output().unwrap());
+    let v: Value = serde_json::from_str(&run(&["analyze", "--model", &m, "--json", s])).unwrap();
+    let svg_path = root.join("f.svg");
+    run(&[
+        "render",
+        "--model",
+        &m,
+        s,
+        "--view",
+        "finding",
+        "--out",
+        svg_path.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default()).unwrap();
+    assert!(svg.contains("the finding"));
+    for l in v["finding"]["layers"].as_array().unwrap() {
+        for g in ["syntactic", "dfg", "syntactic_identifier"] {
+            let want = format!(
+                "{:.3} h{}",
+                l[g]["best_f1"].as_f64().unwrap(),
+                l[g]["best_head"].as_u64().unwrap()
+            );
+            assert!(svg.contains(&want), "{g}: no `{want}` in the figure");
+        }
+    }
+    let png = root.join("f.png");
+    run(&[
+        "render",
+        "--model",
+        &m,
+        s,
+        "--view",
+        "finding",
+        "--out",
+        png.to_str().unwrap(),
+    ]);
+    assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
+}

@@ -297,6 +297,7 @@ fn synthetic_view(n: usize) -> export::View {
         pinned: None,
         probes: None,
         overview: None,
+        finding: None,
     }
 }
 

@@ -18,6 +18,7 @@
 
 mod categories;
 mod code;
+mod finding;
 mod heads;
 mod heatmap;
 mod matrix;
@@ -50,12 +51,14 @@ pub enum Kind {
     Surprisal,
     /// Every head as a thumbnail with its score.
     Overview,
+    /// The study's finding: syn–syn, id–id and syn–id F1 per layer, with the shares.
+    Finding,
     /// The whole explorer screen as the terminal shows it.
     Screen,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Heatmap,
         Kind::Heads,
         Kind::Categories,
@@ -63,6 +66,7 @@ impl Kind {
         Kind::Surprisal,
         Kind::Overview,
         Kind::Screen,
+        Kind::Finding,
     ];
 
     pub fn name(self) -> &'static str {
@@ -74,6 +78,7 @@ impl Kind {
             Kind::Surprisal => "surprisal",
             Kind::Overview => "overview",
             Kind::Screen => "screen",
+            Kind::Finding => "finding",
         }
     }
 
@@ -184,6 +189,10 @@ pub fn render(kind: Kind, view: &View, opts: &Options) -> Result<Figure> {
         }
         Kind::Heads => heads::draw(view, m, pal),
         Kind::Categories => categories::draw(view, m, pal),
+        Kind::Finding => match &view.finding {
+            Some(fd) => finding::draw(view, fd, m, pal),
+            None => return Err(unavailable(kind, "no analysis to take the finding from")),
+        },
         Kind::Probes => match &view.probes {
             Some(p) => probes::draw(view, p, m, pal),
             None => {

@@ -231,11 +231,18 @@ impl super::App {
                 Kind::Screen => None,
                 Kind::Surprisal => Some(Focus::Code),
                 Kind::Heads => Some(Focus::Heads),
-                Kind::Categories => Some(Focus::Categories),
+                Kind::Categories | Kind::Finding => Some(Focus::Categories),
                 Kind::Probes => Some(Focus::Probes),
             };
             if let Some(f) = focus {
                 self.view.set_focus(f);
+            }
+            // A scene of the finding shows it in the Categories panel (and of the
+            // categories, the categories).
+            match kind {
+                Kind::Finding => self.view.finding = true,
+                Kind::Categories => self.view.finding = false,
+                _ => {}
             }
             if kind == Kind::Overview {
                 self.open_overview();
