@@ -82,6 +82,20 @@ pub struct HeadGrid {
     pub metric: String,
     pub name: String,
     pub values: Vec<Vec<Option<f64>>>,
+    /// Compare mode: the values are the twin's minus the original's (B − A), drawn on a
+    /// diverging scale with signed numbers.
+    #[serde(default)]
+    pub signed: bool,
+}
+
+/// Compare mode, as the export shows it: the twin and what the heatmap holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareInfo {
+    /// The twin (`rename:neutral`, `rename:shuffle`, `twin:FILE`).
+    pub twin: String,
+    /// What `matrix` holds: `A` (the original), `B` (the twin on A's aligned tokens) or
+    /// `B−A` (their difference, signed).
+    pub heatmap: String,
 }
 
 /// Everything one export holds: what the explorer showed, as numbers.
@@ -139,6 +153,9 @@ pub struct View {
     /// Every head as a thumbnail with its score (the model overview), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overview: Option<Overview>,
+    /// Compare mode: the twin, and which side the heatmap and its `matrix` show.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare: Option<CompareInfo>,
     /// The study's finding for this snippet (`analysis::finding`'s JSON: per layer the
     /// best-head and head-mean F1 of syn–syn, id–id and syn–id edges, shares, reading).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -143,6 +143,8 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
             scores: scores_of(pl, ph),
         });
     let grid = v.metric.values(a, &app.shown.scores);
+    // Compare mode: the head grid shows B − A (as the panel does).
+    let diff_grid = app.compare_grid(&grid);
     Some(export::View {
         name: app.doc.name.clone(),
         language: app.doc.lang.name().to_string(),
@@ -170,8 +172,16 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
         scores,
         head_grid: export::HeadGrid {
             metric: v.metric.key().to_string(),
-            name: v.metric.name().to_string(),
-            values: grid.clone(),
+            name: match &diff_grid {
+                Some(_) => format!(
+                    "{}, twin minus original (B − A; B = {})",
+                    v.metric.name(),
+                    app.compare.choice.label()
+                ),
+                None => v.metric.name().to_string(),
+            },
+            signed: diff_grid.is_some(),
+            values: diff_grid.unwrap_or_else(|| grid.clone()),
         },
         categories,
         surprisal: surp.map(|s| export::SurprisalView {
@@ -195,6 +205,10 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
         // Every head's thumbnail needs every layer's matrices (kept unless too long).
         overview: (overview && ta.resident()).then(|| overview_of(a, v.metric, &grid)),
         finding: Some(crate::analysis::finding::Finding::of(a).to_json()),
+        compare: app.comparison().map(|_| export::CompareInfo {
+            twin: app.compare.choice.label(),
+            heatmap: app.compare.heat.label().to_string(),
+        }),
     })
 }
 

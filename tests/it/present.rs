@@ -289,6 +289,7 @@ fn synthetic_view(n: usize) -> export::View {
         head_grid: export::HeadGrid {
             metric: "f1_ast_motif".into(),
             name: "F1 vs AST motif".into(),
+            signed: false,
             values: vec![vec![Some(0.3)]],
         },
         categories: Default::default(),
@@ -298,6 +299,7 @@ fn synthetic_view(n: usize) -> export::View {
         probes: None,
         overview: None,
         finding: None,
+        compare: None,
     }
 }
 

@@ -188,3 +188,64 @@ fn a_new_analysis_asks_for_a_new_comparison() {
     assert_eq!(c.b.mode, codescope::analysis::Mode::Paper);
     assert!(Arc::ptr_eq(&c.a, app.prepared().unwrap()));
 }
+
+/// Figures of compare mode say what they show: the heatmap exported on B − A is titled
+/// as the difference with the twin named, drawn on a diverging scale with signed ticks,
+/// and its JSON says the matrix is B − A; the head grid exported in compare mode carries
+/// the B − A values the panel shows, signed, not the original's scores.
+#[test]
+fn comparison_figures_are_labelled_and_signed() {
+    use codescope::export::figure::{self, Kind};
+    let mut app = ready(SAMPLE, 120, 40);
+    typed(&mut app, "c");
+    assert!(app.comparison().is_some());
+    typed(&mut app, "v");
+    typed(&mut app, "v");
+    assert_eq!(app.compare.heat, HeatSide::Diff);
+    let v = codescope::tui::export::export_view(&app).unwrap();
+    let ci = v.compare.as_ref().expect("the export names the comparison");
+    assert_eq!(
+        (ci.heatmap.as_str(), ci.twin.as_str()),
+        ("B−A", "rename:neutral")
+    );
+    let (md, _) = app.compare_matrix().unwrap();
+    let n = app.prepared().unwrap().n();
+    assert_eq!(
+        v.matrix[0][..],
+        md[..n],
+        "the JSON matrix is the B − A shown"
+    );
+    let json = codescope::export::json::render(&v).unwrap();
+    let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(j["compare"]["heatmap"], "B−A");
+    assert_eq!(j["head_grid"]["signed"], true);
+    // The head grid: B − A of the panel's metric, signed.
+    assert!(v.head_grid.signed);
+    let a_vals = app
+        .view
+        .metric
+        .values(app.prepared().unwrap(), &app.shown.scores);
+    assert_eq!(v.head_grid.values, app.compare_grid(&a_vals).unwrap());
+    assert!(v.head_grid.name.contains("B − A"));
+    let opts = figure::Options::default();
+    let heat = figure::render(Kind::Heatmap, &v, &opts).unwrap();
+    assert!(heat.svg.contains("attention, B − A"), "figure title");
+    assert!(heat.svg.contains("B = rename:neutral"), "the twin is named");
+    assert!(
+        heat.svg.contains("B − A (√)"),
+        "the colour bar says what it is"
+    );
+    assert!(heat.svg.contains(">−"), "signed ticks below zero");
+    let heads = figure::render(Kind::Heads, &v, &opts).unwrap();
+    assert!(heads.svg.contains("twin's score minus the original's"));
+    assert!(
+        heads.svg.contains(">+") || heads.svg.contains(">−"),
+        "signed cells"
+    );
+    // Back on A: plain attention, no sign.
+    typed(&mut app, "v");
+    let v = codescope::tui::export::export_view(&app).unwrap();
+    assert_eq!(v.compare.as_ref().unwrap().heatmap, "A");
+    let heat = figure::render(Kind::Heatmap, &v, &opts).unwrap();
+    assert!(!heat.svg.contains("B − A (√)"));
+}

@@ -5,7 +5,10 @@
 
 use super::palette::{readable, Palette};
 use super::svg::{Anchor, Font, Svg};
-use super::{colorbar_v, colorbar_v_width, fmt_value, header, title_of, Figure, Metrics};
+use super::{
+    colorbar_v, colorbar_v_width, fmt_signed, fmt_value, header, signed_t, signed_ticks, title_of,
+    Figure, Metrics,
+};
 use crate::export::View;
 
 fn is_f1(metric: &str) -> bool {
@@ -34,10 +37,21 @@ pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
         "{} per head · threshold {:.2} · {} input · {current}",
         g.name, view.threshold, view.mode
     )];
-    if is_f1(&g.metric) {
+    if g.signed {
+        sub.push(
+            "compare mode: each cell is the twin's score minus the original's (B − A): orange where the twin scores higher, blue lower".into(),
+        );
+    } else if is_f1(&g.metric) {
         sub.push("underlined: the best head of each layer".into());
     }
     let y0 = header(&mut svg, m, pal, &title_of(view), &sub);
+    let amax = g
+        .values
+        .iter()
+        .flatten()
+        .flatten()
+        .fold(0.0f64, |a, &b| a.max(b.abs()))
+        .max(1e-9);
     let smax = if g.metric == "entropy_bits" {
         g.values
             .iter()
@@ -48,14 +62,22 @@ pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
     } else {
         1.0
     };
-    let ticks: Vec<(f64, String)> = [0.0, 0.25, 0.5, 0.75, 1.0]
-        .iter()
-        .map(|&p: &f64| (p, cell_text(&g.metric, Some(smax * p * p))))
-        .collect();
-    let caption = if g.metric == "entropy_bits" {
-        "bits (√)"
+    let ticks: Vec<(f64, String)> = if g.signed {
+        signed_ticks(amax)
     } else {
-        "score (√)"
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+            .iter()
+            .map(|&p: &f64| (p, cell_text(&g.metric, Some(smax * p * p))))
+            .collect()
+    };
+    let caption = if g.signed {
+        "B − A (√)"
+    } else if g.metric == "entropy_bits" {
+        "bits (√)"
+    } else if g.metric.starts_with("share") {
+        "share (√)"
+    } else {
+        "F1 (√)"
     };
     let bar_w = colorbar_v_width(m, &ticks, caption);
     let label_w = 5.0 * super::svg::CHAR_W * m.body();
@@ -83,7 +105,7 @@ pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
         .values
         .iter()
         .map(|row| {
-            if !is_f1(&g.metric) {
+            if !is_f1(&g.metric) || g.signed {
                 return None;
             }
             let mut b: Option<(usize, f64)> = None;
@@ -114,8 +136,11 @@ pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
         for (l, row) in g.values.iter().enumerate() {
             let v = row.get(h).copied().flatten();
             let x = x0 + l as f64 * cw;
-            let t = v.map_or(0.0, |v| ((v / smax).clamp(0.0, 1.0)).sqrt() as f32);
-            let bg = pal.heat(t);
+            let bg = if g.signed {
+                pal.diverging(v.map_or(0.0, |v| signed_t(v, amax)))
+            } else {
+                pal.heat(v.map_or(0.0, |v| ((v / smax).clamp(0.0, 1.0)).sqrt() as f32))
+            };
             let title = match v {
                 Some(v) => format!("L{} H{}: {v:.4}", l + 1, h + 1),
                 None => format!("L{} H{}: undefined", l + 1, h + 1),
@@ -126,7 +151,10 @@ pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
             if is_best {
                 f = f.bold();
             }
-            let text = cell_text(&g.metric, v);
+            let text = match v {
+                Some(x) if g.signed => fmt_signed(x),
+                _ => cell_text(&g.metric, v),
+            };
             svg.text(x + cw * 0.5, y + ch * 0.5 + 0.36 * body, f, &text);
             if is_best {
                 let w = super::svg::text_w(&text, body);
@@ -181,7 +209,11 @@ pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
             top,
             grid_h.max(200.0 * m.s),
         ),
-        pal.heat_stops(),
+        &if g.signed {
+            pal.diverging_stops()
+        } else {
+            pal.heat_stops().to_vec()
+        },
         &ticks,
         caption,
     );

@@ -50,12 +50,27 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
     if !detail.is_empty() {
         sub.push(detail.join(" · "));
     }
+    // Compare mode: which side the matrix is, and of which twin.
+    let side = view
+        .compare
+        .as_ref()
+        .map(|c| (c.heatmap.as_str(), c.twin.as_str()));
+    let signed = side.is_some_and(|(s, _)| s == "B−A");
+    if let Some((s, twin)) = side {
+        sub.push(match s {
+            "B−A" => format!("compare mode: the twin's attention minus the original's (B − A) on aligned tokens · B = {twin} · orange: more in the twin, blue: less"),
+            "B" => format!("compare mode: the twin's attention (B = {twin}) on the original's aligned tokens"),
+            _ => format!("compare mode: the original (A); its twin B = {twin}"),
+        });
+    }
     let y0 = header(&mut svg, m, pal, &title_of(view), &sub);
 
     let mut panels = vec![Panel {
-        caption: match view.head {
-            Some(h) => format!("layer {} head {h}", view.layer),
-            None => format!("layer {} mean of heads", view.layer),
+        caption: match (view.head, side) {
+            (Some(h), Some((s, _))) => format!("layer {} head {h} · {s}", view.layer),
+            (None, Some((s, _))) => format!("layer {} mean of heads · {s}", view.layer),
+            (Some(h), None) => format!("layer {} head {h}", view.layer),
+            (None, None) => format!("layer {} mean of heads", view.layer),
         },
         matrix: &view.matrix,
         scores: &view.scores,
@@ -74,8 +89,12 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
         .iter()
         .map(|p| matrix::vmax(p.matrix, &ks))
         .fold(1e-9f32, f32::max);
-    let ticks = sqrt_ticks(vmax as f64);
-    let bar_caption = "attention";
+    let ticks = if signed {
+        super::signed_ticks(vmax as f64)
+    } else {
+        sqrt_ticks(vmax as f64)
+    };
+    let bar_caption = if signed { "B − A (√)" } else { "attention" };
     let bar_w = colorbar_v_width(m, &ticks, bar_caption);
 
     // The code (with its colour bar and legend) beside the matrices when nine lines in ten fit and leave the matrices at least
@@ -162,7 +181,11 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
         m,
         pal,
         (x - m.gap() + m.gap() * 0.6, top, side),
-        pal.heat_stops(),
+        &if signed {
+            pal.diverging_stops()
+        } else {
+            pal.heat_stops().to_vec()
+        },
         &ticks,
         bar_caption,
     );
@@ -175,11 +198,19 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
     } else {
         format!("every {} token labelled", super::ordinal(ax.stride))
     };
-    let cap = format!(
-        "rows: queries · columns: keys · {} tokens · {every} · colour = √(a / {})",
-        ks.len(),
-        fmt_value(vmax as f64)
-    );
+    let cap = if signed {
+        format!(
+            "rows: queries · columns: keys · {} tokens · {every} · colour = sign · √(|B − A| / {})",
+            ks.len(),
+            fmt_value(vmax as f64)
+        )
+    } else {
+        format!(
+            "rows: queries · columns: keys · {} tokens · {every} · colour = √(a / {})",
+            ks.len(),
+            fmt_value(vmax as f64)
+        )
+    };
     for line in super::wrap(&cap, (avail / (super::svg::CHAR_W * small)) as usize) {
         cy += m.line(small);
         svg.text(mx, cy, Font::new(small, pal.dim()), &line);
@@ -232,7 +263,18 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
     svg.grow_to(m.width(), bottom);
     let (width, height) = (svg.width, svg.height);
     Figure {
-        svg: svg.finish(pal.bg(), &format!("{} · attention", title_of(view))),
+        svg: svg.finish(
+            pal.bg(),
+            &format!(
+                "{} · {}",
+                title_of(view),
+                if signed {
+                    "attention, B − A"
+                } else {
+                    "attention"
+                }
+            ),
+        ),
         width,
         height,
     }

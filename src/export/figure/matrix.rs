@@ -46,7 +46,8 @@ pub fn vmax(matrix: &[Vec<f32>], ks: &[usize]) -> f32 {
         for &j in ks {
             let v = matrix[i][j];
             if v.is_finite() {
-                m = m.max(v);
+                // |v|: compare mode's B − A is signed.
+                m = m.max(v.abs());
             }
         }
     }
@@ -97,11 +98,22 @@ pub fn draw(
 ) {
     let n = ks.len();
     let side = n as f64 * cell;
+    // Compare mode's B − A: a diverging scale, `sign · √(|v| / vmax)`.
+    let signed = view.compare.as_ref().is_some_and(|c| c.heatmap == "B−A");
     let scale = |v: f32| {
-        if v.is_finite() {
-            (v / vmax).clamp(0.0, 1.0).sqrt()
-        } else {
+        if !v.is_finite() {
             0.0
+        } else if signed {
+            (v.abs() / vmax).clamp(0.0, 1.0).sqrt()
+        } else {
+            (v / vmax).clamp(0.0, 1.0).sqrt()
+        }
+    };
+    let colour = |v: f32, t: f32| {
+        if signed {
+            pal.diverging(t.copysign(v))
+        } else {
+            pal.heat(t)
         }
     };
     let gold = |i: usize, j: usize| {
@@ -113,18 +125,22 @@ pub fn draw(
             // Runs of equal colour in a row become one rectangle.
             let mut j = 0;
             while j < n {
-                let t = (scale(matrix[ks[i]][ks[j]]) * 128.0).round() / 128.0;
+                let q = |v: f32| {
+                    (scale(v) * 128.0).round() / 128.0 * if signed && v < 0.0 { -1.0 } else { 1.0 }
+                };
+                let v0 = matrix[ks[i]][ks[j]];
+                let t = q(v0);
                 let mut e = j + 1;
-                while e < n && (scale(matrix[ks[i]][ks[e]]) * 128.0).round() / 128.0 == t {
+                while e < n && q(matrix[ks[i]][ks[e]]) == t {
                     e += 1;
                 }
-                if t >= 0.04 {
+                if t.abs() >= 0.04 {
                     svg.rect(
                         x + j as f64 * cell,
                         y + i as f64 * cell,
                         (e - j) as f64 * cell,
                         cell,
-                        pal.heat(t),
+                        colour(v0, t.abs()),
                     );
                 }
                 j = e;
@@ -151,11 +167,12 @@ pub fn draw(
         let mut rgba = Vec::with_capacity(n * n * 4);
         for i in 0..n {
             for j in 0..n {
-                let t = scale(matrix[ks[i]][ks[j]]);
-                let c = if gold(i, j) {
+                let v = matrix[ks[i]][ks[j]];
+                let t = scale(v);
+                let c = if gold(i, j) && !signed {
                     gold_ramp(pal, t)
                 } else {
-                    pal.heat(t)
+                    colour(v, t)
                 };
                 rgba.extend_from_slice(&[c.0, c.1, c.2, 255]);
             }

@@ -310,6 +310,43 @@ fn token_last_line(view: &View, t: usize) -> usize {
 }
 
 /// `0.312` as `.31`, small values with two significant digits (`.0042`), 1 as `1.0`.
+/// A signed value (compare mode's B − A) as [`fmt_value`] with its sign always written:
+/// `+.12`, `−.05` (a true minus), `0`.
+pub fn fmt_signed(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let s = fmt_value(v.abs());
+    let s = s
+        .strip_prefix('0')
+        .filter(|r| r.starts_with('.'))
+        .unwrap_or(&s);
+    format!("{}{s}", if v > 0.0 { '+' } else { '−' })
+}
+
+/// Colour bar ticks for a diverging scale of `±max` drawn as `sign · √(|v| / max)`:
+/// positions 0 (−max) to 1 (+max).
+pub fn signed_ticks(max: f64) -> Vec<(f64, String)> {
+    [0.0, 0.25, 0.5, 0.75, 1.0]
+        .iter()
+        .map(|&p: &f64| {
+            let u = 2.0 * p - 1.0;
+            (p, fmt_signed(u.signum() * u * u * max))
+        })
+        .collect()
+}
+
+/// `v` on a diverging scale of `±max`, as the ramp's argument in `[-1, 1]`.
+pub fn signed_t(v: f64, max: f64) -> f32 {
+    if !v.is_finite() || max <= 0.0 {
+        return 0.0;
+    }
+    (v.signum() * (v.abs() / max).clamp(0.0, 1.0).sqrt()) as f32
+}
+
 pub fn fmt_value(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();

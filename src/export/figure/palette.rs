@@ -118,6 +118,19 @@ impl Palette {
         }
     }
 
+    /// Compare mode's diverging ramp for `v` in `[-1, 1]` (B − A): the terminal theme's,
+    /// blue below zero, the background at zero, orange above.
+    pub fn diverging(&self, v: f32) -> Rgb {
+        self.theme.diverging_rgb(v)
+    }
+
+    /// The diverging ramp's stops, from -1 to 1, for colour bars.
+    pub fn diverging_stops(&self) -> Vec<Rgb> {
+        (0..=8)
+            .map(|i| self.diverging(i as f32 / 4.0 - 1.0))
+            .collect()
+    }
+
     /// Frames and grid lines.
     pub fn rule(&self) -> Rgb {
         if self.light {
