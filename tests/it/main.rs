@@ -48,4 +48,5 @@ mod tui_deep;
 mod tui_e2e;
 mod tui_input;
 mod tui_snapshots;
+mod tui_tty;
 mod twins;
