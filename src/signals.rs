@@ -1,11 +1,13 @@
-//! Termination signals (SIGTERM, SIGINT, SIGHUP): clean up, then exit with `128 + n`.
+//! Termination signals (SIGTERM, SIGINT, SIGHUP, SIGQUIT): clean up, then exit with
+//! `128 + n`.
 //!
 //! [`install`] starts one thread that waits for a signal. When one arrives it removes
 //! every path registered with [`remove_on_signal`] (the download temp directories in the
 //! cache, so an interrupted fetch leaves nothing half-written) and exits the process
 //! with the conventional status `128 + n`. While the explorer runs it calls
 //! [`defer_exit`]: it must restore the terminal first, so the thread only records the
-//! signal and the explorer's own loop ends; `main` then exits with [`exit_status`].
+//! signal and the explorer's own loop ends; `main` then exits with [`exit_status`]. (The
+//! explorer also handles job control, SIGTSTP and SIGCONT: `tui::terminal`.)
 //! `kill -9` cannot be caught: the next run removes what it left (see
 //! `model::source::tempdir`).
 
@@ -17,11 +19,12 @@ static RECEIVED: AtomicI32 = AtomicI32::new(0);
 static DEFER: AtomicBool = AtomicBool::new(false);
 static TO_REMOVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Watch for SIGTERM, SIGINT and SIGHUP (call once, from `main`). If the handler cannot
-/// be installed the default actions stay, which only loses the clean-up.
+/// Watch for SIGTERM, SIGINT, SIGHUP and SIGQUIT (call once, from `main`). If the
+/// handler cannot be installed the default actions stay, which only loses the clean-up.
 pub fn install() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) else {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT])
+    else {
         tracing::warn!("cannot install signal handlers");
         return;
     };

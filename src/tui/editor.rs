@@ -1,6 +1,10 @@
 //! Text input: a multi-line editor for the snippet (`e`) and a one-line input for
 //! prompts (open file, search, model spec). Cursor positions are in chars, never bytes,
 //! so any UTF-8 text edits safely.
+//!
+//! Pasted text (the terminal's bracketed paste) is one insertion, never keystrokes: no
+//! auto-indent, line breaks as they were (CRLF and CR made LF), control characters other
+//! than tab and newline dropped ([`clean_paste`]), in time linear in its length.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -17,6 +21,29 @@ pub enum EditOutcome {
 
 fn byte_at(s: &str, char_idx: usize) -> usize {
     s.char_indices().nth(char_idx).map_or(s.len(), |(b, _)| b)
+}
+
+/// Pasted text made safe to insert: CRLF and lone CR become LF; control characters
+/// other than tab and newline (C0, DEL, C1: escape sequences, bells, NULs) are dropped.
+/// Returns the text and how many characters were dropped.
+pub fn clean_paste(raw: &str) -> (String, usize) {
+    let mut out = String::with_capacity(raw.len());
+    let mut dropped = 0;
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                out.push('\n');
+            }
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => dropped += 1,
+            c => out.push(c),
+        }
+    }
+    (out, dropped)
 }
 
 /// A one-line text input.
@@ -66,6 +93,13 @@ impl LineInput {
             _ => {}
         }
         EditOutcome::Continue
+    }
+
+    /// Insert `text` (one line, already cleaned) at the cursor.
+    pub fn insert_str(&mut self, text: &str) {
+        let b = byte_at(&self.text, self.cursor);
+        self.text.insert_str(b, text);
+        self.cursor += text.chars().count();
     }
 }
 
@@ -197,6 +231,42 @@ impl Editor {
         EditOutcome::Continue
     }
 
+    /// Length of [`Editor::text`] in bytes.
+    pub fn len(&self) -> usize {
+        self.lines.iter().map(String::len).sum::<usize>() + self.lines.len() - 1
+            + usize::from(self.trailing_newline)
+    }
+
+    /// Whether the text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Insert `text` (cleaned with [`clean_paste`]: lines end in LF) at the cursor as it
+    /// is: no auto-indent, the cursor after it. Linear in the text's length.
+    pub fn insert_text(&mut self, text: &str) {
+        let b = byte_at(&self.lines[self.row], self.col);
+        let rest = self.lines[self.row].split_off(b);
+        let mut parts = text.split('\n');
+        let first = parts.next().unwrap_or("");
+        self.lines[self.row].push_str(first);
+        let mut new_lines: Vec<String> = parts.map(str::to_string).collect();
+        match new_lines.last_mut() {
+            None => {
+                self.col += first.chars().count();
+                self.lines[self.row].push_str(&rest);
+            }
+            Some(last) => {
+                self.col = last.chars().count();
+                last.push_str(&rest);
+                let n = new_lines.len();
+                let at = self.row + 1;
+                self.lines.splice(at..at, new_lines);
+                self.row += n;
+            }
+        }
+    }
+
     fn insert(&mut self, c: char) {
         let b = byte_at(&self.lines[self.row], self.col);
         self.lines[self.row].insert(b, c);
@@ -263,6 +333,30 @@ mod tests {
     }
 
     #[test]
+    fn pasted_text_is_cleaned_and_inserted_verbatim() {
+        let (t, dropped) = clean_paste("a\r\nb\rc\n\td\u{0}\u{1b}[2J\u{7f}\u{9b}é\n");
+        assert_eq!((t.as_str(), dropped), ("a\nb\nc\n\td[2Jé\n", 4));
+        // Into the middle of an indented line: nothing added, the rest of the line after
+        // the pasted text, the cursor at its end.
+        let mut e = Editor::new("    ab\n", 0);
+        e.key(key(KeyCode::End), 10);
+        e.key(key(KeyCode::Left), 10);
+        e.insert_text("1\n2\n  3");
+        assert_eq!(e.text(), "    a1\n2\n  3b\n");
+        assert_eq!((e.row, e.col), (2, 3));
+        assert_eq!(e.len(), e.text().len());
+        // One line, and a paste ending in a line break.
+        e.insert_text("x");
+        assert_eq!((e.row, e.col), (2, 4));
+        e.insert_text("y\n");
+        assert_eq!(e.text(), "    a1\n2\n  3xy\nb\n");
+        assert_eq!((e.row, e.col), (3, 0));
+        let mut e = Editor::new("", 0);
+        e.insert_text("é\n");
+        assert_eq!((e.text().as_str(), e.len()), ("é\n", 3));
+    }
+
+    #[test]
     fn line_input_unicode() {
         let mut l = LineInput::new("ab");
         l.key(key(KeyCode::Left));
@@ -270,6 +364,8 @@ mod tests {
         assert_eq!(l.text, "aéb");
         l.key(key(KeyCode::Backspace));
         assert_eq!(l.text, "ab");
+        l.insert_str("éz");
+        assert_eq!((l.text.as_str(), l.cursor), ("aézb", 3));
         assert_eq!(l.key(key(KeyCode::Enter)), EditOutcome::Submit);
     }
 }

@@ -38,6 +38,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("x", "export figures (menu)"),
     ("?", "this help"),
     ("q Esc C-c", "quit"),
+    ("C-z", "suspend (fg resumes)"),
     ("", "Presenting"),
     ("O", "overview of every head"),
     ("*", "pin head beside current"),

@@ -5,11 +5,13 @@
 //!   it changes, and drawing ([`widgets::draw`]) reads `&App`. Both run without a
 //!   terminal, which is how the tests drive them.
 //! - Plain threads and one event enum ([`msg::Msg`]): an input thread (crossterm key,
-//!   mouse click / wheel and resize events), a signal thread (SIGTERM/SIGINT/SIGHUP via signal-hook), the I/O
-//!   thread ([`io::IoThread`]: parsing, file reads, path completion, preset checks) and the model
-//!   [`worker::Worker`] all send into one channel. The UI thread blocks on it, drains
-//!   whatever else is queued, applies the batch, carries out the effects and redraws
-//!   once.
+//!   mouse click / wheel, paste and resize events, every one forwarded as soon as it is
+//!   read: [`terminal::spawn_input`]), a signal thread (SIGTERM/SIGINT/SIGHUP/SIGQUIT,
+//!   and SIGTSTP/SIGCONT for job control, via signal-hook), the I/O thread
+//!   ([`io::IoThread`]: parsing, file reads, path completion, preset checks) and the
+//!   model [`worker::Worker`] all send into one channel. The UI thread blocks on it,
+//!   drains whatever else is queued, applies the batch, carries out the effects and
+//!   redraws once.
 //! - From a key press to a frame: input thread -> `Msg::Key` -> `App::update` (state
 //!   changes, then `settle` brings scroll positions and derived state up to date) ->
 //!   effects (e.g. `Effect::Parse` to the I/O thread, then `Msg::Parsed` ->
@@ -18,9 +20,11 @@
 //! - One worker thread owns the model and tokenizer; model loads, analyses and probe
 //!   training (the probe panel, `p`) are latest-wins jobs, cancelled between layers
 //!   (probes: between snippets and fits) when superseded; probes yield to the others.
-//! - The terminal (raw mode, alternate screen) is restored on every exit path: normal
-//!   return and errors (a drop guard), panics on the UI thread (a panic hook), and
-//!   signals (they arrive as a message and end the loop). Logs go to the log file only.
+//! - The terminal (raw mode, alternate screen, mouse reports, bracketed paste:
+//!   [`terminal`]) is restored on every exit path: normal return and errors (a drop
+//!   guard), panics on the UI thread (a panic hook), and signals (they arrive as a
+//!   message and end the loop); Ctrl-Z and SIGTSTP restore it, stop, and set it up again
+//!   when continued. Logs go to the log file only.
 
 pub mod app;
 pub mod data;
@@ -31,6 +35,7 @@ pub mod io;
 pub mod keymap;
 pub mod layout;
 pub mod msg;
+pub mod terminal;
 pub mod theme;
 pub mod widgets;
 pub mod worker;
@@ -39,13 +44,6 @@ use std::io::IsTerminal;
 use std::panic::PanicHookInfo;
 use std::sync::{mpsc, Arc};
 
-use crossterm::event::{
-    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
-};
-use crossterm::execute;
-use crossterm::terminal::{
-    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
-};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
@@ -74,20 +72,10 @@ pub struct Options {
 
 type Hook = Arc<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
 
-/// Raw mode + alternate screen for as long as it lives; restores on drop and, through a
-/// panic hook, when the UI thread panics.
+/// The terminal's modes ([`terminal::enter`]) for as long as it lives; restores them on
+/// drop and, through a panic hook, when the UI thread panics.
 struct TerminalGuard {
     prev_hook: Hook,
-}
-
-fn restore_terminal() {
-    let _ = disable_raw_mode();
-    let _ = execute!(
-        std::io::stdout(),
-        DisableMouseCapture,
-        LeaveAlternateScreen,
-        crossterm::cursor::Show
-    );
 }
 
 impl TerminalGuard {
@@ -97,7 +85,7 @@ impl TerminalGuard {
         let ui_thread = std::thread::current().id();
         std::panic::set_hook(Box::new(move |info| {
             if std::thread::current().id() == ui_thread {
-                restore_terminal();
+                terminal::restore();
                 prev(info);
             } else {
                 // Worker panics are caught and reported in the UI; the default hook
@@ -105,20 +93,14 @@ impl TerminalGuard {
                 tracing::error!("panic in a background thread: {info}");
             }
         }));
-        enable_raw_mode()?;
-        // Mouse reports (clicks, wheel) on: the keyboard stays first, the mouse is a
-        // shortcut; terminals forward it over SSH too.
-        if let Err(e) = execute!(std::io::stdout(), EnterAlternateScreen, EnableMouseCapture) {
-            restore_terminal();
-            return Err(e);
-        }
+        terminal::enter()?;
         Ok(TerminalGuard { prev_hook })
     }
 }
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
-        restore_terminal();
+        terminal::restore();
         let prev = self.prev_hook.clone();
         std::panic::set_hook(Box::new(move |info| prev(info)));
     }
@@ -164,21 +146,32 @@ pub fn run(opts: Options) -> Result<()> {
         let _ = iotx.send(m);
     })
     .map_err(|e| Error::io("<thread>", e))?;
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGHUP,
-    ])
-    .map_err(|e| Error::io("<signals>", e))?;
+    use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT])
+            .map_err(|e| Error::io("<signals>", e))?;
     let sig_handle = signals.handle();
     let stx = tx.clone();
     std::thread::Builder::new()
         .name("codescope-signals".into())
         .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                tracing::info!(sig, "signal received, leaving");
-                crate::signals::record(sig);
-                let _ = stx.send(Msg::Terminate);
+            for sig in signals.forever() {
+                let m = match sig {
+                    SIGTSTP => Msg::Suspend,
+                    // Continued from the explorer's own suspend, which sets the
+                    // terminal up itself.
+                    SIGCONT if self::terminal::suspending() => continue,
+                    SIGCONT => Msg::Continued,
+                    _ => {
+                        tracing::info!(sig, "signal received, leaving");
+                        crate::signals::record(sig);
+                        let _ = stx.send(Msg::Terminate);
+                        break;
+                    }
+                };
+                if stx.send(m).is_err() {
+                    break;
+                }
             }
         })
         .map_err(|e| Error::io("<thread>", e))?;
@@ -189,34 +182,7 @@ pub fn run(opts: Options) -> Result<()> {
     let io = |e: std::io::Error| Error::io("<terminal>", e);
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout())).map_err(io)?;
     terminal.clear().map_err(io)?;
-    let itx = tx;
-    std::thread::Builder::new()
-        .name("codescope-input".into())
-        .spawn(move || loop {
-            let m = match event::read() {
-                Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Msg::Key(k),
-                Ok(Event::Resize(width, height)) => Msg::Resize { width, height },
-                Ok(Event::Mouse(m))
-                    if matches!(
-                        m.kind,
-                        MouseEventKind::Down(_)
-                            | MouseEventKind::ScrollUp
-                            | MouseEventKind::ScrollDown
-                    ) =>
-                {
-                    Msg::Mouse(m)
-                }
-                Ok(_) => continue,
-                Err(e) => {
-                    tracing::error!("terminal input: {e}");
-                    Msg::Terminate
-                }
-            };
-            if itx.send(m).is_err() {
-                break;
-            }
-        })
-        .map_err(|e| Error::io("<thread>", e))?;
+    terminal::spawn_input(tx).map_err(|e| Error::io("<thread>", e))?;
 
     let result = event_loop(&mut terminal, &mut app, &rx, &worker, &io_thread);
     // Whatever ended the loop (q, a signal, a lost terminal), keep the state first.
@@ -255,6 +221,28 @@ fn event_loop(
         for fx in pending.drain(..) {
             match fx {
                 Effect::Quit => return Ok(()),
+                Effect::Suspend | Effect::Resume => {
+                    let r = match fx {
+                        Effect::Suspend => {
+                            // A stopped job may be killed outright: keep the state first.
+                            save_session(app);
+                            self::terminal::suspend()
+                        }
+                        _ => self::terminal::resume(),
+                    };
+                    r.map_err(io)?;
+                    // Whatever is on the screen now, draw all of it; the size may have
+                    // changed meanwhile. (Not `Terminal::clear`: it asks the terminal for
+                    // the cursor position, whose answer the input thread would take.)
+                    let size = terminal.size().map_err(io)?;
+                    terminal
+                        .resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
+                        .map_err(io)?;
+                    follow.push(Msg::Resize {
+                        width: size.width,
+                        height: size.height,
+                    });
+                }
                 Effect::Parse(job) => io_thread.parse(job),
                 Effect::ReadFile(path) => io_thread.read(path),
                 Effect::Complete(typed) => io_thread.complete(typed),

@@ -39,6 +39,9 @@ pub enum Msg {
     Key(KeyEvent),
     /// A mouse click or wheel turn (from the input thread; moves and drags are dropped).
     Mouse(MouseEvent),
+    /// Text pasted into the terminal (bracketed paste, from the input thread): one edit in
+    /// the editor or a prompt, never keystrokes.
+    Paste(String),
     /// Tab completions of the open prompt's `typed` path ([`Effect::Complete`]).
     Completions {
         typed: String,
@@ -76,8 +79,13 @@ pub enum Msg {
     StepAppended(Box<StepResult>),
     /// An export finished: the paths written, or an error.
     Exported(Result<Vec<String>, String>),
-    /// SIGTERM / SIGINT / SIGHUP: quit now.
+    /// SIGTERM / SIGINT / SIGHUP / SIGQUIT: quit now.
     Terminate,
+    /// SIGTSTP (e.g. `kill -TSTP`): give the terminal back and stop, like Ctrl-Z.
+    Suspend,
+    /// SIGCONT: the process was continued (`fg`) after a stop the explorer did not make
+    /// itself; the terminal's modes must be set again.
+    Continued,
 }
 
 /// What the worker reports.
@@ -259,6 +267,11 @@ pub enum Effect {
     Export(super::app::ExportWhat),
     /// Append a step to the tour file at the path.
     AppendStep(std::path::PathBuf, Box<crate::present::tour::Step>),
+    /// Give the terminal back to the shell and stop the process group (Ctrl-Z,
+    /// SIGTSTP); once continued, set the terminal up again and redraw everything.
+    Suspend,
+    /// Set the terminal's modes up again and redraw everything (after SIGCONT).
+    Resume,
     /// Leave the explorer.
     Quit,
 }

@@ -50,4 +50,5 @@ mod tui_deep;
 mod tui_e2e;
 mod tui_input;
 mod tui_snapshots;
+mod tui_tty;
 mod twins;

@@ -370,6 +370,8 @@ fn every_help_key_does_something() {
                 "↓" => KeyCode::Down,
                 "Enter" | "PgDn" | "PgUp" | "Home" | "End" | "Tab" | "S-Tab" | "Esc" | "C-c"
                 | "1-6" => continue,
+                // Ctrl-Z suspends: `tui_input::ctrl_z_and_sigtstp_suspend`, `tui_tty`.
+                "C-z" => continue,
                 // The mouse has its own tests (tui_mouse).
                 "click" | "wheel" => continue,
                 s if s.chars().count() == 1 => KeyCode::Char(s.chars().next().unwrap()),

@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A tmux server on its own socket, killed on drop.
-struct Tmux {
+/// A tmux server on its own socket, killed on drop (also used by `tui_tty`).
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn new(tag: &str) -> Self {
+    pub(crate) fn new(tag: &str) -> Self {
         let ok = Command::new("tmux")
             .arg("-V")
             .output()
@@ -31,7 +31,7 @@ impl Tmux {
         }
     }
 
-    fn run(&self, args: &[&str]) -> String {
+    pub(crate) fn run(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .arg("-L")
             .arg(&self.socket)
@@ -46,12 +46,12 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         self.run(&["capture-pane", "-p", "-t", "e2e"])
     }
 
     /// Poll the screen until `pred` holds or `secs` pass.
-    fn wait_for(&self, what: &str, secs: u64, pred: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_for(&self, what: &str, secs: u64, pred: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(secs);
         loop {
             let s = self.screen();
@@ -74,7 +74,7 @@ impl Drop for Tmux {
     }
 }
 
-fn wait_file(p: &Path, secs: u64) -> String {
+pub(crate) fn wait_file(p: &Path, secs: u64) -> String {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < deadline {
         if let Ok(s) = std::fs::read_to_string(p) {
@@ -98,7 +98,7 @@ fn start_with(tmux: &Tmux, dir: &Path, model: &str, args: &str) -> PathBuf {
 }
 
 /// Start the explorer with `env` assignments before it and `args` after it.
-fn start_cmd(tmux: &Tmux, dir: &Path, env: &str, args: &str) -> PathBuf {
+pub(crate) fn start_cmd(tmux: &Tmux, dir: &Path, env: &str, args: &str) -> PathBuf {
     let exit = dir.join("exit");
     let script = dir.join("run.sh");
     std::fs::write(

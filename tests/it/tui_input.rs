@@ -542,3 +542,93 @@ fn worker_reports_the_lm_head() {
     assert!(rx.try_recv().is_err());
     w.join();
 }
+
+/// Hardening: a paste arrived as keystrokes, each pasted newline auto-indented (a
+/// function became a parse error, 100 KB became 9 MB). A bracketed paste is one edit:
+/// verbatim, CRLF / CR made LF, control characters dropped, no auto-indent.
+#[test]
+fn a_paste_is_one_verbatim_edit() {
+    let mut app = ready(SAMPLE, 120, 40);
+    typed(&mut app, "e");
+    let ed = app.editor.as_ref().unwrap();
+    let before = ed.text();
+    let fx = app.update(Msg::Paste(
+        "def scale(v, k):\r\n    if k:\r\n\treturn v * k\r    return v\x07\x1b[31m\n".into(),
+    ));
+    assert!(fx.is_empty(), "a paste only edits");
+    let func = "def scale(v, k):\n    if k:\n\treturn v * k\n    return v[31m\n";
+    let ed = app.editor.as_ref().unwrap();
+    assert_eq!(ed.text(), format!("{func}{before}"));
+    assert_eq!((ed.row, ed.col), (4, 0), "the cursor after the pasted text");
+    let s = status_line(&app);
+    assert!(
+        s.contains("pasted 58 bytes, 4 lines (2 control characters dropped)"),
+        "{s}"
+    );
+    // Pasted inside an indented line: still no indentation added.
+    let mut app = ready(ONE_LINE, 120, 40);
+    typed(&mut app, "e");
+    press(&mut app, &[KeyCode::End]);
+    app.update(Msg::Paste("\n    x = 1\ny = 2".into()));
+    press(&mut app, &[KeyCode::Esc]);
+    assert_eq!(
+        app.doc.text,
+        "total = price * (1 + rate)\n    x = 1\ny = 2\n"
+    );
+}
+
+/// A paste that would take the snippet over the input limit is refused whole, with a
+/// message; the editor keeps its text. Outside the editor and prompts a paste is not a
+/// string of commands.
+#[test]
+fn a_paste_over_the_limit_or_outside_an_input_changes_nothing() {
+    let mut app = ready(SAMPLE, 120, 40);
+    let view = screen(&app);
+    let fx = app.update(Msg::Paste("qqq Mxo e".into()));
+    assert!(fx.is_empty() && !app.quit && app.editor.is_none());
+    assert!(matches!(app.overlay, Overlay::None));
+    assert!(status_line(&app).contains("paste ignored: press e"));
+    assert_eq!(screen(&app).lines().next(), view.lines().next());
+
+    typed(&mut app, "e");
+    let before = app.editor.as_ref().unwrap().text();
+    let big = "x = 1\n".repeat(codescope::input::MAX_INPUT_BYTES / 6);
+    app.update(Msg::Paste(big));
+    let ed = app.editor.as_ref().unwrap();
+    assert_eq!(ed.text(), before, "nothing lost, nothing added");
+    let s = status_line(&app);
+    assert!(s.contains("paste refused"), "{s}");
+    // Under the limit it goes in.
+    app.update(Msg::Paste("y = 2\n".into()));
+    assert_eq!(
+        app.editor.as_ref().unwrap().text(),
+        format!("y = 2\n{before}")
+    );
+}
+
+/// A paste into a one-line prompt is one line: a trailing line break ends the copied
+/// line, other breaks and tabs are spaces.
+#[test]
+fn a_paste_into_a_prompt_is_one_line() {
+    let mut app = ready(SAMPLE, 120, 40);
+    typed(&mut app, "/");
+    app.update(Msg::Paste("word\tcounts\n".into()));
+    match &app.overlay {
+        Overlay::Prompt(PromptKind::Search, input) => assert_eq!(input.text, "word counts"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Job control: Ctrl-Z is a key in raw mode; it and SIGTSTP ask the runtime to
+/// suspend (from the editor too, which stays open); SIGCONT to set the terminal up
+/// again.
+#[test]
+fn ctrl_z_and_sigtstp_suspend() {
+    let mut app = ready(SAMPLE, 120, 40);
+    assert!(matches!(app.update(ctrl('z'))[..], [Effect::Suspend]));
+    assert!(matches!(app.update(Msg::Suspend)[..], [Effect::Suspend]));
+    assert!(matches!(app.update(Msg::Continued)[..], [Effect::Resume]));
+    typed(&mut app, "e");
+    assert!(matches!(app.update(ctrl('z'))[..], [Effect::Suspend]));
+    assert!(app.editor.is_some() && !app.quit);
+}

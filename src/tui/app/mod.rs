@@ -13,6 +13,10 @@
 //! at and where the cursor is), [`ProbePanel`], [`Status`], [`ModelState`] and the
 //! analysis shown ([`Shown`]).
 //!
+//! Pasted text ([`Msg::Paste`], the terminal's bracketed paste) is one insertion into the
+//! editor or the open prompt, never a string of keys; Ctrl-Z (a key in raw mode) asks the
+//! runtime to suspend ([`Effect::Suspend`]).
+//!
 //! Focus: arrows always change layer (←→) and head (↑↓) except in the head grid, where
 //! they move the grid's own cursor (Enter jumps there). The token cursor has its own keys
 //! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
@@ -56,6 +60,8 @@ use crate::syntax::{Language, Syntax};
 
 /// Worker-line text while the I/O thread parses the document.
 const PARSING: &str = "parsing…";
+/// The most a paste may add to a one-line prompt (a path, a search, a model spec).
+const MAX_LINE_PASTE: usize = 4096;
 
 /// Shown while the analysis with the LM head is computed (cleared when it arrives).
 const SURPRISAL_PENDING: &str = "surprisal shows once the analysis is ready";
@@ -513,6 +519,7 @@ impl App {
         let mut fx = match msg {
             Msg::Key(k) => self.key(k),
             Msg::Mouse(m) => self.mouse(m),
+            Msg::Paste(text) => self.paste(&text),
             Msg::Completions { typed, candidates } => {
                 self.completions(typed, candidates);
                 Vec::new()
@@ -555,6 +562,8 @@ impl App {
                 self.quit = true;
                 vec![Effect::Quit]
             }
+            Msg::Suspend => vec![Effect::Suspend],
+            Msg::Continued => vec![Effect::Resume],
         };
         self.settle(&mut fx);
         fx
@@ -770,6 +779,11 @@ impl App {
             self.quit = true;
             return vec![Effect::Quit];
         }
+        // In raw mode Ctrl-Z is a key, not SIGTSTP: suspend as the shell would (the
+        // editor and any prompt stay as they are).
+        if ctrl && k.code == KeyCode::Char('z') {
+            return vec![Effect::Suspend];
+        }
         if let Some(ed) = self.editor.as_mut() {
             let page = self.view.code_rows;
             match ed.key(k, page) {
@@ -814,6 +828,66 @@ impl App {
             Overlay::Overview(c) => return self.overview_key(c, k),
         }
         self.normal_key(k)
+    }
+
+    /// Pasted text (bracketed paste): one insertion into the editor or the open prompt,
+    /// cleaned ([`crate::tui::editor::clean_paste`]: LF line breaks, no control characters) and never
+    /// auto-indented. A paste that would take the snippet over the input limit is refused
+    /// whole (the editor unchanged); outside the editor and prompts it does nothing (it is
+    /// not a string of commands).
+    fn paste(&mut self, raw: &str) -> Vec<Effect> {
+        use crate::input::MAX_INPUT_BYTES;
+        let (text, dropped) = crate::tui::editor::clean_paste(raw);
+        let dropped = match dropped {
+            0 => String::new(),
+            1 => " (1 control character dropped)".to_string(),
+            n => format!(" ({n} control characters dropped)"),
+        };
+        if let Some(ed) = self.editor.as_mut() {
+            let total = ed.len() + text.len();
+            if total > MAX_INPUT_BYTES {
+                self.status.warn(format!(
+                    "paste refused: {} bytes would make the snippet {total} bytes, over the \
+                     {MAX_INPUT_BYTES}-byte input limit; the editor is unchanged",
+                    text.len()
+                ));
+                return Vec::new();
+            }
+            ed.insert_text(&text);
+            ed.scroll_to_cursor(self.view.code_rows);
+            let lines = text.matches('\n').count() + usize::from(!text.ends_with('\n'));
+            self.status.info(format!(
+                "pasted {} bytes, {lines} line{}{dropped}",
+                text.len(),
+                if lines == 1 { "" } else { "s" }
+            ));
+            return Vec::new();
+        }
+        // A one-line input: a trailing line break ends the copied line; others are spaces.
+        let line = text.trim_end_matches('\n').replace(['\n', '\t'], " ");
+        let input = match &mut self.overlay {
+            Overlay::Prompt(_, input) => input,
+            Overlay::Models(p) => {
+                p.sel = p.items.len();
+                &mut p.input
+            }
+            _ => {
+                self.status
+                    .info("paste ignored: press e to edit the snippet, then paste");
+                return Vec::new();
+            }
+        };
+        if input.text.len() + line.len() > MAX_LINE_PASTE {
+            self.status.warn(format!(
+                "paste refused: a prompt takes at most {MAX_LINE_PASTE} bytes"
+            ));
+        } else {
+            input.insert_str(&line);
+            if !dropped.is_empty() {
+                self.status.info(format!("pasted{dropped}"));
+            }
+        }
+        Vec::new()
     }
 
     fn normal_key(&mut self, k: KeyEvent) -> Vec<Effect> {

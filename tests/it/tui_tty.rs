@@ -1,0 +1,319 @@
+//! The terminal itself, through the real binary in tmux (120x40) with the tiny RoBERTa
+//! fixture, each run in a private HOME and cache with the hub off (nothing is fetched):
+//! - bracketed paste: 1 MB of code pasted into the editor is exactly the text pasted
+//!   (line breaks as sent, no auto-indent), in bounded time and memory; a second one,
+//!   over the input limit, is refused and nothing is lost; a short function pasted with
+//!   CRLF line ends and a control character stays parseable;
+//! - a burst of 6,000 keys is read to its end: one `q` after it quits;
+//! - job control: Ctrl-Z (a key in raw mode) and SIGTSTP give the shell its terminal
+//!   back (alternate screen and mouse reports off, the job stopped), `fg` brings the
+//!   explorer back in raw mode;
+//! - SIGQUIT restores the terminal (bracketed paste off too), saves the session and
+//!   exits 131.
+//!
+//! Every wait polls with a timeout. Needs tmux (and bash for job control).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use codescope::syntax::Language;
+
+use crate::tui_e2e::{start_cmd, wait_file, Tmux};
+
+const AREA: &str = "def area(w, h):\n    return w * h\n";
+
+fn model() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tiny_roberta")
+        .display()
+        .to_string()
+}
+
+/// Environment assignments that keep a run inside `dir`: its own HOME, caches and
+/// Hugging Face home, the hub off.
+fn sandbox(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "HOME='{d}/home' XDG_CACHE_HOME='{d}/cache' CODESCOPE_CACHE='{d}/cache' \
+         HF_HOME='{d}/hf' HF_HUB_CACHE='' HF_HUB_OFFLINE=1"
+    )
+}
+
+/// The explorer on `area.py` with its analysis on screen.
+fn analysed(s: &str) -> bool {
+    s.contains("def area(w, h)") && s.contains("(roberta)") && s.contains(" ms │")
+}
+
+/// Start the explorer on `area.py` (in `sh`, as `tui_e2e` does) and wait for the
+/// analysis; the exit status lands in the returned file.
+fn start(tmux: &Tmux, dir: &Path) -> PathBuf {
+    std::fs::write(dir.join("area.py"), AREA).unwrap();
+    let exit = start_cmd(
+        tmux,
+        dir,
+        &sandbox(dir),
+        &format!("--model '{}' area.py", model()),
+    );
+    tmux.wait_for("the analysis", 120, analysed);
+    exit
+}
+
+/// The explorer's process id: the `codescope` process under the pane's shell.
+fn explorer_pid(tmux: &Tmux) -> String {
+    let pane = tmux.run(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
+    let mut todo = vec![pane.trim().to_string()];
+    while let Some(p) = todo.pop() {
+        let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+        if comm.trim() == "codescope" {
+            return p;
+        }
+        let kids =
+            std::fs::read_to_string(format!("/proc/{p}/task/{p}/children")).unwrap_or_default();
+        todo.extend(kids.split_whitespace().map(String::from));
+    }
+    panic!("no codescope process in the pane");
+}
+
+/// A pane flag (`alternate_on`, `mouse_any_flag`).
+fn flag(tmux: &Tmux, name: &str) -> String {
+    tmux.run(&[
+        "display-message",
+        "-p",
+        "-t",
+        "e2e",
+        &format!("#{{{name}}}"),
+    ])
+    .trim()
+    .to_string()
+}
+
+fn kill(sig: &str, pid: &str) {
+    let st = Command::new("kill").args([sig, pid]).status().unwrap();
+    assert!(st.success(), "kill {sig} {pid}");
+}
+
+/// The session the explorer saved (CODESCOPE_SESSION of `start_cmd`).
+fn session(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("session.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Peak resident memory of process `pid`, in KiB.
+fn peak_rss_kib(pid: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Python functions, indented with spaces and a tab, of about `bytes` bytes, ending
+/// with a marker line.
+fn big_code(bytes: usize) -> String {
+    let end = "# end of the paste\n";
+    let mut s = String::new();
+    for i in 0.. {
+        let f = format!(
+            "def step_{i}(values, scale={i}):\n    total = 0\n    for v in values:\n        if v > {i}:\n\t\ttotal += v * scale\n    return total\n\n"
+        );
+        if s.len() + f.len() + end.len() > bytes {
+            break;
+        }
+        s.push_str(&f);
+    }
+    s.push_str(end);
+    s
+}
+
+#[test]
+fn tty_paste_is_one_verbatim_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let tmux = Tmux::new("paste");
+    let exit = start(&tmux, dir);
+    let pid = explorer_pid(&tmux);
+
+    // A short function with CRLF line ends and a BEL, pasted raw (`-r`): LF line ends,
+    // no BEL, and not one space of indentation added.
+    tmux.run(&["send-keys", "-t", "e2e", "e"]);
+    tmux.wait_for("the editor", 30, |s| s.contains("EDIT"));
+    let crlf = "def scale(v, k):\r\n    if k:\r\n        return v * k\r\n    return v\x07\r\n";
+    let func = "def scale(v, k):\n    if k:\n        return v * k\n    return v\n";
+    let f = dir.join("func.txt");
+    std::fs::write(&f, crlf).unwrap();
+    tmux.run(&["load-buffer", "-b", "func", &f.display().to_string()]);
+    tmux.run(&["paste-buffer", "-p", "-r", "-b", "func", "-t", "e2e"]);
+    let s = tmux.wait_for("the pasted function", 30, |s| s.contains("return v * k"));
+    assert!(
+        s.contains("pasted 61 bytes, 4 lines (1 control character dropped)"),
+        "{s}"
+    );
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    let text = format!("{func}{AREA}");
+    let syn = codescope::syntax::parse(&text, Language::Python).unwrap();
+    assert!(syn.errors.is_empty(), "{:?}", syn.errors);
+    let tokens = format!("{} tokens", syn.tokens.len());
+    let s = tmux.wait_for("the analysis of the applied paste", 60, |s| {
+        s.contains("def scale(v, k)") && !s.contains("EDIT") && s.contains(&tokens)
+    });
+    assert!(!s.contains("parse error"), "{s}");
+    assert_eq!(session(dir)["text"], text.as_str(), "the applied text");
+
+    // About 1 MB of code, pasted the way a terminal does (`paste-buffer -p`: bracketed,
+    // line breaks sent as CR).
+    tmux.run(&["send-keys", "-t", "e2e", "e"]);
+    tmux.wait_for("the editor", 30, |s| s.contains("EDIT"));
+    let big = big_code(codescope::input::MAX_INPUT_BYTES - text.len() - 1000);
+    assert!(big.len() > 990_000);
+    let f = dir.join("big.py");
+    std::fs::write(&f, &big).unwrap();
+    tmux.run(&["load-buffer", "-b", "big", &f.display().to_string()]);
+    let before = peak_rss_kib(&pid);
+    let t0 = Instant::now();
+    tmux.run(&["paste-buffer", "-p", "-b", "big", "-t", "e2e"]);
+    let pasted = format!("pasted {} bytes", big.len());
+    tmux.wait_for("the end of the paste", 60, |s| {
+        s.contains("# end of the paste") && s.contains(&pasted)
+    });
+    let took = t0.elapsed();
+    let grown_mib = peak_rss_kib(&pid).saturating_sub(before) / 1024;
+    // Once more would take the snippet over the input limit: refused, nothing lost.
+    tmux.run(&["paste-buffer", "-p", "-b", "big", "-t", "e2e"]);
+    tmux.wait_for("the refusal", 60, |s| s.contains("paste refused"));
+    kill("-TERM", &pid);
+    assert_eq!(wait_file(&exit, 30), "143");
+    let s = session(dir);
+    let editor = s["editor"]["text"]
+        .as_str()
+        .expect("the open editor's text");
+    assert!(
+        editor == format!("{big}{text}"),
+        "the editor holds the pasted text exactly, then the snippet ({} bytes, expected {})",
+        editor.len(),
+        big.len() + text.len()
+    );
+    assert!(took < Duration::from_secs(30), "the paste took {took:?}");
+    assert!(
+        grown_mib < 100,
+        "a 1 MB paste grew the peak memory by {grown_mib} MiB"
+    );
+}
+
+#[test]
+fn tty_a_burst_of_keys_is_read_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("burst");
+    let exit = start(&tmux, dir.path());
+    // 6,000 token moves at once, then one q: it quits without another key.
+    tmux.run(&["send-keys", "-t", "e2e", "-l", &"hl".repeat(3000)]);
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(
+        wait_file(&exit, 30),
+        "0",
+        "exit status after the burst and q"
+    );
+}
+
+/// The screen's last non-empty line is the test shell's prompt.
+fn at_prompt(s: &str) -> bool {
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| l.starts_with("shell-prompt$"))
+}
+
+#[test]
+fn tty_ctrl_z_and_sigtstp_give_the_shell_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    std::fs::write(dir.join("area.py"), AREA).unwrap();
+    let exit = dir.join("exit");
+    let script = dir.join("run.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "cd '{d}'\nexport CODESCOPE_SESSION='{d}/session.json'\n{} '{}' --log-file '{d}/log' --model '{}' area.py\necho $? > '{}'\n",
+            sandbox(dir),
+            env!("CARGO_BIN_EXE_codescope"),
+            model(),
+            exit.display(),
+            d = dir.display(),
+        ),
+    )
+    .unwrap();
+    let tmux = Tmux::new("tstp");
+    // An interactive shell with job control; the explorer runs under `sh`, a wrapper
+    // that must stop with it for the shell to get the terminal back.
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "env PS1='shell-prompt$ ' bash --norc --noprofile -i",
+    ]);
+    tmux.wait_for("the shell", 30, at_prompt);
+    tmux.run(&[
+        "send-keys",
+        "-t",
+        "e2e",
+        &format!("sh '{}'", script.display()),
+        "Enter",
+    ]);
+    tmux.wait_for("the analysis", 120, analysed);
+    assert_eq!(flag(&tmux, "alternate_on"), "1");
+
+    // Ctrl-Z: a key in raw mode.
+    tmux.run(&["send-keys", "-t", "e2e", "C-z"]);
+    let s = tmux.wait_for("the shell after Ctrl-Z", 30, |s| {
+        s.contains("Stopped") && at_prompt(s)
+    });
+    assert!(!s.contains("(roberta)"), "{s}");
+    assert_eq!(flag(&tmux, "alternate_on"), "0", "alternate screen left");
+    assert_eq!(flag(&tmux, "mouse_any_flag"), "0", "mouse reports off");
+    tmux.run(&["send-keys", "-t", "e2e", "fg", "Enter"]);
+    tmux.wait_for("the explorer again", 30, |s| {
+        analysed(s) && s.contains("from «def»")
+    });
+    assert_eq!(flag(&tmux, "alternate_on"), "1");
+    assert_eq!(flag(&tmux, "mouse_any_flag"), "1");
+    // Raw mode: one key, no Enter, moves the token cursor.
+    tmux.run(&["send-keys", "-t", "e2e", "l"]);
+    tmux.wait_for("the next token", 30, |s| s.contains("from «area»"));
+
+    // SIGTSTP from outside does the same.
+    kill("-TSTP", &explorer_pid(&tmux));
+    tmux.wait_for("the shell after SIGTSTP", 30, |s| {
+        s.matches("Stopped").count() == 2 && at_prompt(s)
+    });
+    assert_eq!(flag(&tmux, "alternate_on"), "0", "alternate screen left");
+    assert_eq!(flag(&tmux, "mouse_any_flag"), "0", "mouse reports off");
+    tmux.run(&["send-keys", "-t", "e2e", "fg", "Enter"]);
+    tmux.wait_for("the explorer as it was", 30, |s| {
+        analysed(s) && s.contains("from «area»")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "h"]);
+    tmux.wait_for("the previous token", 30, |s| s.contains("from «def»"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
+}
+
+#[test]
+fn tty_sigquit_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("quit");
+    let exit = start(&tmux, dir.path());
+    kill("-QUIT", &explorer_pid(&tmux));
+    assert_eq!(wait_file(&exit, 30), "131", "exit 128 + SIGQUIT");
+    assert_eq!(flag(&tmux, "alternate_on"), "0", "alternate screen left");
+    assert_eq!(flag(&tmux, "mouse_any_flag"), "0", "mouse reports off");
+    assert!(!tmux.screen().contains("(roberta)"));
+    assert_eq!(session(dir.path())["text"], AREA, "the session saved");
+    // Bracketed paste is off: a paste reaches the (echoing) terminal without markers.
+    tmux.run(&["set-buffer", "-b", "after", "pasted-after-exit"]);
+    tmux.run(&["paste-buffer", "-p", "-b", "after", "-t", "e2e"]);
+    let s = tmux.wait_for("the echoed paste", 10, |s| s.contains("pasted-after-exit"));
+    assert!(!s.contains("[200~"), "{s}");
+}
