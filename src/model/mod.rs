@@ -524,7 +524,7 @@ impl LoadedModel {
     /// configuration, tokenizer and weights ([`source::content_digest`]), so that runs
     /// of two models with one name but different weights are told apart (`reproduce`
     /// checkpoints and shards, probe shards). Read once, on the first call (the whole
-    /// model is read: about a second per 1.5 GB); later calls return the same value. A
+    /// model is read: about 2 s per GB); later calls return the same value. A
     /// model built from parts has no files: all of them share the digest of nothing.
     pub fn digest(&self) -> Result<String> {
         if let Some(d) = self.digest.get() {

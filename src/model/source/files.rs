@@ -130,8 +130,9 @@ impl ModelFiles {
 
 /// The sha256 (hex) of a model's files' bytes ([`ModelFiles::content_files`]): per
 /// file its role, its length and every byte, streamed in 1 MiB blocks. Reads the whole
-/// model once (about a second per 1.5 GB of weights on one core with the SHA
-/// extensions, a few times that without; README "Trust and limits").
+/// model once: about 2 s per GB on one core of the development machine (0.18 s for the
+/// packaged MiniLM's 88 MB, 0.4 s for Gemma 3 270M's 242 MB GGUF; README "Trust and
+/// limits").
 pub fn content_digest(files: &[(&'static str, PathBuf)]) -> Result<String> {
     use sha2::{Digest, Sha256};
     use std::io::Read;
