@@ -929,3 +929,49 @@ pub fn table(agg: &Aggregate, thr: f32) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_sizes_are_the_counts_of_owned_snippets() {
+        for count in 1..=7 {
+            for index in 1..=count {
+                let sh = Shard::new(index, count).unwrap();
+                for total in 0..30 {
+                    let counted = (0..total).filter(|&i| sh.owns(i)).count();
+                    assert_eq!(sh.size_of(total), counted, "{sh} of {total}");
+                }
+            }
+        }
+        let last = Shard::new(MAX_SHARDS, MAX_SHARDS).unwrap();
+        // usize::MAX = 65536 k + 65535: shard 65536 owns 65535 + 65536 j for j < k.
+        assert_eq!(last.size_of(usize::MAX), usize::MAX / MAX_SHARDS);
+    }
+
+    #[test]
+    fn shards_out_of_range_are_refused_when_parsed_or_read() {
+        for s in [
+            "0/1",
+            "2/1",
+            "1/0",
+            "1/65537",
+            "1/18446744073709551615",
+            "x",
+            "1/2/3",
+        ] {
+            assert!(s.parse::<Shard>().is_err(), "{s}");
+        }
+        assert_eq!("65536/65536".parse::<Shard>(), Shard::new(65536, 65536));
+        for j in [
+            r#"{"index":0,"count":2}"#,
+            r#"{"index":3,"count":2}"#,
+            r#"{"index":1,"count":65537}"#,
+        ] {
+            assert!(serde_json::from_str::<Shard>(j).is_err(), "{j}");
+        }
+        let ok: Shard = serde_json::from_str(r#"{"index":2,"count":3}"#).unwrap();
+        assert_eq!(ok, Shard::new(2, 3).unwrap());
+    }
+}

@@ -149,7 +149,7 @@ pub fn score_pair(
 }
 
 /// Largest pair-record file (`twins.jsonl`) read, resumed or merged: a record of a
-/// 12-layer, 12-head model is about 8 KB, so 2 GiB holds some 250,000 of them.
+/// 12-layer, 12-head model is about 15 KB, so 2 GiB holds some 140,000 of them.
 pub const MAX_RECORDS_BYTES: u64 = 2 << 30;
 
 /// The text of a pair-record file, at most [`MAX_RECORDS_BYTES`]; `None` when absent.

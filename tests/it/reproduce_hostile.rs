@@ -191,12 +191,15 @@ fn largest(v: &[String]) -> usize {
         .unwrap()
 }
 
+/// An edit of a checkpoint's text.
+type Edit = Box<dyn Fn(String) -> String>;
+
 #[test]
 fn tampered_checkpoints_are_refused_by_merge_and_by_resume() {
     let env = Env::new();
     let (model, data, [good1, good2]) = two_shards(&env);
     ok(&merge(&env, &[&good1, &good2]));
-    let edits: Vec<(&str, Box<dyn Fn(String) -> String>, &str)> = vec![
+    let edits: Vec<(&str, Edit, &str)> = vec![
         ("shard index 0", Box::new(|t| set(&t, "shard", r#"{"index":0,"count":2}"#)), "shard 0/2 is not K/N"),
         ("shard index past the count", Box::new(|t| set(&t, "shard", r#"{"index":3,"count":2}"#)), "shard 3/2 is not K/N"),
         (
