@@ -427,15 +427,17 @@ fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
     use crate::analysis::reproduce;
     if args.dirs.iter().all(|d| crate::probe::shard::is_shard(d)) {
         let (dir, m) = crate::probe::shard::merge_shards(&args.dirs, &settings.cache_dir)?;
+        // The shard's strings come from a file: escaped for the terminal.
+        let model = crate::error::printable(&m.model, false);
         return print(&format!(
             "{} probe shards of {} on {} ({} snippets) merged into the feature cache ({}); \
              `codescope --model {} probe` on the same corpus now only trains\n",
             args.dirs.len(),
-            m.model,
-            m.corpus,
+            model,
+            crate::error::printable(&m.corpus, false),
             m.snippets,
             dir.display(),
-            m.model
+            model
         ));
     }
     let shards = args
@@ -444,7 +446,7 @@ fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
         .map(|d| Ok((d.clone(), reproduce::load_state(d)?)))
         .collect::<Result<Vec<_>>>()?;
     let agg = reproduce::merge(&shards)?;
-    let twins = reproduce::write_merged(&agg, &args.dirs, &args.out, args.threshold)?;
+    let twins = reproduce::write_merged(&agg, &shards, &args.out, args.threshold)?;
     print(&reproduce::table(&agg, args.threshold))?;
     if let Some(t) = &twins {
         print(t)?;
@@ -497,6 +499,7 @@ fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
             .map(|r| rewrite_of(r, args.seed))
             .transpose()?,
         seed: args.seed,
+        limit: args.limit,
     })?;
     print(&analysis::reproduce::table(&agg, threshold))?;
     if let Some(t) = &agg.twins_table {

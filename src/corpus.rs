@@ -97,6 +97,24 @@ fn next_line(r: &mut impl BufRead, limit: usize) -> Option<std::io::Result<Resul
     Some(Ok(String::from_utf8(buf).map_err(|_| ())))
 }
 
+/// The sha256 (hex) of a corpus's contents: every snippet's language and text, in
+/// order (their origins are not included: a corpus moved to another path keeps its
+/// digest). `reproduce` checkpoints and shards record it, so that the same path with
+/// other contents is told apart.
+pub fn digest(snippets: &[Snippet]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"codescope-corpus-v1\0");
+    h.update((snippets.len() as u64).to_le_bytes());
+    for s in snippets {
+        h.update(s.language.to_string().as_bytes());
+        h.update([0]);
+        h.update((s.code.len() as u64).to_le_bytes());
+        h.update(s.code.as_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Load a corpus from `path`. `lang` filters (and, for JSONL without a `language` field,
 /// sets) the language. `limit` stops after that many snippets.
 pub fn load(path: &Path, lang: Option<Language>, limit: Option<usize>) -> Result<Corpus> {

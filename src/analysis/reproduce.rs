@@ -13,7 +13,20 @@
 //!
 //! Resumable: the running sums and the index of the next snippet are checkpointed to
 //! `OUT/state.json` (written to a temporary file, then renamed) every few snippets; a
-//! new run with the same model, corpus and mode continues from there.
+//! new run of the same run continues from there.
+//!
+//! What makes "the same run" is recorded in every checkpoint and compared field by field
+//! on resume and by [`merge`] (a mismatch is refused with one line naming the field and
+//! both values, digests shortened to [`SHORT_DIGEST`] hex digits): the checkpoint format
+//! ([`CHECKPOINT_FORMAT`]), the model's name and the sha256 of its files' bytes
+//! (configuration, tokenizer, weights: [`LoadedModel::digest`], read once per run), the
+//! corpus's name and the sha256 of its snippets' text in order ([`crate::corpus::digest`]),
+//! `--limit`, `--mode`, `--seed`, `--rewrite`, the threshold of a `--rewrite` run (its pair
+//! records hold F1 at it), the model's windows, the threshold grid, the model's shape and
+//! the corpus size. Every number read back is checked before use ([`Aggregate::check`]):
+//! the shard in range, the sums' count matching graphs x grid x layers x heads x metrics,
+//! `next` within the run, `scored + failed == next`, every sum within what `scored`
+//! snippets can add up to; a checkpoint over [`MAX_STATE_BYTES`] is not read.
 //!
 //! Sharded (`--shard K/N`): shard K of N scores the snippets whose index `i` has
 //! `i % N == K - 1`, and [`merge`] adds the shards' sums into the aggregate one process
@@ -37,40 +50,95 @@ use crate::syntax::rewrite::Rewrite;
 
 const METRICS: [&str; 4] = ["precision", "recall", "f1", "ged_per_node"];
 
+/// Version of the checkpoint format (`state.json`) this codescope writes and reads; a
+/// checkpoint of another version is refused. 1: before the digests were recorded.
+pub const CHECKPOINT_FORMAT: u32 = 2;
+
+/// Largest `state.json` read, resumed or merged: a checkpoint of an 80-layer, 64-head
+/// model is about 20 MB.
+pub const MAX_STATE_BYTES: u64 = 64 << 20;
+
+/// Most shards a corpus may be split into (`--shard K/N` with `N` above it is refused).
+pub const MAX_SHARDS: usize = 65_536;
+
+/// Hex digits of a digest shown in a message.
+pub const SHORT_DIGEST: usize = 12;
+
+/// The largest value of each metric for one snippet, in [`FIXED_ONE`] units: 1 for
+/// precision, recall and F1; for GED per node `|P xor G| / n <= n^2 / n = n`, and a
+/// snippet has at most [`crate::syntax::MAX_SOURCE_BYTES`] code tokens (parsing refuses
+/// longer sources; a token is at least one byte).
+fn metric_max(m: usize) -> i128 {
+    let one = FIXED_ONE as i128;
+    if m == 3 {
+        one * crate::syntax::MAX_SOURCE_BYTES as i128
+    } else {
+        one
+    }
+}
+
 /// Fixed-point unit of the running sums: a score `v` is added as `round(v * 2^52)`. Every
 /// score is at most a few hundred (GED per node), so a million snippets stay far inside
 /// `i128`; the rounding (below 1e-16 of a score) is invisible at the 6 printed decimals.
 pub const FIXED_ONE: f64 = (1u64 << 52) as f64;
 
 /// One of `count` shards of a corpus (1-based `index`): the snippets `i` with
-/// `i % count == index - 1`.
+/// `i % count == index - 1`. Parsed (`K/N`) and read back from files only with
+/// `1 <= index <= count <=` [`MAX_SHARDS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawShard")]
 pub struct Shard {
     pub index: usize,
     pub count: usize,
 }
 
+/// A shard as written in a file, before its range is checked.
+#[derive(Deserialize)]
+struct RawShard {
+    index: usize,
+    count: usize,
+}
+
+impl TryFrom<RawShard> for Shard {
+    type Error = String;
+    fn try_from(r: RawShard) -> std::result::Result<Self, String> {
+        Shard::new(r.index, r.count)
+    }
+}
+
 impl Shard {
+    /// Shard `index` of `count`, if `1 <= index <= count <=` [`MAX_SHARDS`].
+    pub fn new(index: usize, count: usize) -> std::result::Result<Self, String> {
+        if index == 0 || index > count || count > MAX_SHARDS {
+            return Err(format!(
+                "shard {index}/{count} is not K/N with 1 <= K <= N <= {MAX_SHARDS}"
+            ));
+        }
+        Ok(Shard { index, count })
+    }
+
     /// Whether snippet `i` of the corpus belongs to this shard.
     pub fn owns(self, i: usize) -> bool {
         i % self.count == self.index - 1
+    }
+
+    /// How many of a corpus's `total` snippets belong to this shard.
+    pub fn size_of(self, total: usize) -> usize {
+        total / self.count + usize::from(self.index - 1 < total % self.count)
     }
 }
 
 impl std::str::FromStr for Shard {
     type Err = String;
-    /// `K/N` with `1 <= K <= N`.
+    /// `K/N` with `1 <= K <= N <=` [`MAX_SHARDS`].
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        let bad = || format!("'{s}' is not a shard K/N with 1 <= K <= N");
+        let bad = || format!("'{s}' is not a shard K/N with 1 <= K <= N <= {MAX_SHARDS}");
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count): (usize, usize) = (
             k.trim().parse().map_err(|_| bad())?,
             n.trim().parse().map_err(|_| bad())?,
         );
-        if index == 0 || count == 0 || index > count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
+        Shard::new(index, count).map_err(|_| bad())
     }
 }
 
@@ -83,9 +151,27 @@ impl std::fmt::Display for Shard {
 /// Running sums over snippets; the on-disk checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Aggregate {
+    /// [`CHECKPOINT_FORMAT`] (1 when absent: a checkpoint of an older codescope).
+    #[serde(default = "format_one")]
+    pub format: u32,
     pub model: String,
+    /// sha256 of the model's files ([`LoadedModel::digest`]).
+    #[serde(default)]
+    pub model_digest: String,
     pub corpus: String,
+    /// sha256 of the corpus's snippets ([`crate::corpus::digest`]).
+    #[serde(default)]
+    pub corpus_digest: String,
+    /// `--limit` of the run.
+    #[serde(default)]
+    pub limit: Option<usize>,
     pub mode: String,
+    /// The model's windows when the run started (tokens analysed with every layer's
+    /// attention kept, and layer by layer): an attention budget changes them.
+    #[serde(default)]
+    pub window: usize,
+    #[serde(default)]
+    pub stream_window: usize,
     pub layers: usize,
     pub heads: usize,
     pub grid: Vec<f32>,
@@ -112,18 +198,37 @@ pub struct Aggregate {
     /// `--seed` of a `--rewrite` run (the bootstrap's).
     #[serde(default)]
     pub twins_seed: u64,
+    /// `--threshold` of a `--rewrite` run: its pair records hold F1 at it.
+    #[serde(default)]
+    pub twins_threshold: Option<f32>,
     /// The twins' printed table, when `--rewrite` was given (not checkpointed).
     #[serde(skip)]
     pub twins_table: Option<String>,
 }
 
+fn format_one() -> u32 {
+    1
+}
+
+fn short(digest: &str) -> String {
+    digest.chars().take(SHORT_DIGEST).collect()
+}
+
 impl Aggregate {
-    fn new(r: &Run, layers: usize, heads: usize) -> Self {
+    fn new(r: &Run, model_digest: String) -> Self {
         let grid = threshold_grid();
+        let info = &r.model.info;
+        let (layers, heads) = (info.layers, info.heads);
         Aggregate {
-            model: r.model.info.source.clone(),
+            format: CHECKPOINT_FORMAT,
+            model: info.source.clone(),
+            model_digest,
             corpus: r.corpus_name.clone(),
+            corpus_digest: crate::corpus::digest(r.snippets),
+            limit: r.limit,
             mode: r.mode.name().into(),
+            window: info.window,
+            stream_window: info.stream_window,
             layers,
             heads,
             sums: vec![0; Graph::ALL.len() * grid.len() * layers * heads * METRICS.len()],
@@ -137,6 +242,7 @@ impl Aggregate {
             seconds: 0.0,
             rewrite: r.rewrite.map(reproduce_twins::rewrite_label),
             twins_seed: r.seed,
+            twins_threshold: r.rewrite.map(|_| r.threshold),
             twins_table: None,
         }
     }
@@ -153,38 +259,167 @@ impl Aggregate {
         self.sums[self.idx(g, t, l, h, m)] as f64 / FIXED_ONE / self.scored as f64
     }
 
-    /// Whether `other` is a checkpoint of the same run (model, corpus, mode, shape, grid,
-    /// graphs, corpus size).
-    fn same_run(&self, other: &Aggregate) -> bool {
-        (
-            self.model.as_str(),
-            self.corpus.as_str(),
-            self.mode.as_str(),
-            self.layers,
-            self.heads,
-            self.total,
-        ) == (
-            other.model.as_str(),
-            other.corpus.as_str(),
-            other.mode.as_str(),
-            other.layers,
-            other.heads,
-            other.total,
-        ) && self.grid == other.grid
-            && self.empty_gold.len() == other.empty_gold.len()
-            && self.sums.len() == other.sums.len()
-            && self.rewrite == other.rewrite
+    /// The first recorded field in which `other` is not a checkpoint of the same run
+    /// (shards aside): its name, and `self`'s and `other`'s values (digests shortened).
+    /// `None` when they are of one run. Both must have passed [`Aggregate::check`], so
+    /// equal shapes mean equal sums and per-graph counts.
+    pub fn difference(&self, other: &Aggregate) -> Option<(&'static str, String, String)> {
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "none".into());
+        let fields = |a: &Aggregate| -> [(&'static str, String); 15] {
+            [
+                ("checkpoint format", a.format.to_string()),
+                ("model", a.model.clone()),
+                ("model files digest", short(&a.model_digest)),
+                ("corpus", a.corpus.clone()),
+                ("corpus digest", short(&a.corpus_digest)),
+                ("corpus size", format!("{} snippets", a.total)),
+                ("--limit", opt(a.limit.map(|n| n.to_string()))),
+                ("--mode", a.mode.clone()),
+                ("--seed", a.twins_seed.to_string()),
+                ("twins' --rewrite", opt(a.rewrite.clone())),
+                (
+                    "twins' --threshold",
+                    opt(a.twins_threshold.map(|t| t.to_string())),
+                ),
+                (
+                    "model windows",
+                    format!("{}/{} tokens", a.window, a.stream_window),
+                ),
+                ("threshold grid", format!("{:?}", a.grid)),
+                ("layers", a.layers.to_string()),
+                ("heads", a.heads.to_string()),
+            ]
+        };
+        fields(self)
+            .into_iter()
+            .zip(fields(other))
+            .find(|(a, b)| a.1 != b.1)
+            .map(|(a, b)| (a.0, a.1, b.1))
+    }
+
+    /// Whether every number of a checkpoint read from a file is one a run can produce:
+    /// the format, the shapes (`sums` holds graphs x grid x layers x heads x metrics
+    /// entries, `empty_gold` one per graph), `next` within the run's snippets, `scored +
+    /// failed == next`, per-graph empty counts at most `scored`, and every sum between 0
+    /// and `scored` times its metric's largest value. The reason when not.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if self.format != CHECKPOINT_FORMAT {
+            return Err(format!(
+                "checkpoint format {} (this codescope reads format {CHECKPOINT_FORMAT})",
+                self.format
+            ));
+        }
+        let max_layers = crate::model::limits::MAX_LAYERS;
+        if self.layers == 0 || self.layers > max_layers {
+            return Err(format!(
+                "{} layers (from 1 to {max_layers} expected)",
+                self.layers
+            ));
+        }
+        if self.heads == 0 {
+            return Err("0 heads".into());
+        }
+        if self.grid.is_empty()
+            || self.grid.len() > 256
+            || self.grid.iter().any(|t| !(0.0..=1.0).contains(t))
+        {
+            return Err(format!(
+                "threshold grid of {} values, not 1 to 256 values between 0 and 1",
+                self.grid.len()
+            ));
+        }
+        let graphs = Graph::ALL.len();
+        let want = [self.grid.len(), self.layers, self.heads, METRICS.len()]
+            .into_iter()
+            .try_fold(graphs, usize::checked_mul);
+        if want != Some(self.sums.len()) {
+            return Err(format!(
+                "{} sums, not {graphs} graphs x {} thresholds x {} layers x {} heads x {} metrics",
+                self.sums.len(),
+                self.grid.len(),
+                self.layers,
+                self.heads,
+                METRICS.len()
+            ));
+        }
+        if self.empty_gold.len() != graphs {
+            return Err(format!(
+                "{} empty-gold counts, not one per graph ({graphs})",
+                self.empty_gold.len()
+            ));
+        }
+        if self.next > self.size() {
+            return Err(format!(
+                "next snippet {} is past the run's {} snippets",
+                self.next,
+                self.size()
+            ));
+        }
+        if self.scored.checked_add(self.failed) != Some(self.next) {
+            return Err(format!(
+                "{} scored and {} failed snippets do not add up to next snippet {}",
+                self.scored, self.failed, self.next
+            ));
+        }
+        if let Some((g, n)) = self
+            .empty_gold
+            .iter()
+            .enumerate()
+            .find(|(_, n)| **n > self.scored)
+        {
+            return Err(format!(
+                "{n} snippets with an empty {} gold graph, more than the {} scored",
+                Graph::ALL[g].name(),
+                self.scored
+            ));
+        }
+        if !self.seconds.is_finite() || self.seconds < 0.0 {
+            return Err(format!("{} seconds", self.seconds));
+        }
+        let bounds: Vec<i128> = (0..METRICS.len())
+            .map(|m| {
+                i128::try_from(self.scored)
+                    .ok()
+                    .and_then(|n| n.checked_mul(metric_max(m)))
+                    .unwrap_or(i128::MAX)
+            })
+            .collect();
+        let per_graph = self.grid.len() * self.layers * self.heads * METRICS.len();
+        for (i, &v) in self.sums.iter().enumerate() {
+            let m = i % METRICS.len();
+            if !(0..=bounds[m]).contains(&v) {
+                let (g, rest) = (i / per_graph, i % per_graph);
+                let per_t = self.layers * self.heads * METRICS.len();
+                let (t, rest) = (rest / per_t, rest % per_t);
+                let per_l = self.heads * METRICS.len();
+                let (l, h) = (rest / per_l, rest % per_l / METRICS.len());
+                return Err(format!(
+                    "the {} sum of {} at threshold {}, layer {}, head {} is {v}, outside \
+                     0 to {} for {} scored snippets",
+                    METRICS[m],
+                    Graph::ALL[g].name(),
+                    self.grid[t],
+                    l + 1,
+                    h + 1,
+                    bounds[m],
+                    self.scored
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// How many snippets this run covers (the shard's share of the corpus, or all).
     pub fn size(&self) -> usize {
         match self.shard {
             None => self.total,
-            Some(sh) => (0..self.total).filter(|&i| sh.owns(i)).count(),
+            Some(sh) => sh.size_of(self.total),
         }
     }
 
-    fn add(&mut self, g: usize, t: usize, hs: &HeadScores) {
+    /// Add one snippet's scores for graph `g` at threshold `t`; `None` if a sum would
+    /// overflow.
+    fn add(&mut self, g: usize, t: usize, hs: &HeadScores) -> Option<()> {
         for (l, row) in hs.scores.iter().enumerate() {
             for (h, s) in row.iter().enumerate() {
                 for (m, v) in [s.precision, s.recall, s.f1, s.ged_per_node]
@@ -192,10 +427,12 @@ impl Aggregate {
                     .enumerate()
                 {
                     let i = self.idx(g, t, l, h, m);
-                    self.sums[i] += (v * FIXED_ONE).round() as i128;
+                    let x = (v * FIXED_ONE).round() as i128;
+                    self.sums[i] = self.sums[i].checked_add(x)?;
                 }
             }
         }
+        Some(())
     }
 
     /// `(head, [p, r, f1, ged])` of the best head by mean F1 in each layer.
@@ -231,6 +468,8 @@ pub struct Run<'a> {
     pub rewrite: Option<Rewrite>,
     /// Seed of the bootstrap (and of `rename:shuffle`, through `rewrite`).
     pub seed: u64,
+    /// `--limit`: the corpus is its first this many snippets (recorded, compared).
+    pub limit: Option<usize>,
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
@@ -241,38 +480,32 @@ fn write_atomic(path: &Path, text: &str) -> Result<()> {
 pub fn run(r: &Run) -> Result<Aggregate> {
     std::fs::create_dir_all(&r.out).map_err(|e| Error::io(&r.out, e))?;
     let state_path = r.out.join("state.json");
-    let info = &r.model.info;
-    let fresh = Aggregate::new(r, info.layers, info.heads);
-    let mut agg = match std::fs::read_to_string(&state_path) {
-        Ok(text) => {
-            let a: Aggregate = serde_json::from_str(&text).map_err(|e| Error::Input {
-                name: state_path.display().to_string(),
-                reason: format!("unreadable checkpoint ({e}); delete it to start over"),
-            })?;
-            if !a.same_run(&fresh) || a.shard != fresh.shard {
+    let fresh = Aggregate::new(r, r.model.digest()?);
+    let mut agg = match read_state(&state_path, "delete it to start over")? {
+        Some(a) => {
+            let shard = |s: Option<Shard>| s.map_or_else(|| "none".into(), |s| s.to_string());
+            let diff = fresh.difference(&a).or_else(|| {
+                (a.shard != fresh.shard).then(|| ("shard", shard(fresh.shard), shard(a.shard)))
+            });
+            if let Some((field, now, then)) = diff {
                 return Err(Error::Input {
                     name: r.out.display().to_string(),
                     reason: format!(
-                        "holds a run of {} on {} ({} mode{}{}); use another --out or delete it",
-                        a.model,
-                        a.corpus,
-                        a.mode,
-                        a.shard.map(|s| format!(", shard {s}")).unwrap_or_default(),
-                        a.rewrite
-                            .as_deref()
-                            .map(|r| format!(", {r} twins"))
-                            .unwrap_or_default()
+                        "holds another run ({field}: {then} in its checkpoint, {now} in this \
+                         one); use another --out or delete it"
                     ),
                 });
             }
-            crate::logging::notice(format_args!(
-                "resuming at snippet {} of {}",
-                a.next + 1,
-                a.size()
-            ));
+            if a.next < a.size() {
+                crate::logging::notice(format_args!(
+                    "resuming at snippet {} of {}",
+                    a.next + 1,
+                    a.size()
+                ));
+            }
             a
         }
-        Err(_) => fresh,
+        None => fresh,
     };
     // The run's own snippets: the corpus, or the shard's share of it.
     let own: Vec<usize> = (0..r.snippets.len())
@@ -283,7 +516,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     let mut records = Vec::new();
     if r.rewrite.is_some() {
         let upto = own.get(agg.next).copied().unwrap_or(usize::MAX);
-        records = reproduce_twins::read_records(&twins_path, upto);
+        records = reproduce_twins::read_records(&twins_path, upto, &agg)?;
         reproduce_twins::write_records(&twins_path, &records)?;
     }
     let bar = indicatif::ProgressBar::new(own.len() as u64);
@@ -353,7 +586,12 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                                 agg.empty_gold[g] += 1;
                             }
                             for (t, hs) in sweeps.iter().enumerate() {
-                                agg.add(g, t, hs);
+                                if agg.add(g, t, hs).is_none() && result.is_ok() {
+                                    result = Err(Error::Input {
+                                        name: state_path.display().to_string(),
+                                        reason: "a running sum overflows".into(),
+                                    });
+                                }
                             }
                         }
                         agg.scored += 1;
@@ -400,7 +638,10 @@ pub fn run(r: &Run) -> Result<Aggregate> {
 }
 
 /// Add up the checkpoints of the N shards of one run into the aggregate a single run
-/// over the whole corpus would have produced (every shard complete, each index once).
+/// over the whole corpus would have produced (every shard complete, each index once, all
+/// of one run: [`Aggregate::difference`]). The checkpoints must have passed
+/// [`Aggregate::check`] ([`load_state`] checks them); the additions are checked, an
+/// overflow is an error naming the shard.
 pub fn merge(shards: &[(PathBuf, Aggregate)]) -> Result<Aggregate> {
     let err = |name: &Path, reason: String| Error::Input {
         name: name.display().to_string(),
@@ -422,12 +663,12 @@ pub fn merge(shards: &[(PathBuf, Aggregate)]) -> Result<Aggregate> {
     out.empty_gold.iter_mut().for_each(|x| *x = 0);
     (out.scored, out.failed, out.next, out.seconds) = (0, 0, 0, 0.0);
     for (path, a) in shards {
-        if !a.same_run(first) {
+        if let Some((field, theirs, ours)) = a.difference(first) {
             return Err(err(
                 path,
                 format!(
-                    "is a run of {} on {} ({} mode), not of {} on {} ({} mode)",
-                    a.model, a.corpus, a.mode, first.model, first.corpus, first.mode
+                    "is not of the same run as {} ({field}: {theirs} here, {ours} there)",
+                    first_path.display()
                 ),
             ));
         }
@@ -447,14 +688,23 @@ pub fn merge(shards: &[(PathBuf, Aggregate)]) -> Result<Aggregate> {
                 ),
             ));
         }
+        let overflow = || {
+            err(
+                path,
+                "adding its sums to the other shards' overflows".into(),
+            )
+        };
+        if a.sums.len() != out.sums.len() || a.empty_gold.len() != out.empty_gold.len() {
+            return Err(err(path, "holds sums of another shape".into()));
+        }
         for (o, x) in out.sums.iter_mut().zip(&a.sums) {
-            *o += x;
+            *o = o.checked_add(*x).ok_or_else(overflow)?;
         }
         for (o, x) in out.empty_gold.iter_mut().zip(&a.empty_gold) {
-            *o += x;
+            *o = o.checked_add(*x).ok_or_else(overflow)?;
         }
-        out.scored += a.scored;
-        out.failed += a.failed;
+        out.scored = out.scored.checked_add(a.scored).ok_or_else(overflow)?;
+        out.failed = out.failed.checked_add(a.failed).ok_or_else(overflow)?;
         out.seconds += a.seconds;
     }
     if let Some(k) = seen.iter().position(|s| !s) {
@@ -467,21 +717,41 @@ pub fn merge(shards: &[(PathBuf, Aggregate)]) -> Result<Aggregate> {
     Ok(out)
 }
 
-/// Read the checkpoint `DIR/state.json` of a run or shard.
+/// A checkpoint at `path`: `None` when there is no file; read at most
+/// [`MAX_STATE_BYTES`], then [`Aggregate::check`]ed. `remedy` ends the error line of a
+/// damaged one.
+fn read_state(path: &Path, remedy: &str) -> Result<Option<Aggregate>> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+        Ok(_) => {}
+    }
+    let bad = |reason: String| Error::Input {
+        name: path.display().to_string(),
+        reason: format!("{reason}; {remedy}"),
+    };
+    let bytes = crate::fsio::read_bounded(path, MAX_STATE_BYTES, "the checkpoint")?;
+    let a: Aggregate = serde_json::from_slice(&bytes)
+        .map_err(|e| bad(format!("not a codescope reproduce checkpoint ({e})")))?;
+    a.check()
+        .map_err(|r| bad(format!("damaged checkpoint: {r}")))?;
+    Ok(Some(a))
+}
+
+/// Read the checkpoint `DIR/state.json` of a run or shard (at most [`MAX_STATE_BYTES`];
+/// every number checked, [`Aggregate::check`]).
 pub fn load_state(dir: &Path) -> Result<Aggregate> {
     let path = dir.join("state.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    serde_json::from_str(&text).map_err(|e| Error::Input {
-        name: path.display().to_string(),
-        reason: format!("not a codescope reproduce checkpoint ({e})"),
-    })
+    read_state(&path, "rerun this shard")?
+        .ok_or_else(|| Error::io(&path, std::io::Error::from(std::io::ErrorKind::NotFound)))
 }
 
 /// Write a merged aggregate's checkpoint and tables into `out`; for a `--rewrite` run,
-/// the shards' pair records (read from `dirs`) and the twins' tables too (returned).
+/// the shards' pair records (read from their directories, checked against their
+/// checkpoints) and the twins' tables too (returned).
 pub fn write_merged(
     agg: &Aggregate,
-    dirs: &[PathBuf],
+    shards: &[(PathBuf, Aggregate)],
     out: &Path,
     thr: f32,
 ) -> Result<Option<String>> {
@@ -494,8 +764,10 @@ pub fn write_merged(
     let Some(label) = &agg.rewrite else {
         return Ok(None);
     };
-    let records = reproduce_twins::merge_records(dirs)?;
+    let records = reproduce_twins::merge_records(shards)?;
     reproduce_twins::write_records(&out.join(reproduce_twins::RECORDS), &records)?;
+    // The pair records hold F1 at the shards' threshold, whatever merge's --threshold.
+    let thr = agg.twins_threshold.unwrap_or(thr);
     reproduce_twins::write_tables(&records, label, agg.twins_seed, thr, out).map(Some)
 }
 
@@ -593,6 +865,7 @@ fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
     }
     let summary = serde_json::json!({
         "model": agg.model, "corpus": agg.corpus, "mode": agg.mode,
+        "model_digest": agg.model_digest, "corpus_digest": agg.corpus_digest,
         "snippets": agg.total, "scored": agg.scored, "failed": agg.failed,
         "metrics": "macro-average over snippets of P = |P∧G|/|P|, R = |P∧G|/|G|, F1, GED = |P xor G|/n; P = [A > t], diagonal included",
         "graphs": summary_graphs,
@@ -628,9 +901,9 @@ pub fn table(agg: &Aggregate, thr: f32) -> String {
     let _ = writeln!(
         s,
         "{} on {} ({} mode): {} snippets scored, {} skipped, {:.1} snippets/s; threshold {:.2}",
-        agg.model,
-        agg.corpus,
-        agg.mode,
+        crate::error::printable(&agg.model, false),
+        crate::error::printable(&agg.corpus, false),
+        crate::error::printable(&agg.mode, false),
         agg.scored,
         agg.failed,
         (agg.scored + agg.failed) as f64 / agg.seconds.max(1e-9),
@@ -666,4 +939,50 @@ pub fn table(agg: &Aggregate, thr: f32) -> String {
     let _ = writeln!(s);
     s.push_str(&super::finding::Finding::of_corpus(agg, t).text());
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_sizes_are_the_counts_of_owned_snippets() {
+        for count in 1..=7 {
+            for index in 1..=count {
+                let sh = Shard::new(index, count).unwrap();
+                for total in 0..30 {
+                    let counted = (0..total).filter(|&i| sh.owns(i)).count();
+                    assert_eq!(sh.size_of(total), counted, "{sh} of {total}");
+                }
+            }
+        }
+        let last = Shard::new(MAX_SHARDS, MAX_SHARDS).unwrap();
+        // usize::MAX = 65536 k + 65535: shard 65536 owns 65535 + 65536 j for j < k.
+        assert_eq!(last.size_of(usize::MAX), usize::MAX / MAX_SHARDS);
+    }
+
+    #[test]
+    fn shards_out_of_range_are_refused_when_parsed_or_read() {
+        for s in [
+            "0/1",
+            "2/1",
+            "1/0",
+            "1/65537",
+            "1/18446744073709551615",
+            "x",
+            "1/2/3",
+        ] {
+            assert!(s.parse::<Shard>().is_err(), "{s}");
+        }
+        assert_eq!("65536/65536".parse::<Shard>(), Shard::new(65536, 65536));
+        for j in [
+            r#"{"index":0,"count":2}"#,
+            r#"{"index":3,"count":2}"#,
+            r#"{"index":1,"count":65537}"#,
+        ] {
+            assert!(serde_json::from_str::<Shard>(j).is_err(), "{j}");
+        }
+        let ok: Shard = serde_json::from_str(r#"{"index":2,"count":3}"#).unwrap();
+        assert_eq!(ok, Shard::new(2, 3).unwrap());
+    }
 }

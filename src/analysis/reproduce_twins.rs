@@ -148,29 +148,122 @@ pub fn score_pair(
     ))
 }
 
-/// The records of an earlier run for corpus snippets before `upto`, to resume.
-pub fn read_records(path: &Path, upto: usize) -> Vec<TwinRecord> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<TwinRecord>(l).ok())
-        .filter(|r| r.index < upto)
-        .collect()
+/// Largest pair-record file (`twins.jsonl`) read, resumed or merged: a record of a
+/// 12-layer, 12-head model is about 15 KB, so 2 GiB holds some 140,000 of them.
+pub const MAX_RECORDS_BYTES: u64 = 2 << 30;
+
+/// The text of a pair-record file, at most [`MAX_RECORDS_BYTES`]; `None` when absent.
+fn read_text(path: &Path) -> Result<Option<String>> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+        Ok(_) => crate::fsio::read_to_string_bounded(path, MAX_RECORDS_BYTES, "the pair records")
+            .map(Some),
+    }
 }
 
-/// The pair records of finished shards, in corpus order (for `codescope merge`).
-pub fn merge_records(dirs: &[std::path::PathBuf]) -> Result<Vec<TwinRecord>> {
+/// Why record `r` cannot be one of a run over `total` snippets of a model with `layers`
+/// layers and `heads` heads (a tampered file would otherwise index past its arrays).
+fn check_record(
+    r: &TwinRecord,
+    total: usize,
+    layers: usize,
+    heads: usize,
+) -> std::result::Result<(), String> {
+    if r.index >= total {
+        return Err(format!(
+            "snippet {} is past the corpus's {total} snippets",
+            r.index
+        ));
+    }
+    if r.error.is_some() {
+        return Ok(());
+    }
+    for f1 in [&r.f1_a, &r.f1_b] {
+        let shaped = f1.len() == Graph::ALL.len()
+            && f1
+                .iter()
+                .all(|g| g.len() == layers && g.iter().all(|l| l.len() == heads));
+        if !shaped {
+            return Err(format!(
+                "snippet {}: F1 not {} graphs x {layers} layers x {heads} heads",
+                r.index,
+                Graph::ALL.len()
+            ));
+        }
+        if f1
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|v| !(0.0..=1.0).contains(v))
+        {
+            return Err(format!("snippet {}: an F1 outside 0 to 1", r.index));
+        }
+    }
+    Ok(())
+}
+
+/// The records of an earlier run of `agg` for corpus snippets before `upto`, to resume
+/// (a torn last line, as a crash leaves it, is dropped; a record that cannot be of this
+/// run is an error).
+pub fn read_records(
+    path: &Path,
+    upto: usize,
+    agg: &super::reproduce::Aggregate,
+) -> Result<Vec<TwinRecord>> {
+    let Some(text) = read_text(path)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for r in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<TwinRecord>(l).ok())
+        .filter(|r| r.index < upto)
+    {
+        check_record(&r, agg.total, agg.layers, agg.heads).map_err(|reason| Error::Input {
+            name: path.display().to_string(),
+            reason: format!("{reason}; delete the run's directory to start over"),
+        })?;
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// The pair records of finished shards, in corpus order (for `codescope merge`): each
+/// shard's records must be of its own snippets, one per snippet it scored.
+pub fn merge_records(
+    shards: &[(std::path::PathBuf, super::reproduce::Aggregate)],
+) -> Result<Vec<TwinRecord>> {
     let mut all = Vec::new();
-    for d in dirs {
+    for (d, agg) in shards {
         let path = d.join(RECORDS);
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let bad = |reason: String| Error::Input {
+            name: path.display().to_string(),
+            reason,
+        };
+        let text = read_text(&path)?
+            .ok_or_else(|| Error::io(&path, std::io::Error::from(std::io::ErrorKind::NotFound)))?;
+        let mut count = 0usize;
         for (k, line) in text.lines().enumerate() {
-            let r: TwinRecord = serde_json::from_str(line).map_err(|e| Error::Input {
-                name: path.display().to_string(),
-                reason: format!("line {}: not a pair record ({e})", k + 1),
-            })?;
+            let r: TwinRecord = serde_json::from_str(line)
+                .map_err(|e| bad(format!("line {}: not a pair record ({e})", k + 1)))?;
+            check_record(&r, agg.total, agg.layers, agg.heads)
+                .map_err(|reason| bad(format!("line {}: {reason}", k + 1)))?;
+            if let Some(sh) = agg.shard.filter(|sh| !sh.owns(r.index)) {
+                return Err(bad(format!(
+                    "line {}: snippet {} is not of shard {sh}",
+                    k + 1,
+                    r.index
+                )));
+            }
+            count += 1;
             all.push(r);
+        }
+        if count != agg.scored {
+            return Err(bad(format!(
+                "{count} pair records for the {} snippets its shard scored",
+                agg.scored
+            )));
         }
     }
     all.sort_by_key(|r| r.index);
@@ -409,12 +502,13 @@ pub fn write_tables(
         &out.join("twins_summary.json"),
         &serde_json::to_string_pretty(&summary).unwrap_or_default(),
     )?;
-    // The printed table.
+    // The printed table (its text from files escaped for the terminal).
+    let esc = |t: &str| crate::error::printable(t, false).into_owned();
     let mut s = String::new();
     let _ = writeln!(
         s,
         "\n{} twins: {} pairs scored, {} twins failed their check; threshold {:.2}",
-        rewrite,
+        esc(rewrite),
         ok.len(),
         failed.len(),
         threshold
@@ -423,8 +517,8 @@ pub fn write_tables(
         let _ = writeln!(
             s,
             "  failed {}: {}",
-            r.origin,
-            r.error.as_deref().unwrap_or("")
+            esc(&r.origin),
+            esc(r.error.as_deref().unwrap_or(""))
         );
     }
     for g in [Graph::AstMotif, Graph::Dfg] {
@@ -463,7 +557,7 @@ pub fn write_tables(
                 r.rename_sensitivity.unwrap_or(0.0),
                 r.unchanged_bits_a.unwrap_or(0.0),
                 r.unchanged_bits_b.unwrap_or(0.0),
-                r.origin
+                esc(&r.origin)
             );
         }
     }

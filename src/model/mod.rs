@@ -409,6 +409,11 @@ pub struct LoadedModel {
     pub info: ModelInfo,
     pub tokenizer: CodeTokenizer,
     backbone: Box<dyn Backbone>,
+    /// The files it was loaded from ([`source::ModelFiles::content_files`]; none when
+    /// built from parts).
+    files: Vec<(&'static str, std::path::PathBuf)>,
+    /// Their digest, computed on first use ([`LoadedModel::digest`]).
+    digest: std::sync::OnceLock<String>,
 }
 
 /// `model_type` and the first `architectures` entry of a `config.json`.
@@ -495,6 +500,8 @@ impl LoadedModel {
             info,
             tokenizer,
             backbone,
+            files: files.content_files(),
+            digest: std::sync::OnceLock::new(),
         })
     }
 
@@ -508,7 +515,29 @@ impl LoadedModel {
             info,
             tokenizer,
             backbone,
+            files: Vec::new(),
+            digest: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The sha256 (hex) of the bytes of the files the model was loaded from: its
+    /// configuration, tokenizer and weights ([`source::content_digest`]), so that runs
+    /// of two models with one name but different weights are told apart (`reproduce`
+    /// checkpoints and shards, probe shards). Read once, on the first call (the whole
+    /// model is read: about 2 s per GB); later calls return the same value. A
+    /// model built from parts has no files: all of them share the digest of nothing.
+    pub fn digest(&self) -> Result<String> {
+        if let Some(d) = self.digest.get() {
+            return Ok(d.clone());
+        }
+        let start = Instant::now();
+        let d = source::content_digest(&self.files)?;
+        tracing::info!(
+            files = self.files.len(),
+            ms = start.elapsed().as_millis() as u64,
+            "model files hashed"
+        );
+        Ok(self.digest.get_or_init(|| d).clone())
     }
 
     /// Tokenize `text`, fit it to the window and run the model with capture.

@@ -104,11 +104,18 @@ pub fn load(dir: &Path, layers: usize, snippets: usize, dim: usize) -> Option<Fe
         }
         let h: Vec<f32> = h.flatten_all().ok()?.to_vec1().ok()?;
         let offsets: Vec<i64> = m.get("offsets")?.to_vec1().ok()?;
-        if offsets.len() != snippets + 1 || *offsets.last()? as usize != n {
+        if offsets.len().checked_sub(1) != Some(snippets) || *offsets.last()? as usize != n {
+            return None;
+        }
+        // From 0, never decreasing (a damaged or tampered file would slice out of range).
+        if offsets.first() != Some(&0) || offsets.windows(2).any(|w| w[1] < w[0]) {
             return None;
         }
         if l == 0 {
             let toks: Vec<i64> = m.get("tokens")?.to_vec1().ok()?;
+            if toks.len() != n {
+                return None;
+            }
             out = offsets
                 .windows(2)
                 .map(|w| SnippetHidden {

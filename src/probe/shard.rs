@@ -7,6 +7,12 @@
 //! them and only trains — the same fits on the same features, so the same tables as one
 //! process (on machines whose forward passes agree bit for bit: same build and thread
 //! count).
+//!
+//! A manifest records the sha256 of the model's files ([`crate::model::LoadedModel::digest`])
+//! besides the cache key (which covers the model's name and shape and the corpus's
+//! contents); shards that differ in either are refused with one line naming what
+//! differs. Manifests are read at most [`MAX_MANIFEST_BYTES`] and their numbers checked
+//! (shard in range, at most [`crate::analysis::reproduce::MAX_SHARDS`]; layers, width).
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +23,11 @@ use super::{cache, dataset, Progress, RunSpec};
 use crate::analysis::reproduce::Shard;
 use crate::error::{Error, Result};
 
-const FORMAT: &str = "codescope-probe-shard-v1";
+/// v2: with the model files' digest.
+const FORMAT: &str = "codescope-probe-shard-v2";
+
+/// Largest `shard.json` read.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 
 /// What a shard directory holds.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -26,6 +36,8 @@ pub struct Manifest {
     /// Feature-cache key of the whole corpus with this model.
     pub key: String,
     pub model: String,
+    /// sha256 of the model's files.
+    pub model_digest: String,
     pub corpus: String,
     pub shard: Shard,
     /// Snippets in the whole corpus.
@@ -75,6 +87,7 @@ pub fn write_shard(
         format: FORMAT.into(),
         key: cache::key(info, spec.snippets),
         model: info.source.clone(),
+        model_digest: spec.model.digest()?,
         corpus: spec.corpus_name.clone(),
         shard,
         snippets: spec.snippets.len(),
@@ -95,16 +108,37 @@ pub fn is_shard(dir: &Path) -> bool {
 
 fn read_manifest(dir: &Path) -> Result<Manifest> {
     let path = dir.join("shard.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let m: Manifest = serde_json::from_str(&text).map_err(|e| Error::Input {
+    let bad = |reason: String| Error::Input {
         name: path.display().to_string(),
-        reason: format!("not a codescope probe shard ({e})"),
-    })?;
+        reason,
+    };
+    let bytes = crate::fsio::read_bounded(&path, MAX_MANIFEST_BYTES, "the shard manifest")?;
+    // The format first, so that a shard of another version is named as such.
+    let format = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("format")?.as_str().map(str::to_string));
+    if let Some(f) = format.filter(|f| f != FORMAT) {
+        return Err(bad(format!(
+            "shard format {f} (this codescope reads {FORMAT})"
+        )));
+    }
+    let m: Manifest = serde_json::from_slice(&bytes)
+        .map_err(|e| bad(format!("not a codescope probe shard ({e})")))?;
     if m.format != FORMAT {
-        return Err(Error::Input {
-            name: path.display().to_string(),
-            reason: format!("shard format {} (this codescope reads {FORMAT})", m.format),
-        });
+        return Err(bad(format!(
+            "shard format {} (this codescope reads {FORMAT})",
+            m.format
+        )));
+    }
+    let max_layers = crate::model::limits::MAX_LAYERS + 1;
+    if m.layers == 0 || m.layers > max_layers {
+        return Err(bad(format!(
+            "{} hidden layers (from 1 to {max_layers} expected)",
+            m.layers
+        )));
+    }
+    if m.dim == 0 {
+        return Err(bad("hidden width 0".into()));
     }
     Ok(m)
 }
@@ -128,22 +162,42 @@ pub fn merge_shards(dirs: &[PathBuf], cache_root: &Path) -> Result<(PathBuf, Man
     };
     let n = first.shard.count;
     let mut slots: Vec<Option<Vec<SnippetHidden>>> = vec![None; n];
+    let short = |d: &str| {
+        d.chars()
+            .take(crate::analysis::reproduce::SHORT_DIGEST)
+            .collect()
+    };
     for (m, d) in &parts {
-        if (&m.key, m.snippets, m.layers, m.dim)
-            != (&first.key, first.snippets, first.layers, first.dim)
+        let fields = |m: &Manifest| -> [(&'static str, String); 6] {
+            [
+                ("model", m.model.clone()),
+                ("model files digest", short(&m.model_digest)),
+                ("corpus", m.corpus.clone()),
+                ("cache key (model and corpus contents)", short(&m.key)),
+                ("corpus size", format!("{} snippets", m.snippets)),
+                ("hidden states", format!("{} layers x {}", m.layers, m.dim)),
+            ]
+        };
+        if let Some((a, b)) = fields(m)
+            .into_iter()
+            .zip(fields(&first))
+            .find(|(a, b)| a.1 != b.1)
         {
             return Err(err(
                 d,
                 format!(
-                    "is a shard of {} on {}, not of {} on {}",
-                    m.model, m.corpus, first.model, first.corpus
+                    "is not of the same run as {} ({}: {} here, {} there)",
+                    parts[0].1.display(),
+                    a.0,
+                    a.1,
+                    b.1
                 ),
             ));
         }
         if m.shard.count != n {
             return Err(err(d, format!("is not one of {n} shards")));
         }
-        let own = (0..m.snippets).filter(|&i| m.shard.owns(i)).count();
+        let own = m.shard.size_of(m.snippets);
         let f = cache::load(&d.join("features"), m.layers, own, m.dim)
             .ok_or_else(|| err(d, "its features are missing or damaged".into()))?;
         let slot = &mut slots[m.shard.index - 1];

@@ -98,6 +98,74 @@ impl ModelFiles {
     }
 }
 
+impl ModelFiles {
+    /// The files whose bytes make up the model, each once, in a fixed order with its
+    /// role: the configuration, the tokenizer's files (and `tokenizer_config.json`, whose
+    /// lower-casing flag a WordPiece tokenizer reads), the weights. A GGUF file that is
+    /// configuration, tokenizer and weights at once appears once.
+    pub fn content_files(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut v: Vec<(&'static str, PathBuf)> = vec![("config", self.config.clone())];
+        match &self.tokenizer {
+            TokenizerFiles::Json(p) => v.push(("tokenizer", p.clone())),
+            TokenizerFiles::Bpe { vocab, merges } => {
+                v.push(("tokenizer vocab", vocab.clone()));
+                v.push(("tokenizer merges", merges.clone()));
+            }
+            TokenizerFiles::WordPiece { vocab } => v.push(("tokenizer vocab", vocab.clone())),
+            TokenizerFiles::Gguf(p) => v.push(("tokenizer", p.clone())),
+        }
+        let tc = self.dir.join("tokenizer_config.json");
+        if !matches!(self.weights, Weights::Gguf(_)) && tc.is_file() {
+            v.push(("tokenizer config", tc));
+        }
+        match &self.weights {
+            Weights::Safetensors(ps) => v.extend(ps.iter().map(|p| ("weights", p.clone()))),
+            Weights::Pth(p) | Weights::Gguf(p) => v.push(("weights", p.clone())),
+        }
+        let mut seen = std::collections::HashSet::new();
+        v.retain(|(_, p)| seen.insert(p.clone()));
+        v
+    }
+}
+
+/// The sha256 (hex) of a model's files' bytes ([`ModelFiles::content_files`]): per
+/// file its role, its length and every byte, streamed in 1 MiB blocks. Reads the whole
+/// model once: about 2 s per GB on one core of the development machine (0.18 s for the
+/// packaged MiniLM's 88 MB, 0.4 s for Gemma 3 270M's 242 MB GGUF; README "Trust and
+/// limits").
+pub fn content_digest(files: &[(&'static str, PathBuf)]) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut h = Sha256::new();
+    h.update(b"codescope-model-files-v1\0");
+    let mut buf = vec![0u8; 1 << 20];
+    for (role, p) in files {
+        let mut f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
+        let len = f.metadata().map_err(|e| Error::io(p, e))?.len();
+        h.update(role.as_bytes());
+        h.update([0]);
+        h.update(len.to_le_bytes());
+        let mut read = 0u64;
+        loop {
+            let n = f.read(&mut buf).map_err(|e| Error::io(p, e))?;
+            if n == 0 {
+                break;
+            }
+            read += n as u64;
+            h.update(&buf[..n]);
+        }
+        if read != len {
+            return Err(Error::io(
+                p,
+                std::io::Error::other(format!(
+                    "changed while it was hashed ({len} bytes, then {read})"
+                )),
+            ));
+        }
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 fn is_gguf(p: &Path) -> bool {
     p.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))

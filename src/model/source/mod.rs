@@ -44,7 +44,7 @@ mod spec;
 mod split_gguf;
 mod tempdir;
 
-pub use files::{ModelFiles, Weights};
+pub use files::{content_digest, ModelFiles, Weights};
 pub use hub::{hf_cached_snapshot, hub_is_cached, hub_offline, hub_reachable};
 pub use paths::{
     cache_dir, default_log_file, gguf_cache_dir, hf_cache_dir, is_safe_component, manifest_dir,
