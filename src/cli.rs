@@ -199,6 +199,33 @@ pub struct RenderArgs {
     /// Light (white) or dark background.
     #[arg(long, value_enum, default_value_t = Theme::Light)]
     pub theme: Theme,
+    /// Compare mode: draw the snippet against this twin (`rename:neutral`,
+    /// `rename:shuffle`, or `twin:FILE`), as `c` in the explorer does.
+    #[arg(long, value_name = "REWRITE")]
+    pub rewrite: Option<String>,
+    /// With --rewrite: what the heatmap shows, the original (`a`), the twin on the
+    /// original's tokens (`b`) or their difference (`diff`, B − A, the default). The head
+    /// grid always shows the twin's score minus the original's.
+    #[arg(long, value_enum, default_value_t = CompareSide::Diff, requires = "rewrite")]
+    pub side: CompareSide,
+}
+
+/// `render --side`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareSide {
+    A,
+    B,
+    Diff,
+}
+
+impl CompareSide {
+    pub fn heat_side(self) -> crate::tui::app::HeatSide {
+        match self {
+            CompareSide::A => crate::tui::app::HeatSide::A,
+            CompareSide::B => crate::tui::app::HeatSide::B,
+            CompareSide::Diff => crate::tui::app::HeatSide::Diff,
+        }
+    }
 }
 
 /// `A-B` (or a single `A`) as an inclusive range.

@@ -180,11 +180,9 @@ fn save(m: &Manifest) -> Result<()> {
     let dir = manifest_dir();
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     let path = manifest_path(&m.dir);
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let text =
-        serde_json::to_string_pretty(m).map_err(|e| Error::io(&tmp, std::io::Error::other(e)))?;
-    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
+        serde_json::to_string_pretty(m).map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
+    crate::fsio::write_atomic(&path, text.as_bytes())
 }
 
 /// The manifest of `dir`, if codescope recorded one (an unreadable one is `Err`).

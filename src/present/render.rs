@@ -51,7 +51,23 @@ pub fn load(spec: Option<&str>) -> Result<(LoadedModel, String)> {
 }
 
 /// A headless explorer on `doc` showing `scene` (errors in the scene are errors).
-pub fn staged(m: Model, doc: Doc, size: (u16, u16), light: bool, scene: &Scene) -> Result<App> {
+/// Compare mode for a headless view: the twin (`rename:neutral`, `rename:shuffle`,
+/// `twin:FILE` or FILE, relative to `base`) and the heatmap's side.
+#[derive(Debug, Clone)]
+pub struct CompareSpec {
+    pub rewrite: String,
+    pub base: std::path::PathBuf,
+    pub side: crate::tui::app::HeatSide,
+}
+
+pub fn staged(
+    m: Model,
+    doc: Doc,
+    size: (u16, u16),
+    light: bool,
+    scene: &Scene,
+    compare: Option<&CompareSpec>,
+) -> Result<App> {
     let theme = Theme::new(ColorMode::TrueColor, light);
     let mut app = headless::app(m, doc, size, theme)?;
     let (fx, errors) = app.apply_scene(scene);
@@ -62,6 +78,31 @@ pub fn staged(m: Model, doc: Doc, size: (u16, u16), light: bool, scene: &Scene) 
         });
     }
     headless::serve(&mut app, m, fx)?;
+    // Compare mode (a tour step's `rewrite`, `render --rewrite`): the twin, its analysis
+    // and the comparison, with the heatmap on the side asked for.
+    if let Some(c) = compare {
+        let spec = &c.rewrite;
+        app.compare.choice = crate::tui::app::TwinChoice::from_spec(spec, &c.base);
+        app.compare.heat = c.side;
+        if !app.compare.on {
+            let fx = app.update(crate::tui::msg::Msg::Key(crossterm::event::KeyEvent::from(
+                crossterm::event::KeyCode::Char('c'),
+            )));
+            headless::serve(&mut app, m, fx)?;
+        }
+        if app.comparison().is_none() {
+            let why = app
+                .status
+                .message
+                .as_ref()
+                .map(|(_, m)| m.clone())
+                .unwrap_or_else(|| "the comparison could not be made".into());
+            return Err(Error::Input {
+                name: format!("--rewrite {spec}"),
+                reason: why,
+            });
+        }
+    }
     // Settle scroll positions for the final state (a same-size resize).
     let (width, height) = app.size;
     headless::update(&mut app, m, crate::tui::msg::Msg::Resize { width, height })?;
@@ -159,12 +200,18 @@ pub fn run(settings: &crate::settings::Settings, args: &RenderArgs) -> Result<()
         label: &label,
     };
     let scene = scene_of(args);
+    let compare = args.rewrite.as_ref().map(|r| CompareSpec {
+        rewrite: r.clone(),
+        base: std::env::current_dir().unwrap_or_default(),
+        side: args.side.heat_side(),
+    });
     let app = staged(
         m,
         Doc::new(inp.name, inp.text, lang),
         args.size,
         args.theme == CliTheme::Light,
         &scene,
+        compare.as_ref(),
     )?;
     write_out(&app, args.view, &options_of(args), args.out.as_deref())
 }

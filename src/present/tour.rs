@@ -285,12 +285,20 @@ pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArg
         let (model, label) = &models[&key];
         let snip = step.snippet(&tour.base).map_err(at)?;
         let kind = step.kind();
+        // A step with a rewrite is a comparison: the twin made and compared, the heatmap
+        // on B − A, the head grid on the twin's score minus the original's.
+        let compare = step.rewrite.as_ref().map(|r| super::render::CompareSpec {
+            rewrite: r.clone(),
+            base: tour.base.clone(),
+            side: crate::tui::app::HeatSide::Diff,
+        });
         let app = super::render::staged(
             Model { model, label },
             Doc::new(snip.name, snip.text, snip.lang),
             args.size,
             opts.light,
             &step.scene,
+            compare.as_ref(),
         )
         .map_err(at)?;
         let (figs, _) = crate::tui::export::figures(&app, &[kind], &opts).map_err(at)?;
@@ -303,11 +311,6 @@ pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArg
             .and_then(|p| p.file_name())
             .map(|f| f.to_string_lossy().into_owned())
             .ok_or_else(|| Error::Compute(format!("step {n}: no PNG was written")))?;
-        if let Some(r) = &step.rewrite {
-            crate::logging::notice(format_args!(
-                "step {n}: the deck shows the snippet alone (the explorer compares it with its twin `{r}`)"
-            ));
-        }
         crate::logging::notice(format_args!("step {n}: {}", paths[0].display()));
         html.push_str(&format!(
             "<section><h2>{n}. {}</h2><img src=\"{}\" alt=\"step {n}\"></section>\n",

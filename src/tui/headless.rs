@@ -122,6 +122,17 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                     key,
                     result: crate::probe::astprobe::view::tree_job(&job),
                 },
+                // Compare mode: the twin and the comparison, as the worker makes them.
+                Effect::Compare(job) => {
+                    let sent = std::sync::Mutex::new(Vec::new());
+                    super::worker::compare(m.model, &job, None, &|w| {
+                        sent.lock().unwrap_or_else(|e| e.into_inner()).push(w)
+                    });
+                    for w in sent.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                        next.extend(app.update(Msg::Worker(w)));
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             next.extend(app.update(msg));

@@ -42,7 +42,7 @@ fn deck_links_resolve_to_the_images_it_wrote() {
     std::fs::write(tmp.join("a.py"), "def f(x):\n    y = x + 1\n    return y\n").unwrap();
     let model = fixture("tiny_roberta");
     let tour = format!(
-        "title = \"Deck\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nlayer = 1\nhead = 1\ncaption = \"first step\"\n\n[[step]]\ncode = \"def g(a):\\n    return a\\n\"\nview = \"heads\"\ncaption = \"second <step>\"\n"
+        "title = \"Deck\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nlayer = 1\nhead = 1\ncaption = \"first step\"\n\n[[step]]\ncode = \"def g(a):\\n    return a\\n\"\nview = \"heads\"\ncaption = \"second <step>\"\n\n[[step]]\nfile = \"a.py\"\nrewrite = \"rename:neutral\"\ncaption = \"renamed\"\n"
     );
     let tour_path = tmp.join("talk.toml");
     std::fs::write(&tour_path, tour).unwrap();
@@ -61,7 +61,7 @@ fn deck_links_resolve_to_the_images_it_wrote() {
         .into_iter()
         .chain(attr_values(&html, "href"))
         .collect();
-    assert_eq!(links.len(), 2, "{html}");
+    assert_eq!(links.len(), 3, "{html}");
     for link in &links {
         assert!(!link.contains('/') && !link.contains(".."), "{link}");
         let p = out.join(link);
@@ -78,8 +78,50 @@ fn deck_links_resolve_to_the_images_it_wrote() {
         "{links:?}"
     );
     assert!(html.contains("first step"));
+    // The step with a rewrite is a comparison: the heatmap of B − A, the twin named.
+    let svg = std::fs::read_to_string(out.join(links[2].replace(".png", ".svg"))).unwrap();
+    assert!(
+        svg.contains("attention, B − A") && svg.contains("B = rename:neutral"),
+        "step 3 is no comparison"
+    );
+    let svg1 = std::fs::read_to_string(out.join(links[0].replace(".png", ".svg"))).unwrap();
+    assert!(!svg1.contains("B − A"));
     assert!(
         html.contains("second &lt;step&gt;"),
         "captions are escaped: {html}"
     );
+}
+
+/// `render --rewrite R` draws a comparison: the heatmap on B − A by default (`--side a|b`
+/// for the others), the head grid as the twin's score minus the original's.
+#[test]
+fn render_rewrite_draws_comparisons() {
+    let root = tempfile::tempdir().unwrap();
+    let tmp = root.path();
+    let src = tmp.join("a.py");
+    std::fs::write(&src, "def f(x):\n    y = x + 1\n    return y\n").unwrap();
+    let model = fixture("tiny_roberta");
+    let render = |extra: &[&str], out: &str| -> String {
+        let p = tmp.join(out);
+        let o = crate::cli_sources::sandboxed(tmp)
+            .args(["render", "--model", &model])
+            .arg(&src)
+            .args(extra)
+            .arg("--out")
+            .arg(&p)
+            .output()
+            .unwrap();
+        crate::cli_sources::ok(&o);
+        std::fs::read_to_string(&p).unwrap()
+    };
+    let diff = render(&["--rewrite", "rename:neutral"], "d.svg");
+    assert!(diff.contains("attention, B − A") && diff.contains("B − A (√)"));
+    let a = render(&["--rewrite", "rename:neutral", "--side", "a"], "a.svg");
+    assert!(a.contains("the original (A)") && !a.contains("B − A (√)"));
+    let b = render(&["--rewrite", "rename:neutral", "--side", "b"], "b.svg");
+    assert!(b.contains("the twin's attention"));
+    let heads = render(&["--rewrite", "rename:neutral", "--view", "heads"], "h.svg");
+    assert!(heads.contains("twin's score minus the original's"));
+    let plain = render(&[], "p.svg");
+    assert!(!plain.contains("compare mode"));
 }

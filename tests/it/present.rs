@@ -341,7 +341,8 @@ fn render_equals_the_explorers_export() {
         label: "tiny",
     };
     let doc = Doc::new("snippet.py", SAMPLE, Language::Python);
-    let headless = present::render::staged(m, doc, (120, 40), false, &staged_scene()).unwrap();
+    let headless =
+        present::render::staged(m, doc, (120, 40), false, &staged_scene(), None).unwrap();
     assert_eq!(
         (
             headless.view.layer,
@@ -383,7 +384,8 @@ fn render_screen_equals_the_explorer_buffer() {
         label: "tiny",
     };
     let doc = Doc::new("snippet.py", SAMPLE, Language::Python);
-    let headless = present::render::staged(m, doc, (120, 40), false, &Scene::default()).unwrap();
+    let headless =
+        present::render::staged(m, doc, (120, 40), false, &Scene::default(), None).unwrap();
     let text = figure::screen::text(&codescope::tui::export::screen_buffer(&headless));
     let tui: String = screen(&app)
         .lines()
