@@ -112,6 +112,9 @@ pub struct Aggregate {
     /// `--seed` of a `--rewrite` run (the bootstrap's).
     #[serde(default)]
     pub twins_seed: u64,
+    /// `--random-weights SEED` of a random-weight baseline (`None`: trained weights).
+    #[serde(default)]
+    pub random_weights: Option<u64>,
     /// The twins' printed table, when `--rewrite` was given (not checkpointed).
     #[serde(skip)]
     pub twins_table: Option<String>,
@@ -122,6 +125,7 @@ impl Aggregate {
         let grid = threshold_grid();
         Aggregate {
             model: r.model.info.source.clone(),
+            random_weights: r.model.info.random_weights,
             corpus: r.corpus_name.clone(),
             mode: r.mode.name().into(),
             layers,
@@ -174,6 +178,7 @@ impl Aggregate {
             && self.empty_gold.len() == other.empty_gold.len()
             && self.sums.len() == other.sums.len()
             && self.rewrite == other.rewrite
+            && self.random_weights == other.random_weights
     }
 
     /// How many snippets this run covers (the shard's share of the corpus, or all).
@@ -592,7 +597,7 @@ fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
         );
     }
     let summary = serde_json::json!({
-        "model": agg.model, "corpus": agg.corpus, "mode": agg.mode,
+        "model": agg.model, "random_weights": agg.random_weights, "corpus": agg.corpus, "mode": agg.mode,
         "snippets": agg.total, "scored": agg.scored, "failed": agg.failed,
         "metrics": "macro-average over snippets of P = |P∧G|/|P|, R = |P∧G|/|G|, F1, GED = |P xor G|/n; P = [A > t], diagonal included",
         "graphs": summary_graphs,
