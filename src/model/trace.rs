@@ -48,6 +48,12 @@ impl ModelInfo {
             None => String::new(),
         }
     }
+
+    /// The source with [`ModelInfo::weights_note`]: what tells a model's results from
+    /// another's (a random-weight baseline's from the trained model's).
+    pub fn run_key(&self) -> String {
+        format!("{}{}", self.source, self.weights_note())
+    }
 }
 
 /// One model subword, with its byte span in [`Trace::text`].

@@ -275,3 +275,39 @@ fn analyze_with_random_weights_reports_the_seed_and_differs_from_the_trained_run
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("random weights (seed 7)"));
 }
+
+#[test]
+fn the_explorer_key_r_toggles_random_weights_and_the_status_bar_says_so() {
+    use crate::tui_common::*;
+    use codescope::tui::msg::{Effect, Msg, WorkerMsg};
+    use crossterm::event::KeyCode;
+    let mut app = ready("def f(x):\n    return x + 1\n", 120, 40);
+    assert!(!screen(&app).contains("random weights"));
+    let fx = app.update(key(KeyCode::Char('R')));
+    assert!(
+        matches!(&fx[0], Effect::LoadModel(Some(s), Some(0)) if s == "tiny"),
+        "R reloads the model with random weights"
+    );
+    assert!(app
+        .status
+        .busy
+        .as_deref()
+        .unwrap_or("")
+        .contains("random weights (seed 0)"));
+    // The worker answers with the random model: the status bar names the seed.
+    let random = load("tiny_gpt2", Some(0));
+    let fx = app.update(Msg::Worker(WorkerMsg::ModelLoaded {
+        info: random.info.clone(),
+        label: "tiny".into(),
+        notice: None,
+    }));
+    serve_with(&mut app, fx, &random, "tiny");
+    assert!(
+        screen(&app).contains("random weights (seed 0)"),
+        "{}",
+        screen(&app)
+    );
+    // R again: back to the trained weights.
+    let fx = app.update(key(KeyCode::Char('R')));
+    assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None) if s == "tiny"));
+}
