@@ -311,3 +311,43 @@ fn the_explorer_key_r_toggles_random_weights_and_the_status_bar_says_so() {
     let fx = app.update(key(KeyCode::Char('R')));
     assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None) if s == "tiny"));
 }
+
+#[test]
+fn reproduce_records_the_seed_and_never_resumes_a_trained_run_with_random_weights() {
+    use crate::cli_sources::{fails, ok, Env};
+    let env = Env::new();
+    let model = fixture("tiny_gpt2").display().to_string();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets/samples")
+        .display()
+        .to_string();
+    let out = env.root.join("random");
+    let run = |seed: Option<&str>| {
+        let mut c = env.cmd();
+        c.args([
+            "--model",
+            &model,
+            "reproduce",
+            "--limit",
+            "2",
+            "--data",
+            &data,
+            "--out",
+        ])
+        .arg(&out);
+        if let Some(s) = seed {
+            c.args(["--random-weights", s]);
+        }
+        c.output().unwrap()
+    };
+    ok(&run(Some("7")));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["random_weights"], 7);
+    // The same --out with the trained weights, or another seed, is another run.
+    for seed in [None, Some("8")] {
+        let line = fails(&run(seed));
+        assert!(line.contains("holds a run of"), "{line}");
+    }
+    ok(&run(Some("7")));
+}
