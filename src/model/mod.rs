@@ -11,7 +11,8 @@
 //! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama and
 //! Qwen2, `gemma3`) sharing [`rope`] and [`kernels`]; [`gguf`] + [`gguf_tokenizer`] and
 //! [`pth`] read the containers candle's loaders do not cover safely; [`lm`] scores the
-//! LM head; [`trace`] holds the plain-data result. [`MODEL_TYPES`] is the one list of
+//! LM head; [`trace`] holds the plain-data result; [`random`] replaces the weights by a
+//! seeded random initialisation (`--random-weights`). [`MODEL_TYPES`] is the one list of
 //! what loads.
 
 /// `impl Backbone` for a decoder family: the dimensions as expressions of the model
