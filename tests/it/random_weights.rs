@@ -351,3 +351,30 @@ fn reproduce_records_the_seed_and_never_resumes_a_trained_run_with_random_weight
     }
     ok(&run(Some("7")));
 }
+
+#[test]
+fn a_gguf_model_takes_random_weights_too() {
+    // GGUF files carry no initializer_range: 0.02 (model::random).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("tiny_gguf/qwen2.gguf"),
+        dir.path().join("qwen2.gguf"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixture("tiny_qwen2/tokenizer.json"),
+        dir.path().join("tokenizer.json"),
+    )
+    .unwrap();
+    let files = ModelFiles::from_path(&dir.path().join("qwen2.gguf"), "m".into()).unwrap();
+    let ids = [1u32, 5, 9, 2];
+    let logits = |seed| {
+        let m = LoadedModel::load_with(&files, seed).unwrap();
+        assert_eq!(m.info.random_weights, seed);
+        bytes(&m.logits_ids(&ids).unwrap())
+    };
+    let r = logits(Some(7));
+    assert_eq!(r, logits(Some(7)));
+    assert_ne!(r, logits(Some(8)));
+    assert_ne!(r, logits(None));
+}
