@@ -19,6 +19,13 @@ pub struct Cli {
     #[arg(long, short = 'm', global = true, env = "CODESCOPE_MODEL")]
     pub model: Option<String>,
 
+    /// Random-weight baseline: the model's config, architecture and tokenizer, its
+    /// weights replaced by a seeded random initialisation following the architecture's
+    /// own init rules (transformers' `_init_weights`; README "Random-weight baselines").
+    /// The same SEED gives the same weights on every run.
+    #[arg(long, global = true, value_name = "SEED")]
+    pub random_weights: Option<u64>,
+
     /// Write logs here (default: codescope.log in the cache directory). Logs never go
     /// to the terminal.
     #[arg(long, global = true, env = "CODESCOPE_LOG_FILE")]

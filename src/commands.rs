@@ -32,7 +32,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Reproduce(args)) => reproduce_cmd(s, args),
         Some(Command::Compare(args)) => compare_cmd(s, args),
         Some(Command::Rewrite(args)) => rewrite_cmd(s, args),
-        Some(Command::Trace(args)) => trace_cmd(s.model.as_deref(), args),
+        Some(Command::Trace(args)) => trace_cmd(s.model.as_deref(), s.random_weights, args),
         Some(Command::Probe(args)) => probe_cmd(s, args),
         Some(Command::Render(args)) => crate::present::render::run(s, args),
         Some(Command::Fetch { spec }) => {
@@ -45,9 +45,11 @@ pub fn run(cli: Cli) -> Result<()> {
 }
 
 /// Resolve and load the model, saying on stderr which one and why.
-pub fn load_model(spec: Option<&str>) -> Result<LoadedModel> {
+/// `random_weights: Some(seed)`: the model's seeded random initialisation instead of its
+/// weights (`--random-weights`).
+pub fn load_model(spec: Option<&str>, random_weights: Option<u64>) -> Result<LoadedModel> {
     let files = source::resolve(&spec_or_default(spec))?;
-    LoadedModel::load(&files)
+    LoadedModel::load_with(&files, random_weights)
 }
 
 /// The given spec, or the default model (announced on stderr with the reason).
@@ -173,9 +175,9 @@ fn cache_cmd(action: crate::cli::CacheAction) -> Result<()> {
     }
 }
 
-fn trace_cmd(spec: Option<&str>, args: &TraceArgs) -> Result<()> {
+fn trace_cmd(spec: Option<&str>, random: Option<u64>, args: &TraceArgs) -> Result<()> {
     let inp = input::read(&args.file)?;
-    let m = load_model(spec)?;
+    let m = load_model(spec, random)?;
     let opts = ForwardOptions {
         hidden: args.hidden,
         cancel: None,
@@ -229,8 +231,13 @@ pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
     let specials = t.tokens.iter().filter(|s| s.special).count();
     writeln!(
         out,
-        "model    {} ({}, {} layers x {} heads, hidden {})",
-        m.source, m.architecture, m.layers, m.heads, m.hidden_size
+        "model    {} ({}, {} layers x {} heads, hidden {}{})",
+        m.source,
+        m.architecture,
+        m.layers,
+        m.heads,
+        m.hidden_size,
+        m.weights_note()
     )
     .map_err(w)?;
     writeln!(
@@ -375,7 +382,7 @@ fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()> {
     let threshold = args.threshold;
     let inp = input::read(&args.file)?;
     let lang = settings.language_for(&args.file, &inp.text);
-    let m = load_model(settings.model.as_deref())?;
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
     let a = analysis::analyze(
         &m,
         &inp.text,
@@ -480,7 +487,7 @@ fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
         path.display(),
         corpus.skipped
     ));
-    let m = load_model(settings.model.as_deref())?;
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
     let agg = analysis::reproduce::run(&analysis::reproduce::Run {
         model: &m,
         snippets: &corpus.snippets,
@@ -554,7 +561,7 @@ fn compare_cmd(settings: &Settings, args: &CompareArgs) -> Result<()> {
             a.errors.len()
         ));
     }
-    let m = load_model(settings.model.as_deref())?;
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
     let opts = analysis::Options {
         mode: args.mode,
         threshold: args.threshold,
@@ -684,7 +691,7 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         "probing on {} snippets from {name}",
         snippets.len()
     ));
-    let m = load_model(settings.model.as_deref())?;
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
     // Hidden layers are 0 (embeddings) to the model's layer count.
     if let Some(&bad) = args.layers.iter().find(|&&l| l > m.info.layers) {
         return Err(Error::Input {

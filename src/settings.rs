@@ -15,6 +15,8 @@ use crate::syntax::Language;
 pub struct Settings {
     /// `--model` / `CODESCOPE_MODEL` (`None`: the default model).
     pub model: Option<String>,
+    /// `--random-weights SEED`: the model's weights replaced by a seeded random init.
+    pub random_weights: Option<u64>,
     /// `--lang` (`None`: from the file name or content).
     pub lang: Option<Language>,
     /// The explorer's light theme (`--theme light`).
@@ -33,6 +35,7 @@ impl Settings {
             .transpose()?;
         Ok(Settings {
             model: cli.model.clone(),
+            random_weights: cli.random_weights,
             lang,
             light: cli.theme == crate::cli::Theme::Light,
             cache_dir: source::cache_dir(),

@@ -507,10 +507,11 @@ pub fn summary(name: &str, c: &Comparison) -> String {
     let m = &a.trace.model;
     let _ = writeln!(
         s,
-        "model    {} ({} layers x {} heads)\ninput    {name} ({} code tokens) vs {} ({} code tokens)",
+        "model    {} ({} layers x {} heads{})\ninput    {name} ({} code tokens) vs {} ({} code tokens)",
         m.source,
         m.layers,
         m.heads,
+        m.weights_note(),
         a.syntax.tokens.len(),
         t.kind.label(),
         t.b.tokens.len()

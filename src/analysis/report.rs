@@ -192,8 +192,12 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
     let m = &a.trace.model;
     let _ = writeln!(
         s,
-        "model     {} ({}, {} layers x {} heads)",
-        m.source, m.architecture, m.layers, m.heads
+        "model     {} ({}, {} layers x {} heads{})",
+        m.source,
+        m.architecture,
+        m.layers,
+        m.heads,
+        m.weights_note()
     );
     let _ = writeln!(
         s,

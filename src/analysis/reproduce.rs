@@ -201,6 +201,9 @@ pub struct Aggregate {
     /// `--threshold` of a `--rewrite` run: its pair records hold F1 at it.
     #[serde(default)]
     pub twins_threshold: Option<f32>,
+    /// `--random-weights SEED` of a random-weight baseline (`None`: trained weights).
+    #[serde(default)]
+    pub random_weights: Option<u64>,
     /// The twins' printed table, when `--rewrite` was given (not checkpointed).
     #[serde(skip)]
     pub twins_table: Option<String>,
@@ -223,6 +226,7 @@ impl Aggregate {
             format: CHECKPOINT_FORMAT,
             model: info.source.clone(),
             model_digest,
+            random_weights: info.random_weights,
             corpus: r.corpus_name.clone(),
             corpus_digest: crate::corpus::digest(r.snippets),
             limit: r.limit,
@@ -265,11 +269,15 @@ impl Aggregate {
     /// equal shapes mean equal sums and per-graph counts.
     pub fn difference(&self, other: &Aggregate) -> Option<(&'static str, String, String)> {
         let opt = |v: Option<String>| v.unwrap_or_else(|| "none".into());
-        let fields = |a: &Aggregate| -> [(&'static str, String); 15] {
+        let fields = |a: &Aggregate| -> [(&'static str, String); 16] {
             [
                 ("checkpoint format", a.format.to_string()),
                 ("model", a.model.clone()),
                 ("model files digest", short(&a.model_digest)),
+                (
+                    "--random-weights",
+                    opt(a.random_weights.map(|s| s.to_string())),
+                ),
                 ("corpus", a.corpus.clone()),
                 ("corpus digest", short(&a.corpus_digest)),
                 ("corpus size", format!("{} snippets", a.total)),
@@ -864,7 +872,7 @@ fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
         );
     }
     let summary = serde_json::json!({
-        "model": agg.model, "corpus": agg.corpus, "mode": agg.mode,
+        "model": agg.model, "random_weights": agg.random_weights, "corpus": agg.corpus, "mode": agg.mode,
         "model_digest": agg.model_digest, "corpus_digest": agg.corpus_digest,
         "snippets": agg.total, "scored": agg.scored, "failed": agg.failed,
         "metrics": "macro-average over snippets of P = |P∧G|/|P|, R = |P∧G|/|G|, F1, GED = |P xor G|/n; P = [A > t], diagonal included",

@@ -108,6 +108,9 @@ pub struct View {
     pub model: String,
     pub model_source: String,
     pub architecture: String,
+    /// The seed of a random-weight baseline (`--random-weights`, the explorer's `R`);
+    /// `null`: the trained weights.
+    pub random_weights: Option<u64>,
     /// `source` or `paper`.
     pub mode: String,
     /// 1-based layer and head; `head: null` = mean over heads.

@@ -11,7 +11,8 @@
 //! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama and
 //! Qwen2, `gemma3`) sharing [`rope`] and [`kernels`]; [`gguf`] + [`gguf_tokenizer`] and
 //! [`pth`] read the containers candle's loaders do not cover safely; [`lm`] scores the
-//! LM head; [`trace`] holds the plain-data result. [`MODEL_TYPES`] is the one list of
+//! LM head; [`trace`] holds the plain-data result; [`random`] replaces the weights by a
+//! seeded random initialisation (`--random-weights`). [`MODEL_TYPES`] is the one list of
 //! what loads.
 
 /// `impl Backbone` for a decoder family: the dimensions as expressions of the model
@@ -80,6 +81,7 @@ pub mod lm;
 pub mod mapped;
 pub mod pickle;
 pub mod pth;
+pub mod random;
 pub mod rope;
 pub mod source;
 pub mod spm_bpe;
@@ -452,17 +454,28 @@ fn read_config(path: &Path) -> Result<(serde_json::Value, String)> {
 impl LoadedModel {
     /// Load a model from resolved files.
     pub fn load(files: &ModelFiles) -> Result<Self> {
+        Self::load_with(files, None)
+    }
+
+    /// [`LoadedModel::load`]; with `random_weights: Some(seed)` the weights are replaced
+    /// by the family's seeded random initialisation ([`random`]): config, architecture and
+    /// tokenizer as usual.
+    pub fn load_with(files: &ModelFiles, random_weights: Option<u64>) -> Result<Self> {
         let start = Instant::now();
         // A cached model codescope fetched must still be what it fetched.
         integrity::check_on_open(&files.dir)?;
         let (backbone, arch, tokenizer) = if let Weights::Gguf(path) = &files.weights {
-            load_gguf(files, path)?
+            load_gguf(files, path, random_weights)?
         } else {
             let (cfg, model_type) = read_config(&files.config)?;
-            let (backbone, arch) =
-                build_backbone(&cfg, &model_type, &files.config, &files.weights, || {
-                    weights::var_builder(&files.weights)
-                })?;
+            let (backbone, arch) = build_backbone(
+                &cfg,
+                &model_type,
+                &files.config,
+                &files.weights,
+                random_weights,
+                || weights::backend(&files.weights),
+            )?;
             let tokenizer = CodeTokenizer::load(&files.tokenizer, &files.dir)?;
             (backbone, arch, tokenizer)
         };
@@ -487,6 +500,7 @@ impl LoadedModel {
                 backbone.hidden_size(),
             )?,
             causal: backbone.causal(),
+            random_weights,
         };
         if info.window < backbone.window() {
             tracing::info!(
@@ -495,7 +509,7 @@ impl LoadedModel {
                 "window limited by the attention memory budget (CODESCOPE_ATTENTION_BUDGET_MB)"
             );
         }
-        tracing::info!(source = %info.source, arch, ms = start.elapsed().as_millis() as u64, "model loaded");
+        tracing::info!(source = %info.source, arch, random_weights, ms = start.elapsed().as_millis() as u64, "model loaded");
         Ok(LoadedModel {
             info,
             tokenizer,
@@ -669,7 +683,8 @@ fn build_backbone(
     model_type: &str,
     config_path: &Path,
     weights: &Weights,
-    vb: impl FnOnce() -> Result<VarBuilder<'static>>,
+    random_weights: Option<u64>,
+    backend: impl FnOnce() -> Result<Box<dyn candle_nn::var_builder::SimpleBackend>>,
 ) -> Result<(Box<dyn Backbone>, &'static str)> {
     let bad_config = |reason: String| Error::BadConfig {
         path: config_path.into(),
@@ -696,6 +711,18 @@ fn build_backbone(
             found: model_type.to_string(),
             supported: supported_architectures(),
         })?;
+    let vb = || -> Result<VarBuilder<'static>> {
+        let inner = backend()?;
+        let b: Box<dyn candle_nn::var_builder::SimpleBackend> = match random_weights {
+            None => inner,
+            Some(seed) => {
+                let rules = random::InitRules::from_config(family, cfg);
+                tracing::info!(seed, ?rules, "random weights");
+                Box::new(random::RandomInit { inner, rules, seed })
+            }
+        };
+        Ok(VarBuilder::from_backend(b, DType::F32, Device::Cpu))
+    };
     let backbone: Box<dyn Backbone> = match family {
         Family::Bert | Family::Roberta => {
             let bcfg: bert::BertConfig = parse(cfg, bad_config)?;
@@ -764,6 +791,7 @@ type Fresh = Option<(std::collections::HashMap<String, Tensor>, String)>;
 fn load_gguf(
     files: &ModelFiles,
     path: &Path,
+    random_weights: Option<u64>,
 ) -> Result<(Box<dyn Backbone>, &'static str, CodeTokenizer)> {
     use gguf::cache;
     let file = gguf::GgufFile::open(path)?;
@@ -790,7 +818,7 @@ fn load_gguf(
         });
         let t0 = Instant::now();
         let want_fresh = cache::stores(file.f32_bytes()).then_some(&mut fresh);
-        let backbone = gguf_backbone(&file, entry.as_deref(), want_fresh);
+        let backbone = gguf_backbone(&file, entry.as_deref(), want_fresh, random_weights);
         tracing::info!(ms = t0.elapsed().as_millis() as u64, "GGUF backbone built");
         let tokenizer = tk
             .join()
@@ -849,7 +877,7 @@ pub fn load_gguf_backbone(
     path: &Path,
 ) -> Result<(Box<dyn Backbone>, &'static str, gguf::GgufFile)> {
     let file = gguf::GgufFile::open(path)?;
-    let (backbone, arch) = gguf_backbone(&file, None, None)?;
+    let (backbone, arch) = gguf_backbone(&file, None, None, None)?;
     Ok((backbone, arch, file))
 }
 
@@ -858,21 +886,30 @@ fn gguf_backbone(
     file: &gguf::GgufFile,
     entry: Option<&Path>,
     fresh: Option<&mut Fresh>,
+    random_weights: Option<u64>,
 ) -> Result<(Box<dyn Backbone>, &'static str)> {
     let cfg = file.hf_config()?;
     let model_type = cfg["model_type"].as_str().unwrap_or_default().to_string();
     let weights = Weights::Gguf(file.path.clone());
-    build_backbone(&cfg, &model_type, &file.path, &weights, || {
-        let (tensors, cached) = gguf_tensors(file, &cfg, entry, fresh)?;
-        // Scanning a cached entry for NaNs would read all of it (1.1 GB for Gemma 3)
-        // before the first forward: its values passed this scan when it was written.
-        let backend: Box<dyn candle_nn::var_builder::SimpleBackend> = if cached {
-            Box::new(tensors)
-        } else {
-            Box::new(weights::Finite(tensors))
-        };
-        Ok(VarBuilder::from_backend(backend, DType::F32, Device::Cpu))
-    })
+    // GGUF metadata has no initializer_range: the rules take 0.02 (module `random`).
+    build_backbone(
+        &cfg,
+        &model_type,
+        &file.path,
+        &weights,
+        random_weights,
+        || {
+            let (tensors, cached) = gguf_tensors(file, &cfg, entry, fresh)?;
+            // Scanning a cached entry for NaNs would read all of it (1.1 GB for Gemma 3)
+            // before the first forward: its values passed this scan when it was written.
+            let backend: Box<dyn candle_nn::var_builder::SimpleBackend> = if cached {
+                Box::new(tensors)
+            } else {
+                Box::new(weights::Finite(tensors))
+            };
+            Ok(backend)
+        },
+    )
 }
 
 #[cfg(test)]

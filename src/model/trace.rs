@@ -34,6 +34,26 @@ pub struct ModelInfo {
     /// Causal (decoder) models attend only to earlier positions.
     #[serde(skip)]
     pub causal: bool,
+    /// `Some(seed)`: the weights are codescope's seeded random initialisation of the
+    /// architecture (`--random-weights SEED`; `model::random`), not the checkpoint's.
+    pub random_weights: Option<u64>,
+}
+
+impl ModelInfo {
+    /// `", random weights (seed S)"` for a random-weight baseline, else empty: appended
+    /// to the model's line in text summaries and the explorer's status bar.
+    pub fn weights_note(&self) -> String {
+        match self.random_weights {
+            Some(seed) => format!(", random weights (seed {seed})"),
+            None => String::new(),
+        }
+    }
+
+    /// The source with [`ModelInfo::weights_note`]: what tells a model's results from
+    /// another's (a random-weight baseline's from the trained model's).
+    pub fn run_key(&self) -> String {
+        format!("{}{}", self.source, self.weights_note())
+    }
 }
 
 /// One model subword, with its byte span in [`Trace::text`].

@@ -35,7 +35,15 @@ pub(crate) fn first_path(w: &Weights) -> PathBuf {
 /// A `VarBuilder` over safetensors or pickle weights (f32 on the CPU), every tensor
 /// checked for finite values as it is taken.
 pub fn var_builder(weights: &Weights) -> Result<VarBuilder<'static>> {
-    let dev = Device::Cpu;
+    Ok(VarBuilder::from_backend(
+        backend(weights)?,
+        DType::F32,
+        Device::Cpu,
+    ))
+}
+
+/// The backend of [`var_builder`].
+pub fn backend(weights: &Weights) -> Result<Box<dyn SimpleBackend>> {
     match weights {
         Weights::Safetensors(paths) => {
             for p in paths {
@@ -49,22 +57,14 @@ pub fn var_builder(weights: &Weights) -> Result<VarBuilder<'static>> {
                     reason: crate::error::candle_message(&e),
                 },
             )?;
-            Ok(VarBuilder::from_backend(
-                Box::new(Finite(st)),
-                DType::F32,
-                dev,
-            ))
+            Ok(Box::new(Finite(st)))
         }
         Weights::Pth(p) => {
             let w = pth::PthWeights::open(p).map_err(|e| Error::CorruptWeights {
                 path: p.clone(),
                 reason: crate::error::candle_message(&e),
             })?;
-            Ok(VarBuilder::from_backend(
-                Box::new(Finite(w)),
-                DType::F32,
-                dev,
-            ))
+            Ok(Box::new(Finite(w)))
         }
         Weights::Gguf(p) => Err(Error::CorruptWeights {
             path: p.clone(),

@@ -35,7 +35,8 @@ pub fn scene_of(args: &RenderArgs) -> Scene {
 
 /// Resolve and load a model: the spec as given, or the default one (announced on
 /// stderr). Returns the model and the name it goes by in titles.
-pub fn load(spec: Option<&str>) -> Result<(LoadedModel, String)> {
+/// `random_weights`: as `--random-weights`.
+pub fn load(spec: Option<&str>, random_weights: Option<u64>) -> Result<(LoadedModel, String)> {
     let label = match spec {
         Some(s) => s.to_string(),
         None => {
@@ -47,7 +48,7 @@ pub fn load(spec: Option<&str>) -> Result<(LoadedModel, String)> {
         }
     };
     let files = source::resolve(&label)?;
-    Ok((LoadedModel::load(&files)?, label))
+    Ok((LoadedModel::load_with(&files, random_weights)?, label))
 }
 
 /// A headless explorer on `doc` showing `scene` (errors in the scene are errors).
@@ -189,12 +190,12 @@ pub fn run(settings: &crate::settings::Settings, args: &RenderArgs) -> Result<()
             name: "--tour".into(),
             reason: "say where the deck goes with --out DIR".into(),
         })?;
-        return super::tour::render_deck(spec, tour, out, args);
+        return super::tour::render_deck(spec, settings.random_weights, tour, out, args);
     }
     let file = args.file.as_deref().unwrap_or("-");
     let inp = crate::input::read(file)?;
     let lang = settings.language_for(&inp.name, &inp.text);
-    let (model, label) = load(spec)?;
+    let (model, label) = load(spec, settings.random_weights)?;
     let m = Model {
         model: &model,
         label: &label,

@@ -249,7 +249,13 @@ pub fn append_here(path: &Path, mut step: Step) -> std::result::Result<(Step, Sn
 
 /// Pre-render every step of a tour into `out`: `NN-view.svg` and `.png` per step and an
 /// `index.html` that shows them in order with their captions.
-pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArgs) -> Result<()> {
+pub fn render_deck(
+    spec: Option<&str>,
+    random_weights: Option<u64>,
+    path: &Path,
+    out: &Path,
+    args: &RenderArgs,
+) -> Result<()> {
     let tour = Tour::load(path)?;
     if tour.steps.is_empty() {
         return Err(Error::Input {
@@ -279,7 +285,7 @@ pub fn render_deck(spec: Option<&str>, path: &Path, out: &Path, args: &RenderArg
         };
         let key = specs[i].clone().unwrap_or_default();
         if !models.contains_key(&key) {
-            let loaded = super::render::load(specs[i].as_deref()).map_err(at)?;
+            let loaded = super::render::load(specs[i].as_deref(), random_weights).map_err(at)?;
             models.insert(key.clone(), loaded);
         }
         let (model, label) = &models[&key];

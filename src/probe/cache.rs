@@ -5,7 +5,8 @@
 //! `[snippets + 1]` (row range of each snippet).
 //!
 //! The key is a SHA-256 over a format version, the model's source string and
-//! description (architecture, layers, heads, hidden size, window) and every snippet's
+//! description (architecture, layers, heads, hidden size, window; the seed of a
+//! random-weight baseline) and every snippet's
 //! language and text, so changing the model or one byte of the corpus misses the cache.
 //! Writes go to a temporary file renamed into place, so a crash never leaves a torn
 //! layer; a file that fails to load is treated as a miss.
@@ -37,6 +38,11 @@ pub fn key(model: &ModelInfo, snippets: &[Snippet]) -> String {
         )
         .as_bytes(),
     );
+    // A random-weight baseline's features are not the trained model's (keys of trained
+    // models unchanged).
+    if let Some(seed) = model.random_weights {
+        h.update(format!("/random-weights {seed}").as_bytes());
+    }
     for s in snippets {
         h.update([0]);
         h.update(s.language.to_string().as_bytes());

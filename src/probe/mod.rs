@@ -667,10 +667,11 @@ pub fn table(r: &ProbeReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "model {} ({} layers, hidden {}); corpus {} ({} snippets); split by {}; pairs {}",
+        "model {} ({} layers, hidden {}{}); corpus {} ({} snippets); split by {}; pairs {}",
         r.model.source,
         r.model.layers,
         r.model.hidden_size,
+        r.model.weights_note(),
         r.corpus.source,
         r.corpus.snippets,
         match r.split {

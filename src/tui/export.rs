@@ -151,6 +151,7 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
         model: label,
         model_source: info.source.clone(),
         architecture: info.architecture.clone(),
+        random_weights: info.random_weights,
         mode: a.mode.name().to_string(),
         layer: l + 1,
         layers,

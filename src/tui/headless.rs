@@ -32,6 +32,7 @@ pub fn app(m: Model, doc: Doc, size: (u16, u16), theme: Theme) -> Result<App> {
         doc,
     );
     app.status.hide_timing = true;
+    app.model.random_weights = m.model.info.random_weights;
     app.update(Msg::Resize {
         width: size.0,
         height: size.1,
@@ -75,7 +76,7 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
         let mut next = Vec::new();
         for e in queue {
             let msg = match e {
-                Effect::LoadModel(_) => Msg::Worker(WorkerMsg::ModelLoaded {
+                Effect::LoadModel(..) => Msg::Worker(WorkerMsg::ModelLoaded {
                     info: m.model.info.clone(),
                     label: m.label.to_string(),
                     notice: None,

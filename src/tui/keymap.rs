@@ -34,6 +34,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("e", "edit (Esc applies)"),
     ("o", "open another file"),
     ("M", "switch model"),
+    ("R", "random weights on/off"),
     ("L", "language: python / java"),
     ("x", "export figures (menu)"),
     ("?", "this help"),

@@ -127,6 +127,8 @@ pub fn run(opts: Options) -> Result<()> {
         },
         doc,
     );
+    app.model.random_weights = opts.settings.random_weights;
+    app.model.random_seed = opts.settings.random_weights.unwrap_or(0);
     app.present.export_dir = opts.start.export_dir.clone();
     app.present.tour = opts.start.tour.clone();
     if let Some(i) = opts.start.step {
@@ -247,7 +249,7 @@ fn event_loop(
                 Effect::ReadFile(path) => io_thread.read(path),
                 Effect::Complete(typed) => io_thread.complete(typed),
                 Effect::CheckPresets(names) => io_thread.check_presets(names),
-                Effect::LoadModel(spec) => worker.load(spec),
+                Effect::LoadModel(spec, random) => worker.load(spec, random),
                 Effect::Analyse(job) => worker.analyse(job),
                 Effect::Layer(key, a) => worker.layer(key, a),
                 Effect::Compare(job) => worker.compare(job),

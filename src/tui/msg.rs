@@ -247,8 +247,9 @@ pub enum Effect {
     Complete(String),
     /// Check which of these preset names are on local disk.
     CheckPresets(Vec<String>),
-    /// Load a model (`None`: the default model) in the worker.
-    LoadModel(Option<String>),
+    /// Load a model (`None`: the default model) in the worker; with `Some(seed)`, its
+    /// random-weight baseline (`--random-weights`).
+    LoadModel(Option<String>, Option<u64>),
     /// Analyse a parsed snippet in the worker (supersedes any earlier request).
     Analyse(AnalyseJob),
     /// Recompute one layer's code-token attention of an analysis that did not keep its

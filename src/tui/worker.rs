@@ -43,7 +43,7 @@ pub const FALLBACK_MODEL: &str = "minilm";
 #[derive(Default)]
 struct Slot {
     /// `Some(spec)`: load `spec` (`None` inside: the default model).
-    load: Option<Option<String>>,
+    load: Option<(Option<String>, Option<u64>)>,
     analyse: Option<AnalyseJob>,
     layer: Option<(LayerKey, Arc<SnippetAnalysis>)>,
     compare: Option<CompareJob>,
@@ -111,9 +111,10 @@ impl Worker {
     }
 
     /// Queue a model load (replaces a pending one).
-    pub fn load(&self, spec: Option<String>) {
+    /// `random_weights: Some(seed)`: the model's random-weight baseline.
+    pub fn load(&self, spec: Option<String>, random_weights: Option<u64>) {
         let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-        s.load = Some(spec);
+        s.load = Some((spec, random_weights));
         self.shared.cv.notify_one();
     }
 
@@ -174,7 +175,7 @@ impl Drop for Worker {
 }
 
 enum Job {
-    Load(Option<String>),
+    Load((Option<String>, Option<u64>)),
     Analyse(AnalyseJob),
     Layer(LayerKey, Arc<SnippetAnalysis>),
     Compare(CompareJob),
@@ -217,9 +218,9 @@ fn run(shared: &Shared, send: &Sender) {
     let mut model: Option<LoadedModel> = None;
     while let Some(job) = next_job(shared) {
         match job {
-            Job::Load(spec) => {
+            Job::Load((spec, random)) => {
                 let label = spec.clone().unwrap_or_else(|| "default model".into());
-                let r = catch_unwind(AssertUnwindSafe(|| load(spec, send)));
+                let r = catch_unwind(AssertUnwindSafe(|| load(spec, random, send)));
                 match r {
                     Ok(Some(m)) => model = Some(m),
                     Ok(None) => {}
@@ -301,14 +302,19 @@ fn run(shared: &Shared, send: &Sender) {
     }
 }
 
-fn load_spec(spec: &str) -> Result<LoadedModel> {
+fn load_spec(spec: &str, random: Option<u64>) -> Result<LoadedModel> {
     let files = source::resolve(spec)?;
-    LoadedModel::load(&files)
+    LoadedModel::load_with(&files, random)
 }
 
 /// Load `spec` (or the default model, falling back to [`FALLBACK_MODEL`]).
-fn load(spec: Option<String>, send: &Sender) -> Option<LoadedModel> {
-    let (res, notice) = with_heartbeat(0, send, || false, |progress| load_with(spec, progress));
+fn load(spec: Option<String>, random: Option<u64>, send: &Sender) -> Option<LoadedModel> {
+    let (res, notice) = with_heartbeat(
+        0,
+        send,
+        || false,
+        |progress| load_with(spec, random, progress),
+    );
     match res {
         Ok((m, label)) => {
             send(WorkerMsg::ModelLoaded {
@@ -328,7 +334,11 @@ fn load(spec: Option<String>, send: &Sender) -> Option<LoadedModel> {
 /// A loaded model with its label, or (label, error).
 type Loaded = std::result::Result<(LoadedModel, String), (String, String)>;
 
-fn load_with(spec: Option<String>, progress: &(dyn Fn(String) + Sync)) -> (Loaded, Option<String>) {
+fn load_with(
+    spec: Option<String>,
+    random: Option<u64>,
+    progress: &(dyn Fn(String) + Sync),
+) -> (Loaded, Option<String>) {
     let (label, mut notice, default) = match spec {
         Some(s) => (s, None, false),
         None => {
@@ -340,14 +350,14 @@ fn load_with(spec: Option<String>, progress: &(dyn Fn(String) + Sync)) -> (Loade
     };
     progress(format!("loading model {label}…"));
     let t = Instant::now();
-    let res = match load_spec(&label) {
+    let res = match load_spec(&label, random) {
         Err(e) if default && label != FALLBACK_MODEL => {
             tracing::warn!(%label, error = %e, "default model failed, falling back");
             progress(format!("{label} failed; loading {FALLBACK_MODEL}…"));
             notice = Some(format!(
                 "fell back to {FALLBACK_MODEL}: {label} failed: {e}"
             ));
-            load_spec(FALLBACK_MODEL).map(|m| (m, FALLBACK_MODEL.to_string()))
+            load_spec(FALLBACK_MODEL, random).map(|m| (m, FALLBACK_MODEL.to_string()))
         }
         r => r.map(|m| (m, label.clone())),
     };
@@ -613,7 +623,7 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
     let Some(m) = model else {
         return fail("no model is loaded".into());
     };
-    if m.info.source != job.model {
+    if m.info.run_key() != job.model {
         return fail("the model changed; press p again".into());
     }
     let snippets = crate::probe::bundled::snippets(Some(job.lang));

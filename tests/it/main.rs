@@ -36,6 +36,7 @@ mod probe_directprobe;
 mod probe_e2e;
 mod probe_sklearn_agreement;
 mod probe_train;
+mod random_weights;
 mod reproduce_hostile;
 mod reproduce_shards;
 mod stream;

@@ -271,6 +271,7 @@ fn synthetic_view(n: usize) -> export::View {
         model: "none".into(),
         model_source: "none".into(),
         architecture: "synthetic".into(),
+        random_weights: None,
         mode: "source".into(),
         layer: 1,
         layers: 1,

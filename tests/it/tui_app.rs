@@ -29,7 +29,7 @@ fn analyses(fx: &[Effect]) -> Vec<&AnalyseJob> {
 #[test]
 fn start_loads_the_model_then_analyses() {
     let (mut app, fx) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
-    assert!(matches!(fx[0], Effect::LoadModel(Some(ref s)) if s == "tiny"));
+    assert!(matches!(fx[0], Effect::LoadModel(Some(ref s), None) if s == "tiny"));
     // The parse runs off the UI thread; its result asks for the analysis.
     assert!(matches!(fx[1], Effect::Parse(_)));
     let fx = parsed(&mut app, fx);
@@ -271,7 +271,7 @@ fn model_picker_loads_in_the_background() {
     let fx = app.update(key(KeyCode::Down));
     assert!(fx.is_empty());
     let fx = app.update(key(KeyCode::Enter));
-    assert!(matches!(&fx[0], Effect::LoadModel(Some(s)) if s == "graphcodebert"));
+    assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None) if s == "graphcodebert"));
     assert_eq!(analyses(&fx).len(), 1);
     assert!(app
         .status
@@ -296,7 +296,7 @@ fn model_picker_loads_in_the_background() {
     let fx = app.type_keys("pypi:some-model");
     assert!(fx.is_empty());
     let fx = app.update(key(KeyCode::Enter));
-    assert!(matches!(&fx[0], Effect::LoadModel(Some(s)) if s == "pypi:some-model"));
+    assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None) if s == "pypi:some-model"));
 }
 
 #[test]
@@ -411,7 +411,7 @@ fn worker_thread_latest_wins() {
     let w = Worker::spawn(cache.path().into(), move |m| {
         let _ = tx.send(m);
     });
-    w.load(Some(dir.path().display().to_string()));
+    w.load(Some(dir.path().display().to_string()), None);
     let job = |req: u64, text: &str| AnalyseJob {
         req,
         syntax: Arc::new(codescope::analysis::parse(text, Language::Python).unwrap()),
@@ -744,7 +744,7 @@ fn worker_thread_trains_probes_latest_wins() {
     let w = Worker::spawn(cache.path().into(), move |m| {
         let _ = tx.send(m);
     });
-    w.load(Some(dir.path().display().to_string()));
+    w.load(Some(dir.path().display().to_string()), None);
     let source = loop {
         match rx.recv_timeout(Duration::from_secs(60)).expect("loaded") {
             WorkerMsg::ModelLoaded { info, .. } => break info.source,

@@ -126,7 +126,7 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
         let mut next = Vec::new();
         for e in queue {
             match e {
-                Effect::LoadModel(_) => {
+                Effect::LoadModel(..) => {
                     next.extend(app.update(Msg::Worker(WorkerMsg::ModelLoaded {
                         info: model.info.clone(),
                         label: label.into(),

@@ -452,8 +452,12 @@ pub fn title_of(view: &View) -> String {
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| view.name.clone());
+    let random = view
+        .random_weights
+        .map(|s| format!(", random weights (seed {s})"))
+        .unwrap_or_default();
     format!(
-        "{base} ({}) · {} ({})",
+        "{base} ({}) · {} ({}{random})",
         view.language, view.model, view.architecture
     )
 }

@@ -171,10 +171,39 @@ impl App {
         }
     }
 
+    /// `R`: reload the model with random weights (seed [`ModelState::random_seed`]) or,
+    /// when they are on, with its own weights.
+    fn toggle_random_weights(&mut self) -> Vec<Effect> {
+        let m = &mut self.model;
+        m.random_weights = match m.random_weights {
+            Some(_) => None,
+            None => Some(m.random_seed),
+        };
+        let label = m
+            .loaded
+            .as_ref()
+            .map(|(l, _)| l.clone())
+            .or_else(|| m.spec.clone())
+            .unwrap_or_else(|| "the model".into());
+        let busy = match m.random_weights {
+            Some(seed) => format!("loading {label} with random weights (seed {seed})…"),
+            None => format!("loading {label} with its trained weights…"),
+        };
+        // The loaded model's label: the default model's name once it is chosen.
+        let spec = m.loaded.as_ref().map(|(l, _)| l.clone()).or(m.spec.clone());
+        let mut fx = vec![Effect::LoadModel(spec, m.random_weights)];
+        fx.extend(self.request_parse_or_analysis());
+        self.status.busy = Some(busy);
+        fx
+    }
+
     /// First effects: load the model and parse (then analyse) the document.
     pub fn start(&mut self) -> Vec<Effect> {
         self.status.busy = Some("loading model…".into());
-        let mut fx = vec![Effect::LoadModel(self.model.spec.clone())];
+        let mut fx = vec![Effect::LoadModel(
+            self.model.spec.clone(),
+            self.model.random_weights,
+        )];
         fx.extend(self.request_parse_or_analysis());
         self.settle(&mut fx);
         fx
@@ -291,7 +320,7 @@ impl App {
     /// and the current task (`None` before a model is loaded).
     pub fn probe_key(&self) -> Option<ProbeKey> {
         let info = self.model.info()?;
-        Some((info.source.clone(), self.doc.lang, self.probe.task))
+        Some((info.run_key(), self.doc.lang, self.probe.task))
     }
 
     /// The cached report for [`App::probe_key`].
@@ -705,7 +734,7 @@ impl App {
                 // names (its layer and head counts): the new model's arrives shortly.
                 if self
                     .prepared()
-                    .is_some_and(|p| p.trace.model.source != info.source)
+                    .is_some_and(|p| p.trace.model.run_key() != info.run_key())
                 {
                     self.shown.data = None;
                     self.shown.scores.clear();
@@ -1022,6 +1051,7 @@ impl App {
             }
             KeyCode::Char(c @ ('c' | 'C' | 'v')) => return self.compare_key(c),
             KeyCode::Char('M') => return self.open_picker(),
+            KeyCode::Char('R') => return self.toggle_random_weights(),
             KeyCode::Char('L') => return self.next_language(),
             KeyCode::Char('S') => return self.toggle_surprisal(),
             KeyCode::Char('p') => {
@@ -1151,7 +1181,10 @@ impl App {
                     return Vec::new();
                 }
                 self.model.spec = Some(spec.clone());
-                let mut fx = vec![Effect::LoadModel(Some(spec.clone()))];
+                let mut fx = vec![Effect::LoadModel(
+                    Some(spec.clone()),
+                    self.model.random_weights,
+                )];
                 fx.extend(self.request_parse_or_analysis());
                 self.status.busy = Some(format!("loading model {spec}…"));
                 return fx;

@@ -13,6 +13,10 @@ pub struct ModelState {
     pub spec: Option<String>,
     /// Why this model (default choice / fallback).
     pub notice: Option<String>,
+    /// Load with random weights of this seed (`--random-weights`; `R` toggles it).
+    pub random_weights: Option<u64>,
+    /// The seed `R` turns random weights on with: `--random-weights`'s, else 0.
+    pub random_seed: u64,
 }
 
 impl ModelState {

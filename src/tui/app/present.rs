@@ -555,7 +555,7 @@ impl super::App {
         if model_changes {
             self.model.spec = model.clone();
             self.status.busy = Some(format!("loading model {}…", model.as_deref().unwrap_or("")));
-            fx.push(Effect::LoadModel(model.clone()));
+            fx.push(Effect::LoadModel(model.clone(), self.model.random_weights));
         }
         let doc_changes = snip.text != self.doc.text || snip.lang != self.doc.lang;
         if doc_changes {
