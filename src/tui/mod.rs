@@ -198,6 +198,13 @@ pub fn run(opts: Options) -> Result<()> {
     if let Some(n) = &app.model.notice {
         crate::logging::notice(n);
     }
+    // No model ever loaded: the explorer failed at its job, and says why.
+    if let (Ok(()), None, Some(why)) = (&result, &app.model.loaded, &app.model.failed) {
+        return Err(Error::Input {
+            name: "--model".into(),
+            reason: format!("no model could be loaded ({why})"),
+        });
+    }
     result
 }
 

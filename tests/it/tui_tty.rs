@@ -317,3 +317,38 @@ fn tty_sigquit_restores_the_terminal() {
     let s = tmux.wait_for("the echoed paste", 10, |s| s.contains("pasted-after-exit"));
     assert!(!s.contains("[200~"), "{s}");
 }
+
+/// An unknown model is an error where the user looks: the status line says why (not a
+/// bare "no model is loaded"), and when the explorer ends without any model having loaded
+/// the same reason is on stderr and the exit status is 1.
+#[test]
+fn tty_an_unknown_model_is_an_error_on_screen_and_on_exit() {
+    let tmux = Tmux::new("nomodel");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    std::fs::write(dir.join("area.py"), AREA).unwrap();
+    let exit = start_cmd(
+        &tmux,
+        dir,
+        &sandbox(dir),
+        "--model no-such-model area.py 2> err.txt",
+    );
+    tmux.wait_for("the load error on the status line", 60, |s| {
+        s.contains("model no-such-model:") && s.contains("not found")
+    });
+    assert!(!tmux.screen().contains("no model is loaded"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    std::thread::sleep(Duration::from_millis(300));
+    // Quitting may ask first (nothing to lose here, but answer it if it does).
+    if tmux.screen().contains("quit?") || tmux.screen().contains("Quit") {
+        tmux.run(&["send-keys", "-t", "e2e", "y"]);
+    }
+    assert_eq!(wait_file(&exit, 30), "1");
+    let err = std::fs::read_to_string(dir.join("err.txt")).unwrap();
+    assert!(
+        err.contains("codescope: error:")
+            && err.contains("no-such-model")
+            && err.contains("not found"),
+        "{err}"
+    );
+}

@@ -744,12 +744,18 @@ impl App {
                 }
                 self.model.loaded = Some((label, info));
                 self.model.notice = notice;
+                self.model.failed = None;
                 let pending = self.stale() && self.doc.syntax.is_some();
                 self.status.busy = pending.then(|| "analysing…".to_string());
             }
             WorkerMsg::ModelFailed { label, error } => {
                 self.status.busy = None;
-                self.status.error(format!("model {label}: {error}"));
+                let line = format!("model {label}: {error}");
+                self.status
+                    .error(format!("{line} (M: choose another model)"));
+                // A stale "loaded" state would mislead: the worker holds no model now
+                // only if none loaded before; keep what loaded, if anything.
+                self.model.failed = Some(line);
             }
             WorkerMsg::Analysed { req, data } => {
                 if req != self.shown.doc_req {
@@ -778,7 +784,13 @@ impl App {
             WorkerMsg::AnalyseFailed { req, error } => {
                 if req == self.shown.doc_req {
                     self.status.busy = None;
-                    self.status.error(error);
+                    // Without a model, say why there is none rather than that there is none.
+                    match (&self.model.failed, self.model.loaded.is_none()) {
+                        (Some(why), true) => self
+                            .status
+                            .error(format!("{why} (M: choose another model)")),
+                        _ => self.status.error(error),
+                    }
                 }
             }
             WorkerMsg::Layer { key, result } => {

@@ -17,6 +17,10 @@ pub struct ModelState {
     pub random_weights: Option<u64>,
     /// The seed `R` turns random weights on with: `--random-weights`'s, else 0.
     pub random_seed: u64,
+    /// The last load that failed (`model LABEL: why`), until a model loads: kept on the
+    /// status line instead of a bare "no model is loaded", and on stderr (with a non-zero
+    /// exit) when the explorer ends without any model having loaded.
+    pub failed: Option<String>,
 }
 
 impl ModelState {
