@@ -31,7 +31,8 @@ pub struct Cli {
     #[arg(long, global = true, env = "CODESCOPE_LOG_FILE")]
     pub log_file: Option<PathBuf>,
 
-    /// Language of the input (default: from the file extension, else python).
+    /// Language of the input (default: from the file extension, else guessed from the
+    /// text: Java when it looks like Java, else Python).
     #[arg(long, global = true, value_parser = ["python", "java"])]
     pub lang: Option<String>,
 
@@ -77,6 +78,7 @@ pub enum Command {
     /// Tokens, categories, roles and gold relation graphs of a snippet (no model).
     Syntax(SyntaxArgs),
     /// Code-token attention vs the gold graphs and between token categories, per head.
+    #[command(alias = "analyse")]
     Analyze(AnalyzeArgs),
     /// Corpus mode: the study's tables (macro P/R/F1, best head per layer, GED).
     Reproduce(ReproduceArgs),
@@ -556,4 +558,43 @@ fn parse_dfg_graph(s: &str) -> Result<crate::syntax::Graph, String> {
         Some(g @ (Graph::Dfg | Graph::DfgRefined)) => Ok(g),
         _ => Err(format!("`{s}` is not a data-flow graph (dfg, dfg_refined)")),
     }
+}
+
+/// A first argument that is no file but looks like a mistyped command (`analyse`,
+/// `reproduc`): the command it most likely means, so the error can say so instead of
+/// clap's "unexpected argument" about what follows it.
+pub fn mistyped_command(args: &[std::ffi::OsString]) -> Option<(String, String)> {
+    use clap::CommandFactory;
+    let first = args.get(1)?.to_str()?;
+    if first.starts_with('-') || first == "-" || std::path::Path::new(first).exists() {
+        return None;
+    }
+    let cmd = Cli::command();
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .flat_map(|c| {
+            std::iter::once(c.get_name().to_string()).chain(c.get_all_aliases().map(str::to_string))
+        })
+        .collect();
+    if names.iter().any(|n| n == first) {
+        return None;
+    }
+    let dist = |a: &str, b: &str| -> usize {
+        let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for i in 1..=a.len() {
+            let mut cur = vec![i; b.len() + 1];
+            for j in 1..=b.len() {
+                let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+                cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    };
+    cmd.get_subcommands()
+        .map(|c| (dist(first, c.get_name()), c.get_name().to_string()))
+        .filter(|(d, n)| *d <= 2 && *d < n.len() / 2 + 1)
+        .min()
+        .map(|(_, n)| (first.to_string(), n))
 }

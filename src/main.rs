@@ -17,7 +17,14 @@ fn main() {
     }
     codescope::model::kernels::tame_candle_spin();
     codescope::model::kernels::reuse_freed_memory();
-    let cli = codescope::cli::Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some((typed, cmd)) = codescope::cli::mistyped_command(&args) {
+        logging::notice(format_args!(
+            "error: `{typed}` is neither a file nor a command; did you mean `codescope {cmd}`?"
+        ));
+        std::process::exit(2);
+    }
+    let cli = codescope::cli::Cli::parse_from(args);
     logging::init(cli.log_file.clone());
     logging::install_panic_hook();
     signals::install();

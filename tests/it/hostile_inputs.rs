@@ -513,3 +513,39 @@ fn xml_invalid_code_points_make_valid_figures() {
         assert!(std::fs::metadata(&png).unwrap().len() > 100);
     }
 }
+
+/// A mistyped command is named, not reported as an unexpected argument: `analyse` is an
+/// alias of `analyze`, and a near miss that is no file gets the command it most likely
+/// means.
+#[test]
+fn mistyped_commands_are_suggested() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let out = ok(&env
+        .cmd()
+        .args(["analyse", "--model"])
+        .arg(&m)
+        .arg(env.sample())
+        .output()
+        .unwrap());
+    assert!(out.contains("finding"), "{out}");
+    let o = env
+        .cmd()
+        .args(["reproduc", "--data", "x"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("did you mean `codescope reproduce`?"), "{err}");
+    // A real file of any name is still a file.
+    let f = env.root.join("analyse");
+    std::fs::write(&f, "x = 1\n").unwrap();
+    let o = env
+        .cmd()
+        .current_dir(&env.root)
+        .args(["syntax", "analyse"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
