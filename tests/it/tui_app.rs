@@ -1226,3 +1226,39 @@ fn the_finding_view_shows_the_three_relations_per_layer() {
     tui_common::typed(&mut app, "F");
     assert!(tui_common::screen(&app).contains("Categories"));
 }
+
+/// The status line keeps to what holds now: a load error gives way once a model loads,
+/// the start-up note gives way to later messages, and the analysis time is labelled.
+#[test]
+fn status_line_messages_expire_and_fields_are_labelled() {
+    let (mut app, _) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
+    app.update(Msg::Worker(WorkerMsg::ModelFailed {
+        label: "foo".into(),
+        error: "model 'foo' not found".into(),
+    }));
+    let s = screen(&app);
+    assert!(s.contains("model foo: model 'foo' not found"), "{s}");
+    app.update(Msg::Worker(WorkerMsg::ModelLoaded {
+        info: model().info.clone(),
+        label: "tiny".into(),
+        notice: Some("CodeBERT is not cached: using tiny".into()),
+    }));
+    let s = screen(&app);
+    assert!(!s.contains("not found"), "a stale load error stays:\n{s}");
+    assert!(s.contains("CodeBERT is not cached"), "{s}");
+    // A later message replaces the start-up note.
+    let req = app.shown.doc_req;
+    app.update(Msg::Worker(WorkerMsg::AnalyseFailed {
+        req,
+        error: "the input has no code tokens".into(),
+    }));
+    let s = screen(&app);
+    assert!(
+        s.contains("the input has no code tokens") && !s.contains("CodeBERT is not cached"),
+        "{s}"
+    );
+    // The analysis time has its label.
+    let app = ready(SAMPLE, 160, 40);
+    let s = screen(&app);
+    assert!(!s.contains("│ 0 ms") || s.contains("analysed in"), "{s}");
+}

@@ -744,7 +744,17 @@ impl App {
                 }
                 self.model.loaded = Some((label, info));
                 self.model.notice = notice;
-                self.model.failed = None;
+                // A model loaded: an earlier load's error no longer holds.
+                if let Some(why) = self.model.failed.take() {
+                    if self
+                        .status
+                        .message
+                        .as_ref()
+                        .is_some_and(|(_, m)| m.starts_with(&why))
+                    {
+                        self.status.message = None;
+                    }
+                }
                 let pending = self.stale() && self.doc.syntax.is_some();
                 self.status.busy = pending.then(|| "analysing…".to_string());
             }

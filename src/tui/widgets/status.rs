@@ -47,7 +47,14 @@ pub fn notices(app: &App) -> Vec<(Level, String)> {
             out.push((Level::Info, "showing the previous analysis".into()));
         }
     }
-    if let Some(n) = &app.model.notice {
+    // Why this model (the start-up choice): until something else is said; it is on
+    // stderr at exit too.
+    if let Some(n) = app
+        .model
+        .notice
+        .as_ref()
+        .filter(|_| app.status.message.is_none())
+    {
         out.push((Level::Info, n.clone()));
     }
     out
@@ -105,7 +112,10 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         items.push((c, false));
     }
     if let Some(p) = app.prepared().filter(|_| !app.status.hide_timing) {
-        items.push((format!("{:.0} ms", p.elapsed.as_secs_f64() * 1e3), true));
+        items.push((
+            format!("analysed in {:.0} ms", p.elapsed.as_secs_f64() * 1e3),
+            true,
+        ));
     }
     if app.editor.is_some() {
         items.push(("EDIT".into(), false));
