@@ -5,7 +5,9 @@
 //! mode, mean over subwords, cached on disk by [`cache`]) → per task
 //! [`dataset::build_task`] → train/test split ([`Split`], by snippet by default) → per
 //! layer a probe ([`train::train_eval`]) on the task and on its control task → one
-//! [`ProbeResult`] per (task, layer).
+//! [`ProbeResult`] per (task, layer). With [`Protocol::Study`] the features are those of
+//! the paper-mode text (cached apart) and [`study::build_task`] replaces the dataset and
+//! the split: the study's DirectProbe datasets, its pair features, its `ShuffleSplit`.
 //!
 //! Control task (Hewitt & Liang 2019): every distinct key string (token text; for pairs
 //! the two texts) gets a fixed label drawn from the task's empirical label distribution
