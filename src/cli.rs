@@ -485,6 +485,13 @@ pub struct ProbeArgs {
     /// DirectProbe: at most this many test points per task and layer (sampled).
     #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TEST)]
     pub dp_max_test: usize,
+    /// Whose pair datasets: codescope's (default) or `study`, the study's DirectProbe
+    /// datasets as its scripts build them (paper-mode input, its candidate pairs and class
+    /// counts, its pair features and 80/20 ShuffleSplit by pair; --split,
+    /// --pair-features, --max-pairs and --graph do not apply; docs/METHODS.md 4).
+    #[arg(long, value_enum, default_value_t = crate::probe::Protocol::Codescope,
+          conflicts_with_all = ["shard", "dump"])]
+    pub protocol: crate::probe::Protocol,
     /// Train/test split: whole snippets (default) or individual examples (the study's,
     /// leaky).
     #[arg(long, value_enum, default_value_t = crate::probe::Split::Snippet)]

@@ -710,6 +710,7 @@ fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
     let run = probe::RunSpec {
         tasks,
         kind: args.probe,
+        protocol: args.protocol,
         split: args.split,
         pair_features: args.pair_features,
         seed: args.seed,

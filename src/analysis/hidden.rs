@@ -19,7 +19,13 @@ pub struct SnippetHidden {
 /// Trace one parsed snippet (source mode, hidden states only) and aggregate its hidden
 /// states to code tokens: what the probes train on.
 pub fn hidden_states(model: &LoadedModel, syn: &Syntax) -> Result<SnippetHidden> {
-    let ModelInput { text, tokens, .. } = model_input(syn, Mode::Source)?;
+    hidden_states_in(model, syn, Mode::Source)
+}
+
+/// [`hidden_states`] of the text `mode` feeds (paper mode: the study's space-joined
+/// tokens; tokens it does not feed get no hidden states).
+pub fn hidden_states_in(model: &LoadedModel, syn: &Syntax, mode: Mode) -> Result<SnippetHidden> {
+    let ModelInput { text, tokens, .. } = model_input(syn, mode)?;
     // Probes read no attention: each layer's is dropped as soon as it is computed.
     let discard = |_: usize, _: Vec<f32>| Ok(());
     let trace = model.trace(

@@ -5,7 +5,9 @@
 //! mode, mean over subwords, cached on disk by [`cache`]) → per task
 //! [`dataset::build_task`] → train/test split ([`Split`], by snippet by default) → per
 //! layer a probe ([`train::train_eval`]) on the task and on its control task → one
-//! [`ProbeResult`] per (task, layer).
+//! [`ProbeResult`] per (task, layer). With [`Protocol::Study`] the features are those of
+//! the paper-mode text (cached apart) and [`study::build_task`] replaces the dataset and
+//! the split: the study's DirectProbe datasets, its pair features, its `ShuffleSplit`.
 //!
 //! Control task (Hewitt & Liang 2019): every distinct key string (token text; for pairs
 //! the two texts) gets a fixed label drawn from the task's empirical label distribution
@@ -29,6 +31,7 @@ pub mod directprobe;
 pub mod label;
 pub mod shard;
 pub mod structural;
+pub mod study;
 pub mod train;
 
 use std::time::Instant;
@@ -77,6 +80,24 @@ pub fn control_labels(examples: &[Example], classes: usize, seed: u64) -> Vec<us
                 .unwrap_or(classes.saturating_sub(1))
         })
         .collect()
+}
+
+/// Whose recipe builds the pair datasets (docs/METHODS.md 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// codescope's (default): source-mode features, pairs sampled per snippet, split by
+    /// snippet.
+    #[default]
+    Codescope,
+    /// The study's DirectProbe datasets ([`study`]): paper-mode features, its candidate
+    /// pairs, class counts, pair features and `ShuffleSplit` by pair. `--split`,
+    /// `--pair-features`, `--max-pairs` and `--graph` do not apply.
+    Study,
+}
+
+fn is_codescope(p: &Protocol) -> bool {
+    *p == Protocol::Codescope
 }
 
 /// How examples are split into train and test.
@@ -160,6 +181,9 @@ pub struct ProbeReport {
     pub corpus: CorpusInfo,
     pub split: Split,
     pub pair_features: PairFeatures,
+    /// Whose datasets (omitted from the JSON for codescope's).
+    #[serde(skip_serializing_if = "is_codescope")]
+    pub protocol: Protocol,
     pub results: Vec<ProbeResult>,
     /// Structural-probe results per layer (empty unless requested).
     pub structural: Vec<structural::StructuralResult>,
@@ -187,6 +211,8 @@ pub struct RunSpec<'a> {
     pub corpus_name: String,
     pub tasks: Vec<Task>,
     pub kind: ProbeKind,
+    /// Whose datasets (codescope's by default; [`Protocol::Study`]: the study's).
+    pub protocol: Protocol,
     pub split: Split,
     pub pair_features: PairFeatures,
     pub seed: u64,
@@ -224,6 +250,7 @@ impl<'a> RunSpec<'a> {
             corpus_name,
             tasks: Task::ALL.to_vec(),
             kind: ProbeKind::Linear,
+            protocol: Protocol::Codescope,
             split: Split::Snippet,
             pair_features: PairFeatures::Diff,
             seed: DEFAULT_SEED,
@@ -274,10 +301,14 @@ pub fn features(
 ) -> Result<Features> {
     let info = &spec.model.info;
     let layers = info.layers + 1;
+    let (mode, suffix) = match spec.protocol {
+        Protocol::Codescope => (crate::analysis::Mode::Source, ""),
+        Protocol::Study => (crate::analysis::Mode::Paper, "-paper"),
+    };
     let dir = spec
         .cache_root
         .as_ref()
-        .map(|r| cache::dir(r, &cache::key(info, spec.snippets)));
+        .map(|r| cache::dir(r, &(cache::key(info, spec.snippets) + suffix)));
     if let Some(d) = &dir {
         if let Some(f) = cache::load(d, layers, spec.snippets.len(), info.hidden_size) {
             progress(Progress::Cached);
@@ -288,7 +319,7 @@ pub fn features(
     for (i, syn) in syntaxes.iter().enumerate() {
         spec.check_cancel()?;
         let h = match syn {
-            Some(syn) => match dataset::snippet_hidden(spec.model, syn) {
+            Some(syn) => match crate::analysis::hidden::hidden_states_in(spec.model, syn, mode) {
                 Ok(h) => h,
                 Err(e) => {
                     tracing::warn!(snippet = i, error = %e, "probe: snippet skipped");
@@ -344,14 +375,29 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
         &spec.tasks
     };
     for &task in tasks {
-        let data = dataset::build_task(task, &syntaxes, &feats, &dopts);
-        let (tr, te) = split(&data.examples, spec.split, spec.test_fraction, spec.seed);
+        let (data, tr, te, pair) = match spec.protocol {
+            Protocol::Codescope => {
+                let data = dataset::build_task(task, &syntaxes, &feats, &dopts);
+                let (tr, te) = split(&data.examples, spec.split, spec.test_fraction, spec.seed);
+                (data, tr, te, spec.pair_features)
+            }
+            Protocol::Study => {
+                let Some(t) = study::build_task(task, &syntaxes, &feats, spec.seed) else {
+                    tracing::warn!(
+                        task = task.name(),
+                        "probe: the study protocol has no such task, skipped"
+                    );
+                    continue;
+                };
+                (t.data, t.train, t.test, study::pair_features(task))
+            }
+        };
         if tr.is_empty() || te.is_empty() {
             tracing::warn!(task = task.name(), "probe: too few examples, task skipped");
             continue;
         }
         let control = control_labels(&data.examples, data.classes.len(), spec.seed ^ task as u64);
-        prepared.push((data, tr, te, control));
+        prepared.push((data, tr, te, control, pair));
     }
     let mut results = Vec::new();
     let mut probes = Vec::new();
@@ -368,7 +414,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
         )?;
     }
     let total = prepared.len() * layers.len();
-    for (data, tr, te, control) in &prepared {
+    for (data, tr, te, control, pair) in &prepared {
         let pick = |ids: &[usize]| -> Vec<Example> {
             ids.iter().map(|&i| data.examples[i].clone()).collect()
         };
@@ -393,8 +439,8 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
         for &l in &layers {
             spec.check_cancel()?;
             let start = Instant::now();
-            let (x_tr, w) = dataset::feature_matrix(&feats, &ex_tr, l, spec.pair_features);
-            let (x_te, _) = dataset::feature_matrix(&feats, &ex_te, l, spec.pair_features);
+            let (x_tr, w) = dataset::feature_matrix(&feats, &ex_tr, l, *pair);
+            let (x_te, _) = dataset::feature_matrix(&feats, &ex_te, l, *pair);
             let opts = TrainOptions {
                 seed: spec.seed ^ (l as u64) << 8,
                 ..spec.train
@@ -494,6 +540,7 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
         },
         split: spec.split,
         pair_features: spec.pair_features,
+        protocol: spec.protocol,
         results,
         structural: structural_results,
         ast,
@@ -665,24 +712,35 @@ pub fn dump(
 pub fn table(r: &ProbeReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
+    let (split, pairs) = match r.protocol {
+        Protocol::Study => (
+            "pair (the study's ShuffleSplit, random_state 0)",
+            "the study's (distance h_a-h_b, others [h_a;h_b])",
+        ),
+        Protocol::Codescope => (
+            match r.split {
+                Split::Snippet => "snippet",
+                Split::Pair => "pair (leaky)",
+            },
+            match r.pair_features {
+                PairFeatures::Diff => "h_a-h_b",
+                PairFeatures::Concat => "[h_a;h_b]",
+            },
+        ),
+    };
     let _ = writeln!(
         out,
-        "model {} ({} layers, hidden {}{}); corpus {} ({} snippets); split by {}; pairs {}",
+        "model {} ({} layers, hidden {}{}); corpus {} ({} snippets); split by {split}; pairs {pairs}",
         r.model.source,
         r.model.layers,
         r.model.hidden_size,
         r.model.weights_note(),
         r.corpus.source,
         r.corpus.snippets,
-        match r.split {
-            Split::Snippet => "snippet",
-            Split::Pair => "pair (leaky)",
-        },
-        match r.pair_features {
-            PairFeatures::Diff => "h_a-h_b",
-            PairFeatures::Concat => "[h_a;h_b]",
-        }
     );
+    if r.protocol == Protocol::Study {
+        let _ = writeln!(out, "protocol: the study's datasets (paper-mode input)");
+    }
     let mut last = String::new();
     for x in r
         .results

@@ -147,6 +147,17 @@ impl PaperInput {
         self.cleaned.is_some()
     }
 
+    /// The cleaned snippet (the one the study parsed: its tokens, tree and gold graphs);
+    /// `None` when the cleaning was not applied.
+    pub fn cleaned_syntax(&self) -> Option<&Syntax> {
+        self.cleaned.as_ref()
+    }
+
+    /// The cleaned token index of original token `t` (`None`: removed by the cleaning).
+    pub fn cleaned_index(&self, t: usize) -> Option<usize> {
+        self.to_cleaned.get(t).copied().flatten()
+    }
+
     /// Number of original tokens the study's input leaves out.
     pub fn dropped(&self) -> usize {
         self.spans.iter().filter(|s| s.is_none()).count()

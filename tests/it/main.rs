@@ -35,6 +35,7 @@ mod probe_dataset;
 mod probe_directprobe;
 mod probe_e2e;
 mod probe_sklearn_agreement;
+mod probe_study;
 mod probe_train;
 mod random_weights;
 mod reproduce_hostile;

@@ -103,3 +103,75 @@ fn directprobe_reports_clusters() {
     let acc = r["accuracy"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&acc));
 }
+
+#[test]
+fn study_protocol_through_the_binary() {
+    let root = tempfile::tempdir().unwrap();
+    let model = root.path().join("tiny");
+    write_tiny_model(&model, &Tiny::default()).unwrap();
+    let model = model.to_str().unwrap();
+    let out = cmd(root.path())
+        .args([
+            "--model",
+            model,
+            "probe",
+            "--limit",
+            "12",
+            "--protocol",
+            "study",
+        ])
+        .args([
+            "--task", "category", "--task", "siblings", "--task", "distance",
+        ])
+        .args(["--layer", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["protocol"], "study");
+    let results = v["results"].as_array().unwrap();
+    let tasks: Vec<&str> = results
+        .iter()
+        .map(|r| r["task"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tasks,
+        ["siblings", "distance"],
+        "the token tasks are not the study's"
+    );
+    for r in results {
+        // ShuffleSplit(test_size=0.2): ceil(0.2 n) test pairs.
+        let (tr, te) = (
+            r["train_size"].as_u64().unwrap(),
+            r["test_size"].as_u64().unwrap(),
+        );
+        assert_eq!(te, ((tr + te) as f64 * 0.2).ceil() as u64, "{r}");
+    }
+    // Paper-mode features are cached apart from source-mode ones.
+    let names: Vec<String> = std::fs::read_dir(root.path().join("cache/features"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.len() == 1 && names[0].ends_with("-paper"),
+        "{names:?}"
+    );
+    // The shard and dump writers are codescope's protocol only.
+    let out = cmd(root.path())
+        .args([
+            "--model",
+            model,
+            "probe",
+            "--protocol",
+            "study",
+            "--dump",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}

@@ -23,6 +23,7 @@ fn spec<'a>(
         corpus_name: "bundled (test)".into(),
         tasks: Task::ALL.to_vec(),
         kind: ProbeKind::Linear,
+        protocol: Default::default(),
         split: Split::Snippet,
         pair_features: PairFeatures::Diff,
         seed: 3,

@@ -39,6 +39,7 @@ fn linear_probe_agrees_with_sklearn_per_layer() {
         corpus_name: "bundled (first 200)".into(),
         tasks: vec![Task::Category, Task::Dfg],
         kind: ProbeKind::Linear,
+        protocol: Default::default(),
         split: Split::Snippet,
         pair_features: PairFeatures::Diff,
         seed: 0,

@@ -272,6 +272,7 @@ pub fn synthetic_report(layers: usize, task: &str) -> codescope::probe::ProbeRep
         },
         split: Split::Snippet,
         pair_features: PairFeatures::Diff,
+        protocol: Default::default(),
         results,
         structural: Vec::new(),
         ast: Vec::new(),

@@ -42,7 +42,7 @@ fn sandbox(dir: &Path) -> String {
 
 /// The explorer on `area.py` with its analysis on screen.
 fn analysed(s: &str) -> bool {
-    s.contains("def area(w, h)") && s.contains("(roberta)") && s.contains(" ms │")
+    s.contains("def area(w, h)") && s.contains("(roberta)") && s.contains("rows query")
 }
 
 /// Start the explorer on `area.py` (in `sh`, as `tui_e2e` does) and wait for the
