@@ -6,7 +6,7 @@
 //! `_id` tasks) from their source, fed in memory with the inputs the study's pipeline
 //! gives them for six short functions of `assets/` (code tokens after its comment and
 //! docstring removal; tree distances and token types by save_word_embedding.py's code;
-//! AST motif and data flow by its graph code, /work/shared/study/), with `random.sample`
+//! AST motif and data flow by its graph code from its repository), with `random.sample`
 //! replaced by "the first k, in population order" (the study's own calls are unseeded),
 //! and records every sampling call. `shuffle_split` is scikit-learn's
 //! `ShuffleSplit(n_splits=1, test_size=0.2, random_state=0)`.
