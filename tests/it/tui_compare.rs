@@ -236,6 +236,14 @@ fn comparison_figures_are_labelled_and_signed() {
         "the colour bar says what it is"
     );
     assert!(heat.svg.contains(">−"), "signed ticks below zero");
+    assert!(
+        heat.svg.contains("B − A of the attention"),
+        "the code's shading is B − A too"
+    );
+    assert!(
+        heat.svg.contains("the original's (A) scores"),
+        "scores say whose they are"
+    );
     let heads = figure::render(Kind::Heads, &v, &opts).unwrap();
     assert!(heads.svg.contains("twin's score minus the original's"));
     assert!(

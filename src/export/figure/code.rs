@@ -133,19 +133,20 @@ impl CodeBox {
 fn shades(view: &View, crop: &Crop, shade: Shade) -> (Vec<Option<f32>>, f32) {
     match shade {
         Shade::Attention => {
+            // Compare mode's B − A is signed: `sign · √(|w| / max |w|)`, a diverging ramp.
             let wmax = view
                 .tokens
                 .iter()
                 .filter(|t| Some(t.index) != view.selected && crop.has_token(t.index))
                 .filter_map(|t| t.weight)
-                .fold(0.0f32, f32::max);
+                .fold(0.0f32, |m, w| m.max(w.abs()));
             let v = view
                 .tokens
                 .iter()
                 .map(|t| {
                     let w = t.weight?;
                     (Some(t.index) != view.selected && wmax > 0.0)
-                        .then(|| (w / wmax).clamp(0.0, 1.0).sqrt())
+                        .then(|| (w.abs() / wmax).clamp(0.0, 1.0).sqrt().copysign(w))
                 })
                 .collect();
             (v, wmax)
@@ -207,8 +208,9 @@ pub fn draw_block(
         let t = &view.tokens[i];
         let mut fg = pal.token(&t.category, t.role.as_deref());
         if let Some(v) = vals[i] {
-            if v > 0.02 {
+            if v.abs() > 0.02 {
                 let bg = match shade {
+                    Shade::Attention if signed(view) => pal.diverging(v),
                     Shade::Attention => pal.heat(v),
                     Shade::Surprisal => pal.surprisal(v),
                 };
@@ -273,6 +275,22 @@ pub fn draw_key(
         .and_then(|i| view.tokens.get(i))
         .map(|t| clip(&t.text.replace('\n', " "), 16));
     match shade {
+        Shade::Attention if signed(view) => {
+            let dir = if view.direction == "to" { "to" } else { "from" };
+            let caption = match sel.as_deref() {
+                Some(s) => format!("B − A of the attention {dir} «{s}» (√)"),
+                None => "B − A of the attention (√)".into(),
+            };
+            h += colorbar_h(
+                svg,
+                m,
+                pal,
+                (x, y, w.min(900.0 * m.s)),
+                &pal.diverging_stops(),
+                &super::signed_ticks(max as f64),
+                &caption,
+            );
+        }
         Shade::Attention => {
             let (caption, ticks) = attention_key(sel.as_deref(), &view.direction, max);
             h += colorbar_h(
@@ -326,6 +344,11 @@ pub fn draw_key(
 /// other code tokens shown; when there is none (a causal model's first code token attends
 /// only to itself and the tokens before the code), five ".00" ticks would read as a broken
 /// scale, so the caption says so and the bar keeps one tick.
+/// Whether the view's attention is compare mode's signed B − A.
+fn signed(view: &View) -> bool {
+    view.compare.as_ref().is_some_and(|c| c.heatmap == "B−A")
+}
+
 fn attention_key(
     selected: Option<&str>,
     direction: &str,

@@ -51,12 +51,12 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
         sub.push(detail.join(" · "));
     }
     // Compare mode: which side the matrix is, and of which twin.
-    let side = view
+    let cmp = view
         .compare
         .as_ref()
         .map(|c| (c.heatmap.as_str(), c.twin.as_str()));
-    let signed = side.is_some_and(|(s, _)| s == "B−A");
-    if let Some((s, twin)) = side {
+    let signed = cmp.is_some_and(|(s, _)| s == "B−A");
+    if let Some((s, twin)) = cmp {
         sub.push(match s {
             "B−A" => format!("compare mode: the twin's attention minus the original's (B − A) on aligned tokens · B = {twin} · orange: more in the twin, blue: less"),
             "B" => format!("compare mode: the twin's attention (B = {twin}) on the original's aligned tokens"),
@@ -66,7 +66,7 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
     let y0 = header(&mut svg, m, pal, &title_of(view), &sub);
 
     let mut panels = vec![Panel {
-        caption: match (view.head, side) {
+        caption: match (view.head, cmp) {
             (Some(h), Some((s, _))) => format!("layer {} head {h} · {s}", view.layer),
             (None, Some((s, _))) => format!("layer {} mean of heads · {s}", view.layer),
             (Some(h), None) => format!("layer {} head {h}", view.layer),
@@ -248,7 +248,15 @@ pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
                 )
             })
             .collect();
-        let line = format!("{}: {}", p.caption, parts.join(" · "));
+        // The scores are always the original's (A), whatever side the matrix shows.
+        let who = match cmp {
+            Some(_) => format!(
+                "{}, the original's (A) scores",
+                p.caption.split(" · ").next().unwrap_or(&p.caption)
+            ),
+            None => p.caption.clone(),
+        };
+        let line = format!("{who}: {}", parts.join(" · "));
         for (i, l) in super::wrap(&line, (avail / (super::svg::CHAR_W * small)) as usize)
             .into_iter()
             .enumerate()
