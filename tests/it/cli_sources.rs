@@ -15,6 +15,15 @@ use sha2::{Digest, Sha256};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_codescope");
 
+/// A fixture of `tests/fixtures/` by name, as a path string (for `--model`).
+pub(crate) fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
 pub(crate) struct Env {
     _root: tempfile::TempDir,
     pub root: PathBuf,

@@ -2,15 +2,9 @@
 //! `src` and `href` of the deck's `index.html` resolves to a file the command wrote, each
 //! image a PNG that decodes, and the captions are on the page.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-        .display()
-        .to_string()
-}
+use crate::cli_sources::fixture;
 
 /// Every value of `attr="..."` in `html`.
 fn attr_values(html: &str, attr: &str) -> Vec<String> {

@@ -8,13 +8,7 @@ use serde_json::Value;
 
 use crate::cli_sources::{ok, sandboxed};
 
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-        .display()
-        .to_string()
-}
+use crate::cli_sources::fixture;
 
 #[test]
 fn analyze_and_reproduce_show_the_finding() {

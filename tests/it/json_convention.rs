@@ -4,19 +4,13 @@
 //! Positional arrays stay index 0 = first layer; hidden-state outputs (probes) number
 //! layer 0 as the embeddings, so their layer 1 is the first transformer layer too.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
 use crate::cli_sources::{ok, sandboxed};
 
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-        .display()
-        .to_string()
-}
+use crate::cli_sources::fixture;
 
 /// Every rule broken in `v`, with its JSON path.
 /// `hidden`: hidden-state outputs (probes), whose layer 0 is the embeddings and layer 1
