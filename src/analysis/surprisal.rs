@@ -31,6 +31,10 @@ pub struct TokenSurprisal {
     pub max_bits: f32,
     /// The top decile starts here (the 90th percentile of the scored code tokens).
     pub top_decile: f32,
+    /// Top of the colour scale: the 95th percentile of the scored code tokens, so one
+    /// long token (a 60-bit docstring) does not wash every other token out; tokens
+    /// above it take the scale's top colour (the legend says so).
+    pub scale_bits: f32,
     /// The subword-level scores (for the predictions).
     pub lm: Surprisal,
     /// Subword texts as the model saw them.
@@ -66,10 +70,16 @@ impl TokenSurprisal {
         } else {
             scored[((scored.len() as f64 * 0.9).ceil() as usize).clamp(1, scored.len()) - 1]
         };
+        let scale_bits = if scored.is_empty() {
+            0.0
+        } else {
+            scored[((scored.len() as f64 * 0.95).ceil() as usize).clamp(1, scored.len()) - 1]
+        };
         Some(TokenSurprisal {
             bits,
             subwords: al.token_to_subwords.clone(),
             shared,
+            scale_bits,
             perplexity: s.perplexity(&trace.tokens),
             mean_bits: s.mean_bits(&trace.tokens),
             max_bits,

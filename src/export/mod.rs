@@ -61,6 +61,10 @@ pub struct SurprisalView {
     /// decile starts, in bits.
     pub max_bits: f32,
     pub top_decile_bits: Option<f32>,
+    /// Top of the colour scale (the 95th percentile of the code tokens' bits; tokens
+    /// above it take the top colour).
+    #[serde(default)]
+    pub scale_bits: f32,
     /// What the model expected where the selected token starts (top 5 at the previous
     /// position), best first.
     pub selected_expected: Vec<Expected>,

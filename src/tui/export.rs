@@ -189,6 +189,7 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
             perplexity: s.perplexity,
             mean_bits: s.mean_bits,
             max_bits: s.max_bits,
+            scale_bits: s.scale_bits,
             top_decile_bits: s.top_decile.is_finite().then_some(s.top_decile),
             selected_expected: s
                 .expected(v.cursor)

@@ -167,3 +167,38 @@ fn minilm_on_the_bundled_sample_reads_as_the_readme_says() {
         );
     }
 }
+
+/// The surprisal colours stay readable: the scale stops at the 95th percentile of the
+/// code tokens' bits, so one long token (the bundled sample's docstring, 60 bits with the
+/// packaged Gemma 3) does not wash out the rest, and the legend says where the scale stops
+/// and what the maximum is.
+#[test]
+fn surprisal_scale_is_capped_at_the_95th_percentile() {
+    let d = tempfile::tempdir().unwrap();
+    let sample =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("assets/samples/python/word_count.py");
+    let out = d.path().join("s.svg");
+    let o = std::process::Command::new(crate::cli_sources::BIN)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("CODESCOPE_LOG_FILE", d.path().join("log"))
+        .args(["render", "--model", "gemma3-270m"])
+        .arg(&sample)
+        .args(["--view", "surprisal", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    ok(&o);
+    let svg = std::fs::read_to_string(&out).unwrap();
+    let i = svg
+        .find("capped at p95 = ")
+        .expect("the legend says the scale is capped");
+    let rest = &svg[i + "capped at p95 = ".len()..];
+    let p95: f64 = rest[..rest.find(';').unwrap()].parse().unwrap();
+    let max: f64 = rest[rest.find("max ").unwrap() + 4..rest.find(')').unwrap()]
+        .parse()
+        .unwrap();
+    assert!(
+        p95 < max / 2.0,
+        "{p95} vs {max}: the long docstring no longer sets the scale"
+    );
+}

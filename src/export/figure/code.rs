@@ -152,7 +152,15 @@ fn shades(view: &View, crop: &Crop, shade: Shade) -> (Vec<Option<f32>>, f32) {
             (v, wmax)
         }
         Shade::Surprisal => {
-            let max = view.surprisal.as_ref().map_or(0.0, |s| s.max_bits);
+            // The 95th percentile tops the scale (one long token does not wash out the
+            // rest); an export from before the field existed falls back to the max.
+            let max = view.surprisal.as_ref().map_or(0.0, |s| {
+                if s.scale_bits > 0.0 {
+                    s.scale_bits
+                } else {
+                    s.max_bits
+                }
+            });
             let v = view
                 .tokens
                 .iter()
@@ -304,6 +312,12 @@ pub fn draw_key(
             );
         }
         Shade::Surprisal => {
+            let full = view.surprisal.as_ref().map_or(max, |s| s.max_bits);
+            let caption = if full > max + 0.05 {
+                format!("surprisal, bits (capped at p95 = {max:.1}; max {full:.1})")
+            } else {
+                "surprisal (bits)".to_string()
+            };
             h += colorbar_h(
                 svg,
                 m,
@@ -311,7 +325,7 @@ pub fn draw_key(
                 (x, y, w.min(900.0 * m.s)),
                 &sampled(|t| pal.surprisal(t)),
                 &linear_ticks(max as f64, |v| format!("{v:.1}")),
-                "surprisal (bits)",
+                &caption,
             );
         }
     }

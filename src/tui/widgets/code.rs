@@ -333,7 +333,7 @@ fn surprisal_style(
         return st.add_modifier(Modifier::DIM);
     };
     if t.colored() {
-        let v = (b / sp.max_bits.max(1e-6)).clamp(0.0, 1.0);
+        let v = (b / sp.scale_bits.max(1e-6)).clamp(0.0, 1.0);
         st.bg(t.color(t.surprisal_rgb(v))).fg(t.on_surprisal(v))
     } else if b >= sp.top_decile {
         st.add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
@@ -359,7 +359,13 @@ fn surprisal_legend<'a>(app: &App, sp: &TokenSurprisal, w: usize) -> Line<'a> {
                 ratatui::style::Style::default().bg(t.color(t.surprisal_rgb(v))),
             ));
         }
-        l.push(Span::styled(format!(" {:.1} bits", sp.max_bits), t.dim()));
+        // The scale stops at the 95th percentile: one long token does not wash out the rest.
+        let top = if sp.max_bits > sp.scale_bits + 0.05 {
+            format!(" ≥{:.1} bits (p95; max {:.1})", sp.scale_bits, sp.max_bits)
+        } else {
+            format!(" {:.1} bits", sp.max_bits)
+        };
+        l.push(Span::styled(top, t.dim()));
     } else {
         let top = if sp.top_decile.is_finite() {
             format!("{:.1}", sp.top_decile)
