@@ -276,3 +276,28 @@ fn probe_token_label() {
         snap("probe_token_label", &app);
     }
 }
+
+/// At 80x24 the help does not fit: its title says how much is hidden, the arrows scroll
+/// it to the last keys (which were cut off before), and any other key closes it.
+#[test]
+fn help_scrolls_when_it_does_not_fit() {
+    let mut app = ready(SAMPLE, 80, 24);
+    typed(&mut app, "?");
+    let s = screen(&app);
+    assert!(s.contains("↓") && s.contains("more"), "{s}");
+    assert!(!s.contains("compare heatmap A/B/B−A"), "{s}");
+    for _ in 0..40 {
+        press(&mut app, &[KeyCode::Down]);
+    }
+    let s = screen(&app);
+    assert!(
+        s.contains("compare heatmap A/B/B−A") && s.contains("↑"),
+        "{s}"
+    );
+    assert!(matches!(app.overlay, codescope::tui::app::Overlay::Help));
+    typed(&mut app, "x");
+    assert!(matches!(app.overlay, codescope::tui::app::Overlay::None));
+    // Opened again, it starts at the top.
+    typed(&mut app, "?");
+    assert!(!screen(&app).contains("compare heatmap A/B/B−A"));
+}

@@ -125,6 +125,8 @@ pub struct App {
     pub model: ModelState,
     pub probe: ProbePanel,
     pub status: Status,
+    /// First line of the help overlay shown (it scrolls when it does not fit).
+    pub help_scroll: u16,
     pub overlay: Overlay,
     pub editor: Option<Editor>,
     /// Compare mode (`c`): the snippet against its twin.
@@ -157,6 +159,7 @@ impl App {
             },
             probe: ProbePanel::default(),
             status: Status::default(),
+            help_scroll: 0,
             overlay: Overlay::None,
             editor: None,
             compare: CompareMode::default(),
@@ -856,7 +859,21 @@ impl App {
         }
         match std::mem::replace(&mut self.overlay, Overlay::None) {
             Overlay::None => {}
-            Overlay::Help => return Vec::new(),
+            // The help scrolls with the arrows and pages; any other key closes it.
+            Overlay::Help => {
+                let step = match k.code {
+                    KeyCode::Down | KeyCode::Char('j') => Some(1i32),
+                    KeyCode::Up | KeyCode::Char('k') => Some(-1),
+                    KeyCode::PageDown => Some(10),
+                    KeyCode::PageUp => Some(-10),
+                    _ => None,
+                };
+                if let Some(d) = step {
+                    self.help_scroll = (i32::from(self.help_scroll) + d).clamp(0, 200) as u16;
+                    self.overlay = Overlay::Help;
+                }
+                return Vec::new();
+            }
             Overlay::Prompt(kind @ (PromptKind::Open | PromptKind::Twin), input)
                 if k.code == KeyCode::Tab =>
             {
@@ -980,7 +997,10 @@ impl App {
                 self.quit = true;
                 return vec![Effect::Quit];
             }
-            KeyCode::Char('?') => self.overlay = Overlay::Help,
+            KeyCode::Char('?') => {
+                self.help_scroll = 0;
+                self.overlay = Overlay::Help;
+            }
             KeyCode::Tab => v.set_focus(v.focus.step(1)),
             KeyCode::BackTab => v.set_focus(v.focus.step(-1)),
             KeyCode::Left if in_grid => v.grid.0 = v.grid.0.saturating_sub(1),

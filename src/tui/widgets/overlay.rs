@@ -78,21 +78,39 @@ pub fn help(app: &App, f: &mut Frame, area: Rect) {
     }
     let rows = cols.iter().map(|c| c.len()).max().unwrap_or(0) as u16;
     let r = centered(area, col_w * cols.len() as u16 + 3, rows + 2);
+    // Too tall for the terminal: it scrolls (↑ ↓ PgUp PgDn), and says what is hidden.
+    let visible = r.height.saturating_sub(2);
+    let max_scroll = rows.saturating_sub(visible);
+    let scroll = app.help_scroll.min(max_scroll);
+    let mut title = vec![Span::styled(" Keys ", t.accent())];
+    if max_scroll > 0 {
+        let mut where_ = Vec::new();
+        if scroll > 0 {
+            where_.push(format!("↑ {scroll} more"));
+        }
+        if scroll < max_scroll {
+            where_.push(format!("↓ {} more", max_scroll - scroll));
+        }
+        title.push(Span::styled(format!("{} ", where_.join(" · ")), t.warn()));
+        title.push(Span::styled("(↑↓ scroll, other keys close) ", t.dim()));
+    } else {
+        title.push(Span::styled("(any key closes) ", t.dim()));
+    }
     f.render_widget(Clear, r);
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.border(true))
-        .title(Line::from(vec![
-            Span::styled(" Keys ", t.accent()),
-            Span::styled("(any key closes) ", t.dim()),
-        ]))
+        .title(Line::from(title))
         .style(t.text());
     let inner = block.inner(r);
     f.render_widget(block, r);
     for (i, c) in cols.into_iter().enumerate() {
         let x = inner.x + 1 + i as u16 * (col_w + 1);
         let w = col_w.min(inner.right().saturating_sub(x));
-        f.render_widget(Paragraph::new(c), Rect::new(x, inner.y, w, inner.height));
+        f.render_widget(
+            Paragraph::new(c).scroll((scroll, 0)),
+            Rect::new(x, inner.y, w, inner.height),
+        );
     }
 }
 
