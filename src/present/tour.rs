@@ -233,9 +233,9 @@ pub fn append_here(path: &Path, mut step: Step) -> std::result::Result<(Step, Sn
                 || std::env::current_dir().ok(),
                 |d| std::fs::canonicalize(d).ok(),
             );
-        let rel = base
-            .and_then(|b| abs.strip_prefix(&b).ok().map(Path::to_path_buf))
-            .unwrap_or(abs);
+        // Relative to the tour's directory, with `..` where the file is outside it (the
+        // README's rule: a tour moves with its files); absolute only without a base.
+        let rel = base.map_or(abs.clone(), |b| relative_to(&abs, &b));
         step.file = Some(rel.display().to_string());
         step.code = None;
         step.name = None;
@@ -245,6 +245,24 @@ pub fn append_here(path: &Path, mut step: Step) -> std::result::Result<(Step, Sn
     }
     append(path, &step).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok((step, Snippet { name, text, lang }))
+}
+
+/// `path` relative to the directory `base` (both absolute): the common part dropped, a
+/// `..` for each of `base`'s remaining components.
+fn relative_to(path: &Path, base: &Path) -> std::path::PathBuf {
+    let (p, b): (Vec<_>, Vec<_>) = (path.components().collect(), base.components().collect());
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common == 0 {
+        return path.to_path_buf();
+    }
+    let mut out = std::path::PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c);
+    }
+    out
 }
 
 /// Pre-render every step of a tour into `out`: `NN-view.svg` and `.png` per step and an
@@ -412,5 +430,35 @@ rewrite = "rename:neutral"
         assert_eq!(t.steps.len(), 2);
         assert_eq!(t.steps[1], s);
         assert_eq!(t.base, dir.path());
+    }
+
+    #[test]
+    fn recorded_files_are_relative_to_the_tour_even_outside_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("talks")).unwrap();
+        std::fs::create_dir_all(root.join("code/pkg")).unwrap();
+        let file = root.join("code/pkg/a.py");
+        std::fs::write(&file, "x = 1\n").unwrap();
+        let tour = root.join("talks/t.toml");
+        let step = Step {
+            code: Some("x = 1\n".into()),
+            name: Some(file.display().to_string()),
+            ..Step::default()
+        };
+        let (written, _) = append_here(&tour, step).unwrap();
+        assert_eq!(written.file.as_deref(), Some("../code/pkg/a.py"));
+        // And it reads back to the same file.
+        let t = Tour::load(&tour).unwrap();
+        let snip = t.steps[0].snippet(&t.base).unwrap();
+        assert_eq!(snip.text, "x = 1\n");
+        assert_eq!(
+            relative_to(Path::new("/a/b/c"), Path::new("/a/b")),
+            Path::new("c")
+        );
+        assert_eq!(
+            relative_to(Path::new("/a/x"), Path::new("/a/b/c")),
+            Path::new("../../x")
+        );
     }
 }
