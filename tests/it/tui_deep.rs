@@ -300,3 +300,39 @@ fn transposed_grid_shows_every_cell_and_moves_spatially() {
     assert!(fx.is_empty());
     assert_eq!((app.view.layer, app.view.head), (9, 3));
 }
+
+/// The finding panel (`F`) with more layers than rows: a window that keeps the current
+/// layer in view and says which layers it shows, the reading still below; in the compact
+/// layout `F` brings the panel on screen.
+#[test]
+fn finding_panel_windows_deep_models_and_shows_in_the_compact_layout() {
+    for layers in [18usize, 32] {
+        let shape = SHAPES.iter().copied().find(|s| s.0 == layers).unwrap();
+        for (w, h) in [(80u16, 24u16), (120, 40)] {
+            let mut app = ready_deep(shape, w, h, ColorMode::TrueColor);
+            press_deep(&mut app, shape, &[KeyCode::Char('F')]);
+            for l in [0, layers / 2, layers - 1] {
+                app.view.layer = l;
+                resettle(&mut app);
+                let s = screen(&app);
+                assert!(
+                    s.contains("Finding"),
+                    "{layers} layers {w}x{h}: panel shown\n{s}"
+                );
+                assert!(
+                    s.contains(&format!("│{:>2}  0.", l + 1)),
+                    "{layers} layers {w}x{h}: row of layer {} shown\n{s}",
+                    l + 1
+                );
+                assert!(
+                    s.contains(&format!(" of {layers} (← → move)")),
+                    "the range line\n{s}"
+                );
+                assert!(
+                    s.contains("the study's"),
+                    "the reading or legend stays\n{s}"
+                );
+            }
+        }
+    }
+}

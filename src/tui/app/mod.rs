@@ -1046,7 +1046,13 @@ impl App {
             }
             KeyCode::Char('d') => v.dfg = !v.dfg,
             KeyCode::Char('g') => v.gold = !v.gold,
-            KeyCode::Char('F') => v.finding = !v.finding,
+            KeyCode::Char('F') => {
+                v.finding = !v.finding;
+                // Show it: the compact layout has one side panel at a time.
+                if v.finding {
+                    v.set_focus(Focus::Categories);
+                }
+            }
             KeyCode::Char('+') | KeyCode::Char('=') => {
                 let cur = v.effective_zoom();
                 v.zoom = (cur / 2).max(1);

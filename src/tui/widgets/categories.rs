@@ -115,38 +115,74 @@ fn ratio_max(ms: &[&CategoryMatrix], n: usize) -> f64 {
 fn draw_finding(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let thr = app.threshold();
-    let block = panel(
-        app,
-        Focus::Categories,
-        super::fit_title(
-            vec![
-                Span::styled("Finding", t.accent()),
-                Span::styled(
-                    format!(" · F1 best head (head mean) · t {thr:.2} · F: categories"),
-                    t.dim(),
-                ),
-            ],
-            area.width,
+    let title = vec![
+        Span::styled("Finding", t.accent()),
+        Span::styled(
+            format!(" · F1 best head (head mean) · t {thr:.2} · F: categories"),
+            t.dim(),
         ),
-    );
-    let inner = block.inner(area);
-    f.render_widget(block, area);
-    let Some(a) = app.prepared() else {
-        f.render_widget(
-            Paragraph::new(Span::styled("waiting for the analysis…", t.dim())),
-            inner,
-        );
+    ];
+    let Some((inner, a)) = framed(app, f, area, title) else {
         return;
     };
     let fd = crate::analysis::finding::Finding::of(a);
     let w = inner.width as usize;
-    let mut lines = vec![Line::from(Span::styled(
-        clip(" L  syn–syn    id–id      syn–id     %s→i %i→s", w),
+    // Below the rows: the marker's legend, then the reading wrapped to the panel.
+    let mut footer = vec![Line::from(Span::styled(
+        clip("◂ = syn–id below both others (the study's pattern)", w),
         t.dim(),
     ))];
+    let mut cur = String::new();
+    for word in fd.reading().split(' ') {
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > w {
+            footer.push(Line::from(Span::styled(std::mem::take(&mut cur), t.dim())));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() {
+        footer.push(Line::from(Span::styled(clip(&cur, w), t.dim())));
+    }
+    // More layers than rows (Gemma 3's 18 in a short panel): a window that keeps the
+    // current layer in view, the header saying which layers are shown.
+    let n = fd.layers.len();
+    let height = inner.height as usize;
+    let fits = 1 + n + footer.len() <= height;
+    // Windowed: one more line says which layers are shown.
+    let mut rows = if fits {
+        n
+    } else {
+        height.saturating_sub(2 + footer.len())
+    };
+    if rows < n.min(3) {
+        footer.clear();
+        rows = height.saturating_sub(2);
+    }
+    let rows = rows.min(n);
+    let first = app
+        .view
+        .layer
+        .saturating_sub(rows / 2)
+        .min(n.saturating_sub(rows));
+    if rows < n {
+        footer.insert(
+            0,
+            Line::from(Span::styled(
+                clip(
+                    &format!("layers {}–{} of {n} (← → move)", first + 1, first + rows),
+                    w,
+                ),
+                t.warn(),
+            )),
+        );
+    }
+    let head = " L  syn–syn    id–id      syn–id     %s→i %i→s";
+    let mut lines = vec![Line::from(Span::styled(clip(head, w), t.dim()))];
     let pct = |v: Option<f64>| v.map_or("·".to_string(), |v| format!("{:.0}", v * 100.0));
     let pattern = fd.pattern_layers();
-    for (i, l) in fd.layers.iter().enumerate() {
+    for (i, l) in fd.layers.iter().enumerate().skip(first).take(rows) {
         let cell =
             |r: &crate::analysis::finding::Rel| format!("{:.2}({:.2})", r.best_f1, r.mean_f1);
         let sh = l.shares.unwrap_or([None; 4]);
@@ -176,43 +212,19 @@ fn draw_finding(app: &App, f: &mut Frame, area: Rect) {
             Span::styled(mark, t.dim()),
         ]));
     }
-    lines.push(Line::from(Span::styled(
-        clip("◂ = syn–id below both others (the study's pattern)", w),
-        t.dim(),
-    )));
-    // The reading, wrapped to the panel.
-    let mut cur = String::new();
-    for word in fd.reading().split(' ') {
-        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > w {
-            lines.push(Line::from(Span::styled(std::mem::take(&mut cur), t.dim())));
-        }
-        if !cur.is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(word);
-    }
-    if !cur.is_empty() {
-        lines.push(Line::from(Span::styled(clip(&cur, w), t.dim())));
-    }
+    lines.extend(footer);
     f.render_widget(Paragraph::new(lines), inner);
 }
 
-pub fn draw(app: &App, f: &mut Frame, area: Rect) {
-    if app.view.finding {
-        return draw_finding(app, f, area);
-    }
+/// The panel's frame with `title`, and the analysis shown (a waiting line without one).
+fn framed<'a>(
+    app: &'a App,
+    f: &mut Frame,
+    area: Rect,
+    title: Vec<Span<'static>>,
+) -> Option<(Rect, &'a std::sync::Arc<crate::analysis::SnippetAnalysis>)> {
     let t = &app.theme;
-    let block = panel(
-        app,
-        Focus::Categories,
-        super::fit_title(
-            vec![
-                Span::styled("Categories", t.accent()),
-                Span::styled(" · × uniform, % share", t.dim()),
-            ],
-            area.width,
-        ),
-    );
+    let block = panel(app, Focus::Categories, super::fit_title(title, area.width));
     let inner = block.inner(area);
     f.render_widget(block, area);
     let Some(a) = app.prepared() else {
@@ -220,6 +232,21 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             Paragraph::new(Span::styled("waiting for the analysis…", t.dim())),
             inner,
         );
+        return None;
+    };
+    Some((inner, a))
+}
+
+pub fn draw(app: &App, f: &mut Frame, area: Rect) {
+    if app.view.finding {
+        return draw_finding(app, f, area);
+    }
+    let t = &app.theme;
+    let title = vec![
+        Span::styled("Categories", t.accent()),
+        Span::styled(" · × uniform, % share", t.dim()),
+    ];
+    let Some((inner, a)) = framed(app, f, area, title) else {
         return;
     };
     if a.coarse.is_empty() {
