@@ -101,38 +101,48 @@ pub fn candle_message(e: &candle_core::Error) -> String {
 /// session, a shard or a path can never move the cursor, set the window title, write the
 /// clipboard (OSC 52) or overwrite a line. Borrowed when nothing needs escaping.
 pub fn printable(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| {
-        (c.is_control() && !(keep_newlines && c == '\n'))
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-            || matches!(c, '\u{fdd0}'..='\u{fdef}')
-            || (c as u32 & 0xfffe) == 0xfffe
-    };
+    let bad = |c: char| unprintable(c) && !(keep_newlines && c == '\n');
     if !text.chars().any(bad) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        match c {
-            c if !bad(c) => out.push(c),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => {
-                use std::fmt::Write as _;
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
+        if bad(c) {
+            push_escaped(&mut out, c);
+        } else {
+            out.push(c);
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// The characters [`printable`] escapes: controls (C0, DEL, C1), bidirectional-text
+/// overrides and isolates, non-characters.
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(c, '\u{fdd0}'..='\u{fdef}')
+        || (c as u32 & 0xfffe) == 0xfffe
+}
+
+/// `c` as its visible escape.
+fn push_escaped(out: &mut String, c: char) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c => {
+            use std::fmt::Write as _;
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
 }
 
 /// `text` for a terminal: like [`printable`] with line breaks and tabs kept, and, when
 /// `keep_sgr`, codescope's own colour codes (`ESC [ digits ; ... m`, select graphic
 /// rendition: colours only) kept too; every other escape sequence is shown escaped.
 pub fn printable_for_terminal(text: &str, keep_sgr: bool) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| {
-        c != '\n' && c != '\t' && printable(c.encode_utf8(&mut [0; 4]), false) != c.to_string()
-    };
+    let bad = |c: char| c != '\n' && c != '\t' && unprintable(c);
     if !text.chars().any(bad) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -155,7 +165,7 @@ pub fn printable_for_terminal(text: &str, keep_sgr: bool) -> std::borrow::Cow<'_
             }
         }
         if bad(c) {
-            out.push_str(&printable(c.encode_utf8(&mut [0; 4]), false));
+            push_escaped(&mut out, c);
         } else {
             out.push(c);
         }
