@@ -60,5 +60,6 @@ fn main() {
         }
         _ => !corrupt.is_empty(),
     };
+    signals::finish();
     std::process::exit(signals::exit_status().unwrap_or(i32::from(failed)));
 }

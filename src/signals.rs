@@ -5,8 +5,9 @@
 //! every path registered with [`remove_on_signal`] (the download temp directories in the
 //! cache, so an interrupted fetch leaves nothing half-written) and exits the process
 //! with the conventional status `128 + n`. While the explorer runs it calls
-//! [`defer_exit`]: it must restore the terminal first, so the thread only records the
-//! signal and the explorer's own loop ends; `main` then exits with [`exit_status`]. (The
+//! [`defer_exit`]: it must restore the terminal and save its session first, so the
+//! thread only records the signal and the explorer's own loop ends; `main` then calls
+//! [`finish`] (the removal) and exits with [`exit_status`]. (The
 //! explorer also handles job control, SIGTSTP and SIGCONT: `tui::terminal`.)
 //! `kill -9` cannot be caught: the next run removes what it left (see
 //! `model::source::tempdir`).
@@ -34,8 +35,11 @@ pub fn install() {
             if let Some(sig) = signals.forever().next() {
                 RECEIVED.store(sig, Ordering::SeqCst);
                 tracing::info!(sig, "signal received");
-                remove_registered();
+                // A deferred exit removes nothing here: the explorer is still saving its
+                // session through a registered temporary, which this would delete under
+                // it; `main` calls [`finish`] once the explorer has returned.
                 if !DEFER.load(Ordering::SeqCst) {
+                    remove_registered();
                     std::process::exit(128 + sig);
                 }
             }
@@ -75,6 +79,14 @@ pub fn exit_status() -> Option<i32> {
 pub fn remove_on_signal(path: &Path) {
     if let Ok(mut v) = TO_REMOVE.lock() {
         v.push(path.to_path_buf());
+    }
+}
+
+/// On the way out after a deferred signal: remove what is still registered (a download
+/// the worker left half-done). Does nothing when no signal was received.
+pub fn finish() {
+    if received().is_some() {
+        remove_registered();
     }
 }
 
