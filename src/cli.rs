@@ -91,6 +91,16 @@ pub enum Command {
     /// Probe hidden states per layer: linear/MLP/DirectProbe/AST-Probe, control tasks,
     /// selectivity.
     Probe(ProbeArgs),
+    /// Causal test: block attention between code-token pairs (by class, e.g. syn-id, or
+    /// a gold graph) and measure what the model loses on each token, against a matched
+    /// random control.
+    Knockout(KnockoutArgs),
+    /// Causal test: ablate each head in turn and measure the effect on identifiers and
+    /// syntactic tokens.
+    Ablate(AblateArgs),
+    /// Logit lens (causal models): every layer's residual stream through the final norm
+    /// and the LM head; where each code token becomes the top guess.
+    Lens(LensArgs),
     /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
     /// the tables one process would have written.
     Merge(MergeArgs),
@@ -355,6 +365,101 @@ pub struct AnalyzeArgs {
     /// Print long-format CSV (table,key,layer,head,threshold,metric,value).
     #[arg(long)]
     pub csv: bool,
+}
+
+/// The output choices of the causal commands.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct OutputArgs {
+    /// Print the JSON document (docs/formats.md).
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV (docs/formats.md).
+    #[arg(long)]
+    pub csv: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct KnockoutArgs {
+    /// Input file, or `-` for stdin.
+    pub file: String,
+    /// The (query, key) code-token pairs to block: syn-id (syntactic queries, identifier
+    /// keys), id-syn, syn-syn, id-id, a gold graph (ast_motif, syntactic,
+    /// syntactic_identifier, dfg, dfg_refined; both directions of each edge), or any of
+    /// them prefixed with not- (every other pair).
+    #[arg(long, value_parser = edge_set)]
+    pub edges: crate::analysis::causal::EdgeSet,
+    /// Layers to block in (1-based: 1,3-5; default all).
+    #[arg(long, value_parser = index_list)]
+    pub layers: Option<IndexList>,
+    /// Heads to block in (1-based: 1,3-5; default all).
+    #[arg(long, value_parser = index_list)]
+    pub heads: Option<IndexList>,
+    /// Random draws of the matched control: as many pairs drawn from outside the set
+    /// (0: none).
+    #[arg(long, default_value_t = 20)]
+    pub control: usize,
+    /// Seed of the control's draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Feed the source as written, or the study's space-joined code tokens.
+    #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
+    pub mode: crate::analysis::Mode,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AblateArgs {
+    /// Input file, or `-` for stdin.
+    pub file: String,
+    /// Replace each head's output by zeros or by its mean over the snippet's positions.
+    #[arg(long, value_parser = ["zero", "mean"], default_value = "zero")]
+    pub ablation: String,
+    /// Feed the source as written, or the study's space-joined code tokens.
+    #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
+    pub mode: crate::analysis::Mode,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LensArgs {
+    /// Input file, or `-` for stdin.
+    pub file: String,
+    /// Feed the source as written, or the study's space-joined code tokens.
+    #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
+    pub mode: crate::analysis::Mode,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+fn edge_set(s: &str) -> Result<crate::analysis::causal::EdgeSet, String> {
+    crate::analysis::causal::EdgeSet::parse(s)
+}
+
+/// Layers or heads given as `1,3-5`: 0-based indices, ascending, without repeats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexList(pub Vec<usize>);
+
+/// `1,3-5` (1-based) as 0-based indices, ascending, without repeats.
+fn index_list(s: &str) -> Result<IndexList, String> {
+    let mut v = Vec::new();
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (a, b) = parse_range(part.trim())?;
+        if a == 0 {
+            return Err(format!("`{s}`: layers and heads count from 1"));
+        }
+        if b - a > 100_000 {
+            return Err(format!("`{s}`: the range is too long"));
+        }
+        v.extend(a - 1..b);
+    }
+    if v.is_empty() {
+        return Err(format!("`{s}` names no layer or head"));
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(IndexList(v))
 }
 
 #[derive(Debug, clap::Args)]

@@ -34,6 +34,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Rewrite(args)) => rewrite_cmd(s, args),
         Some(Command::Trace(args)) => trace_cmd(s.model.as_deref(), s.random_weights, args),
         Some(Command::Probe(args)) => probe_cmd(s, args),
+        Some(Command::Knockout(args)) => knockout_cmd(s, args),
+        Some(Command::Ablate(args)) => ablate_cmd(s, args),
+        Some(Command::Lens(args)) => lens_cmd(s, args),
         Some(Command::Render(args)) => crate::present::render::run(s, args),
         Some(Command::Fetch { spec }) => {
             let spec = spec.clone().or(s.model.clone());
@@ -406,6 +409,86 @@ fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()> {
     } else {
         print(&analysis::report::summary(&inp.name, &a))
     }
+}
+
+/// Print a causal command's result as its output options say.
+fn print_out(
+    out: &crate::cli::OutputArgs,
+    json: impl FnOnce() -> serde_json::Value,
+    csv: impl FnOnce() -> String,
+    text: impl FnOnce() -> String,
+) -> Result<()> {
+    if out.json {
+        print(&format!("{}\n", json()))
+    } else if out.csv {
+        print(&csv())
+    } else {
+        print(&text())
+    }
+}
+
+fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs) -> Result<()> {
+    use crate::analysis::causal;
+    let inp = input::read(&args.file)?;
+    let lang = settings.language_for(&args.file, &inp.text);
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    let r = causal::knockout(
+        &m,
+        &inp.text,
+        lang,
+        &causal::KnockoutOptions {
+            edges: args.edges.clone(),
+            layers: args.layers.clone().map(|l| l.0),
+            heads: args.heads.clone().map(|h| h.0),
+            control: args.control,
+            seed: args.seed,
+            mode: args.mode,
+        },
+    )?;
+    print_out(
+        &args.out,
+        || r.to_json(&m.info),
+        || r.to_csv(),
+        || r.summary_text(&crate::error::printable(&inp.name, false)),
+    )
+}
+
+fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> Result<()> {
+    use crate::analysis::causal;
+    let inp = input::read(&args.file)?;
+    let lang = settings.language_for(&args.file, &inp.text);
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    let mode = match args.ablation.as_str() {
+        "mean" => crate::model::AblationMode::Mean,
+        _ => crate::model::AblationMode::Zero,
+    };
+    let p = causal::Prepared::new(&m, &inp.text, lang, args.mode, true)?;
+    let r = causal::ablate(&m, &p, mode, &mut |_, _, _| false)?;
+    print_out(
+        &args.out,
+        || r.to_json(&m.info),
+        || r.to_csv(),
+        || r.summary_text(&crate::error::printable(&inp.name, false)),
+    )
+}
+
+fn lens_cmd(settings: &Settings, args: &crate::cli::LensArgs) -> Result<()> {
+    use crate::analysis::causal;
+    let inp = input::read(&args.file)?;
+    let lang = settings.language_for(&args.file, &inp.text);
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    let r = causal::lens(&m, &inp.text, lang, args.mode)?;
+    let tok = |id: u32| {
+        m.tokenizer
+            .id_to_token(id)
+            .unwrap_or_else(|| format!("<{id}>"))
+    };
+    print_out(
+        &args.out,
+        || r.to_json(&m.info, &tok),
+        || r.to_csv(&tok),
+        || r.summary_text(&crate::error::printable(&inp.name, false)),
+    )
 }
 
 /// The directory of this machine's Python standard library, if `python3` is there.

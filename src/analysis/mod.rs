@@ -35,6 +35,7 @@
 
 pub mod attention;
 pub mod categories;
+pub mod causal;
 pub mod compare;
 pub mod entropy;
 pub mod finding;
@@ -352,7 +353,7 @@ pub fn run(
         hidden: ro.hidden || on_demand,
         cancel: ro.cancel,
         on_attention: Some(&sink),
-        partial: None,
+        ..Default::default()
     };
     let mut trace = model.trace_encoded(&input.text, enc, &fwd, ro.lm && info.causal)?;
     let done = st

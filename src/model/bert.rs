@@ -304,14 +304,22 @@ impl Bert {
 
     /// Layer `li`'s attention probabilities `[heads, n, n]` and context `[n, hidden]` for
     /// its input `x` (`[n, hidden]`).
-    fn attention(&self, li: usize, x: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
+    /// An intervention ([`super::intervene`]) knocks keys out or ablates heads.
+    fn attention(
+        &self,
+        li: usize,
+        x: &[f32],
+        n: usize,
+        iv: Option<&super::Intervention>,
+    ) -> (Vec<f32>, Vec<f32>) {
         let heads = self.cfg.num_attention_heads;
         let h = self.cfg.hidden_size;
         let d = h / heads;
         let scale = (1.0 / (d as f64).sqrt()) as f32;
         let qkv = self.layers[li].qkv.apply(x, n, None);
         let mut ctx = vec![0.0f32; n * h];
-        let probs = kernels::attention_probs(&qkv, n, heads, d, scale, false, None, &mut ctx);
+        let probs =
+            super::intervene::attend(iv, li, &qkv, n, heads, d, scale, false, None, &mut ctx);
         (probs, ctx)
     }
 }
@@ -345,12 +353,15 @@ impl Backbone for Bert {
         if opts.hidden && opts.partial.is_none() {
             capture.push_hidden_host(&x);
         }
+        if let Some(iv) = opts.intervention {
+            iv.check(self.layers.len(), heads, n)?;
+        }
         let (first, end) = opts.span(self.layers.len());
         for (li, layer) in self.layers.iter().enumerate().take(end).skip(first) {
             if opts.cancelled(li) {
                 return Err(Error::Cancelled);
             }
-            let (probs, ctx) = self.attention(li, &x, n);
+            let (probs, ctx) = self.attention(li, &x, n, opts.intervention);
             capture.keep_attention(opts, li, probs)?;
             let mut a = layer.attn_out.apply(&ctx, n, Some(&x));
             layer.attn_norm.apply(&mut a);

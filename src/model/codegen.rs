@@ -234,7 +234,8 @@ impl CodeGen {
             pass.layer_done(&x, li)?;
         }
         pass.finish(
-            || Ok(self.ln_f.forward(&x)?),
+            &x,
+            |x| Ok(self.ln_f.forward(x)?),
             sink,
             |last, sink| {
                 super::lm::stream_logits_biased(

@@ -14,7 +14,7 @@
 
 use candle_core::{Device, Tensor};
 
-use super::{check_layer, kernels, Capture, ForwardOptions, LogitsSink};
+use super::{check_layer, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
 /// One decoder forward in progress (see the module doc for the order of calls).
@@ -27,6 +27,8 @@ pub(super) struct Pass<'o, 'c> {
     current: usize,
     capture: Capture,
     device: Device,
+    /// With a logit lens: the residual stream entering each layer (0 = embeddings).
+    residual: Vec<Tensor>,
 }
 
 impl<'o, 'c> Pass<'o, 'c> {
@@ -52,6 +54,10 @@ impl<'o, 'c> Pass<'o, 'c> {
         if opts.hidden && opts.partial.is_none() {
             capture.push_hidden(&x)?;
         }
+        if let Some(iv) = opts.intervention {
+            iv.check(layers, heads, n)?;
+        }
+        let lens = opts.lens.is_some() && opts.partial.is_none();
         let pass = Pass {
             opts,
             layers,
@@ -60,6 +66,7 @@ impl<'o, 'c> Pass<'o, 'c> {
             current: 0,
             capture,
             device: device.clone(),
+            residual: if lens { vec![x.clone()] } else { Vec::new() },
         };
         Ok((pass, x))
     }
@@ -92,7 +99,19 @@ impl<'o, 'c> Pass<'o, 'c> {
     ) -> Result<Tensor> {
         let (n, heads) = (self.n, self.heads);
         let mut ctx = vec![0.0f32; n * heads * d];
-        let probs = kernels::attention_probs(qkv, n, heads, d, scale, true, window, &mut ctx);
+        let iv = self.opts.intervention;
+        let probs = super::intervene::attend(
+            iv,
+            self.current,
+            qkv,
+            n,
+            heads,
+            d,
+            scale,
+            true,
+            window,
+            &mut ctx,
+        );
         self.capture
             .keep_attention(self.opts, self.current, probs)?;
         Ok(Tensor::from_vec(ctx, (n, heads * d), &self.device)?)
@@ -105,23 +124,30 @@ impl<'o, 'c> Pass<'o, 'c> {
         if self.opts.hidden && li + 1 < self.layers {
             self.capture.push_hidden(x)?;
         }
+        if !self.residual.is_empty() && li + 1 < self.layers {
+            self.residual.push(x.clone());
+        }
         Ok(())
     }
 
-    /// End with `last()`, the final norm's output (the last hidden state). With a `sink`,
-    /// `head` streams the LM head's logits of it into the sink — a step of its own for
-    /// cancellation (seconds for big vocabularies). A partial pass ends before both.
+    /// End with `norm(x)`, the final norm of the residual stream `x` (the last hidden
+    /// state). With a `sink`, `head` streams the LM head's logits of it into the sink — a
+    /// step of its own for cancellation (seconds for big vocabularies); with a logit lens
+    /// the residual stream entering every layer goes through `norm` and `head` too, into
+    /// the lens sink. A partial pass ends before all of it unless it asks for the logits
+    /// ([`super::Partial::logits`]).
     pub fn finish(
         mut self,
-        last: impl FnOnce() -> Result<Tensor>,
+        x: &Tensor,
+        norm: impl Fn(&Tensor) -> Result<Tensor>,
         sink: Option<&mut LogitsSink>,
-        head: impl FnOnce(&Tensor, &mut LogitsSink) -> Result<()>,
+        head: impl Fn(&Tensor, &mut LogitsSink) -> Result<()>,
     ) -> Result<Capture> {
-        if self.opts.partial.is_some() {
+        if self.opts.partial.is_some_and(|p| !p.logits) {
             return Ok(self.capture);
         }
-        let last = last()?;
-        if self.opts.hidden {
+        let last = norm(x)?;
+        if self.opts.hidden && self.opts.partial.is_none() {
             self.capture.push_hidden(&last)?;
         }
         if let Some(sink) = sink {
@@ -129,6 +155,14 @@ impl<'o, 'c> Pass<'o, 'c> {
                 return Err(Error::Cancelled);
             }
             head(&last, sink)?;
+            if let Some(lens) = self.opts.lens {
+                for (l, r) in std::mem::take(&mut self.residual).iter().enumerate() {
+                    if self.opts.cancelled(self.layers) {
+                        return Err(Error::Cancelled);
+                    }
+                    head(&norm(r)?, &mut |start, block| lens(l, start, block))?;
+                }
+            }
         }
         Ok(self.capture)
     }

@@ -368,7 +368,8 @@ impl Gemma3 {
             pass.layer_done(&x, li)?;
         }
         pass.finish(
-            || Ok(self.rms(&x, &self.norm)?),
+            &x,
+            |x| Ok(self.rms(x, &self.norm)?),
             sink,
             |last, sink| {
                 let head = self.lm_head.t()?;

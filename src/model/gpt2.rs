@@ -193,7 +193,8 @@ impl Gpt2 {
             pass.layer_done(&x, li)?;
         }
         pass.finish(
-            || Ok(self.ln_f.forward(&x)?),
+            &x,
+            |x| Ok(self.ln_f.forward(x)?),
             sink,
             |last, sink| super::lm::stream_logits(last, &self.wte.embeddings().t()?, sink),
         )

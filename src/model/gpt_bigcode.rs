@@ -298,7 +298,8 @@ impl GptBigCode {
             pass.layer_done(&x, li)?;
         }
         pass.finish(
-            || Ok(self.ln_f.forward(&x)?),
+            &x,
+            |x| Ok(self.ln_f.forward(x)?),
             sink,
             |last, sink| super::lm::stream_logits(last, &self.lm_head.t()?, sink),
         )

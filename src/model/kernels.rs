@@ -202,4 +202,83 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn knocked_out_keys_match_naive_and_nothing_blocked_is_bit_identical() {
+        let (n, heads, d) = (9, 2, 4);
+        let hd = heads * d;
+        let mut rng = crate::model::testutil::SplitMix::new(11);
+        let qkv = rng.vec(n * 3 * hd, 1.0);
+        // Row i blocks keys 0 and i-1 (and lists itself, which is never blocked), head 1
+        // only; the empty block changes nothing.
+        let rows: Vec<Vec<u32>> = (0..n as u32)
+            .map(|i| vec![0, i.saturating_sub(1), i])
+            .collect();
+        let none: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (causal, window) in [(false, None), (true, None), (true, Some(4))] {
+            let mut c0 = vec![0.0f32; n * hd];
+            let plain = attention_probs(&qkv, n, heads, d, 0.5, causal, window, &mut c0);
+            let mut c1 = vec![0.0f32; n * hd];
+            let empty = KeyBlock {
+                heads: &[true, true],
+                rows: &none,
+            };
+            let same =
+                attention_probs_blocked(&qkv, n, heads, d, 0.5, causal, window, &empty, &mut c1);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&plain), bits(&same));
+            assert_eq!(bits(&c0), bits(&c1));
+            let block = KeyBlock {
+                heads: &[false, true],
+                rows: &rows,
+            };
+            let mut ctx = vec![0.0f32; n * hd];
+            let got =
+                attention_probs_blocked(&qkv, n, heads, d, 0.5, causal, window, &block, &mut ctx);
+            for h in 0..heads {
+                for i in 0..n {
+                    let hidden = |j: usize| {
+                        causal && j > i
+                            || window.is_some_and(|w| i >= j + w)
+                            || h == 1 && j != i && (j == 0 || j + 1 == i)
+                    };
+                    let s: Vec<f64> = (0..n)
+                        .map(|j| {
+                            if hidden(j) {
+                                return f64::NEG_INFINITY;
+                            }
+                            (0..d)
+                                .map(|k| {
+                                    qkv[i * 3 * hd + h * d + k] as f64
+                                        * qkv[j * 3 * hd + hd + h * d + k] as f64
+                                })
+                                .sum::<f64>()
+                                * 0.5
+                        })
+                        .collect();
+                    let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let z: f64 = s.iter().map(|v| (v - m).exp()).sum();
+                    for j in 0..n {
+                        let want = (s[j] - m).exp() / z;
+                        let p = got[(h * n + i) * n + j];
+                        assert!(
+                            (p as f64 - want).abs() < 1e-6,
+                            "{causal} {window:?} h{h} {i},{j}"
+                        );
+                        if hidden(j) {
+                            assert_eq!(p, 0.0, "a knocked-out key is exactly zero");
+                        }
+                    }
+                    for k in 0..d {
+                        let want: f64 = (0..n)
+                            .map(|j| {
+                                (s[j] - m).exp() / z * qkv[j * 3 * hd + 2 * hd + h * d + k] as f64
+                            })
+                            .sum();
+                        assert!((ctx[i * hd + h * d + k] as f64 - want).abs() < 1e-5);
+                    }
+                }
+            }
+        }
+    }
 }

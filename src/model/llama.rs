@@ -290,7 +290,8 @@ impl Llama {
             pass.layer_done(&x, li)?;
         }
         pass.finish(
-            || Ok(self.rms(&x, &self.norm)?),
+            &x,
+            |x| Ok(self.rms(x, &self.norm)?),
             sink,
             |last, sink| super::lm::stream_logits(last, &self.lm_head.t()?, sink),
         )

@@ -74,6 +74,7 @@ pub mod gguf_tokenizer;
 pub mod gpt2;
 pub mod gpt_bigcode;
 pub mod integrity;
+pub mod intervene;
 pub mod kernels;
 pub mod limits;
 pub mod llama;
@@ -98,6 +99,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 use crate::error::{Error, Result};
+pub use intervene::{AblationMode, HeadAblation, Intervention, Knockout};
 pub use lm::{Prediction, Surprisal};
 pub use source::{ModelFiles, Weights};
 pub use tokenizer::{CodeTokenizer, Encoded, TokenizerFiles};
@@ -236,18 +238,28 @@ pub struct ForwardOptions<'a> {
     pub on_attention: Option<&'a (dyn Fn(usize, Vec<f32>) -> Result<()> + Sync)>,
     /// Run only some layers from a recorded input (see [`Partial`]).
     pub partial: Option<Partial<'a>>,
+    /// Knock out attention or ablate heads ([`intervene`]).
+    pub intervention: Option<&'a Intervention>,
+    /// Logit lens (causal models with an LM head, through [`Backbone::forward_lm`]): each
+    /// layer's residual stream through the final norm and the LM head, handed to this
+    /// sink layer by layer after the pass (see [`intervene::LensSink`]).
+    pub lens: Option<&'a intervene::LensSink<'a>>,
 }
 
 /// A partial forward: layers `first..end` only, starting from `input`, the hidden state
 /// a full pass recorded at index `first` (`[n, hidden]`: the residual stream entering
 /// layer `first`). Neither the final norm nor the LM head runs, and no hidden state is
-/// kept. Layer `first`'s attention recomputed this way is bit-identical to the full
+/// kept (unless [`Partial::logits`] asks for the head). Layer `first`'s attention recomputed this way is bit-identical to the full
 /// pass's: the same kernels run on the same input.
 #[derive(Clone, Copy)]
 pub struct Partial<'a> {
     pub first: usize,
     pub end: usize,
     pub input: &'a [f32],
+    /// Run on through the final norm and the LM head after layer `end - 1` (with `end`
+    /// the model's last layer, and only through [`Backbone::forward_lm`]): a head
+    /// ablation recomputed from the ablated layer on.
+    pub logits: bool,
 }
 
 impl ForwardOptions<'_> {
@@ -649,6 +661,7 @@ impl LoadedModel {
                 first: layer,
                 end: layer + 1,
                 input,
+                logits: false,
             }),
             ..Default::default()
         };
@@ -661,6 +674,26 @@ impl LoadedModel {
     /// Run pre-tokenized ids (benchmarks, probes).
     pub fn forward_ids(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
         Ok(self.backbone.forward(ids, opts)?.finish(opts.hidden))
+    }
+
+    /// Run pre-tokenized ids through the LM head (causal models): the logits go to
+    /// `sink` in row blocks (the logit lens and the interventions use it with their
+    /// options).
+    pub fn forward_lm_ids(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        sink: &mut LogitsSink,
+    ) -> Result<Capture> {
+        Ok(self
+            .backbone
+            .forward_lm(ids, opts, sink)?
+            .finish(opts.hidden))
+    }
+
+    /// The vocabulary size of the model's embeddings and LM head.
+    pub fn vocab_size(&self) -> usize {
+        self.backbone.vocab_size()
     }
 
     /// All LM-head logits `[pos][vocab]` (row-major) for pre-tokenized ids: reference

@@ -6,6 +6,8 @@
 static ALLOC: codescope::model::mapped::Alloc = codescope::model::mapped::Alloc;
 
 mod analysis_reference;
+mod causal_cli;
+mod causal_reference;
 mod cli_sources;
 mod codegen_bigcode_reference;
 mod deck;

@@ -453,6 +453,57 @@ pub fn attention_probs(
         causal,
         window,
         rows,
+        None,
+        &mut probs.spare_capacity_mut()[..len],
+        ctx,
+    );
+    // SAFETY: `attention_core` wrote every one of the `len` entries.
+    unsafe { probs.set_len(len) };
+    probs
+}
+
+/// Keys a query may not see, for an attention knockout: in the heads `heads[h]` marks,
+/// query row `i` gets a score of minus infinity for every key of `rows[i]` (sorted or
+/// not, duplicates allowed) before the softmax, so the softmax renormalises the rest of
+/// the row by itself, and those probabilities are exactly 0 afterwards. A row's own
+/// position is never blocked (a row with no key left would have no softmax), nor are
+/// keys the causal mask or the window already hide.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyBlock<'a> {
+    pub heads: &'a [bool],
+    pub rows: &'a [Vec<u32>],
+}
+
+/// [`attention_probs`] with the keys of `block` knocked out (see [`KeyBlock`]). With a
+/// block that marks no head or lists no key it computes exactly what
+/// [`attention_probs`] does.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_probs_blocked(
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    scale: f32,
+    causal: bool,
+    window: Option<usize>,
+    block: &KeyBlock,
+    ctx: &mut [f32],
+) -> Vec<f32> {
+    assert_eq!(block.heads.len(), heads);
+    assert_eq!(block.rows.len(), n);
+    let len = heads * n * n;
+    let mut probs: Vec<f32> = Vec::with_capacity(len);
+    let rows = block_rows(n, causal, window);
+    attention_core(
+        qkv,
+        n,
+        heads,
+        d,
+        scale,
+        causal,
+        window,
+        rows,
+        Some(block),
         &mut probs.spare_capacity_mut()[..len],
         ctx,
     );
@@ -486,6 +537,7 @@ pub fn attention_blocked(
         causal,
         window,
         rows_per_block,
+        None,
         probs,
         ctx,
     )
@@ -502,6 +554,7 @@ fn attention_core(
     causal: bool,
     window: Option<usize>,
     rows_per_block: usize,
+    knock: Option<&KeyBlock>,
     probs: &mut [std::mem::MaybeUninit<f32>],
     ctx: &mut [f32],
 ) {
@@ -569,7 +622,21 @@ fn attention_core(
                     std::ptr::write_bytes(p.add(i * n + hi), 0, n - hi);
                     std::slice::from_raw_parts_mut(p.add(i * n), n)
                 };
+                let knocked = knock.filter(|k| k.heads[h]).map(|k| k.rows[i].as_slice());
+                let seen = |j: usize| j != i && (a..b).contains(&j);
+                if let Some(keys) = knocked {
+                    for j in keys.iter().map(|&j| j as usize).filter(|&j| seen(j)) {
+                        line[j] = f32::NEG_INFINITY;
+                    }
+                }
                 softmax_rows_inplace(&mut line[a..b], b - a);
+                // exp(-inf) is clamped to a tiny positive number (and the row's own key
+                // gives a sum >= 1, which it cannot change): blocked keys end exactly 0.
+                if let Some(keys) = knocked {
+                    for j in keys.iter().map(|&j| j as usize).filter(|&j| seen(j)) {
+                        line[j] = 0.0;
+                    }
+                }
                 // Masked keys are exactly zero (also those the block's product wrote).
                 line[lo..a].fill(0.0);
                 line[b..hi].fill(0.0);

@@ -1,0 +1,1156 @@
+//! Causal tests of what attention between token classes is for (docs/METHODS.md 8):
+//! attention knockout by token class or gold graph with a matched random control
+//! ([`knockout`]), one-head-at-a-time ablation ([`ablate`]), and the logit lens
+//! ([`lens`]).
+//!
+//! Everything is measured on code tokens. For a causal model with an LM head the effect
+//! on a token is its surprisal change in bits (`bits_knocked - bits`, the token's bits
+//! being the sum over its subwords, as everywhere: [`super::surprisal`]); for an encoder
+//! it is `1 - cos` between the token's last hidden state with and without the
+//! intervention (its subwords' mean). The subword pairs of two code tokens are the pairs
+//! of their subwords (alignment as everywhere else, [`super::align_subwords`]); a pair of
+//! one subword with itself (a subword covering both tokens) is never blocked, nor is any
+//! special token.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+
+use super::{align_subwords, model_input, Mode};
+use crate::error::{Error, Result};
+use crate::model::{
+    AblationMode, Encoded, ForwardOptions, HeadAblation, Intervention, Knockout, LoadedModel,
+    Partial, Trace,
+};
+use crate::syntax::{self, Alignment, Coarse, CodeToken, Graph, Language, Syntax};
+
+/// Which (query, key) code-token pairs a knockout blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EdgeSet {
+    /// Queries of class `q`, keys of class `k` (`syn-id`: syntactic queries, identifier
+    /// keys).
+    Classes(Coarse, Coarse),
+    /// Both directions of every edge of a gold graph.
+    Graph(Graph),
+    /// Every other pair.
+    Not(Box<EdgeSet>),
+}
+
+/// The names `--edges` takes (a `not-` prefix takes the complement).
+pub const EDGE_SET_NAMES: &str =
+    "syn-id, id-syn, syn-syn, id-id, ast_motif, syntactic, syntactic_identifier, dfg, \
+     dfg_refined, or any of them prefixed with not- (the complement)";
+
+impl EdgeSet {
+    /// Parse `syn-id`, `dfg`, `not-syn-id`, ...
+    pub fn parse(s: &str) -> std::result::Result<EdgeSet, String> {
+        let t = s.trim();
+        if let Some(rest) = t.strip_prefix("not-").or_else(|| t.strip_prefix('!')) {
+            return Ok(EdgeSet::Not(Box::new(EdgeSet::parse(rest)?)));
+        }
+        let class = |c: &str| match c {
+            "syn" => Some(Coarse::Syntactic),
+            "id" => Some(Coarse::Identifier),
+            _ => None,
+        };
+        if let Some((a, b)) = t.split_once('-') {
+            if let (Some(q), Some(k)) = (class(a), class(b)) {
+                return Ok(EdgeSet::Classes(q, k));
+            }
+        }
+        match Graph::from_name(&t.replace('-', "_")) {
+            Some(g) => Ok(EdgeSet::Graph(g)),
+            None => Err(format!("unknown edge set {t:?} (one of: {EDGE_SET_NAMES})")),
+        }
+    }
+
+    /// The name it is parsed from.
+    pub fn name(&self) -> String {
+        let class = |c: &Coarse| match c {
+            Coarse::Syntactic => "syn",
+            Coarse::Identifier => "id",
+        };
+        match self {
+            EdgeSet::Classes(q, k) => format!("{}-{}", class(q), class(k)),
+            EdgeSet::Graph(g) => g.name().to_string(),
+            EdgeSet::Not(e) => format!("not-{}", e.name()),
+        }
+    }
+
+    /// The set's (query, key) pairs among `pairs` (the candidate pairs of the snippet).
+    fn select(
+        &self,
+        tokens: &[CodeToken],
+        gold: &dyn syntax::GoldSource,
+        pairs: &[(usize, usize)],
+    ) -> BTreeSet<(usize, usize)> {
+        match self {
+            EdgeSet::Classes(q, k) => pairs
+                .iter()
+                .copied()
+                .filter(|&(a, b)| tokens[a].coarse == *q && tokens[b].coarse == *k)
+                .collect(),
+            EdgeSet::Graph(g) => {
+                let all: Vec<usize> = (0..tokens.len()).collect();
+                let edges: BTreeSet<(usize, usize)> = gold
+                    .edges_within(*g, &all)
+                    .into_iter()
+                    .flat_map(|(a, b)| [(a, b), (b, a)])
+                    .collect();
+                pairs
+                    .iter()
+                    .copied()
+                    .filter(|p| edges.contains(p))
+                    .collect()
+            }
+            EdgeSet::Not(e) => {
+                let inner = e.select(tokens, gold, pairs);
+                pairs
+                    .iter()
+                    .copied()
+                    .filter(|p| !inner.contains(p))
+                    .collect()
+            }
+        }
+    }
+}
+
+/// Options of [`knockout`].
+#[derive(Debug, Clone)]
+pub struct KnockoutOptions {
+    pub edges: EdgeSet,
+    /// 0-based layers (`None`: all).
+    pub layers: Option<Vec<usize>>,
+    /// 0-based heads (`None`: all).
+    pub heads: Option<Vec<usize>>,
+    /// Random draws of the matched control (0: none).
+    pub control: usize,
+    pub seed: u64,
+    pub mode: Mode,
+}
+
+/// What an effect is measured in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// Surprisal change in bits (causal models).
+    Bits,
+    /// `1 - cos` of the last hidden state (encoders).
+    Cosine,
+}
+
+impl Measure {
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::Bits => "bits",
+            Measure::Cosine => "one_minus_cos",
+        }
+    }
+}
+
+/// A mean with the 2.5th and 97.5th percentiles of the draws it is the mean of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Interval {
+    /// Of the finite values `v` (`None` when there is none). The percentiles are
+    /// interpolated linearly between order statistics (numpy's default).
+    pub fn of(v: &[f64]) -> Option<Interval> {
+        let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        if s.is_empty() {
+            return None;
+        }
+        s.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            let x = p * (s.len() - 1) as f64;
+            let (i, f) = (x.floor() as usize, x - x.floor());
+            s[i] + (s[(i + 1).min(s.len() - 1)] - s[i]) * f
+        };
+        Some(Interval {
+            mean: s.iter().sum::<f64>() / s.len() as f64,
+            lo: q(0.025),
+            hi: q(0.975),
+        })
+    }
+
+    fn json(&self) -> Value {
+        json!({"mean": self.mean, "lo": self.lo, "hi": self.hi})
+    }
+}
+
+/// The token classes a summary is given for: the coarse split, then the fine categories.
+pub const CLASSES: [&str; 7] = [
+    "identifier",
+    "syntactic",
+    "keyword",
+    "operator",
+    "delimiter",
+    "literal",
+    "all",
+];
+
+fn in_class(t: &CodeToken, class: &str) -> bool {
+    match class {
+        "identifier" => t.coarse == Coarse::Identifier,
+        "syntactic" => t.coarse == Coarse::Syntactic,
+        "all" => true,
+        c => t.category.name() == c,
+    }
+}
+
+/// Mean effect per class of [`CLASSES`] over the tokens with an effect: `(class, tokens,
+/// mean)`; `None` for a class without tokens.
+fn class_means(tokens: &[CodeToken], delta: &[Option<f64>]) -> Vec<(usize, Option<f64>)> {
+    CLASSES
+        .iter()
+        .map(|c| {
+            let v: Vec<f64> = tokens
+                .iter()
+                .zip(delta)
+                .filter(|(t, _)| in_class(t, c))
+                .filter_map(|(_, d)| *d)
+                .collect();
+            let mean = (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+            (v.len(), mean)
+        })
+        .collect()
+}
+
+/// One snippet ready for interventions: its tokens, encoding, alignment and the
+/// unmodified pass's per-token measure.
+pub struct Prepared {
+    pub syntax: Syntax,
+    pub tokens: Vec<CodeToken>,
+    pub text: String,
+    pub enc: Encoded,
+    pub alignment: Alignment,
+    pub measure: Measure,
+    base: Readout,
+    /// The base pass's hidden states (the residual stream entering each layer), kept
+    /// for partial passes.
+    hidden: Option<Vec<Vec<f32>>>,
+    paper: Option<syntax::PaperInput>,
+    model_layers: usize,
+}
+
+/// What one pass gives per code token.
+#[derive(Clone)]
+enum Readout {
+    Bits(Vec<Option<f32>>),
+    /// The last hidden state per code token (`None` when uncovered), `dim` wide.
+    Hidden(Vec<Option<Vec<f32>>>),
+}
+
+impl Prepared {
+    /// Parse `source`, feed it as `mode` says, and run the model once without changes
+    /// (keeping the hidden states when `keep_hidden`: the ablation's partial passes start
+    /// from them).
+    pub fn new(
+        model: &LoadedModel,
+        source: &str,
+        lang: Language,
+        mode: Mode,
+        keep_hidden: bool,
+    ) -> Result<Prepared> {
+        let syn = syntax::parse(source, lang)?;
+        let input = model_input(&syn, mode)?;
+        let enc = model.encode(&input.text, model.info.window)?;
+        let alignment = align_subwords(&enc.tokens, &input.tokens);
+        let measure = if model.info.causal {
+            Measure::Bits
+        } else {
+            Measure::Cosine
+        };
+        let mut p = Prepared {
+            syntax: syn,
+            tokens: input.tokens,
+            text: input.text,
+            enc,
+            alignment,
+            measure,
+            base: Readout::Bits(Vec::new()),
+            hidden: None,
+            paper: input.paper,
+            model_layers: model.info.layers,
+        };
+        let discard = |_: usize, _: Vec<f32>| Ok(());
+        let opts = ForwardOptions {
+            hidden: keep_hidden || measure == Measure::Cosine,
+            on_attention: Some(&discard),
+            ..Default::default()
+        };
+        let mut trace = p.run(model, &opts)?;
+        p.base = p.readout(&trace)?;
+        if keep_hidden {
+            p.hidden = trace.hidden.take().map(|h| h.layers);
+        }
+        Ok(p)
+    }
+
+    fn gold(&self) -> &dyn syntax::GoldSource {
+        match &self.paper {
+            Some(p) if p.cleaned() => p,
+            _ => &self.syntax,
+        }
+    }
+
+    fn run(&self, model: &LoadedModel, opts: &ForwardOptions) -> Result<Trace> {
+        model.trace_encoded(
+            &self.text,
+            self.enc.clone(),
+            opts,
+            self.measure == Measure::Bits,
+        )
+    }
+
+    fn readout(&self, t: &Trace) -> Result<Readout> {
+        match self.measure {
+            Measure::Bits => {
+                let s =
+                    super::surprisal::TokenSurprisal::new(t, &self.alignment).ok_or_else(|| {
+                        Error::Compute("the causal model returned no surprisal".into())
+                    })?;
+                Ok(Readout::Bits(s.bits))
+            }
+            Measure::Cosine => {
+                let h = t
+                    .hidden
+                    .as_ref()
+                    .and_then(|h| h.layers.last().map(|l| (h.dim, l)))
+                    .ok_or_else(|| Error::Compute("the model returned no hidden states".into()))?;
+                let (dim, last) = h;
+                let v = self
+                    .alignment
+                    .token_to_subwords
+                    .iter()
+                    .map(|subs| {
+                        let subs: Vec<usize> = subs
+                            .iter()
+                            .copied()
+                            .filter(|&p| (p + 1) * dim <= last.len())
+                            .collect();
+                        (!subs.is_empty()).then(|| {
+                            let mut m = vec![0.0f32; dim];
+                            for &p in &subs {
+                                for (o, &x) in m.iter_mut().zip(&last[p * dim..(p + 1) * dim]) {
+                                    *o += x / subs.len() as f32;
+                                }
+                            }
+                            m
+                        })
+                    })
+                    .collect();
+                Ok(Readout::Hidden(v))
+            }
+        }
+    }
+
+    /// Per code token: the measure of the pass `t` against the unmodified one.
+    fn delta(&self, t: &Readout) -> Vec<Option<f64>> {
+        match (&self.base, t) {
+            (Readout::Bits(a), Readout::Bits(b)) => a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| Some(f64::from((*y)?) - f64::from((*x)?)))
+                .collect(),
+            (Readout::Hidden(a), Readout::Hidden(b)) => a
+                .iter()
+                .zip(b)
+                .map(|(x, y)| Some(1.0 - cosine(x.as_ref()?, y.as_ref()?)))
+                .collect(),
+            _ => vec![None; self.tokens.len()],
+        }
+    }
+
+    fn base_bits(&self) -> Option<&[Option<f32>]> {
+        match &self.base {
+            Readout::Bits(b) => Some(b),
+            Readout::Hidden(_) => None,
+        }
+    }
+
+    /// Every (query, key) code-token pair with at least one subword pair attention can
+    /// use (not a subword with itself, no special token; the key not after the query in
+    /// a causal model), with those subword pairs.
+    fn candidate_pairs(&self, causal: bool) -> Vec<Candidate> {
+        let special: Vec<bool> = self.enc.tokens.iter().map(|s| s.special).collect();
+        let subs = &self.alignment.token_to_subwords;
+        let mut out = Vec::new();
+        for q in 0..subs.len() {
+            for k in 0..subs.len() {
+                if q == k {
+                    continue;
+                }
+                let mut sp = Vec::new();
+                for &i in &subs[q] {
+                    for &j in &subs[k] {
+                        if i != j && !special[i] && !special[j] && (!causal || j < i) {
+                            sp.push((i as u32, j as u32));
+                        }
+                    }
+                }
+                if !sp.is_empty() {
+                    out.push(((q, k), sp));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A (query, key) code-token pair and its subword pairs (query position, key position).
+type Candidate = ((usize, usize), Vec<(u32, u32)>);
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (f64::from(x), f64::from(y));
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    if aa == 0.0 || bb == 0.0 {
+        return if aa == bb { 1.0 } else { 0.0 };
+    }
+    ab / (aa.sqrt() * bb.sqrt())
+}
+
+/// A knockout's result on one snippet.
+pub struct KnockoutResult {
+    pub edges: String,
+    pub measure: Measure,
+    /// 0-based layers and heads knocked out.
+    pub layers: Vec<usize>,
+    pub heads: Vec<usize>,
+    pub tokens: Vec<CodeToken>,
+    pub base_bits: Option<Vec<Option<f32>>>,
+    /// Per code token: bits with the knockout (causal models).
+    pub knocked_bits: Option<Vec<Option<f32>>>,
+    /// Per code token: the effect (bits_knocked - bits, or 1 - cos).
+    pub delta: Vec<Option<f64>>,
+    /// Code-token pairs and subword pairs blocked.
+    pub token_pairs: usize,
+    pub subword_pairs: usize,
+    /// Per class of [`CLASSES`]: tokens measured and mean effect.
+    pub summary: Vec<(usize, Option<f64>)>,
+    /// The matched control: per class, the draws' mean effects summarised.
+    pub control: Vec<Option<Interval>>,
+    pub control_draws: usize,
+    /// Code-token pairs per control draw (fewer than `token_pairs` only when the
+    /// snippet has fewer pairs outside the set).
+    pub control_pairs: usize,
+    pub seed: u64,
+}
+
+/// Rows of blocked keys per query position from subword pairs.
+fn rows_of(n: usize, pairs: &[&Vec<(u32, u32)>]) -> (Vec<Vec<u32>>, usize) {
+    let mut rows = vec![Vec::new(); n];
+    let mut count = 0;
+    for sp in pairs {
+        for &(i, j) in sp.iter() {
+            rows[i as usize].push(j);
+        }
+    }
+    for r in &mut rows {
+        r.sort_unstable();
+        r.dedup();
+        count += r.len();
+    }
+    (rows, count)
+}
+
+fn mask_of(chosen: &Option<Vec<usize>>, n: usize, what: &str) -> Result<Vec<bool>> {
+    let mut m = vec![chosen.is_none(); n];
+    for &i in chosen.iter().flatten() {
+        if i >= n {
+            return Err(Error::Input {
+                name: format!("--{what}s"),
+                reason: format!("{what} {} does not exist (the model has {n})", i + 1),
+            });
+        }
+        m[i] = true;
+    }
+    Ok(m)
+}
+
+/// Knock the edge set out and measure what changes, with the matched control.
+pub fn knockout(
+    model: &LoadedModel,
+    source: &str,
+    lang: Language,
+    o: &KnockoutOptions,
+) -> Result<KnockoutResult> {
+    let p = Prepared::new(model, source, lang, o.mode, false)?;
+    knockout_prepared(model, &p, o)
+}
+
+/// [`knockout`] on a prepared snippet (its unmodified pass already run).
+pub fn knockout_prepared(
+    model: &LoadedModel,
+    p: &Prepared,
+    o: &KnockoutOptions,
+) -> Result<KnockoutResult> {
+    let info = &model.info;
+    let layers = mask_of(&o.layers, info.layers, "layer")?;
+    let heads = mask_of(&o.heads, info.heads, "head")?;
+    let candidates = p.candidate_pairs(info.causal);
+    let pairs: Vec<(usize, usize)> = candidates.iter().map(|(q, _)| *q).collect();
+    let chosen = o.edges.select(&p.tokens, p.gold(), &pairs);
+    let n = p.enc.ids.len();
+    let run = |rows: Vec<Vec<u32>>| -> Result<Readout> {
+        let iv = Intervention {
+            knockout: Some(Knockout {
+                layers: layers.clone(),
+                heads: heads.clone(),
+                rows,
+            }),
+            ablate: Vec::new(),
+        };
+        let discard = |_: usize, _: Vec<f32>| Ok(());
+        let opts = ForwardOptions {
+            hidden: p.measure == Measure::Cosine,
+            on_attention: Some(&discard),
+            intervention: Some(&iv),
+            ..Default::default()
+        };
+        p.readout(&p.run(model, &opts)?)
+    };
+    let inside: Vec<&Vec<(u32, u32)>> = candidates
+        .iter()
+        .filter(|(q, _)| chosen.contains(q))
+        .map(|(_, sp)| sp)
+        .collect();
+    let (rows, subword_pairs) = rows_of(n, &inside);
+    let knocked = run(rows)?;
+    let delta = p.delta(&knocked);
+    let summary = class_means(&p.tokens, &delta);
+    // The control: as many pairs drawn from the candidates outside the set.
+    let outside: Vec<&Vec<(u32, u32)>> = candidates
+        .iter()
+        .filter(|(q, _)| !chosen.contains(q))
+        .map(|(_, sp)| sp)
+        .collect();
+    let k = chosen.len().min(outside.len());
+    let mut draws: Vec<Vec<(usize, Option<f64>)>> = Vec::new();
+    if k > 0 {
+        for r in 0..o.control {
+            let mut rng =
+                crate::rng::Rng::new(crate::rng::mix(o.seed ^ crate::rng::mix(r as u64 + 1)));
+            let mut idx: Vec<usize> = (0..outside.len()).collect();
+            // A partial Fisher–Yates shuffle: the first k are a uniform sample.
+            for i in 0..k {
+                let j = i + rng.below(idx.len() - i);
+                idx.swap(i, j);
+            }
+            let pick: Vec<&Vec<(u32, u32)>> = idx[..k].iter().map(|&i| outside[i]).collect();
+            let (rows, _) = rows_of(n, &pick);
+            draws.push(class_means(&p.tokens, &p.delta(&run(rows)?)));
+        }
+    }
+    let control = (0..CLASSES.len())
+        .map(|c| {
+            let v: Vec<f64> = draws.iter().filter_map(|d| d[c].1).collect();
+            Interval::of(&v)
+        })
+        .collect();
+    let on = |m: &[bool]| {
+        m.iter()
+            .enumerate()
+            .filter(|(_, &b)| b)
+            .map(|(i, _)| i)
+            .collect()
+    };
+    Ok(KnockoutResult {
+        edges: o.edges.name(),
+        measure: p.measure,
+        layers: on(&layers),
+        heads: on(&heads),
+        tokens: p.tokens.clone(),
+        base_bits: p.base_bits().map(<[_]>::to_vec),
+        knocked_bits: match knocked {
+            Readout::Bits(b) => Some(b),
+            Readout::Hidden(_) => None,
+        },
+        delta,
+        token_pairs: chosen.len(),
+        subword_pairs,
+        summary,
+        control,
+        control_draws: draws.len(),
+        control_pairs: if draws.is_empty() { 0 } else { k },
+        seed: o.seed,
+    })
+}
+
+fn one_based(v: &[usize]) -> Vec<usize> {
+    v.iter().map(|i| i + 1).collect()
+}
+
+fn r6(x: f64) -> f64 {
+    if x.is_finite() {
+        format!("{x:.6e}").parse().unwrap_or(x)
+    } else {
+        x
+    }
+}
+
+impl KnockoutResult {
+    /// `knockout --json` (docs/formats.md).
+    pub fn to_json(&self, model: &crate::model::ModelInfo) -> Value {
+        let tokens: Vec<Value> = self
+            .tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut v = json!({
+                    "index": i,
+                    "text": t.text,
+                    "category": t.category.name(),
+                    "coarse": coarse_name(t.coarse),
+                    "span": [t.start, t.end],
+                });
+                match (&self.base_bits, &self.knocked_bits) {
+                    (Some(b), Some(k)) => {
+                        v["bits"] = json!(b.get(i).copied().flatten());
+                        v["bits_knocked"] = json!(k.get(i).copied().flatten());
+                        v["delta_bits"] = json!(self.delta[i].map(r6));
+                    }
+                    _ => v["one_minus_cos"] = json!(self.delta[i].map(r6)),
+                }
+                v
+            })
+            .collect();
+        let summary: Vec<Value> = CLASSES
+            .iter()
+            .enumerate()
+            .map(|(c, name)| {
+                json!({
+                    "class": name,
+                    "tokens": self.summary[c].0,
+                    "mean_delta": self.summary[c].1.map(r6),
+                    "control": self.control[c].map(|i| i.json()),
+                })
+            })
+            .collect();
+        json!({
+            "command": "knockout",
+            "model": model,
+            "edges": self.edges,
+            "measure": self.measure.name(),
+            "layers": one_based(&self.layers),
+            "heads": one_based(&self.heads),
+            "blocked": {"token_pairs": self.token_pairs, "subword_pairs": self.subword_pairs},
+            "control": {"draws": self.control_draws, "token_pairs": self.control_pairs, "seed": self.seed},
+            "summary": summary,
+            "tokens": tokens,
+        })
+    }
+
+    /// `knockout --csv`: one row per code token.
+    pub fn to_csv(&self) -> String {
+        let mut s = String::from("index,text,category,coarse,start,end,bits,bits_knocked,delta\n");
+        for (i, t) in self.tokens.iter().enumerate() {
+            let bits = self
+                .base_bits
+                .as_ref()
+                .and_then(|b| b.get(i).copied().flatten());
+            let knocked = self
+                .knocked_bits
+                .as_ref()
+                .and_then(|b| b.get(i).copied().flatten())
+                .map(f64::from);
+            let f = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
+            s.push_str(&format!(
+                "{i},{},{},{},{},{},{},{},{}\n",
+                csv_field(&t.text),
+                t.category.name(),
+                coarse_name(t.coarse),
+                t.start,
+                t.end,
+                f(bits.map(f64::from)),
+                f(knocked),
+                f(self.delta[i])
+            ));
+        }
+        s
+    }
+
+    /// The text form: the blocked set and the per-class table against the control.
+    pub fn summary_text(&self, name: &str) -> String {
+        let unit = match self.measure {
+            Measure::Bits => "Δ bits",
+            Measure::Cosine => "1 - cos",
+        };
+        let mut s = format!(
+            "{name}: knockout {} in {} layer(s) x {} head(s): {} token pairs ({} subword pairs) blocked\n",
+            self.edges,
+            self.layers.len(),
+            self.heads.len(),
+            self.token_pairs,
+            self.subword_pairs
+        );
+        s.push_str(&format!(
+            "{:<12} {:>6} {:>10}   control ({} draws of {} pairs): mean [95% interval]\n",
+            "class", "tokens", unit, self.control_draws, self.control_pairs
+        ));
+        for (c, name) in CLASSES.iter().enumerate() {
+            let (n, m) = self.summary[c];
+            if n == 0 {
+                continue;
+            }
+            let ctl = match self.control[c] {
+                Some(i) => format!("{:+.4} [{:+.4}, {:+.4}]", i.mean, i.lo, i.hi),
+                None => "-".into(),
+            };
+            s.push_str(&format!(
+                "{name:<12} {n:>6} {:>+10.4}   {ctl}\n",
+                m.unwrap_or(f64::NAN)
+            ));
+        }
+        s
+    }
+}
+
+fn coarse_name(c: Coarse) -> &'static str {
+    match c {
+        Coarse::Syntactic => "syntactic",
+        Coarse::Identifier => "identifier",
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// One head's ablation effect: mean effect on identifiers, syntactic tokens, all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeadEffect {
+    pub identifier: Option<f64>,
+    pub syntactic: Option<f64>,
+    pub all: Option<f64>,
+}
+
+/// The ablation grid of one snippet: `[layer][head]`.
+pub struct AblationResult {
+    pub mode: AblationMode,
+    pub measure: Measure,
+    pub grid: Vec<Vec<HeadEffect>>,
+    pub tokens: usize,
+}
+
+/// Ablate each head in turn (its output zeroed or mean-replaced) and measure the effect
+/// on identifiers and syntactic tokens. Each head's pass starts at its layer from the
+/// unmodified pass's residual stream (the layers before it are not recomputed). `each`
+/// is called after every head (`(layer, head)`, 0-based) and may cancel by returning
+/// `true`.
+pub fn ablate(
+    model: &LoadedModel,
+    p: &Prepared,
+    mode: AblationMode,
+    each: &mut dyn FnMut(usize, usize, &HeadEffect) -> bool,
+) -> Result<AblationResult> {
+    let info = &model.info;
+    let hidden = p.hidden.as_ref().ok_or_else(|| {
+        Error::Compute("the ablation needs the unmodified pass's hidden states".into())
+    })?;
+    let mut grid = vec![Vec::with_capacity(info.heads); info.layers];
+    for (l, row) in grid.iter_mut().enumerate() {
+        let input = hidden
+            .get(l)
+            .ok_or_else(|| Error::Compute(format!("no hidden state entering layer {}", l + 1)))?;
+        for h in 0..info.heads {
+            let iv = Intervention {
+                knockout: None,
+                ablate: vec![HeadAblation {
+                    layer: l,
+                    head: h,
+                    mode,
+                }],
+            };
+            let discard = |_: usize, _: Vec<f32>| Ok(());
+            let opts = ForwardOptions {
+                hidden: p.measure == Measure::Cosine,
+                on_attention: Some(&discard),
+                intervention: Some(&iv),
+                partial: Some(Partial {
+                    first: l,
+                    end: p.model_layers,
+                    input,
+                    logits: true,
+                }),
+                ..Default::default()
+            };
+            let t = p.run(model, &opts)?;
+            let means = class_means(&p.tokens, &p.delta(&p.readout(&t)?));
+            let e = HeadEffect {
+                identifier: means[0].1,
+                syntactic: means[1].1,
+                all: means[CLASSES.len() - 1].1,
+            };
+            row.push(e);
+            if each(l, h, &e) {
+                return Err(Error::Cancelled);
+            }
+        }
+    }
+    Ok(AblationResult {
+        mode,
+        measure: p.measure,
+        grid,
+        tokens: p.tokens.len(),
+    })
+}
+
+impl AblationResult {
+    /// `ablate --json`.
+    pub fn to_json(&self, model: &crate::model::ModelInfo) -> Value {
+        let heads: Vec<Value> = self
+            .grid
+            .iter()
+            .enumerate()
+            .flat_map(|(l, row)| {
+                row.iter().enumerate().map(move |(h, e)| {
+                    json!({
+                        "layer": l + 1, "head": h + 1,
+                        "identifier": e.identifier.map(r6),
+                        "syntactic": e.syntactic.map(r6),
+                        "all": e.all.map(r6),
+                    })
+                })
+            })
+            .collect();
+        json!({
+            "command": "ablate",
+            "model": model,
+            "mode": self.mode.name(),
+            "measure": self.measure.name(),
+            "heads": heads,
+        })
+    }
+
+    /// `ablate --csv`: `layer,head,identifier,syntactic,all` (1-based).
+    pub fn to_csv(&self) -> String {
+        let f = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
+        let mut s = String::from("layer,head,identifier,syntactic,all\n");
+        for (l, row) in self.grid.iter().enumerate() {
+            for (h, e) in row.iter().enumerate() {
+                s.push_str(&format!(
+                    "{},{},{},{},{}\n",
+                    l + 1,
+                    h + 1,
+                    f(e.identifier),
+                    f(e.syntactic),
+                    f(e.all)
+                ));
+            }
+        }
+        s
+    }
+
+    /// Text: the grid of mean effects on identifiers and on syntactic tokens.
+    pub fn summary_text(&self, name: &str) -> String {
+        let unit = match self.measure {
+            Measure::Bits => "mean Δ bits",
+            Measure::Cosine => "mean 1 - cos",
+        };
+        let mut s = format!(
+            "{name}: {} ablation of each head, {unit} (identifiers / syntactic tokens)\n",
+            self.mode.name()
+        );
+        let heads = self.grid.first().map_or(0, Vec::len);
+        s.push_str("layer");
+        for h in 0..heads {
+            s.push_str(&format!(" {:>15}", format!("head {}", h + 1)));
+        }
+        s.push('\n');
+        for (l, row) in self.grid.iter().enumerate() {
+            s.push_str(&format!("{:>5}", l + 1));
+            for e in row {
+                let f = |v: Option<f64>| v.map(|x| format!("{x:+.3}")).unwrap_or("-".into());
+                s.push_str(&format!(
+                    " {:>15}",
+                    format!("{}/{}", f(e.identifier), f(e.syntactic))
+                ));
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// One position's read-out at one layer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LensCell {
+    /// Probability of the actual next subword.
+    pub prob: f32,
+    /// Its rank (1 = the top guess).
+    pub rank: u32,
+    /// The top guess's id.
+    pub top: u32,
+}
+
+/// The logit lens of one snippet: `cells[layer][position]` for layers 0 (embeddings) to
+/// `layers` (the model's output), positions with a next subword.
+pub struct LensResult {
+    pub cells: Vec<Vec<Option<LensCell>>>,
+    pub ids: Vec<u32>,
+    pub subwords: Vec<String>,
+    pub tokens: Vec<CodeToken>,
+    /// Per code token: its first subword's position.
+    pub first_subword: Vec<Option<usize>>,
+}
+
+/// Reduce a block of logit rows to lens cells for the next subwords `ids`.
+fn lens_cells(
+    out: &mut [Option<LensCell>],
+    ids: &[u32],
+    start: usize,
+    block: &[f32],
+    vocab: usize,
+) {
+    for (r, row) in block.chunks_exact(vocab).enumerate() {
+        let pos = start + r;
+        let Some(&next) = ids.get(pos + 1) else {
+            continue;
+        };
+        let (mut top, mut max) = (0usize, f32::NEG_INFINITY);
+        for (i, &z) in row.iter().enumerate() {
+            if z > max {
+                max = z;
+                top = i;
+            }
+        }
+        let sum: f64 = row.iter().map(|&z| f64::from(z - max).exp()).sum();
+        let target = row[next as usize];
+        let rank = 1 + row.iter().filter(|&&z| z > target).count() as u32;
+        if let Some(o) = out.get_mut(pos) {
+            *o = Some(LensCell {
+                prob: (f64::from(target - max).exp() / sum) as f32,
+                rank,
+                top: top as u32,
+            });
+        }
+    }
+}
+
+/// Read every layer's residual stream through the final norm and the LM head (causal
+/// models only).
+pub fn lens(model: &LoadedModel, source: &str, lang: Language, mode: Mode) -> Result<LensResult> {
+    if !model.info.causal {
+        return Err(Error::Input {
+            name: "--model".into(),
+            reason: "the logit lens reads a causal model's LM head; this model is an encoder"
+                .into(),
+        });
+    }
+    let syn = syntax::parse(source, lang)?;
+    let input = model_input(&syn, mode)?;
+    let enc = model.encode(&input.text, model.info.window)?;
+    let alignment = align_subwords(&enc.tokens, &input.tokens);
+    let cells = lens_ids(model, &enc.ids)?;
+    let ids = enc.ids.clone();
+    let first_subword = alignment
+        .token_to_subwords
+        .iter()
+        .map(|s| s.first().copied())
+        .collect();
+    Ok(LensResult {
+        cells,
+        subwords: enc.tokens.iter().map(|t| t.text.clone()).collect(),
+        ids,
+        tokens: input.tokens,
+        first_subword,
+    })
+}
+
+/// The logit lens of pre-tokenized `ids`: `[layer][position]` for layers 0
+/// (embeddings) to the model's output.
+pub fn lens_ids(model: &LoadedModel, ids: &[u32]) -> Result<Vec<Vec<Option<LensCell>>>> {
+    let (n, layers, vocab) = (ids.len(), model.info.layers, model.vocab_size());
+    let cells = Mutex::new(vec![vec![None; n]; layers + 1]);
+    let sink = |l: usize, start: usize, block: &[f32]| {
+        let mut c = cells.lock().unwrap_or_else(|e| e.into_inner());
+        lens_cells(&mut c[l], ids, start, block, vocab);
+        Ok(())
+    };
+    let discard = |_: usize, _: Vec<f32>| Ok(());
+    let opts = ForwardOptions {
+        on_attention: Some(&discard),
+        lens: Some(&sink),
+        ..Default::default()
+    };
+    let mut last = vec![None; n];
+    model.forward_lm_ids(ids, &opts, &mut |start, block| {
+        lens_cells(&mut last, ids, start, block, vocab);
+        Ok(())
+    })?;
+    let mut cells = cells.into_inner().unwrap_or_else(|e| e.into_inner());
+    cells[layers] = last;
+    Ok(cells)
+}
+
+impl LensResult {
+    /// The cell predicting code token `t`'s first subword at layer `l`.
+    pub fn token_cell(&self, l: usize, t: usize) -> Option<LensCell> {
+        let f = self.first_subword.get(t).copied().flatten()?;
+        self.cells.get(l)?.get(f.checked_sub(1)?).copied().flatten()
+    }
+
+    /// The first layer at which code token `t`'s first subword is the top guess.
+    pub fn decided_at(&self, t: usize) -> Option<usize> {
+        (0..self.cells.len()).find(|&l| self.token_cell(l, t).is_some_and(|c| c.rank == 1))
+    }
+
+    /// `lens --json`: per code token, per layer probability, rank and top guess of its
+    /// first subword, and the layer it is decided at.
+    pub fn to_json(&self, model: &crate::model::ModelInfo, tok: &dyn Fn(u32) -> String) -> Value {
+        let tokens: Vec<Value> = self
+            .tokens
+            .iter()
+            .enumerate()
+            .map(|(t, ct)| {
+                let layers: Vec<Value> = (0..self.cells.len())
+                    .map(|l| match self.token_cell(l, t) {
+                        Some(c) => json!({"layer": l, "prob": r6(f64::from(c.prob)), "rank": c.rank, "top": tok(c.top)}),
+                        None => Value::Null,
+                    })
+                    .collect();
+                json!({
+                    "index": t,
+                    "text": ct.text,
+                    "category": ct.category.name(),
+                    "coarse": coarse_name(ct.coarse),
+                    "span": [ct.start, ct.end],
+                    "decided_at": self.decided_at(t),
+                    "layers": layers,
+                })
+            })
+            .collect();
+        json!({
+            "command": "lens",
+            "model": model,
+            "layers": self.cells.len(),
+            "layer_0": "embeddings",
+            "tokens": tokens,
+        })
+    }
+
+    /// `lens --csv`: `index,text,category,layer,prob,rank,top`.
+    pub fn to_csv(&self, tok: &dyn Fn(u32) -> String) -> String {
+        let mut s = String::from("index,text,category,layer,prob,rank,top\n");
+        for (t, ct) in self.tokens.iter().enumerate() {
+            for l in 0..self.cells.len() {
+                if let Some(c) = self.token_cell(l, t) {
+                    s.push_str(&format!(
+                        "{t},{},{},{l},{:.6},{},{}\n",
+                        csv_field(&ct.text),
+                        ct.category.name(),
+                        c.prob,
+                        c.rank,
+                        csv_field(&tok(c.top))
+                    ));
+                }
+            }
+        }
+        s
+    }
+
+    /// Text: per code token the layer it is decided at and its probability by layer.
+    pub fn summary_text(&self, name: &str) -> String {
+        let layers = self.cells.len();
+        let mut s = format!(
+            "{name}: logit lens, p(code token's first subword) by layer (0 = embeddings, {} = output)\n",
+            layers - 1
+        );
+        s.push_str(&format!(
+            "{:<20} {:<10} {:>7}",
+            "token", "category", "decided"
+        ));
+        for l in 0..layers {
+            s.push_str(&format!(" {:>5}", format!("L{l}")));
+        }
+        s.push('\n');
+        for (t, ct) in self.tokens.iter().enumerate() {
+            if self.token_cell(layers - 1, t).is_none() {
+                continue;
+            }
+            let text = crate::error::printable(&ct.text, false);
+            let text: String = text.chars().take(20).collect();
+            let dec = self.decided_at(t).map_or("-".into(), |l| format!("L{l}"));
+            s.push_str(&format!("{text:<20} {:<10} {dec:>7}", ct.category.name()));
+            for l in 0..layers {
+                match self.token_cell(l, t) {
+                    Some(c) => s.push_str(&format!(" {:>5.2}", c.prob)),
+                    None => s.push_str("     -"),
+                }
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Per code-token category the share of tokens with each effect sign: kept for tests.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edge_sets_parse_and_name_round_trip() {
+        for s in [
+            "syn-id",
+            "id-syn",
+            "syn-syn",
+            "id-id",
+            "dfg",
+            "ast_motif",
+            "not-syn-id",
+            "not-dfg_refined",
+        ] {
+            assert_eq!(EdgeSet::parse(s).unwrap().name(), s);
+        }
+        assert_eq!(
+            EdgeSet::parse("ast-motif").unwrap(),
+            EdgeSet::Graph(Graph::AstMotif)
+        );
+        let e = EdgeSet::parse("syn-foo").unwrap_err();
+        assert!(
+            e.contains("unknown edge set") && e.contains("syn-id"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn intervals_are_numpy_percentiles() {
+        // numpy.percentile([1, 2, 3, 4], [2.5, 97.5]) = [1.075, 3.925].
+        let i = Interval::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert!((i.mean - 2.5).abs() < 1e-12);
+        assert!((i.lo - 1.075).abs() < 1e-12 && (i.hi - 3.925).abs() < 1e-12);
+        assert_eq!(Interval::of(&[]), None);
+        let one = Interval::of(&[0.5]).unwrap();
+        assert_eq!((one.lo, one.hi), (0.5, 0.5));
+    }
+
+    #[test]
+    fn the_lens_ranks_and_normalises_each_row() {
+        // vocab 3, ids [0, 2, 1]: row 0 predicts 2, row 1 predicts 1, row 2 has no next.
+        let mut out = vec![None; 3];
+        let block = [1.0, 0.0, 2.0, 0.5, 0.1, 3.0, 9.0, 9.0, 9.0];
+        lens_cells(&mut out, &[0, 2, 1], 0, &block, 3);
+        let z0: f64 = [1.0f64, 0.0, 2.0].iter().map(|z| (z - 2.0f64).exp()).sum();
+        let c0 = out[0].unwrap();
+        assert_eq!((c0.rank, c0.top), (1, 2));
+        assert!((f64::from(c0.prob) - 1.0 / z0).abs() < 1e-6);
+        let c1 = out[1].unwrap();
+        assert_eq!((c1.rank, c1.top), (3, 2));
+        assert_eq!(out[2], None);
+    }
+}

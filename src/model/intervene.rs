@@ -1,0 +1,200 @@
+//! Interventions inside a forward pass, for causal tests (docs/METHODS.md 8): attention
+//! knockout, head ablation, and the logit lens's per-layer read-out.
+//!
+//! - [`Knockout`]: in the chosen layers and heads, query subword `i` may not attend to
+//!   the keys `rows[i]`: their pre-softmax scores are minus infinity, so the softmax
+//!   renormalises the rest of the row (`kernels::attention_probs_blocked`). A position's
+//!   own key is never blocked. With no key listed the pass is bit-identical to a plain
+//!   one (the same kernel on the same numbers).
+//! - [`HeadAblation`]: a head's output (its slice of the attention context, before the
+//!   output projection) is zeroed, or replaced by its mean over the positions of the
+//!   input. Its attention probabilities are left as they were.
+//! - The logit lens ([`super::ForwardOptions::lens`]): each layer's residual stream
+//!   through the final norm and the LM head (decoders; see `decoder::Pass::finish`).
+//!
+//! The positions are the model's subword positions (special tokens included); mapping
+//! code tokens and their categories onto them is `analysis::causal`'s work.
+
+use super::kernels::KeyBlock;
+
+/// Attention knockout: which keys each query may not see, in which layers and heads.
+#[derive(Debug, Clone)]
+pub struct Knockout {
+    /// Per layer: knocked out in this layer.
+    pub layers: Vec<bool>,
+    /// Per head: knocked out in this head (in every chosen layer).
+    pub heads: Vec<bool>,
+    /// Per query position: the key positions it may not attend to.
+    pub rows: Vec<Vec<u32>>,
+}
+
+/// How an ablated head's output is replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AblationMode {
+    /// Zeros (as transformers' `head_mask` of 0 does).
+    Zero,
+    /// Its mean over the input's positions.
+    Mean,
+}
+
+impl AblationMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            AblationMode::Zero => "zero",
+            AblationMode::Mean => "mean",
+        }
+    }
+}
+
+/// One head's output replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadAblation {
+    pub layer: usize,
+    pub head: usize,
+    pub mode: AblationMode,
+}
+
+/// What a forward pass changes in the model's computation.
+#[derive(Debug, Clone, Default)]
+pub struct Intervention {
+    pub knockout: Option<Knockout>,
+    pub ablate: Vec<HeadAblation>,
+}
+
+impl Intervention {
+    /// The keys blocked in layer `layer`, if any.
+    pub(crate) fn block(&self, layer: usize) -> Option<KeyBlock<'_>> {
+        let k = self.knockout.as_ref()?;
+        k.layers
+            .get(layer)
+            .copied()
+            .unwrap_or(false)
+            .then(|| KeyBlock {
+                heads: &k.heads,
+                rows: &k.rows,
+            })
+    }
+
+    /// Check the shapes against a model of `layers` x `heads` on `n` positions.
+    pub(crate) fn check(&self, layers: usize, heads: usize, n: usize) -> crate::Result<()> {
+        let bad = |why: String| Err(crate::Error::Compute(format!("intervention: {why}")));
+        if let Some(k) = &self.knockout {
+            if k.layers.len() != layers || k.heads.len() != heads || k.rows.len() != n {
+                return bad(format!(
+                    "a knockout for {} layers, {} heads and {} positions on a model of {layers} \
+                     x {heads} with {n}",
+                    k.layers.len(),
+                    k.heads.len(),
+                    k.rows.len()
+                ));
+            }
+        }
+        if let Some(a) = self
+            .ablate
+            .iter()
+            .find(|a| a.layer >= layers || a.head >= heads)
+        {
+            return bad(format!(
+                "layer {} head {} does not exist ({layers} x {heads})",
+                a.layer + 1,
+                a.head + 1
+            ));
+        }
+        Ok(())
+    }
+
+    /// Replace the outputs of the heads ablated in `layer` in `ctx` (`[n][heads * d]`).
+    pub(crate) fn ablate_ctx(&self, layer: usize, ctx: &mut [f32], heads: usize, d: usize) {
+        let hd = heads * d;
+        let n = ctx.len() / hd.max(1);
+        for a in self.ablate.iter().filter(|a| a.layer == layer) {
+            let cols = a.head * d..(a.head + 1) * d;
+            let fill: Vec<f32> = match a.mode {
+                AblationMode::Zero => vec![0.0; d],
+                AblationMode::Mean => {
+                    let mut m = vec![0.0f64; d];
+                    for row in ctx.chunks_exact(hd) {
+                        for (s, &v) in m.iter_mut().zip(&row[cols.clone()]) {
+                            *s += f64::from(v);
+                        }
+                    }
+                    m.iter().map(|s| (s / n.max(1) as f64) as f32).collect()
+                }
+            };
+            for row in ctx.chunks_exact_mut(hd) {
+                row[cols.clone()].copy_from_slice(&fill);
+            }
+        }
+    }
+}
+
+/// Receives the logit lens: `(layer, first row, rows * vocab floats)` for each residual
+/// stream entering layer `layer` (0 = the embeddings) through the final norm and the LM
+/// head. The last layer's read-out is the model's own logits (the pass's logits sink).
+pub type LensSink<'a> = dyn Fn(usize, usize, &[f32]) -> crate::Result<()> + Sync + 'a;
+
+/// Attention of one layer with the intervention applied: the plain kernel when the layer
+/// blocks nothing, then the ablations on the context.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn attend(
+    iv: Option<&Intervention>,
+    layer: usize,
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    scale: f32,
+    causal: bool,
+    window: Option<usize>,
+    ctx: &mut [f32],
+) -> Vec<f32> {
+    use super::kernels;
+    let probs = match iv.and_then(|iv| iv.block(layer)) {
+        Some(b) => {
+            kernels::attention_probs_blocked(qkv, n, heads, d, scale, causal, window, &b, ctx)
+        }
+        None => kernels::attention_probs(qkv, n, heads, d, scale, causal, window, ctx),
+    };
+    if let Some(iv) = iv {
+        iv.ablate_ctx(layer, ctx, heads, d);
+    }
+    probs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_and_mean_ablation_replace_only_their_head() {
+        // n = 2, heads = 2, d = 2.
+        let mut ctx = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+        let iv = Intervention {
+            knockout: None,
+            ablate: vec![
+                HeadAblation {
+                    layer: 1,
+                    head: 0,
+                    mode: AblationMode::Zero,
+                },
+                HeadAblation {
+                    layer: 1,
+                    head: 1,
+                    mode: AblationMode::Mean,
+                },
+                HeadAblation {
+                    layer: 0,
+                    head: 1,
+                    mode: AblationMode::Zero,
+                },
+            ],
+        };
+        iv.ablate_ctx(1, &mut ctx, 2, 2);
+        assert_eq!(ctx, vec![0.0, 0.0, 5.0, 6.0, 0.0, 0.0, 5.0, 6.0]);
+        assert!(iv.check(2, 2, 2).is_ok());
+        assert!(
+            iv.check(1, 2, 2).is_err(),
+            "layer 2 does not exist in a 1-layer model"
+        );
+    }
+}
