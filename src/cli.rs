@@ -379,15 +379,24 @@ pub struct OutputArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["file", "data"])))]
 pub struct KnockoutArgs {
     /// Input file, or `-` for stdin.
-    pub file: String,
+    pub file: Option<String>,
+    /// A corpus instead of one file (as for reproduce: a directory or .zip of .py/.java
+    /// files, .jsonl(.gz), or `stdlib`): per edge set, the mean effect on identifiers and
+    /// syntactic tokens against the control, with a paired bootstrap 95% interval.
+    #[arg(long, conflicts_with = "file")]
+    pub data: Option<String>,
+    /// With --data: use at most this many snippets.
+    #[arg(long, requires = "data")]
+    pub limit: Option<usize>,
     /// The (query, key) code-token pairs to block: syn-id (syntactic queries, identifier
     /// keys), id-syn, syn-syn, id-id, a gold graph (ast_motif, syntactic,
     /// syntactic_identifier, dfg, dfg_refined; both directions of each edge), or any of
-    /// them prefixed with not- (every other pair).
-    #[arg(long, value_parser = edge_set)]
-    pub edges: crate::analysis::causal::EdgeSet,
+    /// them prefixed with not- (every other pair). With --data, several, comma-separated.
+    #[arg(long, value_parser = edge_set, value_delimiter = ',', required = true)]
+    pub edges: Vec<crate::analysis::causal::EdgeSet>,
     /// Layers to block in (1-based: 1,3-5; default all).
     #[arg(long, value_parser = index_list)]
     pub layers: Option<IndexList>,

@@ -426,3 +426,113 @@ fn bad_edges_layers_and_heads_are_one_line_errors() {
     assert_eq!(v["layers"], serde_json::json!([2]));
     assert_eq!(v["heads"], serde_json::json!([1, 3, 4]));
 }
+
+#[test]
+fn a_corpus_knockout_aggregates_each_snippets_effect_against_its_control() {
+    let env = Env::new();
+    let dir = env.root.join("corpus");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.py"), CODE).unwrap();
+    let one = run_json(
+        &env,
+        "tiny_llama",
+        &dir.join("a.py"),
+        &["knockout", "--edges", "syn-id", "--control", "4"],
+    );
+    let o = env
+        .cmd()
+        .args([
+            "--model",
+            &fixture("tiny_llama"),
+            "knockout",
+            "--edges",
+            "syn-id,dfg",
+            "--control",
+            "4",
+            "--json",
+            "--data",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(
+        (v["snippets"].as_u64(), v["failed"].as_u64()),
+        (Some(1), Some(0))
+    );
+    let rows = v["rows"].as_array().unwrap();
+    let keys: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["edges"].as_str().unwrap().into(),
+                r["class"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("syn-id", "identifier"),
+        ("syn-id", "syntactic"),
+        ("dfg", "identifier"),
+        ("dfg", "syntactic"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(keys, want);
+    // One snippet: the corpus row is that snippet's own summary and control mean.
+    let s = &one["summary"][0];
+    let close = |a: &Value, b: &Value| (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < 1e-5;
+    assert!(
+        close(&rows[0]["knocked"], &s["mean_delta"]),
+        "{} vs {s}",
+        rows[0]
+    );
+    assert!(close(&rows[0]["control"], &s["control"]["mean"]));
+    let d = rows[0]["diff"].as_f64().unwrap();
+    assert!(
+        (d - (rows[0]["knocked"].as_f64().unwrap() - rows[0]["control"].as_f64().unwrap())).abs()
+            < 1e-5
+    );
+    // A second snippet: two of them now, each counted.
+    std::fs::write(
+        dir.join("b.py"),
+        "def scale(v, k):\n    out = v * k\n    return out\n",
+    )
+    .unwrap();
+    let o = env
+        .cmd()
+        .args([
+            "--model",
+            &fixture("tiny_llama"),
+            "knockout",
+            "--edges",
+            "syn-id",
+            "--control",
+            "4",
+            "--data",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = ok(&o);
+    assert!(
+        text.contains("2 snippets (0 failed)") && text.contains("paired bootstrap"),
+        "{text}"
+    );
+    // Several edge sets need --data.
+    let e = fails(
+        &env.cmd()
+            .args([
+                "--model",
+                &fixture("tiny_llama"),
+                "knockout",
+                "--edges",
+                "syn-id,dfg",
+            ])
+            .arg(dir.join("a.py"))
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("--data"), "{e}");
+}
