@@ -651,10 +651,10 @@ pub fn knockout_corpus(
         match one() {
             Ok(results) => {
                 done += 1;
-                for (s, r) in results.iter().enumerate() {
-                    for c in 0..2 {
+                for (per_class, r) in pairs.iter_mut().zip(&results) {
+                    for (c, v) in per_class.iter_mut().enumerate() {
                         if let (Some(k), Some(ctl)) = (r.summary[c].1, r.control[c]) {
-                            pairs[s][c].push((k, ctl.mean));
+                            v.push((k, ctl.mean));
                         }
                     }
                 }
