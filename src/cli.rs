@@ -370,10 +370,10 @@ pub struct AnalyzeArgs {
 /// The output choices of the causal commands.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct OutputArgs {
-    /// Print the JSON document (docs/formats.md).
+    /// Print the JSON document (README, JSON shapes).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
-    /// Print CSV (docs/formats.md).
+    /// Print CSV (README, JSON shapes).
     #[arg(long)]
     pub csv: bool,
 }

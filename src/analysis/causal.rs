@@ -790,7 +790,7 @@ fn r6(x: f64) -> f64 {
 }
 
 impl KnockoutResult {
-    /// `knockout --json` (docs/formats.md).
+    /// `knockout --json` (README, JSON shapes).
     pub fn to_json(&self, model: &crate::model::ModelInfo) -> Value {
         let tokens: Vec<Value> = self
             .tokens
