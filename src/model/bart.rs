@@ -53,8 +53,7 @@ fn default_act() -> String {
 impl BartConfig {
     /// Refuse values that cannot give a working model (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
-        if self.encoder_attention_heads == 0 || self.d_model % self.encoder_attention_heads != 0
-        {
+        if self.encoder_attention_heads == 0 || self.d_model % self.encoder_attention_heads != 0 {
             return Err(format!(
                 "d_model {} is not a multiple of encoder_attention_heads {}",
                 self.d_model, self.encoder_attention_heads
@@ -134,10 +133,10 @@ impl Bart {
             })?;
         let embed = host(&vb.get((cfg.vocab_size, d), embed_name)?)?;
         let enc = vb.pp("encoder");
-        let positions = host(&enc.pp("embed_positions").get(
-            (cfg.max_position_embeddings + POSITION_OFFSET, d),
-            "weight",
-        )?)?;
+        let positions = host(
+            &enc.pp("embed_positions")
+                .get((cfg.max_position_embeddings + POSITION_OFFSET, d), "weight")?,
+        )?;
         let emb_norm = LayerNorm::load(d, LN_EPS, enc.pp("layernorm_embedding"))?;
         let layers = (0..cfg.encoder_layers)
             .map(|i| Layer::load(&cfg, enc.pp("layers").pp(i)))

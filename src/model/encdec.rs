@@ -50,7 +50,12 @@ impl Linear {
         let inp = parts.first().map_or(0, |p| p.inp);
         let out = parts.iter().map(|p| p.out).sum();
         let b = if parts.iter().all(|p| p.b.is_some()) {
-            Some(parts.iter().flat_map(|p| p.b.clone().unwrap_or_default()).collect())
+            Some(
+                parts
+                    .iter()
+                    .flat_map(|p| p.b.clone().unwrap_or_default())
+                    .collect(),
+            )
         } else {
             None
         };
@@ -109,9 +114,7 @@ impl Act {
             Act::GeluErf => kernels::gelu_erf_inplace(xs),
             Act::GeluTanh => kernels::gelu_tanh_inplace(xs),
             Act::Relu => xs.iter_mut().for_each(|x| *x = x.max(0.0)),
-            Act::Silu => xs
-                .iter_mut()
-                .for_each(|x| *x /= 1.0 + kernels::exp(-*x)),
+            Act::Silu => xs.iter_mut().for_each(|x| *x /= 1.0 + kernels::exp(-*x)),
         }
     }
 }

@@ -343,7 +343,10 @@ mod tests {
                                "initializer_factor": 2.0}),
         );
         let normal = |std: f64| Init::Normal { std, pad: None };
-        assert_eq!(t.init_for("encoder.final_layer_norm.weight", 1), Init::Const(2.0));
+        assert_eq!(
+            t.init_for("encoder.final_layer_norm.weight", 1),
+            Init::Const(2.0)
+        );
         assert_eq!(t.init_for("shared.weight", 2), normal(2.0));
         assert_eq!(
             t.init_for("encoder.block.0.layer.0.SelfAttention.q.weight", 2),

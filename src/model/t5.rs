@@ -159,8 +159,15 @@ impl RmsNorm {
 
 /// The feed-forward of one block: `wi` (or `wi_0`, `wi_1` gated) and `wo`.
 enum FeedForward {
-    Plain { wi: Linear, wo: Linear },
-    Gated { wi: Linear, wo: Linear, inter: usize },
+    Plain {
+        wi: Linear,
+        wo: Linear,
+    },
+    Gated {
+        wi: Linear,
+        wo: Linear,
+        inter: usize,
+    },
 }
 
 struct Block {
