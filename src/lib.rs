@@ -22,7 +22,7 @@
 //! | [`signals`] | termination signals (SIGTERM, SIGINT, SIGHUP, SIGQUIT): exit 128+n after removing registered temporary paths (the explorer records the signal, restores the terminal and saves the session first) |
 //! | [`fsio`] | writes that cannot half-happen (`write_atomic`: an `O_EXCL`/`O_NOFOLLOW` temporary beside the target, fsync, rename) and reads that cannot grow without bound (`read_bounded`); every file codescope replaces goes through it |
 //! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging and the stderr notice path, the error type and [`error::printable`] (text from files made safe for a terminal; every notice and the final error go through it) |
-//! | `crates/kernels` (`codescope-kernels`) | the hot loops over slices, no codescope types: the forward pass's kernels (T5's relative-bias attention in `relative`) (re-exported as [`model::kernels`]) and the analysis's counts, entropy sums, subword-to-token aggregation and non-finite checks; a separate package so that debug and test builds compile it at opt-level 3 |
+//! | `crates/kernels` (`codescope-kernels`) | the hot loops over slices, no codescope types: the forward pass's kernels (T5's relative-bias attention and norm in `t5`) (re-exported as [`model::kernels`]) and the analysis's counts, entropy sums, subword-to-token aggregation and non-finite checks; a separate package so that debug and test builds compile it at opt-level 3 |
 //!
 //! Boundaries: `syntax` uses nothing else of the crate; `model` only [`error`]; they meet
 //! in `analysis` through byte spans. No tensor leaves `model`: `analysis`, `probe` reports

@@ -145,15 +145,11 @@ impl RmsNorm {
         })
     }
 
-    fn apply(&self, xs: &mut [f32]) {
-        let dim = self.w.len().max(1);
-        for row in xs.chunks_exact_mut(dim) {
-            let ss: f32 = row.iter().map(|v| v * v).sum();
-            let inv = 1.0 / (ss / dim as f32 + self.eps).sqrt();
-            for (v, &w) in row.iter_mut().zip(&self.w) {
-                *v *= inv * w;
-            }
-        }
+    /// The normed copy of `x` (`[n, d_model]`).
+    fn apply(&self, x: &[f32]) -> Vec<f32> {
+        let mut out = vec![0.0f32; x.len()];
+        kernels::t5_rms_norm(x, self.w.len(), &self.w, self.eps, &mut out);
+        out
     }
 }
 
@@ -350,15 +346,13 @@ impl Backbone for T5 {
             if opts.cancelled(li) {
                 return Err(Error::Cancelled);
             }
-            let mut h = x.clone();
-            block.attn_norm.apply(&mut h);
+            let h = block.attn_norm.apply(&x);
             let qkv = block.qkv.apply(&h, n, None);
             let mut ctx = vec![0.0f32; n * heads * dk];
             let probs = kernels::attention_probs_rel_bias(&qkv, n, heads, dk, 1.0, &bias, &mut ctx);
             capture.keep_attention(opts, li, probs)?;
             x = block.o.apply(&ctx, n, Some(&x));
-            let mut h = x.clone();
-            block.ff_norm.apply(&mut h);
+            let h = block.ff_norm.apply(&x);
             x = match &block.ff {
                 FeedForward::Plain { wi, wo } => {
                     let mut a = wi.apply(&h, n, None);
@@ -374,8 +368,7 @@ impl Backbone for T5 {
             super::check_layer_host(&x, li)?;
             if opts.hidden {
                 if li + 1 == layers {
-                    let mut last = x.clone();
-                    self.final_norm.apply(&mut last);
+                    let last = self.final_norm.apply(&x);
                     super::check_layer_host(&last, li)?;
                     capture.push_hidden_host(&last);
                 } else {
@@ -389,6 +382,10 @@ impl Backbone for T5 {
 
 /// `act(gate) * up` per row, from the fused `[n, 2 * inter]` rows `gate | up`.
 fn gated(gu: &[f32], n: usize, inter: usize, act: Act) -> Vec<f32> {
+    if act == Act::GeluTanh {
+        // `gated-gelu` (v1.1, CodeT5+): one vectorised pass.
+        return kernels::gelu_tanh_mul(gu, inter);
+    }
     let mut gate = Vec::with_capacity(n * inter);
     for row in gu.chunks_exact(2 * inter) {
         gate.extend_from_slice(&row[..inter]);
@@ -434,6 +431,25 @@ mod tests {
         ];
         for (rel, b) in want {
             assert_eq!(relative_bucket(rel, 32, 128), b, "offset {rel}");
+        }
+    }
+
+    #[test]
+    fn rms_norm_matches_naive() {
+        let mut rng = crate::model::testutil::SplitMix::new(2);
+        // Rows of 13 (not a multiple of 8 lanes), more than one parallel chunk of 16 rows.
+        let (n, dim) = (37, 13);
+        let x = rng.vec(n * dim, 3.0);
+        let w = rng.vec(dim, 1.0);
+        let mut out = vec![f32::NAN; n * dim];
+        kernels::t5_rms_norm(&x, dim, &w, 1e-6, &mut out);
+        for r in 0..n {
+            let row = &x[r * dim..(r + 1) * dim];
+            let ms = row.iter().map(|&v| v as f64 * v as f64).sum::<f64>() / dim as f64;
+            for j in 0..dim {
+                let want = w[j] as f64 * row[j] as f64 / (ms + 1e-6).sqrt();
+                assert!((out[r * dim + j] as f64 - want).abs() < 1e-5, "{r} {j}");
+            }
         }
     }
 

@@ -1,6 +1,6 @@
-//! Bidirectional self-attention with an additive bias that depends only on the key's
-//! offset from the query (T5's relative position buckets), straight into the capture
-//! buffer like [`crate::nn::attention_probs`].
+//! T5's kernels: its RMS-style norm, and bidirectional self-attention with an additive
+//! bias that depends only on the key's offset from the query (T5's relative position
+//! buckets), straight into the capture buffer like [`crate::nn::attention_probs`].
 //!
 //! The bias of one head is a Toeplitz matrix: entry `(i, j)` is `rel[n - 1 + j - i]`, so
 //! a head's `2n - 1` values describe all of its `n x n` entries and row `i` is the
@@ -10,7 +10,51 @@
 
 use rayon::prelude::*;
 
-use crate::nn::softmax_rows_inplace;
+use crate::nn::{avx2_fma, softmax_rows_inplace};
+
+/// `T5LayerNorm` of each `dim`-wide row of `x` into `out`: `w * x / sqrt(mean(x²) + eps)`
+/// (no mean subtraction, no bias), the mean of squares over eight f32 lanes.
+pub fn t5_rms_norm(x: &[f32], dim: usize, w: &[f32], eps: f32, out: &mut [f32]) {
+    assert_eq!(x.len(), out.len());
+    assert_eq!(w.len(), dim);
+    let dim = dim.max(1);
+    out.par_chunks_mut(dim * 16)
+        .zip(x.par_chunks(dim * 16))
+        .for_each(|(o, x)| {
+            #[cfg(target_arch = "x86_64")]
+            if avx2_fma() {
+                // SAFETY: the CPU has the features the function is compiled for.
+                unsafe { rms_avx2(x, dim, w, eps, o) };
+                return;
+            }
+            rms_body(x, dim, w, eps, o);
+        });
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rms_avx2(x: &[f32], dim: usize, w: &[f32], eps: f32, out: &mut [f32]) {
+    rms_body(x, dim, w, eps, out)
+}
+
+#[inline(always)]
+fn rms_body(x: &[f32], dim: usize, w: &[f32], eps: f32, out: &mut [f32]) {
+    for (row, o) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
+        let mut acc = [0.0f32; 8];
+        let chunks = row.chunks_exact(8);
+        let mut ss: f32 = chunks.remainder().iter().map(|v| v * v).sum();
+        for c in chunks {
+            for k in 0..8 {
+                acc[k] += c[k] * c[k];
+            }
+        }
+        ss += acc.iter().sum::<f32>();
+        let inv = 1.0 / (ss / dim as f32 + eps).sqrt();
+        for ((o, &v), &w) in o.iter_mut().zip(row).zip(w) {
+            *o = w * (v * inv);
+        }
+    }
+}
 
 /// A pointer parallel tasks write through, each to its own disjoint part.
 struct SharedMut(*mut f32);
