@@ -206,6 +206,26 @@ fn t5_bart_trace_and_analyze_through_the_cli() {
             "{out}"
         );
     }
+    // The explorer's screen (a headless render) says which stack is shown.
+    let screen = root.path().join("screen.txt");
+    let m = fixture("tiny_bart");
+    ok(&run(
+        root.path(),
+        &[
+            "--model",
+            &m,
+            "render",
+            &sample,
+            "--view",
+            "screen",
+            "--size",
+            "120x40",
+            "--out",
+            &screen.display().to_string(),
+        ],
+    ));
+    let text = std::fs::read_to_string(&screen).unwrap();
+    assert!(text.contains("(bart, encoder stack)"), "{text}");
     // An encoder has no LM head: surprisal is refused in one line.
     let line = fails(&run(
         root.path(),
