@@ -236,7 +236,7 @@ pub fn print_summary(name: &str, t: &Trace) -> Result<()> {
         out,
         "model    {} ({}, {} layers x {} heads, hidden {}{})",
         m.source,
-        m.architecture,
+        m.architecture_note(),
         m.layers,
         m.heads,
         m.hidden_size,

@@ -405,7 +405,12 @@ impl Prepared {
 /// A (query, key) code-token pair and its subword pairs (query position, key position).
 type Candidate = ((usize, usize), Vec<(u32, u32)>);
 
+/// Cosine similarity in f64: exactly 1 for identical vectors (an unchanged token's
+/// `1 - cos` is 0, not rounding noise), clamped to [-1, 1].
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    if a == b {
+        return 1.0;
+    }
     let (mut ab, mut aa, mut bb) = (0.0f64, 0.0f64, 0.0f64);
     for (&x, &y) in a.iter().zip(b) {
         let (x, y) = (f64::from(x), f64::from(y));
@@ -416,7 +421,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
     if aa == 0.0 || bb == 0.0 {
         return if aa == bb { 1.0 } else { 0.0 };
     }
-    ab / (aa.sqrt() * bb.sqrt())
+    (ab / (aa.sqrt() * bb.sqrt())).clamp(-1.0, 1.0)
 }
 
 /// A knockout's result on one snippet.
@@ -888,19 +893,22 @@ impl KnockoutResult {
             "{:<12} {:>6} {:>10}   control ({} draws of {} pairs): mean [95% interval]\n",
             "class", "tokens", unit, self.control_draws, self.control_pairs
         ));
+        // Bits read well to 4 decimals; 1 - cos of a small model is often 1e-5.
+        let f = |v: f64| match self.measure {
+            Measure::Bits => format!("{v:+.4}"),
+            Measure::Cosine => format!("{v:.3e}"),
+        };
         for (c, name) in CLASSES.iter().enumerate() {
             let (n, m) = self.summary[c];
             if n == 0 {
                 continue;
             }
             let ctl = match self.control[c] {
-                Some(i) => format!("{:+.4} [{:+.4}, {:+.4}]", i.mean, i.lo, i.hi),
+                Some(i) => format!("{} [{}, {}]", f(i.mean), f(i.lo), f(i.hi)),
                 None => "-".into(),
             };
-            s.push_str(&format!(
-                "{name:<12} {n:>6} {:>+10.4}   {ctl}\n",
-                m.unwrap_or(f64::NAN)
-            ));
+            let m = m.map_or("-".into(), f);
+            s.push_str(&format!("{name:<12} {n:>6} {m:>10}   {ctl}\n"));
         }
         s
     }

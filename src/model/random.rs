@@ -16,7 +16,16 @@
 //! - the padding row of an Embedding built with `padding_idx` is zero: BERT's and
 //!   RoBERTa's `word_embeddings`, RoBERTa's `position_embeddings`, Llama's, Qwen2's and
 //!   Gemma 3's `embed_tokens` (`pad_token_id`, with the config class's default when the
-//!   file has none: BERT 0, RoBERTa 1, Gemma 3 0, Llama/Qwen2 none).
+//!   file has none: BERT 0, RoBERTa 1, Gemma 3 0, Llama/Qwen2 none);
+//! - T5 (`T5PreTrainedModel._init_weights`, `factor` = `initializer_factor`, default 1):
+//!   T5LayerNorm weights `factor`; `shared` / `embed_tokens` / an untied `lm_head`
+//!   normal(0, `factor`); attention `q` normal(0, `factor / sqrt(d_model * d_kv)`), `k`
+//!   and `v` `factor / sqrt(d_model)`, `o` `factor / sqrt(num_heads * d_kv)`,
+//!   `relative_attention_bias` `factor / sqrt(d_model)`; feed-forward `wi` (`wi_0`,
+//!   `wi_1`) `factor / sqrt(d_model)`, `wo` `factor / sqrt(d_ff)`; no padding row;
+//! - BART and PLBART: every Linear and Embedding normal(0, `init_std`, default 0.02),
+//!   LayerNorms 1 and 0, the token embedding's `pad_token_id` row (default 1) zero; the
+//!   learned positions have none.
 //!
 //! GGUF files carry no `initializer_range`: 0.02 (every family's default) is used.
 //!
@@ -46,6 +55,10 @@ pub struct InitRules {
     pub proj_std: f64,
     /// The row zeroed in the padding embeddings.
     pub pad: Option<usize>,
+    /// The value of every norm weight (1-D tensors that are not biases).
+    pub norm: f32,
+    /// Matrices with a std of their own, by name suffix (T5's init), checked in order.
+    pub named: Vec<(&'static str, f64)>,
 }
 
 /// What one tensor is initialised to.
@@ -69,6 +82,7 @@ impl InitRules {
         };
         let std = cfg
             .get("initializer_range")
+            .or_else(|| cfg.get("init_std"))
             .and_then(|v| v.as_f64())
             .filter(|v| v.is_finite() && *v >= 0.0)
             .unwrap_or(0.02);
@@ -83,7 +97,7 @@ impl InitRules {
         };
         let default_pad = match family {
             Family::Bert | Family::Gemma3 => Some(0),
-            Family::Roberta => Some(1),
+            Family::Roberta | Family::Bart | Family::PlBart => Some(1),
             _ => None,
         };
         let pad = match cfg.get("pad_token_id") {
@@ -91,11 +105,18 @@ impl InitRules {
             Some(v) => v.as_u64().map(|p| p as usize),
             None => default_pad,
         };
+        let (norm, named) = match family {
+            Family::T5 => t5_rules(cfg),
+            Family::Gemma3 => (0.0, Vec::new()),
+            _ => (1.0, Vec::new()),
+        };
         InitRules {
             family,
             std,
             proj_std,
             pad,
+            norm,
+            named,
         }
     }
 
@@ -106,12 +127,11 @@ impl InitRules {
             return Init::Const(0.0);
         }
         if rank <= 1 {
-            // A norm's scale: Gemma 3 keeps `w` of `(1 + w)`.
-            return Init::Const(if self.family == Family::Gemma3 {
-                0.0
-            } else {
-                1.0
-            });
+            // A norm's scale: Gemma 3 keeps `w` of `(1 + w)`, T5 starts from its factor.
+            return Init::Const(self.norm);
+        }
+        if let Some(&(_, std)) = self.named.iter().find(|(s, _)| name.ends_with(s)) {
+            return Init::Normal { std, pad: None };
         }
         let scaled = matches!(self.family, Family::Gpt2 | Family::GptBigCode)
             && name.ends_with("c_proj.weight");
@@ -122,6 +142,9 @@ impl InitRules {
                     || name.ends_with("position_embeddings.weight")
             }
             Family::Llama | Family::Qwen2 | Family::Gemma3 => name.ends_with("embed_tokens.weight"),
+            Family::Bart | Family::PlBart => {
+                name.ends_with("embed_tokens.weight") || name.ends_with("shared.weight")
+            }
             _ => false,
         };
         Init::Normal {
@@ -129,6 +152,42 @@ impl InitRules {
             pad: if padded { self.pad } else { None },
         }
     }
+}
+
+/// T5's norm value and per-name stds (`T5PreTrainedModel._init_weights`) from its config.
+fn t5_rules(cfg: &serde_json::Value) -> (f32, Vec<(&'static str, f64)>) {
+    let get = |k: &str, default: f64| {
+        cfg.get(k)
+            .and_then(|v| v.as_f64())
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .unwrap_or(default)
+    };
+    let factor = cfg
+        .get("initializer_factor")
+        .and_then(|v| v.as_f64())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .unwrap_or(1.0);
+    let (d_model, d_kv, d_ff, heads) = (
+        get("d_model", 512.0),
+        get("d_kv", 64.0),
+        get("d_ff", 2048.0),
+        get("num_heads", 8.0),
+    );
+    let named = vec![
+        ("shared.weight", factor),
+        ("embed_tokens.weight", factor),
+        ("lm_head.weight", factor),
+        ("relative_attention_bias.weight", factor / d_model.sqrt()),
+        (".q.weight", factor / (d_model * d_kv).sqrt()),
+        (".k.weight", factor / d_model.sqrt()),
+        (".v.weight", factor / d_model.sqrt()),
+        (".o.weight", factor / (heads * d_kv).sqrt()),
+        (".wi.weight", factor / d_model.sqrt()),
+        (".wi_0.weight", factor / d_model.sqrt()),
+        (".wi_1.weight", factor / d_model.sqrt()),
+        (".wo.weight", factor / d_ff.sqrt()),
+    ];
+    (factor as f32, named)
 }
 
 /// The seed of tensor `name`'s stream under `seed` (FNV-1a of the name, mixed).
@@ -277,6 +336,49 @@ mod tests {
                 std: 0.01,
                 pad: Some(0)
             }
+        );
+        let t = rules(
+            Family::T5,
+            serde_json::json!({"d_model": 64, "d_kv": 16, "d_ff": 256, "num_heads": 4,
+                               "initializer_factor": 2.0}),
+        );
+        let normal = |std: f64| Init::Normal { std, pad: None };
+        assert_eq!(
+            t.init_for("encoder.final_layer_norm.weight", 1),
+            Init::Const(2.0)
+        );
+        assert_eq!(t.init_for("shared.weight", 2), normal(2.0));
+        assert_eq!(
+            t.init_for("encoder.block.0.layer.0.SelfAttention.q.weight", 2),
+            normal(2.0 / 32.0)
+        );
+        assert_eq!(
+            t.init_for("encoder.block.0.layer.0.SelfAttention.o.weight", 2),
+            normal(2.0 / 8.0)
+        );
+        assert_eq!(
+            t.init_for("encoder.block.1.layer.1.DenseReluDense.wo.weight", 2),
+            normal(2.0 / 16.0)
+        );
+        assert_eq!(
+            t.init_for("encoder.block.1.layer.1.DenseReluDense.wi_1.weight", 2),
+            normal(2.0 / 8.0)
+        );
+        let b = rules(Family::PlBart, serde_json::json!({"init_std": 0.05}));
+        assert_eq!(
+            b.init_for("model.shared.weight", 2),
+            Init::Normal {
+                std: 0.05,
+                pad: Some(1)
+            }
+        );
+        assert_eq!(
+            b.init_for("model.encoder.embed_positions.weight", 2),
+            normal(0.05)
+        );
+        assert_eq!(
+            b.init_for("model.encoder.layernorm_embedding.weight", 1),
+            Init::Const(1.0)
         );
         let l = rules(Family::Llama, serde_json::json!({"pad_token_id": null}));
         assert_eq!(l.std, 0.02);

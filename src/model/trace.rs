@@ -34,6 +34,10 @@ pub struct ModelInfo {
     /// Causal (decoder) models attend only to earlier positions.
     #[serde(skip)]
     pub causal: bool,
+    /// The stack of an encoder–decoder whose attention is analysed (`"encoder"`: its
+    /// self-attention, as the study used); absent for one-stack models.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<&'static str>,
     /// `Some(seed)`: the weights are codescope's seeded random initialisation of the
     /// architecture (`--random-weights SEED`; `model::random`), not the checkpoint's.
     pub random_weights: Option<u64>,
@@ -46,6 +50,15 @@ impl ModelInfo {
         match self.random_weights {
             Some(seed) => format!(", random weights (seed {seed})"),
             None => String::new(),
+        }
+    }
+
+    /// The architecture with the stack of an encoder–decoder (`t5, encoder stack`), as
+    /// summaries show it.
+    pub fn architecture_note(&self) -> String {
+        match self.stack {
+            Some(s) => format!("{}, {s} stack", self.architecture),
+            None => self.architecture.clone(),
         }
     }
 

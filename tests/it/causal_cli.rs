@@ -324,21 +324,46 @@ fn ablate_and_lens_print_their_grids() {
 fn encoders_measure_the_last_hidden_state_and_have_no_lens() {
     let env = Env::new();
     let f = write(&env, CODE);
-    let v = run_json(
-        &env,
-        "tiny_roberta",
-        &f,
-        &["knockout", "--edges", "not-id-id", "--control", "2"],
+    // RoBERTa, and the encoder stacks of T5 (its biased attention knocked out after the
+    // softmax) and BART.
+    let g = env.root.join("no_ids.py");
+    std::fs::write(&g, "1 + 2 * (3 - 4)\n").unwrap();
+    for m in ["tiny_roberta", "tiny_t5", "tiny_t5_v11", "tiny_bart"] {
+        let v = run_json(
+            &env,
+            m,
+            &f,
+            &["knockout", "--edges", "not-id-id", "--control", "2"],
+        );
+        assert_eq!(v["measure"], "one_minus_cos");
+        let tokens = v["tokens"].as_array().unwrap();
+        assert!(tokens.iter().all(|t| t.get("bits").is_none()));
+        let changes: Vec<f64> = tokens
+            .iter()
+            .filter_map(|t| t["one_minus_cos"].as_f64())
+            .collect();
+        assert_eq!(changes.len(), tokens.len(), "{m}");
+        assert!(changes.iter().any(|&c| c > 1e-7), "{m}: {changes:?}");
+        // Nothing to block (no identifier in the snippet): no change at all.
+        let v = run_json(
+            &env,
+            m,
+            &g,
+            &["knockout", "--edges", "id-id", "--control", "0"],
+        );
+        let toks = v["tokens"].as_array().unwrap();
+        assert!(
+            toks.iter()
+                .all(|t| t["one_minus_cos"].as_f64() == Some(0.0)),
+            "{m}: {v}"
+        );
+    }
+    let v = run_json(&env, "tiny_t5", &f, &["ablate"]);
+    let heads = v["heads"].as_array().unwrap();
+    assert!(
+        heads.iter().any(|h| h["all"].as_f64().unwrap() > 1e-7),
+        "{v}"
     );
-    assert_eq!(v["measure"], "one_minus_cos");
-    let tokens = v["tokens"].as_array().unwrap();
-    assert!(tokens.iter().all(|t| t.get("bits").is_none()));
-    let changes: Vec<f64> = tokens
-        .iter()
-        .filter_map(|t| t["one_minus_cos"].as_f64())
-        .collect();
-    assert_eq!(changes.len(), tokens.len());
-    assert!(changes.iter().any(|&c| c > 1e-7), "{changes:?}");
     let e = fails(
         &env.cmd()
             .args(["--model", &fixture("tiny_roberta"), "lens"])

@@ -185,7 +185,7 @@ fn bad_inputs_are_one_line_errors() {
 }
 
 /// Lay out `models--org--name` as huggingface_hub does: blobs, refs/main, snapshots/<hash>.
-fn hub_cache(hf: &Path, repo: &str, model_dir: &Path) -> String {
+pub(crate) fn hub_cache(hf: &Path, repo: &str, model_dir: &Path) -> String {
     let base = hf.join(format!("models--{}", repo.replace('/', "--")));
     let commit = "0123456789abcdef0123456789abcdef01234567";
     let snap = base.join("snapshots").join(commit);

@@ -640,3 +640,35 @@ fn hostile_hub_answers_never_become_paths() {
         assert!(!all.contains("evil"), "{what}:\n{all}");
     }
 }
+
+/// A hub repo whose only tokenizer is a SentencePiece model (PLBART's, some T5s') is
+/// refused in one line naming what is missing, before its weights are downloaded.
+#[test]
+fn t5_plbart_hub_repo_with_only_sentencepiece_is_refused_before_the_weights() {
+    let env = Env::new();
+    // Served from `tiny`, the one model directory the sandbox check allows.
+    let m = env.root.join("tiny");
+    std::fs::create_dir_all(&m).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_plbart");
+    for f in ["config.json", "pytorch_model.bin"] {
+        std::fs::copy(fixture.join(f), m.join(f)).unwrap();
+    }
+    std::fs::write(m.join("sentencepiece.bpe.model"), b"not read").unwrap();
+    let server = hub(&m, |_| {});
+    let line = fails(
+        &env.cmd()
+            .env("HF_ENDPOINT", &server.base)
+            .args(["trace", "--model", "acme/tiny"])
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        line.contains("sentencepiece.bpe.model") && line.contains("tokenizer.json"),
+        "{line}"
+    );
+    let blobs = env.root.join("hf/models--acme--tiny/blobs");
+    let n = std::fs::read_dir(&blobs).map_or(0, |d| d.count());
+    assert_eq!(n, 0, "nothing downloaded");
+    nothing_outside_the_caches(&env);
+}

@@ -45,6 +45,7 @@ mod reproduce_shards;
 mod stream;
 mod study_graphs;
 mod syntax_worst_case;
+mod t5_bart_reference;
 mod tiny_roberta_reference;
 mod tui_app;
 mod tui_astprobe;

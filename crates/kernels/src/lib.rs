@@ -20,3 +20,4 @@ pub mod graph;
 pub mod lm;
 pub mod nn;
 pub mod probe;
+pub mod t5;

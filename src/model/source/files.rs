@@ -58,7 +58,16 @@ impl ModelFiles {
         }
         let tokenizer = TokenizerFiles::find(dir).ok_or_else(|| Error::MissingFile {
             dir: dir.into(),
-            what: "tokenizer (tokenizer.json, vocab.json + merges.txt, or vocab.txt)".into(),
+            what: match sentencepiece_only(dir) {
+                // PLBART and T5 checkpoints may ship only the SentencePiece model, which
+                // codescope does not read; transformers writes the tokenizer.json.
+                Some(spm) => format!(
+                    "tokenizer.json (the directory has only the SentencePiece model {spm}, \
+                     which codescope cannot read; write one with transformers: \
+                     AutoTokenizer.from_pretrained(DIR).save_pretrained(DIR))"
+                ),
+                None => "tokenizer (tokenizer.json, vocab.json + merges.txt, or vocab.txt)".into(),
+            },
         })?;
         let weights = find_weights(dir)?;
         Ok(ModelFiles {
@@ -69,6 +78,14 @@ impl ModelFiles {
             weights,
         })
     }
+}
+
+/// The SentencePiece model file a directory holds, if any (`sentencepiece.bpe.model` as
+/// PLBART ships it, `spiece.model` as T5 does).
+fn sentencepiece_only(dir: &Path) -> Option<&'static str> {
+    ["sentencepiece.bpe.model", "spiece.model"]
+        .into_iter()
+        .find(|f| dir.join(f).is_file())
 }
 
 impl ModelFiles {

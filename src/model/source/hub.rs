@@ -336,6 +336,19 @@ fn download_hub(repo: &str, revision: &str, source: &str) -> Result<ModelFiles> 
         wanted.extend(["vocab.json".into(), "merges.txt".into()]);
     } else if has("vocab.txt") {
         wanted.push("vocab.txt".into());
+    } else if let Some(spm) = ["sentencepiece.bpe.model", "spiece.model"]
+        .into_iter()
+        .find(|f| has(f))
+    {
+        // Refused before the weights are downloaded (PLBART's hub repos, some T5s).
+        return Err(Error::ModelNotFound {
+            spec: source.into(),
+            reason: format!(
+                "the hub repo has no tokenizer.json, only the SentencePiece model {spm}, which \
+                 codescope cannot read; write a tokenizer.json with transformers \
+                 (AutoTokenizer.from_pretrained(REPO).save_pretrained(DIR)) and use --model DIR"
+            ),
+        });
     }
     if has("tokenizer_config.json") {
         wanted.push("tokenizer_config.json".into());

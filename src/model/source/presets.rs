@@ -56,6 +56,31 @@ pub const PRESETS: &[Preset] = &[
         spec: "deepseek-ai/deepseek-coder-1.3b-base",
         description: "deepseek-coder-1.3b-base (Llama, 24 x 16)",
     },
+    Preset {
+        name: "codet5-base",
+        spec: "Salesforce/codet5-base",
+        description: "CodeT5-base (T5, encoder stack, 12 x 12)",
+    },
+    Preset {
+        name: "codet5-large",
+        spec: "Salesforce/codet5-large",
+        description: "CodeT5-large (T5, encoder stack, 24 x 16)",
+    },
+    Preset {
+        name: "codet5p-220m",
+        spec: "Salesforce/codet5p-220m",
+        description: "CodeT5+ 220M (T5, encoder stack, 12 x 12)",
+    },
+    Preset {
+        name: "codet5p-770m",
+        spec: "Salesforce/codet5p-770m",
+        description: "CodeT5+ 770M (T5, encoder stack, 24 x 16)",
+    },
+    Preset {
+        name: "plbart-base",
+        spec: "uclanlp/plbart-base",
+        description: "PLBART-base (BART, encoder stack, 6 x 12; needs a tokenizer.json)",
+    },
 ];
 
 /// Earlier short names that still work: `(alias, preset name)`.

@@ -66,7 +66,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let sep = Span::styled(" │ ", st);
     let (layers, heads) = app.dims();
     let model = match &app.model.loaded {
-        Some((label, info)) => format!("{label} ({}{})", info.architecture, info.weights_note()),
+        Some((label, info)) => format!(
+            "{label} ({}{})",
+            info.architecture_note(),
+            info.weights_note()
+        ),
         None => "no model yet".into(),
     };
     let frac = |i: usize, n: usize| {

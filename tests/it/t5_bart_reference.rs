@@ -1,0 +1,445 @@
+//! The encoder–decoder families (`t5`, `bart`, `plbart`) against Hugging Face transformers:
+//! tiny random T5 v1.0 (relu, tied, `pytorch_model.bin`, CodeT5's RoBERTa BPE files), T5
+//! v1.1 (gated-gelu, untied, safetensors), BART (safetensors) and PLBART (`pytorch_model.bin`,
+//! a `tokenizer.json` ending `</s> __python__`, no `scale_embedding` in its config). Their
+//! ENCODER self-attention and hidden states at 1e-4, T5's position buckets exactly; the
+//! CLI end to end (`trace --json`, `analyze --json`, a preset from the hub cache layout);
+//! random weights with each family's transformers init; the SentencePiece-only error.
+//! Fixtures made by `tools/reference/tiny_encdec_reference.py`.
+
+use std::path::{Path, PathBuf};
+
+use codescope::model::random::{generate, InitRules};
+use codescope::model::source::{ModelFiles, Weights};
+use codescope::model::{Family, ForwardOptions, LoadedModel};
+
+use crate::cli_sources::{fails, fixture, ok, sandboxed};
+
+fn dir(name: &str) -> PathBuf {
+    PathBuf::from(fixture(name))
+}
+
+fn reference(name: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir(name).join("reference.json")).unwrap())
+        .unwrap()
+}
+
+fn load(name: &str, seed: Option<u64>) -> LoadedModel {
+    let files = ModelFiles::from_dir(&dir(name), name.into()).unwrap();
+    LoadedModel::load_with(&files, seed).unwrap()
+}
+
+#[test]
+fn t5_bart_plbart_encoders_match_transformers() {
+    for (name, arch, bin) in [
+        ("tiny_t5", "t5", true),
+        ("tiny_t5_v11", "t5", false),
+        ("tiny_bart", "bart", false),
+        ("tiny_plbart", "plbart", true),
+    ] {
+        let files = ModelFiles::from_dir(&dir(name), name.into()).unwrap();
+        assert_eq!(matches!(files.weights, Weights::Pth(_)), bin, "{name}");
+        let m = LoadedModel::load(&files).unwrap();
+        assert_eq!(m.info.architecture, arch);
+        assert_eq!(m.info.stack, Some("encoder"));
+        assert!(!m.info.causal);
+        assert_eq!(
+            (m.info.layers, m.info.heads, m.info.hidden_size),
+            (2, 4, 32)
+        );
+        assert_eq!(m.info.window, 64, "{name}");
+        let r = reference(name);
+        let opts = ForwardOptions {
+            hidden: true,
+            ..Default::default()
+        };
+        let t = m.trace(r["text"].as_str().unwrap(), &opts).unwrap();
+        let ids: Vec<u64> = t.tokens.iter().map(|s| s.id as u64).collect();
+        let want: Vec<u64> = r["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(ids, want, "{name} ids");
+        for (i, o) in r["offsets"].as_array().unwrap().iter().enumerate() {
+            if t.tokens[i].special {
+                continue;
+            }
+            let span = (
+                o[0].as_u64().unwrap() as usize,
+                o[1].as_u64().unwrap() as usize,
+            );
+            assert_eq!(
+                (t.tokens[i].start, t.tokens[i].end),
+                span,
+                "{name} offset {i}"
+            );
+        }
+        let n = ids.len();
+        let mut worst = (0.0f64, 0.0f64);
+        for l in 0..2 {
+            for h in 0..4 {
+                for q in 0..n {
+                    let mut row = 0.0;
+                    for k in 0..n {
+                        let w = r["attention"][l][h][q][k].as_f64().unwrap();
+                        let got = t.attention.get(l, h, q, k) as f64;
+                        row += got;
+                        let d = (got - w).abs();
+                        worst.0 = worst.0.max(d);
+                        assert!(d < 1e-4, "{name} attention {l} {h} {q} {k}: {got} vs {w}");
+                    }
+                    assert!((row - 1.0).abs() < 1e-4);
+                }
+            }
+        }
+        let hid = t.hidden.as_ref().unwrap();
+        assert_eq!(hid.layers.len(), 3);
+        for l in 0..3 {
+            for p in 0..n {
+                for (d, &x) in hid.vector(l, p).iter().enumerate() {
+                    let w = r["hidden_states"][l][p][d].as_f64().unwrap();
+                    let diff = (x as f64 - w).abs();
+                    worst.1 = worst.1.max(diff / w.abs().max(1.0));
+                    assert!(
+                        diff < 1e-4 * w.abs().max(1.0),
+                        "{name} hidden {l} {p} {d}: {x} vs {w}"
+                    );
+                }
+            }
+        }
+        eprintln!(
+            "{name}: {n} tokens, max |attention diff| {:.2e}, max hidden diff (relative above 1) {:.2e}",
+            worst.0, worst.1
+        );
+        // A layer recomputed from its recorded input is the full pass's, bit for bit
+        // (T5's shared position bias included).
+        let raw: Vec<u32> = t.tokens.iter().map(|s| s.id).collect();
+        let full = m
+            .forward_ids(
+                &raw,
+                &ForwardOptions {
+                    hidden: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let full_hidden = full.hidden.unwrap();
+        for l in 0..2 {
+            let again = m.layer_attention(&raw, l, &full_hidden.layers[l]).unwrap();
+            assert!(
+                again
+                    .iter()
+                    .zip(&full.attention.layers[l])
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{name} layer {l} recomputed"
+            );
+        }
+    }
+}
+
+#[test]
+fn t5_position_buckets_match_transformers() {
+    for name in ["tiny_t5", "tiny_t5_v11"] {
+        for table in reference(name)["buckets"].as_array().unwrap() {
+            let (nb, md) = (
+                table["num_buckets"].as_u64().unwrap() as usize,
+                table["max_distance"].as_u64().unwrap() as usize,
+            );
+            let first = table["first"].as_i64().unwrap();
+            for (i, b) in table["values"].as_array().unwrap().iter().enumerate() {
+                let rel = first + i as i64;
+                assert_eq!(
+                    codescope::model::t5::relative_bucket(rel, nb, md) as u64,
+                    b.as_u64().unwrap(),
+                    "{nb} buckets, max distance {md}, offset {rel}"
+                );
+            }
+        }
+    }
+}
+
+/// `codescope` on `sample` with `args`, in a sandbox rooted at `root`.
+fn run(root: &Path, args: &[&str]) -> std::process::Output {
+    sandboxed(root)
+        .env("HF_HUB_OFFLINE", "1")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn t5_bart_trace_and_analyze_through_the_cli() {
+    let root = tempfile::tempdir().unwrap();
+    let sample = root.path().join("sample.py");
+    std::fs::write(&sample, "def add(a, b):\n    return a + b\n").unwrap();
+    let sample = sample.display().to_string();
+    for (name, arch) in [("tiny_t5", "t5"), ("tiny_plbart", "plbart")] {
+        let m = fixture(name);
+        let out = ok(&run(
+            root.path(),
+            &["trace", "--json", "--hidden", "--model", &m, &sample],
+        ));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["model"]["architecture"], arch);
+        assert_eq!(v["model"]["stack"], "encoder");
+        let n = v["tokens"].as_array().unwrap().len();
+        assert_eq!(v["attention"].as_array().unwrap().len(), 2);
+        assert_eq!(v["attention"][1][3].as_array().unwrap().len(), n);
+        assert_eq!(v["hidden_states"].as_array().unwrap().len(), 3);
+        let out = ok(&run(root.path(), &["trace", "--model", &m, &sample]));
+        assert!(
+            out.contains(&format!("({arch}, encoder stack, 2 layers x 4 heads")),
+            "{out}"
+        );
+        let out = ok(&run(
+            root.path(),
+            &["analyze", "--json", "--model", &m, &sample],
+        ));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["model"]["architecture"], arch);
+        assert_eq!(v["model"]["stack"], "encoder");
+        let out = ok(&run(root.path(), &["analyze", "--model", &m, &sample]));
+        assert!(
+            out.contains(&format!("({arch}, encoder stack, 2 layers x 4 heads")),
+            "{out}"
+        );
+    }
+    // The explorer's screen (a headless render) says which stack is shown.
+    let screen = root.path().join("screen.txt");
+    let m = fixture("tiny_bart");
+    ok(&run(
+        root.path(),
+        &[
+            "--model",
+            &m,
+            "render",
+            &sample,
+            "--view",
+            "screen",
+            "--size",
+            "120x40",
+            "--out",
+            &screen.display().to_string(),
+        ],
+    ));
+    let text = std::fs::read_to_string(&screen).unwrap();
+    assert!(text.contains("(bart, encoder stack)"), "{text}");
+    // An encoder has no LM head: surprisal is refused in one line.
+    let line = fails(&run(
+        root.path(),
+        &[
+            "trace",
+            "--surprisal",
+            "--model",
+            &fixture("tiny_t5"),
+            &sample,
+        ],
+    ));
+    assert!(line.contains("causal"), "{line}");
+}
+
+#[test]
+fn t5_codet5_preset_loads_from_the_hub_cache_layout() {
+    let root = tempfile::tempdir().unwrap();
+    let sample = root.path().join("sample.py");
+    std::fs::write(&sample, "x = 1\n").unwrap();
+    // The tiny T5 laid out as Salesforce/codet5-base is on the hub (vocab.json +
+    // merges.txt + pytorch_model.bin).
+    crate::cli_sources::hub_cache(
+        &root.path().join("hf"),
+        "Salesforce/codet5-base",
+        &dir("tiny_t5"),
+    );
+    let out = ok(&run(
+        root.path(),
+        &[
+            "trace",
+            "--json",
+            "--model",
+            "codet5-base",
+            &sample.display().to_string(),
+        ],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["model"]["architecture"], "t5");
+    assert_eq!(v["model"]["source"], "Salesforce/codet5-base");
+    let out = ok(&run(root.path(), &["models"]));
+    for (p, local) in [
+        ("codet5-base", "yes"),
+        ("codet5-large", "no"),
+        ("codet5p-220m", "no"),
+        ("codet5p-770m", "no"),
+        ("plbart-base", "no"),
+    ] {
+        let line = out.lines().find(|l| l.starts_with(p)).unwrap_or("");
+        assert_eq!(line.split_whitespace().nth(2), Some(local), "{out}");
+    }
+    assert!(out.contains("t5, bart, plbart"), "{out}");
+}
+
+#[test]
+fn t5_sentencepiece_only_tokenizer_is_a_one_line_error() {
+    let root = tempfile::tempdir().unwrap();
+    let m = root.path().join("plbart");
+    std::fs::create_dir_all(&m).unwrap();
+    for f in ["config.json", "pytorch_model.bin"] {
+        std::fs::copy(dir("tiny_plbart").join(f), m.join(f)).unwrap();
+    }
+    std::fs::write(m.join("sentencepiece.bpe.model"), b"not read").unwrap();
+    let sample = root.path().join("s.py");
+    std::fs::write(&sample, "x = 1\n").unwrap();
+    let line = fails(&run(
+        root.path(),
+        &[
+            "trace",
+            "--model",
+            &m.display().to_string(),
+            &sample.display().to_string(),
+        ],
+    ));
+    assert!(
+        line.contains("sentencepiece.bpe.model") && line.contains("tokenizer.json"),
+        "{line}"
+    );
+}
+
+/// The std transformers' `_init_weights` gives a T5 matrix (the test's own reading).
+fn t5_std(name: &str, cfg: &serde_json::Value) -> f64 {
+    let f = |k: &str| cfg[k].as_f64().unwrap();
+    let (d, kv, ff, h) = (f("d_model"), f("d_kv"), f("d_ff"), f("num_heads"));
+    let last = name.rsplit('.').nth(1).unwrap();
+    match last {
+        "shared" | "embed_tokens" | "lm_head" => 1.0,
+        "q" => 1.0 / (d * kv).sqrt(),
+        "k" | "v" | "wi" | "wi_0" | "wi_1" | "relative_attention_bias" => 1.0 / d.sqrt(),
+        "o" => 1.0 / (h * kv).sqrt(),
+        "wo" => 1.0 / ff.sqrt(),
+        other => panic!("no T5 init for {other} ({name})"),
+    }
+}
+
+#[test]
+fn t5_bart_random_weights_follow_the_transformers_init() {
+    for (name, family) in [
+        ("tiny_t5", Family::T5),
+        ("tiny_t5_v11", Family::T5),
+        ("tiny_bart", Family::Bart),
+        ("tiny_plbart", Family::PlBart),
+    ] {
+        let d = dir(name);
+        let cfg: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("config.json")).unwrap()).unwrap();
+        let rules = InitRules::from_config(family, &cfg);
+        let tensors: Vec<(String, Vec<usize>)> = if d.join("model.safetensors").exists() {
+            candle_core::safetensors::load(d.join("model.safetensors"), &candle_core::Device::Cpu)
+                .unwrap()
+                .into_iter()
+                .map(|(n, t)| (n, t.dims().to_vec()))
+                .collect()
+        } else {
+            candle_core::pickle::read_all(d.join("pytorch_model.bin"))
+                .unwrap()
+                .into_iter()
+                .map(|(n, t)| (n, t.dims().to_vec()))
+                .collect()
+        };
+        let pad = cfg["pad_token_id"].as_u64().unwrap() as usize;
+        for (t, dims) in tensors {
+            let v = generate(&rules, 5, &t, &dims);
+            if t.ends_with(".bias") {
+                assert!(v.iter().all(|&x| x == 0.0), "{name} {t}");
+                continue;
+            }
+            if dims.len() == 1 {
+                assert!(v.iter().all(|&x| x == 1.0), "{name} {t}");
+                continue;
+            }
+            let want = if family == Family::T5 {
+                t5_std(&t, &cfg)
+            } else {
+                0.02
+            };
+            let padded = family != Family::T5
+                && (t.ends_with("shared.weight") || t.ends_with("embed_tokens.weight"));
+            let cols = dims[1];
+            let mut vals: Vec<f64> = Vec::new();
+            for (r, row) in v.chunks_exact(cols).enumerate() {
+                let zero = row.iter().all(|&x| x == 0.0);
+                assert_eq!(zero, padded && r == pad, "{name} {t} row {r}");
+                if !zero {
+                    vals.extend(row.iter().map(|&x| x as f64));
+                }
+            }
+            let n = vals.len() as f64;
+            let sd = (vals.iter().map(|x| x * x).sum::<f64>() / n).sqrt();
+            if vals.len() >= 2000 {
+                assert!(
+                    (sd / want - 1.0).abs() < 0.1,
+                    "{name} {t}: std {sd} vs {want}"
+                );
+            }
+        }
+        // The model runs on them, deterministically, and differs from the checkpoint.
+        let ids = [1u32, 40, 50, 60, 2];
+        let a = load(name, Some(5));
+        assert_eq!(a.info.random_weights, Some(5));
+        let a1 = a.forward_ids(&ids, &ForwardOptions::default()).unwrap();
+        let a2 = load(name, Some(5))
+            .forward_ids(&ids, &ForwardOptions::default())
+            .unwrap();
+        let trained = load(name, None)
+            .forward_ids(&ids, &ForwardOptions::default())
+            .unwrap();
+        assert_eq!(a1.attention.layers, a2.attention.layers, "{name}");
+        assert_ne!(a1.attention.layers, trained.attention.layers, "{name}");
+        for l in &a1.attention.layers {
+            for row in l.chunks_exact(ids.len()) {
+                assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+            }
+        }
+    }
+}
+
+/// A `T5EncoderModel` checkpoint (`shared` + `encoder.*` only, no decoder or LM head) is
+/// the same encoder: the tiny v1.1 fixture cut down to those tensors gives the same
+/// attention and hidden states, bit for bit.
+#[test]
+fn t5_encoder_model_checkpoint_loads_as_the_same_encoder() {
+    let root = tempfile::tempdir().unwrap();
+    let m = root.path().join("enc");
+    std::fs::create_dir_all(&m).unwrap();
+    let src = dir("tiny_t5_v11");
+    for f in ["vocab.json", "merges.txt"] {
+        std::fs::copy(src.join(f), m.join(f)).unwrap();
+    }
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("config.json")).unwrap()).unwrap();
+    cfg["architectures"] = serde_json::json!(["T5EncoderModel"]);
+    // Older configs name only the class; the family follows from it.
+    cfg.as_object_mut().unwrap().remove("model_type");
+    std::fs::write(m.join("config.json"), cfg.to_string()).unwrap();
+    let tensors: std::collections::HashMap<String, candle_core::Tensor> =
+        candle_core::safetensors::load(src.join("model.safetensors"), &candle_core::Device::Cpu)
+            .unwrap()
+            .into_iter()
+            .filter(|(n, _)| n == "shared.weight" || n.starts_with("encoder."))
+            .collect();
+    assert!(tensors.len() > 10);
+    candle_core::safetensors::save(&tensors, m.join("model.safetensors")).unwrap();
+    let enc = LoadedModel::load(&ModelFiles::from_dir(&m, "enc".into()).unwrap()).unwrap();
+    assert_eq!(enc.info.architecture, "t5");
+    let full = load("tiny_t5_v11", None);
+    let ids = [1u32, 40, 50, 60, 70, 2];
+    let opts = ForwardOptions {
+        hidden: true,
+        ..Default::default()
+    };
+    let (a, b) = (
+        enc.forward_ids(&ids, &opts).unwrap(),
+        full.forward_ids(&ids, &opts).unwrap(),
+    );
+    assert_eq!(a.attention.layers, b.attention.layers);
+    assert_eq!(a.hidden.unwrap().layers, b.hidden.unwrap().layers);
+}
