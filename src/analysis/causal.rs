@@ -256,6 +256,18 @@ impl Prepared {
         mode: Mode,
         keep_hidden: bool,
     ) -> Result<Prepared> {
+        Self::new_with(model, source, lang, mode, keep_hidden, None)
+    }
+
+    /// [`Prepared::new`] that `cancel` can stop between layers (the explorer's worker).
+    pub fn new_with(
+        model: &LoadedModel,
+        source: &str,
+        lang: Language,
+        mode: Mode,
+        keep_hidden: bool,
+        cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+    ) -> Result<Prepared> {
         let syn = syntax::parse(source, lang)?;
         let input = model_input(&syn, mode)?;
         let enc = model.encode(&input.text, model.info.window)?;
@@ -281,6 +293,7 @@ impl Prepared {
         let opts = ForwardOptions {
             hidden: keep_hidden || measure == Measure::Cosine,
             on_attention: Some(&discard),
+            cancel,
             ..Default::default()
         };
         let mut trace = p.run(model, &opts)?;
@@ -425,6 +438,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 }
 
 /// A knockout's result on one snippet.
+#[derive(Debug, Clone)]
 pub struct KnockoutResult {
     pub edges: String,
     pub measure: Measure,
@@ -489,8 +503,19 @@ pub fn knockout(
     lang: Language,
     o: &KnockoutOptions,
 ) -> Result<KnockoutResult> {
-    let p = Prepared::new(model, source, lang, o.mode, false)?;
-    knockout_prepared(model, &p, o)
+    knockout_with(model, source, lang, o, None)
+}
+
+/// [`knockout`] that `cancel` can stop between layers of any of its passes.
+pub fn knockout_with(
+    model: &LoadedModel,
+    source: &str,
+    lang: Language,
+    o: &KnockoutOptions,
+    cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+) -> Result<KnockoutResult> {
+    let p = Prepared::new_with(model, source, lang, o.mode, false, cancel)?;
+    knockout_prepared_with(model, &p, o, cancel)
 }
 
 /// [`knockout`] on a prepared snippet (its unmodified pass already run).
@@ -498,6 +523,15 @@ pub fn knockout_prepared(
     model: &LoadedModel,
     p: &Prepared,
     o: &KnockoutOptions,
+) -> Result<KnockoutResult> {
+    knockout_prepared_with(model, p, o, None)
+}
+
+fn knockout_prepared_with(
+    model: &LoadedModel,
+    p: &Prepared,
+    o: &KnockoutOptions,
+    cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
 ) -> Result<KnockoutResult> {
     let info = &model.info;
     let layers = mask_of(&o.layers, info.layers, "layer")?;
@@ -520,6 +554,7 @@ pub fn knockout_prepared(
             hidden: p.measure == Measure::Cosine,
             on_attention: Some(&discard),
             intervention: Some(&iv),
+            cancel,
             ..Default::default()
         };
         p.readout(&p.run(model, &opts)?)

@@ -115,6 +115,9 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                     }
                 }
                 Effect::Layer(key, a) => Msg::Worker(super::worker::layer_job(m.model, key, &a)),
+                Effect::Knockout(job) => {
+                    Msg::Worker(super::worker::knockout_job(m.model, &job, None))
+                }
                 Effect::LabelToken(key, job) => Msg::TokenLabel {
                     key,
                     label: crate::probe::label::label_token(&job),

@@ -27,6 +27,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("t T", "threshold -/+ 0.05"),
     ("m", "input: source / paper"),
     ("S", "surprisal (causal models)"),
+    ("K", "knockout: next edge set (syn-id … dfg, off)"),
     ("p P", "probes: train / next task"),
     ("c C", "compare: on/off; the twin"),
     ("v", "compare heatmap A/B/B−A"),

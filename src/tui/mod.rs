@@ -261,6 +261,7 @@ fn event_loop(
                 Effect::Layer(key, a) => worker.layer(key, a),
                 Effect::Compare(job) => worker.compare(job),
                 Effect::Probe(job) => worker.probe(job),
+                Effect::Knockout(job) => worker.knockout(job),
                 Effect::LabelToken(key, job) => follow.push(Msg::TokenLabel {
                     key,
                     label: crate::probe::label::label_token(&job),

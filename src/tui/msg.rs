@@ -120,6 +120,11 @@ pub enum WorkerMsg {
         text: String,
         result: Option<ProbeResult>,
     },
+    /// Knockout request `req` done (or failed).
+    Knocked {
+        req: u64,
+        result: std::result::Result<Arc<crate::analysis::causal::KnockoutResult>, String>,
+    },
     /// Probe request `req` done.
     Probed { req: u64, report: Arc<ProbeReport> },
     /// Probe request `req` failed (or was dropped).
@@ -153,6 +158,11 @@ impl std::fmt::Debug for WorkerMsg {
                 write!(f, "ProbeProgress({req}, {text:?})")
             }
             WorkerMsg::Probed { req, .. } => write!(f, "Probed({req})"),
+            WorkerMsg::Knocked { req, result } => write!(
+                f,
+                "Knocked({req}, {})",
+                if result.is_ok() { "ok" } else { "failed" }
+            ),
             WorkerMsg::ProbeFailed { req, error } => write!(f, "ProbeFailed({req}: {error})"),
             WorkerMsg::TwinMade { req, result } => {
                 write!(
@@ -184,6 +194,16 @@ pub struct AnalyseJob {
     pub opts: Options,
     /// Run the LM head too (causal models, for the surprisal view).
     pub surprisal: bool,
+}
+
+/// A knockout request (the explorer's `K`; latest wins): the edge set knocked out in
+/// every layer and head of the analysed text, with a 20-draw matched control.
+#[derive(Debug, Clone)]
+pub struct KnockoutJob {
+    pub req: u64,
+    pub syntax: Arc<Syntax>,
+    pub mode: crate::analysis::Mode,
+    pub edges: crate::analysis::causal::EdgeSet,
 }
 
 /// A probe request (latest wins; runs after any pending model load or analysis): a
@@ -264,6 +284,8 @@ pub enum Effect {
     /// Compare the analysis shown with its twin in the worker (supersedes any earlier
     /// comparison request).
     Compare(CompareJob),
+    /// Knock an edge set out in the worker (supersedes any earlier knockout request).
+    Knockout(KnockoutJob),
     /// Write figures (SVG + PNG) and the numbers (JSON) to the export directory.
     Export(super::app::ExportWhat),
     /// Append a step to the tour file at the path.

@@ -16,7 +16,8 @@
 //! layer of the forward pass), after a pending analysis; latest wins.
 //!
 //! Comparison jobs (compare mode: make the twin, analyse it, compare) come after a
-//! pending analysis and before probes; latest wins, as for analyses.
+//! pending analysis and before probes; latest wins, as for analyses. Knockout jobs (the
+//! `K` mode) come next, also latest wins, cancelled between layers when superseded.
 
 //! [`Effect::Layer`]: super::msg::Effect::Layer
 //!
@@ -32,7 +33,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::msg::{AnalyseJob, CompareJob, LayerKey, ProbeJob, TwinSource, WorkerMsg};
+use super::msg::{AnalyseJob, CompareJob, KnockoutJob, LayerKey, ProbeJob, TwinSource, WorkerMsg};
 use crate::analysis::{self, Matrices, Mode, RunOptions, SnippetAnalysis};
 use crate::error::Result;
 use crate::model::{source, LoadedModel};
@@ -47,6 +48,7 @@ struct Slot {
     analyse: Option<AnalyseJob>,
     layer: Option<(LayerKey, Arc<SnippetAnalysis>)>,
     compare: Option<CompareJob>,
+    knockout: Option<KnockoutJob>,
     probe: Option<ProbeJob>,
     stop: bool,
 }
@@ -59,6 +61,7 @@ impl Slot {
             || self.analyse.is_some()
             || self.layer.is_some()
             || self.compare.is_some()
+            || self.knockout.is_some()
     }
 }
 
@@ -73,6 +76,8 @@ struct Shared {
     latest_probe: AtomicU64,
     /// The newest comparison request id.
     latest_compare: AtomicU64,
+    /// The newest knockout request id.
+    latest_knockout: AtomicU64,
 }
 
 /// Handle to the worker thread. Dropping it stops the thread after its current job.
@@ -97,6 +102,7 @@ impl Worker {
             latest: AtomicU64::new(0),
             latest_probe: AtomicU64::new(0),
             latest_compare: AtomicU64::new(0),
+            latest_knockout: AtomicU64::new(0),
         });
         let sh = shared.clone();
         let send: Box<Sender> = Box::new(send);
@@ -141,6 +147,14 @@ impl Worker {
         self.shared.cv.notify_one();
     }
 
+    /// Queue a knockout; a pending or running older one is superseded.
+    pub fn knockout(&self, job: KnockoutJob) {
+        self.shared.latest_knockout.store(job.req, Ordering::SeqCst);
+        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+        s.knockout = Some(job);
+        self.shared.cv.notify_one();
+    }
+
     /// Queue a probe job; a pending or running older one is superseded.
     pub fn probe(&self, job: ProbeJob) {
         self.shared.latest_probe.store(job.req, Ordering::SeqCst);
@@ -154,6 +168,9 @@ impl Worker {
         self.shared.latest.store(u64::MAX, Ordering::SeqCst);
         self.shared.latest_probe.store(u64::MAX, Ordering::SeqCst);
         self.shared.latest_compare.store(u64::MAX, Ordering::SeqCst);
+        self.shared
+            .latest_knockout
+            .store(u64::MAX, Ordering::SeqCst);
         let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
         s.stop = true;
         self.shared.cv.notify_one();
@@ -179,6 +196,7 @@ enum Job {
     Analyse(AnalyseJob),
     Layer(LayerKey, Arc<SnippetAnalysis>),
     Compare(CompareJob),
+    Knockout(KnockoutJob),
     Probe(ProbeJob),
 }
 
@@ -199,6 +217,9 @@ fn next_job(shared: &Shared) -> Option<Job> {
         }
         if let Some(c) = s.compare.take() {
             return Some(Job::Compare(c));
+        }
+        if let Some(k) = s.knockout.take() {
+            return Some(Job::Knockout(k));
         }
         if let Some(p) = s.probe.take() {
             return Some(Job::Probe(p));
@@ -286,6 +307,27 @@ fn run(shared: &Shared, send: &Sender) {
                     });
                 }
             }
+            Job::Knockout(job) => {
+                let req = job.req;
+                let stale = || shared.latest_knockout.load(Ordering::SeqCst) != req;
+                if stale() {
+                    continue;
+                }
+                let r = catch_unwind(AssertUnwindSafe(|| match model.as_ref() {
+                    Some(m) => knockout_job(m, &job, Some(&|_| stale())),
+                    None => WorkerMsg::Knocked {
+                        req,
+                        result: Err("no model is loaded".into()),
+                    },
+                }));
+                let msg = r.unwrap_or_else(|p| WorkerMsg::Knocked {
+                    req,
+                    result: Err(format!("internal error: {}", panic_text(p))),
+                });
+                if !stale() {
+                    send(msg);
+                }
+            }
             Job::Probe(job) => {
                 let req = job.req;
                 let r = catch_unwind(AssertUnwindSafe(|| {
@@ -299,6 +341,31 @@ fn run(shared: &Shared, send: &Sender) {
                 }
             }
         }
+    }
+}
+
+/// The explorer's knockout (`K`): the job's edge set in every layer and head, a 20-draw
+/// control (seed 0), as `codescope knockout` computes it.
+pub fn knockout_job(
+    m: &LoadedModel,
+    job: &KnockoutJob,
+    cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+) -> WorkerMsg {
+    use crate::analysis::causal;
+    let opts = causal::KnockoutOptions {
+        edges: job.edges.clone(),
+        layers: None,
+        heads: None,
+        control: 20,
+        seed: 0,
+        mode: job.mode,
+    };
+    let result = causal::knockout_with(m, &job.syntax.source, job.syntax.language, &opts, cancel)
+        .map(Arc::new)
+        .map_err(|e| e.to_string());
+    WorkerMsg::Knocked {
+        req: job.req,
+        result,
     }
 }
 

@@ -55,6 +55,7 @@ mod tui_compare;
 mod tui_deep;
 mod tui_e2e;
 mod tui_input;
+mod tui_knockout;
 mod tui_snapshots;
 mod tui_tty;
 mod twins;

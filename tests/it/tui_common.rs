@@ -166,6 +166,9 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                 Effect::Layer(key, a) => next.extend(app.update(Msg::Worker(
                     codescope::tui::worker::layer_job(model, key, &a),
                 ))),
+                Effect::Knockout(job) => next.extend(app.update(Msg::Worker(
+                    codescope::tui::worker::knockout_job(model, &job, None),
+                ))),
                 Effect::Compare(job) => {
                     let out = std::cell::RefCell::new(Vec::new());
                     codescope::tui::worker::compare(model, &job, None, &|w| {

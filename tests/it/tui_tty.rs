@@ -352,3 +352,19 @@ fn tty_an_unknown_model_is_an_error_on_screen_and_on_exit() {
         "{err}"
     );
 }
+
+/// `K` through the real worker thread: the knockout runs in the background and the
+/// explorer shows it (title and status line), then `q` quits normally.
+#[test]
+fn tty_knockout_runs_in_the_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmux = Tmux::new("knock");
+    let exit = start(&tmux, dir.path());
+    tmux.run(&["send-keys", "-t", "e2e", "K"]);
+    let s = tmux.wait_for("the knockout", 60, |s| {
+        s.contains("knockout syn-id (1 − cos)") && s.contains("control")
+    });
+    assert!(s.contains("identifiers"), "{s}");
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
+}

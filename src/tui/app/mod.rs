@@ -22,6 +22,7 @@
 //! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
 
 mod compare;
+pub mod knockout;
 mod model;
 mod mouse;
 mod present;
@@ -131,6 +132,8 @@ pub struct App {
     pub editor: Option<Editor>,
     /// Compare mode (`c`): the snippet against its twin.
     pub compare: CompareMode,
+    /// The knockout mode (`K`).
+    pub knockout: knockout::KnockoutMode,
     /// Exports, the overview, the pinned head, tours and sessions.
     pub present: Present,
     /// Last terminal size seen.
@@ -163,6 +166,7 @@ impl App {
             overlay: Overlay::None,
             editor: None,
             compare: CompareMode::default(),
+            knockout: knockout::KnockoutMode::default(),
             present: Present {
                 export_dir: crate::export::export_dir(None),
                 ..Present::default()
@@ -561,8 +565,15 @@ impl App {
                 Vec::new()
             }
             Msg::Worker(w) => {
-                self.worker(w);
-                Vec::new()
+                let (done, again) = self.knockout_worker(&w);
+                if !done {
+                    self.worker(w);
+                }
+                if again {
+                    self.knockout_again()
+                } else {
+                    Vec::new()
+                }
             }
             Msg::Parsed { req, result } => self.parsed(req, result),
             Msg::FileRead { path, result } => self.file_read(path, result),
@@ -820,7 +831,8 @@ impl App {
             | WorkerMsg::ProbeFailed { .. }
             | WorkerMsg::TwinMade { .. }
             | WorkerMsg::Compared { .. }
-            | WorkerMsg::CompareFailed { .. } => {}
+            | WorkerMsg::CompareFailed { .. }
+            | WorkerMsg::Knocked { .. } => {}
         }
     }
 
@@ -1102,6 +1114,7 @@ impl App {
             KeyCode::Char('R') => return self.toggle_random_weights(),
             KeyCode::Char('L') => return self.next_language(),
             KeyCode::Char('S') => return self.toggle_surprisal(),
+            KeyCode::Char('K') => return self.cycle_knockout(),
             KeyCode::Char('p') => {
                 if v.focus != Focus::Code {
                     v.focus = Focus::Probes;

@@ -80,8 +80,19 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         }
         head.push_str(&sel);
     }
-    let surp = app.surprisal_shown();
+    let ko = app.knockout_shown();
+    let surp = app.surprisal_shown().filter(|_| ko.is_none());
     let mut title = vec![Span::styled("Code", t.accent())];
+    if let Some(k) = ko {
+        let unit = match k.measure {
+            crate::analysis::causal::Measure::Bits => "Δ bits",
+            crate::analysis::causal::Measure::Cosine => "1 − cos",
+        };
+        title.push(Span::styled(
+            format!(" · knockout {} ({unit})", k.edges),
+            t.warn(),
+        ));
+    }
     if surp.is_some() {
         title.push(Span::styled(" · surprisal", t.warn()));
     }
@@ -100,6 +111,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let h = text_h as usize;
 
     // Attention weights normalised by the largest weight on another token.
+    let ko_max = ko.map_or(0.0, knockout_max);
     let weights = app.token_weights();
     let wmax = weights
         .as_ref()
@@ -165,7 +177,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 Some(i) => {
                     let tk = &tokens[i];
                     let mut st = t.token(tk);
-                    if let Some(sp) = surp {
+                    if let Some(k) = ko {
+                        st = knockout_style(app, st, k, ko_max, i);
+                    } else if let Some(sp) = surp {
                         st = surprisal_style(app, st, sp, i);
                     } else if let Some(Some(w)) = weights.as_ref().and_then(|ws| ws.get(i)) {
                         if i != app.view.cursor && wmax > 0.0 {
@@ -319,6 +333,39 @@ fn hscroll<'a>(
         out.push(Span::styled("›", marker));
     }
     out
+}
+
+/// The largest change of any token in a knockout (the diverging scale's end).
+fn knockout_max(k: &crate::analysis::causal::KnockoutResult) -> f64 {
+    k.delta.iter().flatten().fold(0.0f64, |m, d| m.max(d.abs()))
+}
+
+/// The style of token `i` in the knockout mode: its change on a diverging scale (the
+/// square root of its share of the largest, so small changes still show); without
+/// colour, tokens that lose at least half the largest change are bold and underlined,
+/// tokens that gain as much italic and underlined.
+fn knockout_style(
+    app: &App,
+    st: ratatui::style::Style,
+    k: &crate::analysis::causal::KnockoutResult,
+    max: f64,
+    i: usize,
+) -> ratatui::style::Style {
+    let t = &app.theme;
+    let Some(d) = k.delta.get(i).copied().flatten() else {
+        return st.add_modifier(Modifier::DIM);
+    };
+    let v = if max > 0.0 { d / max } else { 0.0 };
+    if t.colored() {
+        let u = (v.signum() * v.abs().sqrt()) as f32;
+        st.bg(t.diverging(u * 0.9))
+    } else if v >= 0.5 {
+        st.add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+    } else if v <= -0.5 {
+        st.add_modifier(Modifier::ITALIC | Modifier::UNDERLINED)
+    } else {
+        st
+    }
 }
 
 /// The style of token `i` in the surprisal view.
