@@ -178,6 +178,11 @@ pub struct RenderArgs {
     /// first such token) or TEXT#K (the K-th).
     #[arg(long)]
     pub token: Option<String>,
+    /// The knockout view's edge set (`--view knockout`, default syn-id; with another
+    /// view, its figure is drawn with the knockout mode on): syn-id, id-syn, syn-syn,
+    /// id-id, ast_motif or dfg, knocked out in every layer and head, 20 control draws.
+    #[arg(long, value_parser = ["syn-id", "id-syn", "syn-syn", "id-id", "ast_motif", "dfg"])]
+    pub edges: Option<String>,
     /// Crop to these lines (1-based, inclusive), e.g. 3-12.
     #[arg(long, value_parser = parse_range)]
     pub lines: Option<(usize, usize)>,

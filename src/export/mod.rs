@@ -40,6 +40,32 @@ pub struct Token {
     /// when the surprisal view was shown; `null` for unscored tokens.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub surprisal: Option<Option<f32>>,
+    /// The knockout's change of this token (Δ bits, or 1 − cos for an encoder), present
+    /// when the knockout mode was on; `null` for a token without a measure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knockout: Option<Option<f64>>,
+}
+
+/// The knockout mode (`K`), when it was on: the edge set and the per-class summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct KnockoutView {
+    pub edges: String,
+    /// `bits` or `one_minus_cos`.
+    pub measure: String,
+    pub token_pairs: usize,
+    pub subword_pairs: usize,
+    pub control_draws: usize,
+    pub summary: Vec<KnockoutClass>,
+}
+
+/// One token class of a knockout.
+#[derive(Debug, Clone, Serialize)]
+pub struct KnockoutClass {
+    pub class: String,
+    pub tokens: usize,
+    pub mean: Option<f64>,
+    /// The control's mean and 95% interval `[mean, lo, hi]`.
+    pub control: Option<[f64; 3]>,
 }
 
 /// One next-token prediction as exported.
@@ -147,6 +173,9 @@ pub struct View {
     /// The surprisal view, when shown (the code is then coloured by surprisal).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub surprisal: Option<SurprisalView>,
+    /// The knockout mode, when on (the code is then coloured by each token's change).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub knockout: Option<KnockoutView>,
     /// The selected token's data-flow neighbours (token indices), when the data-flow
     /// highlight (`d`) was on.
     #[serde(skip_serializing_if = "Option::is_none")]

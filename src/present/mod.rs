@@ -249,6 +249,10 @@ pub struct Scene {
     /// Probe task of the probes view.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// The knockout mode on with this edge set (`syn-id`, `id-syn`, `syn-syn`, `id-id`,
+    /// `ast_motif`, `dfg`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knockout: Option<String>,
 }
 
 /// An input mode by name (`source`, `paper`).

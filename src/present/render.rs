@@ -30,6 +30,10 @@ pub fn scene_of(args: &RenderArgs) -> Scene {
         metric: args.metric.clone(),
         pin: args.pin.clone(),
         task: args.task_name(),
+        knockout: args
+            .edges
+            .clone()
+            .or_else(|| (args.view == Kind::Knockout).then(|| "syn-id".to_string())),
     }
 }
 
@@ -117,6 +121,18 @@ pub fn staged(
             .unwrap_or_else(|| "the surprisal view needs a causal model".into());
         return Err(Error::Input {
             name: "--view surprisal".into(),
+            reason: why,
+        });
+    }
+    if scene.knockout.is_some() && app.knockout_shown().is_none() {
+        let why = app
+            .status
+            .message
+            .as_ref()
+            .map(|(_, m)| m.clone())
+            .unwrap_or_else(|| "the knockout could not be run".into());
+        return Err(Error::Input {
+            name: "--view knockout".into(),
             reason: why,
         });
     }

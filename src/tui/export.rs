@@ -35,7 +35,8 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
     let l = v.layer.min(layers.saturating_sub(1));
     let h = v.head.min(heads.saturating_sub(1));
     let weights = app.token_weights().unwrap_or_default();
-    let surp = app.surprisal_shown();
+    let ko = app.knockout_shown();
+    let surp = app.surprisal_shown().filter(|_| ko.is_none());
     if syn.tokens.len() != app.doc.layout.tok_line.len() {
         return None; // the layout is for another parse
     }
@@ -54,6 +55,7 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
             role: t.role.clone(),
             weight: weights.get(i).copied().flatten(),
             surprisal: surp.map(|s| s.bits.get(i).copied().flatten()),
+            knockout: ko.map(|k| k.delta.get(i).copied().flatten()),
         })
         .collect();
     let n = ta.n();
@@ -185,6 +187,23 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
             values: diff_grid.unwrap_or_else(|| grid.clone()),
         },
         categories,
+        knockout: ko.map(|k| export::KnockoutView {
+            edges: k.edges.clone(),
+            measure: k.measure.name().into(),
+            token_pairs: k.token_pairs,
+            subword_pairs: k.subword_pairs,
+            control_draws: k.control_draws,
+            summary: crate::analysis::causal::CLASSES
+                .iter()
+                .enumerate()
+                .map(|(c, name)| export::KnockoutClass {
+                    class: (*name).into(),
+                    tokens: k.summary[c].0,
+                    mean: k.summary[c].1,
+                    control: k.control[c].map(|i| [i.mean, i.lo, i.hi]),
+                })
+                .collect(),
+        }),
         surprisal: surp.map(|s| export::SurprisalView {
             perplexity: s.perplexity,
             mean_bits: s.mean_bits,
@@ -346,6 +365,7 @@ pub fn this_view(app: &App) -> Kind {
         return Kind::Overview;
     }
     match app.view.focus {
+        Focus::Code if app.knockout_shown().is_some() => Kind::Knockout,
         Focus::Code if app.surprisal_shown().is_some() => Kind::Surprisal,
         Focus::Code | Focus::Heatmap => Kind::Heatmap,
         Focus::Heads => Kind::Heads,
@@ -362,7 +382,9 @@ pub fn kinds(app: &App, what: ExportWhat) -> Vec<Kind> {
         ExportWhat::Screen => vec![Kind::Screen],
         ExportWhat::EveryPanel => {
             let mut k = vec![Kind::Heatmap];
-            if app.surprisal_shown().is_some() {
+            if app.knockout_shown().is_some() {
+                k.push(Kind::Knockout);
+            } else if app.surprisal_shown().is_some() {
                 k.push(Kind::Surprisal);
             }
             k.extend([Kind::Heads, Kind::Categories, Kind::Finding]);

@@ -561,3 +561,59 @@ fn a_corpus_knockout_aggregates_each_snippets_effect_against_its_control() {
     );
     assert!(e.contains("--data"), "{e}");
 }
+
+#[test]
+fn render_draws_the_knockout_figure_with_the_commands_numbers() {
+    let env = Env::new();
+    let f = write(&env, CODE);
+    let svg = env.root.join("ko.svg");
+    let o = env
+        .cmd()
+        .args(["--model", &fixture("tiny_llama"), "render"])
+        .arg(&f)
+        .args(["--view", "knockout", "--edges", "id-syn", "--out"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    ok(&o);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("knockout id-syn: "), "{text}");
+    assert!(text.contains("per token with id-syn knocked out"));
+    // The figure's identifier line is the knockout command's summary.
+    let v = run_json(&env, "tiny_llama", &f, &["knockout", "--edges", "id-syn"]);
+    let id = &v["summary"][0];
+    let c = &id["control"];
+    let line = format!(
+        "identifier ({} tokens): {:+.2} bits · control {:+.2} [{:+.2}, {:+.2}]",
+        id["tokens"],
+        id["mean_delta"].as_f64().unwrap(),
+        c["mean"].as_f64().unwrap(),
+        c["lo"].as_f64().unwrap(),
+        c["hi"].as_f64().unwrap()
+    );
+    assert!(text.contains(&line), "{line} not in the figure");
+    // The default edge set, and an encoder's 1 − cos.
+    let o = env
+        .cmd()
+        .args(["--model", &fixture("tiny_roberta"), "render"])
+        .arg(&f)
+        .args(["--view", "knockout", "--out"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    ok(&o);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.contains("knockout syn-id: ") && text.contains("1 − cos per token"),
+        "{text}"
+    );
+    let o = env
+        .cmd()
+        .args(["--model", &fixture("tiny_llama"), "render"])
+        .arg(&f)
+        .args(["--view", "knockout", "--edges", "nope", "--out"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -119,3 +119,43 @@ fn render_rewrite_draws_comparisons() {
     let plain = render(&[], "p.svg");
     assert!(!plain.contains("compare mode"));
 }
+
+/// A tour step with `knockout = SET` draws the knockout view (the deck's figure says which
+/// set), and `B` records the knockout mode in the step it appends.
+#[test]
+fn a_tour_step_knocks_an_edge_set_out() {
+    let root = tempfile::tempdir().unwrap();
+    let tmp = root.path();
+    std::fs::write(tmp.join("a.py"), "def f(x):\n    y = x + 1\n    return y\n").unwrap();
+    let model = fixture("tiny_llama");
+    let tour = format!(
+        "title = \"K\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nview = \"knockout\"\nknockout = \"dfg\"\ncaption = \"data flow out\"\n"
+    );
+    let tour_path = tmp.join("talk.toml");
+    std::fs::write(&tour_path, tour).unwrap();
+    let out = tmp.join("deck");
+    let o = crate::cli_sources::sandboxed(tmp)
+        .args(["render", "--tour"])
+        .arg(&tour_path)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    crate::cli_sources::ok(&o);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let link = attr_values(&html, "src").remove(0);
+    let svg = std::fs::read_to_string(out.join(link.replace(".png", ".svg"))).unwrap();
+    assert!(svg.contains("knockout dfg: "), "{svg}");
+
+    // B in the explorer records the mode.
+    use crossterm::event::KeyCode;
+    let mut app = crate::tui_common::ready_decoder(
+        "tiny_llama",
+        crate::tui_common::SHORT,
+        120,
+        40,
+        crate::tui_common::theme(codescope::tui::theme::ColorMode::TrueColor),
+    );
+    crate::tui_common::press(&mut app, &[KeyCode::Char('K'), KeyCode::Char('K')]);
+    assert_eq!(app.scene_here().knockout.as_deref(), Some("id-syn"));
+}

@@ -243,6 +243,7 @@ fn synthetic_view(n: usize) -> export::View {
             role: Some("use:variable".into()),
             weight: Some(((i * 37) % 101) as f32 / 1000.0),
             surprisal: None,
+            knockout: None,
         });
         source.push(if i % 8 == 7 { '\n' } else { ' ' });
     }
@@ -295,6 +296,7 @@ fn synthetic_view(n: usize) -> export::View {
         },
         categories: Default::default(),
         surprisal: None,
+        knockout: None,
         dataflow: None,
         pinned: None,
         probes: None,

@@ -88,6 +88,26 @@ fn k_cycles_the_edge_sets_and_colours_the_code_by_the_change() {
     assert!(app.knockout_shown().is_none());
     assert_eq!(app.status.message.clone().unwrap().1, "knockout off");
     assert!(!screen(&app).contains("· knockout"));
+    // What `x` exports while the mode is on: the knockout figure and, in the JSON, each
+    // token's change and the summary.
+    press(&mut app, &[KeyCode::Char('K')]); // syn-id again
+    use codescope::export::figure::Kind;
+    use codescope::tui::app::ExportWhat;
+    let kinds = codescope::tui::export::kinds(&app, ExportWhat::EveryPanel);
+    assert!(kinds.contains(&Kind::Knockout), "{kinds:?}");
+    let (figs, view) =
+        codescope::tui::export::figures(&app, &[Kind::Knockout], &Default::default()).unwrap();
+    assert!(figs[0].1.svg.contains("knockout syn-id: "));
+    let json = serde_json::to_value(view.unwrap()).unwrap();
+    assert_eq!(json["knockout"]["edges"], "syn-id");
+    assert_eq!(json["knockout"]["summary"][0]["class"], "identifier");
+    assert!(
+        json["tokens"][1].get("knockout").is_some(),
+        "{}",
+        json["tokens"][1]
+    );
+    press(&mut app, &[KeyCode::Char('K'); 6]);
+    assert!(app.knockout_shown().is_none());
     // The help lists the key.
     press(&mut app, &[KeyCode::Char('?')]);
     assert!(screen(&app).contains("knockout: next edge set"));

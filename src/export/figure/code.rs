@@ -21,6 +21,8 @@ pub enum Shade {
     Attention,
     /// Surprisal in bits / the snippet's largest.
     Surprisal,
+    /// A knockout's change per token, `sign · √(|Δ| / max |Δ|)` (diverging).
+    Knockout,
 }
 
 /// A drawable piece of a line: 0-based line, display column, text, token index.
@@ -151,6 +153,28 @@ fn shades(view: &View, crop: &Crop, shade: Shade) -> (Vec<Option<f32>>, f32) {
                 .collect();
             (v, wmax)
         }
+        Shade::Knockout => {
+            let d = |t: &super::super::Token| t.knockout.flatten();
+            let max = view
+                .tokens
+                .iter()
+                .filter(|t| crop.has_token(t.index))
+                .filter_map(d)
+                .fold(0.0f64, |m, v| m.max(v.abs()));
+            let v = view
+                .tokens
+                .iter()
+                .map(|t| {
+                    let x = d(t)?;
+                    Some(if max > 0.0 {
+                        ((x.abs() / max).sqrt().copysign(x)) as f32
+                    } else {
+                        0.0
+                    })
+                })
+                .collect();
+            (v, max as f32)
+        }
         Shade::Surprisal => {
             // The 95th percentile tops the scale (one long token does not wash out the
             // rest); an export from before the field existed falls back to the max.
@@ -221,17 +245,21 @@ pub fn draw_block(
                     Shade::Attention if signed(view) => pal.diverging(v),
                     Shade::Attention => pal.heat(v),
                     Shade::Surprisal => pal.surprisal(v),
+                    Shade::Knockout => pal.diverging(v),
                 };
                 let tip = match shade {
                     Shade::Attention => format!("{:.3}", t.weight.unwrap_or(0.0)),
                     Shade::Surprisal => {
                         format!("{:.2} bits", t.surprisal.flatten().unwrap_or(0.0))
                     }
+                    Shade::Knockout => format!("{:+.3}", t.knockout.flatten().unwrap_or(0.0)),
                 };
                 svg.rect_titled(px, top(line), w, b.line_h, bg, &tip);
                 fg = readable(fg, bg);
             }
-        } else if shade == Shade::Surprisal && t.surprisal.is_some() {
+        } else if shade == Shade::Surprisal && t.surprisal.is_some()
+            || shade == Shade::Knockout && matches!(t.knockout, Some(None))
+        {
             fg = pal.dim(); // not scored
         }
         let mut f = Font::new(b.font, fg);
@@ -311,6 +339,25 @@ pub fn draw_key(
                 &caption,
             );
         }
+        Shade::Knockout => {
+            let (edges, unit) = view.knockout.as_ref().map_or(("?", "Δ bits"), |k| {
+                let unit = if k.measure == "bits" {
+                    "Δ bits"
+                } else {
+                    "1 − cos"
+                };
+                (k.edges.as_str(), unit)
+            });
+            h += colorbar_h(
+                svg,
+                m,
+                pal,
+                (x, y, w.min(900.0 * m.s)),
+                &pal.diverging_stops(),
+                &super::signed_ticks(max as f64),
+                &format!("{unit} per token with {edges} knocked out (√)"),
+            );
+        }
         Shade::Surprisal => {
             let full = view.surprisal.as_ref().map_or(max, |s| s.max_bits);
             let caption = if full > max + 0.05 {
@@ -347,6 +394,11 @@ pub fn draw_key(
             .tokens
             .iter()
             .any(|t| crop.has_token(t.index) && matches!(t.surprisal, Some(None)))
+        || shade == Shade::Knockout
+            && view
+                .tokens
+                .iter()
+                .any(|t| crop.has_token(t.index) && matches!(t.knockout, Some(None)))
     {
         items.push((Some(pal.dim()), None, "not scored".into()));
     }
@@ -502,6 +554,80 @@ pub fn draw_surprisal(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Fig
     let (width, height) = (svg.width, svg.height);
     Figure {
         svg: svg.finish(pal.bg(), &format!("{} · surprisal", title_of(view))),
+        width,
+        height,
+    }
+}
+
+/// The knockout view: the code coloured by each token's change, the colour bar, and the
+/// identifier and syntactic-token means beside the matched control's.
+pub fn draw_knockout(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
+    let Some(k) = view.knockout.as_ref() else {
+        unreachable!("checked by the caller");
+    };
+    let mut svg = Svg::new(m.width(), m.width() * 0.5);
+    let mut sub = vec![format!(
+        "knockout {}: {} code-token pairs ({} subword pairs) blocked in every layer and head · \
+         control: {} draws of as many random pairs · {} input",
+        k.edges, k.token_pairs, k.subword_pairs, k.control_draws, view.mode
+    )];
+    if crop.cropped {
+        sub.push(format!("lines {}-{}", crop.l0 + 1, crop.l1 + 1));
+    }
+    let mut y = header(&mut svg, m, pal, &title_of(view), &sub);
+    let b = CodeBox::measure(view, crop, m, m.inner());
+    y += draw_block(
+        &mut svg,
+        view,
+        crop,
+        (m, pal),
+        (m.margin(), y),
+        &b,
+        Shade::Knockout,
+    );
+    y += m.gap() * 0.6;
+    y += draw_key(
+        &mut svg,
+        view,
+        crop,
+        (m, pal),
+        (m.margin(), y, m.inner()),
+        Shade::Knockout,
+    );
+    let bits = k.measure == "bits";
+    let f = |v: f64| {
+        if bits {
+            format!("{v:+.2}")
+        } else {
+            format!("{v:.2e}")
+        }
+    };
+    for c in k
+        .summary
+        .iter()
+        .filter(|c| c.class == "identifier" || c.class == "syntactic")
+    {
+        y += m.line(m.body());
+        let mean = c.mean.map_or("-".to_string(), f);
+        let ctl = c.control.map_or("no control".to_string(), |[mu, lo, hi]| {
+            format!("control {} [{}, {}]", f(mu), f(lo), f(hi))
+        });
+        let unit = if bits { "bits" } else { "1 − cos" };
+        svg.text(
+            m.margin(),
+            y,
+            Font::new(m.body(), pal.fg()),
+            &format!("{} ({} tokens): {mean} {unit} · {ctl}", c.class, c.tokens),
+        );
+    }
+    y += m.line(m.body()) * 0.5;
+    svg.grow_to(m.width(), y + m.margin());
+    let (width, height) = (svg.width, svg.height);
+    Figure {
+        svg: svg.finish(
+            pal.bg(),
+            &format!("{} · knockout {}", title_of(view), k.edges),
+        ),
         width,
         height,
     }

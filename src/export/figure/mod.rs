@@ -11,7 +11,7 @@
 //!
 //! Views: [`Kind::Heatmap`] (code shaded by the attention of the selected token beside
 //! the attention matrix; with a pinned head, both matrices), [`Kind::Surprisal`],
-//! [`Kind::Heads`], [`Kind::Categories`], [`Kind::Probes`], [`Kind::Overview`] and
+//! [`Kind::Knockout`], [`Kind::Heads`], [`Kind::Categories`], [`Kind::Probes`], [`Kind::Overview`] and
 //! [`Kind::Screen`] (the explorer screen from its ratatui buffer, [`screen`]).
 //! Large matrices are embedded as one PNG raster (one pixel per cell, drawn without
 //! smoothing) so a 512-token heat map stays well under 1 MB.
@@ -49,6 +49,8 @@ pub enum Kind {
     Probes,
     /// The code coloured by per-token surprisal (causal models).
     Surprisal,
+    /// The code coloured by each token's change under an attention knockout (`K`).
+    Knockout,
     /// Every head as a thumbnail with its score.
     Overview,
     /// The study's finding: syn–syn, id–id and syn–id F1 per layer, with the shares.
@@ -58,12 +60,13 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Heatmap,
         Kind::Heads,
         Kind::Categories,
         Kind::Probes,
         Kind::Surprisal,
+        Kind::Knockout,
         Kind::Overview,
         Kind::Screen,
         Kind::Finding,
@@ -76,6 +79,7 @@ impl Kind {
             Kind::Categories => "categories",
             Kind::Probes => "probes",
             Kind::Surprisal => "surprisal",
+            Kind::Knockout => "knockout",
             Kind::Overview => "overview",
             Kind::Screen => "screen",
             Kind::Finding => "finding",
@@ -186,6 +190,15 @@ pub fn render(kind: Kind, view: &View, opts: &Options) -> Result<Figure> {
                 ));
             }
             code::draw_surprisal(view, &crop, m, pal)
+        }
+        Kind::Knockout => {
+            if view.knockout.is_none() {
+                return Err(unavailable(
+                    kind,
+                    "the knockout mode was not on (K in the explorer, --edges for render)",
+                ));
+            }
+            code::draw_knockout(view, &crop, m, pal)
         }
         Kind::Heads => heads::draw(view, m, pal),
         Kind::Categories => categories::draw(view, m, pal),

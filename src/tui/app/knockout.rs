@@ -49,7 +49,7 @@ impl App {
     }
 
     /// A knockout request for the analysis on screen (none without one).
-    fn request_knockout(&mut self) -> Option<Effect> {
+    pub(super) fn request_knockout(&mut self) -> Option<Effect> {
         let set = CYCLE[self.knockout.set?];
         let Some(p) = self.prepared().cloned() else {
             self.status

@@ -219,6 +219,19 @@ impl super::App {
                 None => errors.push(format!("probe task `{task}`")),
             }
         }
+        if let Some(set) = &scene.knockout {
+            match super::knockout::CYCLE.iter().position(|c| c == set) {
+                Some(i) => {
+                    self.knockout.set = Some(i);
+                    self.knockout.result = None;
+                    fx.extend(self.request_knockout());
+                }
+                None => errors.push(format!(
+                    "knockout `{set}`: one of {}",
+                    super::knockout::CYCLE.join(", ")
+                )),
+            }
+        }
         if let Some(kind) = scene.view {
             if kind != Kind::Surprisal && self.view.surprisal {
                 self.view.surprisal = false;
@@ -229,7 +242,7 @@ impl super::App {
                 Kind::Heatmap | Kind::Overview if shown => None,
                 Kind::Heatmap | Kind::Overview => Some(Focus::Heatmap),
                 Kind::Screen => None,
-                Kind::Surprisal => Some(Focus::Code),
+                Kind::Surprisal | Kind::Knockout => Some(Focus::Code),
                 Kind::Heads => Some(Focus::Heads),
                 Kind::Categories | Kind::Finding => Some(Focus::Categories),
                 Kind::Probes => Some(Focus::Probes),
@@ -636,6 +649,10 @@ impl super::App {
                 .map(|(l, h)| format!("{}:{}", l + 1, h + 1)),
             task: (kind == crate::export::figure::Kind::Probes)
                 .then(|| self.probe.task.name().to_string()),
+            knockout: self
+                .knockout
+                .set
+                .map(|i| super::knockout::CYCLE[i].to_string()),
         }
     }
 
