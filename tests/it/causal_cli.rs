@@ -617,3 +617,45 @@ fn render_draws_the_knockout_figure_with_the_commands_numbers() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The encoder–decoders' encoder stack through the other front ends: `compare` against the
+/// renamed twin and `probe` on the bundled corpus (what the README says works on them).
+#[test]
+fn compare_and_probe_run_on_the_encoder_decoders() {
+    let env = Env::new();
+    let f = write(&env, CODE);
+    for m in ["tiny_t5", "tiny_bart"] {
+        let o = env
+            .cmd()
+            .args(["--model", &fixture(m), "compare", "--json"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+        assert_eq!(v["model"]["stack"], "encoder", "{m}");
+        assert!(!v["renamed"].as_object().unwrap().is_empty(), "{m}");
+        let o = env
+            .cmd()
+            .args([
+                "--model",
+                &fixture(m),
+                "--lang",
+                "python",
+                "probe",
+                "--task",
+                "depth",
+                "--limit",
+                "30",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+        let rows = v["results"].as_array().unwrap();
+        assert_eq!(rows.len(), 3, "{m}: embeddings and two layers: {v}");
+        assert!(
+            rows.iter().all(|r| r["accuracy"].as_f64().unwrap() > 0.0),
+            "{m}"
+        );
+    }
+}
