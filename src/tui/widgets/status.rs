@@ -65,14 +65,16 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let st = t.status();
     let sep = Span::styled(" │ ", st);
     let (layers, heads) = app.dims();
-    let model = match &app.model.loaded {
-        Some((label, info)) => format!(
-            "{label} ({}{})",
-            info.architecture_note(),
-            info.weights_note()
+    // The label (a path can be long) and what follows it, which says what is analysed
+    // and is kept whole when the bar is narrow.
+    let (label, arch) = match &app.model.loaded {
+        Some((label, info)) => (
+            label.clone(),
+            format!(" ({}{})", info.architecture_note(), info.weights_note()),
         ),
-        None => "no model yet".into(),
+        None => ("no model yet".into(), String::new()),
     };
+    let model = format!("{label}{arch}");
     let frac = |i: usize, n: usize| {
         if n == 0 {
             "-/-".to_string()
@@ -136,12 +138,23 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         };
         items.remove(i);
     }
-    // Still too wide: the model's name gives way (with a marker), never `? help`.
+    // Still too wide: the model's label gives way from its left while 8 of its characters
+    // stay (a path keeps its last part; the architecture and stack stay whole), else the
+    // whole item is cut (with a marker); never `? help`.
     let over = total(&items).saturating_sub(width);
     if over > 0 {
-        let m = &mut items[0].0;
-        let keep = m.chars().count().saturating_sub(over).max(4);
-        *m = clip(m, keep);
+        let n = label.chars().count();
+        let keep = n.saturating_sub(over + 1);
+        if keep >= 8 {
+            let tail: String = label.chars().skip(n - keep).collect();
+            items[0].0 = format!(" …{tail}{arch}");
+        }
+        let over = total(&items).saturating_sub(width);
+        if over > 0 {
+            let m = &mut items[0].0;
+            let keep = m.chars().count().saturating_sub(over).max(4);
+            *m = clip(m, keep);
+        }
     }
     let mut l1 = Vec::new();
     for (i, (s, _)) in items.into_iter().enumerate() {
