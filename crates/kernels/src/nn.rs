@@ -441,6 +441,23 @@ pub fn attention_probs(
     window: Option<usize>,
     ctx: &mut [f32],
 ) -> Vec<f32> {
+    probs_into_new(qkv, n, heads, d, scale, causal, window, None, ctx)
+}
+
+/// The buffer of [`attention_probs`] and [`attention_probs_blocked`], every entry written
+/// by [`attention_core`].
+#[allow(clippy::too_many_arguments)]
+fn probs_into_new(
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    scale: f32,
+    causal: bool,
+    window: Option<usize>,
+    knock: Option<&KeyBlock>,
+    ctx: &mut [f32],
+) -> Vec<f32> {
     let len = heads * n * n;
     let mut probs: Vec<f32> = Vec::with_capacity(len);
     let rows = block_rows(n, causal, window);
@@ -453,7 +470,7 @@ pub fn attention_probs(
         causal,
         window,
         rows,
-        None,
+        knock,
         &mut probs.spare_capacity_mut()[..len],
         ctx,
     );
@@ -491,25 +508,7 @@ pub fn attention_probs_blocked(
 ) -> Vec<f32> {
     assert_eq!(block.heads.len(), heads);
     assert_eq!(block.rows.len(), n);
-    let len = heads * n * n;
-    let mut probs: Vec<f32> = Vec::with_capacity(len);
-    let rows = block_rows(n, causal, window);
-    attention_core(
-        qkv,
-        n,
-        heads,
-        d,
-        scale,
-        causal,
-        window,
-        rows,
-        Some(block),
-        &mut probs.spare_capacity_mut()[..len],
-        ctx,
-    );
-    // SAFETY: `attention_core` wrote every one of the `len` entries.
-    unsafe { probs.set_len(len) };
-    probs
+    probs_into_new(qkv, n, heads, d, scale, causal, window, Some(block), ctx)
 }
 
 /// [`attention_windowed`] with the block size as a parameter (tests use tiny blocks).
