@@ -61,7 +61,7 @@ fn bench(c: &mut Criterion) {
         ..Scene::default()
     };
     let doc = Doc::new("bench.py", snippet(512), Language::Python);
-    let app = codescope::present::render::staged(m, doc, (120, 40), true, &scene, None).unwrap();
+    let app = codescope::tui::headless::staged(m, doc, (120, 40), true, &scene, None).unwrap();
     let view = codescope::tui::export::export_view_with(&app, true).unwrap();
     eprintln!("{} code tokens analysed", view.matrix_tokens.len());
     let opts = Options {

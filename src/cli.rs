@@ -9,6 +9,10 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::error::{Error, Result};
+use crate::settings::Settings;
+use crate::syntax::Language;
+
 /// codescope: explore what code language models learn, in the terminal.
 #[derive(Debug, Parser)]
 #[command(name = "codescope", version, about, long_about = None)]
@@ -242,13 +246,21 @@ pub enum CompareSide {
     Diff,
 }
 
-impl CompareSide {
-    pub fn heat_side(self) -> crate::tui::app::HeatSide {
-        match self {
-            CompareSide::A => crate::tui::app::HeatSide::A,
-            CompareSide::B => crate::tui::app::HeatSide::B,
-            CompareSide::Diff => crate::tui::app::HeatSide::Diff,
-        }
+impl Cli {
+    /// Check and resolve the global options into the run's [`Settings`].
+    pub fn settings(&self) -> Result<Settings> {
+        let lang = self
+            .lang
+            .as_deref()
+            .map(|l| Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())))
+            .transpose()?;
+        Ok(Settings {
+            model: self.model.clone(),
+            random_weights: self.random_weights,
+            lang,
+            light: self.theme == Theme::Light,
+            cache_dir: crate::paths::cache_dir(),
+        })
     }
 }
 

@@ -2,30 +2,36 @@
 //!
 //! # The map of the house
 //!
-//! (The long form, with the boundaries and the known layering debt: `docs/ARCHITECTURE.md`;
-//! what each analysis computes: `docs/METHODS.md`.)
+//! (The long form, with both data flows: `docs/ARCHITECTURE.md`; what each analysis
+//! computes: `docs/METHODS.md`.)
+//!
+//! The rows go from the front ends down to the foundations: a module uses only modules in
+//! its own row or below it, and no two top-level modules use each other
+//! (`tests/it/layers.rs` reads every `crate::` path in `src/` against this table).
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`cli`] | the clap definitions: raw arguments, help text |
-//! | [`settings`] | raw arguments -> one validated [`settings::Settings`] (model spec, language, theme, cache directory); per-argument checks are clap value parsers in `cli` shared by the commands and the explorer's worker |
-//! | [`commands`] | the subcommands' bodies: glue from settings to the library and to stdout |
-//! | [`input`] | reading a snippet (file or stdin) within the input limits |
-//! | [`corpus`] | corpora for `reproduce` and probes: directories, zips, `.jsonl(.gz)`, the standard library; one snippet per function |
-//! | [`syntax`] | everything about code *structure*, no model: tree-sitter parsing into code tokens (category, role, depth), the gold graphs ([`syntax::Graph`]: the study's AST motif and data flow, syntactic, syntactic-identifier, codescope's refined data flow), the study's comment removal, tree distances, subword alignment, paper mode (the study's cleaned input, its graphs on the original tokens), renamed twins and their checks ([`syntax::rewrite`]) |
-//! | [`model`] | everything about *models*, no tree-sitter: model sources (presets, local, hub, PyPI, GGUF), one file per architecture family (their shared forward steps in `model/decoder.rs`; the encoder–decoders T5 and BART/PLBART run their encoder stack, `model/t5.rs`, `model/bart.rs`, `model/encdec.rs`), the host kernels (and the start-up allocator setting, `model::kernels::reuse_freed_memory`), the LM head, [`model::Trace`] (subwords, attention, hidden states, surprisal); GGUF tokenizers (`model::gguf_tokenizer`: the `tokenizers` pipeline as transformers converts the file, and for Gemma-style vocabularies codescope's own encoder `model::spm_bpe`, same output, built in a fraction of the time); the dequantized-weight cache (`model::gguf::cache`), whose weights later opens use in place from the memory map through the binary's global allocator (`model::mapped`); random-weight baselines (`model::random`: `--random-weights SEED`, each family's transformers init, seeded per tensor); interventions inside the forward pass ([`model::intervene`]: attention knockout, head ablation, the logit lens's read-out) |
-//! | [`analysis`] | THE pipeline every front end calls ([`analysis::analyze`] / [`analysis::run`]): code-token attention, gold masks and head scores (P/R/F1/GED, sweeps), category attention, entropy, code-token surprisal, code-token hidden states, the study's finding side by side ([`analysis::finding`]: syn–syn, id–id, syn–id F1 per layer with the shares); report forms (JSON/CSV/text), `reproduce`'s corpus tables, shards and merge, a snippet against its twin ([`analysis::compare`]); causal tests ([`analysis::causal`]: knockout by token class or gold graph against a matched random control, head ablation, logit lens) |
-//! | [`probe`] | probing hidden states: datasets and tasks (codescope's, and the study's DirectProbe datasets: `--protocol study`, `probe::study`), linear/MLP/structural/DirectProbe/AST-Probe probes, control tasks, feature cache, the bundled corpus, a trained probe's label for one token, a snippet's tree rebuilt by AST-Probe beside the gold one |
-//! | [`tui`] | the explorer: a pure [`tui::app::App`] (`update(Msg) -> Vec<Effect>`; keys and mouse), the pure layout (panels, head-grid and heatmap geometry shared by drawing and clicks), widgets that only draw, the terminal (its modes, job control, the input thread), the I/O thread (parse, file reads, path completion) and the model worker (analyses, twins, knockouts, probes); compare mode, the knockout mode, overview, pins, tours and sessions as app parts |
+//! | [`commands`] | the front ends: one file per subcommand (glue from the settings to the library and to stdout), the explorer's start (`commands::explore`: FILE, the sample, a tour's first step, a resumed session), `codescope render` and its decks (`commands::render`); the one model resolution they share (`commands::load_labelled` over [`model::source::choose`]) |
+//! | [`cli`] | the clap definitions: raw arguments, help text, and their check into the run's [`settings::Settings`] ([`cli::Cli::settings`]); per-argument checks are clap value parsers shared by the commands and the explorer's worker |
+//! | [`tui`] | the explorer: a pure [`tui::app::App`] (`update(Msg) -> Vec<Effect>`; keys and mouse), the pure layout (panels, head-grid and heatmap geometry shared by drawing and clicks), widgets that only draw, the terminal (its modes, job control, the input thread), the I/O thread (parse, file reads, path completion) and the model worker (analyses, twins, knockouts, probes); compare mode, the knockout mode, overview, pins, tours and sessions as app parts; its start ([`tui::Start`], [`tui::tour_state`]) and the headless explorer that `render` draws from ([`tui::headless::staged`]) |
+//! | [`settings`] | one validated [`settings::Settings`] per run (model spec, random weights, language, theme, cache directory), read by the commands, the explorer and its worker, never the raw arguments again |
+//! | [`present`] | presenting, as plain data: a view as a [`present::Scene`], the tour file (TOML steps with snippets, models and captions; `B` appends to it), the session file (saved on quit and signals, `--resume`); no command line, no terminal |
 //! | [`export`] | slide-grade figures of every view and of the explorer screen (SVG, PNG rendered in-process with the bundled fonts) and the view's numbers (JSON) |
-//! | [`present`] | presenting: a view as a plain [`present::Scene`], `codescope render` (figures from a headless explorer), tours (TOML steps to present; a pre-rendered deck), sessions (saved on quit and signals, `--resume`) |
-//! | [`signals`] | termination signals (SIGTERM, SIGINT, SIGHUP, SIGQUIT): exit 128+n after removing registered temporary paths (the explorer records the signal, restores the terminal and saves the session first) |
+//! | [`color`] | colour ramps and the token-category and diverging colours that the explorer's theme and the figures share |
+//! | [`probe`] | probing hidden states: datasets and tasks (codescope's, and the study's DirectProbe datasets: `--protocol study`, `probe::study`), linear/MLP/structural/DirectProbe/AST-Probe probes, control tasks, feature cache, the bundled corpus, a trained probe's label for one token, a snippet's tree rebuilt by AST-Probe beside the gold one; a trained probe's agreement on a snippet and its twin (`probe::agreement`) |
+//! | [`analysis`] | THE pipeline every front end calls ([`analysis::analyze`] / [`analysis::run`]): code-token attention, gold masks and head scores (P/R/F1/GED, sweeps), category attention, entropy, code-token surprisal, code-token hidden states, the study's finding side by side ([`analysis::finding`]: syn–syn, id–id, syn–id F1 per layer with the shares); report forms (JSON/CSV/text), `reproduce`'s corpus tables, shards and merge, a snippet against its twin ([`analysis::compare`]); causal tests ([`analysis::causal`]: knockout by token class or gold graph against a matched random control, head ablation, logit lens) |
+//! | [`corpus`] | corpora for `reproduce` and probes: directories, zips, `.jsonl(.gz)`, the standard library; one snippet per function |
+//! | [`input`] | reading a snippet (file or stdin) within the input limits |
+//! | [`model`] | everything about *models*, no tree-sitter: model sources (presets, local, hub, PyPI, GGUF), one file per architecture family (their shared forward steps in `model/decoder.rs`; the encoder–decoders T5 and BART/PLBART run their encoder stack, `model/t5.rs`, `model/bart.rs`, `model/encdec.rs`), the host kernels (and the start-up allocator setting, `model::kernels::reuse_freed_memory`), the LM head, [`model::Trace`] (subwords, attention, hidden states, surprisal); GGUF tokenizers (`model::gguf_tokenizer`: the `tokenizers` pipeline as transformers converts the file, and for Gemma-style vocabularies codescope's own encoder `model::spm_bpe`, same output, built in a fraction of the time); the dequantized-weight cache (`model::gguf::cache`), whose weights later opens use in place from the memory map through the binary's global allocator (`model::mapped`); random-weight baselines (`model::random`: `--random-weights SEED`, each family's transformers init, seeded per tensor); interventions inside the forward pass ([`model::intervene`]: attention knockout, head ablation, the logit lens's read-out) |
+//! | [`logging`] | file logging (tracing) and the stderr notice path |
 //! | [`fsio`] | writes that cannot half-happen (`write_atomic`: an `O_EXCL`/`O_NOFOLLOW` temporary beside the target, fsync, rename) and reads that cannot grow without bound (`read_bounded`); every file codescope replaces goes through it |
-//! | [`color`], [`rng`], [`logging`], [`error`] | shared colour ramps, the one seeded random stream, file logging and the stderr notice path, the error type and [`error::printable`] (text from files made safe for a terminal; every notice and the final error go through it) |
+//! | [`signals`], [`paths`], [`rng`] | termination signals (SIGTERM, SIGINT, SIGHUP, SIGQUIT): exit 128+n after removing registered temporary paths (the explorer records the signal, restores the terminal and saves the session first); every location codescope keeps files in (its cache, the Hugging Face cache, the log, the session); the one seeded random stream |
+//! | [`error`] | the error type and [`error::printable`] (text from files made safe for a terminal; every notice and the final error go through it) |
+//! | [`syntax`] | everything about code *structure*, no model: tree-sitter parsing into code tokens (category, role, depth), the gold graphs ([`syntax::Graph`]: the study's AST motif and data flow, syntactic, syntactic-identifier, codescope's refined data flow), the study's comment removal, tree distances, subword alignment, paper mode (the study's cleaned input, its graphs on the original tokens), renamed twins and their checks ([`syntax::rewrite`]) |
 //! | `crates/kernels` (`codescope-kernels`) | the hot loops over slices, no codescope types: the forward pass's kernels (T5's relative-bias attention and norm in `t5`) (re-exported as [`model::kernels`]) and the analysis's counts, entropy sums, subword-to-token aggregation and non-finite checks; a separate package so that debug and test builds compile it at opt-level 3 |
 //!
-//! Boundaries: `syntax` uses nothing else of the crate; `model` only [`error`]; they meet
-//! in `analysis` through byte spans. No tensor leaves `model`: `analysis`, `probe` reports
+//! Boundaries: `syntax` uses nothing else of the crate; `model` no tree-sitter (only the
+//! rows below it, none of which parses code); they meet in `analysis` through byte spans. No tensor leaves `model`: `analysis`, `probe` reports
 //! and `tui` see plain `Vec<f32>`-backed data. Nothing analytical lives in `tui`.
 //!
 //! # From `codescope analyze FILE` to its JSON
@@ -64,6 +70,7 @@ pub mod fsio;
 pub mod input;
 pub mod logging;
 pub mod model;
+pub mod paths;
 pub mod present;
 pub mod probe;
 pub mod rng;

@@ -17,7 +17,7 @@ pub fn started() -> std::time::Instant {
 
 pub fn init(path: Option<PathBuf>) {
     started();
-    let path = path.unwrap_or_else(crate::model::source::default_log_file);
+    let path = path.unwrap_or_else(crate::paths::default_log_file);
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }

@@ -1,13 +1,10 @@
-//! The validated settings of one run: the raw command line ([`crate::cli::Cli`], what clap
-//! parsed) checked once and resolved into plain values (ripgrep's raw args -> `HiArgs`
-//! step). The subcommands and the explorer (and its worker) read these, never the raw
-//! arguments or the environment again.
+//! The validated settings of one run: plain values, checked once (ripgrep's raw args ->
+//! `HiArgs` step; the command line builds them in `cli::Cli::settings`). The subcommands
+//! and the explorer (and its worker) read these, never the raw arguments or the
+//! environment again.
 
 use std::path::PathBuf;
 
-use crate::cli::Cli;
-use crate::error::{Error, Result};
-use crate::model::source;
 use crate::syntax::Language;
 
 /// Global settings, validated.
@@ -26,22 +23,6 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Check and resolve the global options of `cli`.
-    pub fn from_cli(cli: &Cli) -> Result<Self> {
-        let lang = cli
-            .lang
-            .as_deref()
-            .map(|l| Language::from_name(l).map_err(|e| Error::Syntax(e.to_string())))
-            .transpose()?;
-        Ok(Settings {
-            model: cli.model.clone(),
-            random_weights: cli.random_weights,
-            lang,
-            light: cli.theme == crate::cli::Theme::Light,
-            cache_dir: source::cache_dir(),
-        })
-    }
-
     /// The language of an input named `file`: `--lang`, else its extension, else the
     /// look of its `text` ([`Language::from_text`]: a Java file named `.txt` is Java).
     pub fn language_for(&self, file: &str, text: &str) -> Language {

@@ -32,7 +32,6 @@ use serde_json::{json, Map, Value};
 use super::{Graph, Options, RunOptions, SnippetAnalysis};
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
-use crate::probe::{ProbeReport, Task};
 use crate::syntax::rewrite::{self, Rewrite, Twin};
 use crate::syntax::Syntax;
 
@@ -108,8 +107,8 @@ pub struct Comparison {
     /// `[layer][head]` mean total-variation distance of aligned rows.
     pub attention_shift: Vec<Vec<f64>>,
     pub surprisal: Option<SurprisalDelta>,
-    /// With a trained token probe: per layer.
-    pub probe: Option<(Task, Vec<ProbeAgreement>)>,
+    /// With a trained token probe (`probe::agreement`): its task's name, per layer.
+    pub probe: Option<(&'static str, Vec<ProbeAgreement>)>,
 }
 
 /// Analyse A and its twin with the same options and compare them. Causal models run the
@@ -287,55 +286,6 @@ pub fn surprisal_delta(
     })
 }
 
-/// A trained probe's per-layer predictions on both twins (token tasks only; both
-/// analyses need hidden states).
-pub fn probe_agreement(
-    report: &ProbeReport,
-    task: Task,
-    c: &Comparison,
-) -> Option<Vec<ProbeAgreement>> {
-    if task.is_pair() {
-        return None;
-    }
-    let (fa, fb) = (c.a.features.as_ref()?, c.b.features.as_ref()?);
-    let classes = task.classes();
-    let mut out = Vec::new();
-    for p in report.probes.iter().filter(|p| p.task == task) {
-        let l = p.layer;
-        let (Some(xa), Some(xb)) = (fa.layers.get(l), fb.layers.get(l)) else {
-            continue;
-        };
-        let dim_a = xa.len() / fa.tokens.len().max(1);
-        let dim_b = xb.len() / fb.tokens.len().max(1);
-        let mut labels = Vec::new();
-        for &(i, j) in &c.twin.pairs {
-            let (Some(ka), Some(kb)) = (
-                fa.tokens.iter().position(|&t| t == i),
-                fb.tokens.iter().position(|&t| t == j),
-            ) else {
-                continue;
-            };
-            let pa = p.classifier.predict(&xa[ka * dim_a..(ka + 1) * dim_a]);
-            let pb = p.classifier.predict(&xb[kb * dim_b..(kb + 1) * dim_b]);
-            if let (Some(pa), Some(pb)) = (pa, pb) {
-                let name = |k: usize| classes.get(k).cloned().unwrap_or_else(|| k.to_string());
-                labels.push((i, j, name(pa), name(pb)));
-            }
-        }
-        let agree = labels.iter().filter(|(_, _, x, y)| x == y).count();
-        out.push(ProbeAgreement {
-            layer: l,
-            agreement: if labels.is_empty() {
-                0.0
-            } else {
-                agree as f64 / labels.len() as f64
-            },
-            labels,
-        });
-    }
-    Some(out)
-}
-
 /// `[layer][head]` syn→id (`q = 0, k = 1`) or id→syn (`q = 1, k = 0`) shares.
 fn shares(a: &SnippetAnalysis, q: usize, k: usize) -> Vec<Vec<Option<f64>>> {
     a.coarse
@@ -434,7 +384,7 @@ pub fn to_json(c: &Comparison) -> Value {
     }
     if let Some((task, layers)) = &c.probe {
         doc["probe"] = json!({
-            "task": task.name(),
+            "task": task,
             "layers": layers.iter().map(|p| json!({
                 "layer": p.layer,
                 "agreement": p.agreement,
@@ -617,7 +567,7 @@ pub fn summary(name: &str, c: &Comparison) -> String {
         let _ = writeln!(
             s,
             "\nprobe {} agreement per layer (A vs B predictions)",
-            task.name()
+            task
         );
         for p in layers {
             let _ = writeln!(

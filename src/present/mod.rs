@@ -1,129 +1,20 @@
-//! Presenting findings: what a view shows as a plain, serializable [`Scene`] (layer,
-//! head, selected token, threshold, view, ...), and the three things built on it:
-//! [`render`] (`codescope render`: figures from a headless explorer), [`tour`]
-//! (`--tour talk.toml`: scenes with snippets, models and captions to step through) and
-//! [`session`] (the explorer's state saved on quit and signals, `--resume`).
+//! Presenting findings, as plain data below the explorer: what a view shows as a
+//! serializable [`Scene`] (layer, head, selected token, threshold, view, ...), the
+//! [`tour`] file format (`--tour talk.toml`: scenes with snippets, models and captions to
+//! step through; `B` appends to it) and the [`session`] file (the explorer's state saved
+//! on quit and signals, `--resume`). Nothing here knows the command line or the terminal.
 //!
 //! A scene is applied by `App::apply_scene` (`tui::app::present`), the same code for a
-//! tour step in the live explorer and for `render` on the headless one.
+//! tour step in the live explorer and for `codescope render` on the headless one (the
+//! front ends that present — `render`, decks, the explorer's start — are in `commands`).
 
-pub mod render;
 pub mod session;
 pub mod tour;
 
-use std::path::PathBuf;
-
 use serde::{Deserialize, Serialize};
 
-use crate::cli::Cli;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::export::figure::Kind;
-use crate::settings::Settings;
-use crate::syntax::Language;
-use crate::tui::app::TourState;
-
-/// How the explorer starts beyond its snippet: where exports go, the tour, a session
-/// to resume.
-#[derive(Debug, Clone, Default)]
-pub struct Start {
-    pub export_dir: PathBuf,
-    pub tour: Option<TourState>,
-    /// Start on this step of the tour (its snippet and model are the explorer's).
-    pub step: Option<usize>,
-    pub session: Option<session::Session>,
-}
-
-/// A tour file read with its snippets (a missing file is a new, empty tour).
-pub fn tour_state(path: &std::path::Path) -> Result<TourState> {
-    let tour = if path.exists() {
-        tour::Tour::load(path)?
-    } else {
-        tour::Tour {
-            base: path
-                .parent()
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(".")),
-            ..Default::default()
-        }
-    };
-    let snippets = tour
-        .steps
-        .iter()
-        .map(|s| s.snippet(&tour.base).map_err(|e| e.to_string()))
-        .collect();
-    Ok(TourState {
-        path: path.to_path_buf(),
-        tour,
-        snippets,
-        at: None,
-    })
-}
-
-/// The explorer (no subcommand): on FILE, the bundled sample, the first step of
-/// `--tour`, or the session of `--resume`.
-pub fn explore(cli: &Cli, s: &Settings) -> Result<()> {
-    let mut start = Start {
-        export_dir: crate::export::export_dir(cli.export_dir.as_deref()),
-        ..Start::default()
-    };
-    let mut model = s.model.clone();
-    if let Some(p) = &cli.tour {
-        start.tour = Some(tour_state(p)?);
-    }
-    let (name, text, lang) = if cli.resume {
-        let sess = session::load_from(&session::path())?;
-        let lang = Language::from_name(&sess.lang).map_err(|e| Error::Syntax(e.to_string()))?;
-        if model.is_none() {
-            model = sess.model.clone();
-        }
-        if start.tour.is_none() {
-            if let Some((p, _)) = &sess.tour {
-                start.tour = tour_state(p).ok();
-            }
-        }
-        let r = (sess.name.clone(), sess.text.clone(), lang);
-        start.session = Some(sess);
-        r
-    } else if let (None, Some(t)) = (&cli.file, &start.tour) {
-        match t.snippets.first() {
-            Some(first) => {
-                let snip = first.clone().map_err(|reason| Error::Input {
-                    name: format!("{} step 1", t.path.display()),
-                    reason,
-                })?;
-                if let Some(m) = t.tour.models(model.as_deref())[0].clone() {
-                    model = Some(m);
-                }
-                start.step = Some(0);
-                (snip.name, snip.text, snip.lang)
-            }
-            None => sample(s),
-        }
-    } else {
-        match &cli.file {
-            Some(f) => {
-                let inp = crate::input::read(f)?;
-                let lang = s.language_for(&inp.name, &inp.text);
-                (inp.name, inp.text, lang)
-            }
-            None => sample(s),
-        }
-    };
-    let mut settings = s.clone();
-    settings.model = model;
-    crate::tui::run(crate::tui::Options {
-        name,
-        text,
-        lang,
-        settings,
-        start,
-    })
-}
-
-fn sample(s: &Settings) -> (String, String, Language) {
-    let (name, text) = crate::commands::DEFAULT_SAMPLE;
-    (name.into(), text.into(), s.language_for(name, text))
-}
 
 /// A head: its 1-based number or `"mean"` (mean over heads).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -56,7 +56,7 @@ pub fn path() -> PathBuf {
     if let Some(p) = std::env::var_os("CODESCOPE_SESSION").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
-    crate::model::source::cache_dir().join("session.json")
+    crate::paths::session_file()
 }
 
 /// Write `s` to `p` (through a temporary file in the same directory).

@@ -20,21 +20,16 @@
 //!
 //! `codescope --tour talk.toml` presents it (`]` / `[` step), `B` in the explorer
 //! appends the current view as a step ([`append`]), and `codescope render --tour
-//! talk.toml --out DIR` pre-renders every step ([`render_deck`]).
+//! talk.toml --out DIR` pre-renders every step (`commands::render`).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::Scene;
-use crate::cli::RenderArgs;
 use crate::error::{Error, Result};
 use crate::export::figure::Kind;
-use crate::model::LoadedModel;
 use crate::syntax::Language;
-use crate::tui::data::Doc;
-use crate::tui::headless::Model;
 
 /// One step of a tour.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -263,97 +258,6 @@ fn relative_to(path: &Path, base: &Path) -> std::path::PathBuf {
         out.push(c);
     }
     out
-}
-
-/// Pre-render every step of a tour into `out`: `NN-view.svg` and `.png` per step and an
-/// `index.html` that shows them in order with their captions.
-pub fn render_deck(
-    spec: Option<&str>,
-    random_weights: Option<u64>,
-    path: &Path,
-    out: &Path,
-    args: &RenderArgs,
-) -> Result<()> {
-    let tour = Tour::load(path)?;
-    if tour.steps.is_empty() {
-        return Err(Error::Input {
-            name: path.display().to_string(),
-            reason: "the tour has no [[step]]".into(),
-        });
-    }
-    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
-    let specs = tour.models(spec);
-    let mut models: HashMap<String, (LoadedModel, String)> = HashMap::new();
-    let opts = super::render::options_of(args);
-    let mut html = String::new();
-    let title = tour
-        .title
-        .clone()
-        .unwrap_or_else(|| "codescope tour".into());
-    html.push_str(&format!(
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:sans-serif;max-width:1920px;margin:auto}}img{{width:100%}}section{{margin:2em 0}}</style></head><body>\n<h1>{}</h1>\n",
-        esc(&title),
-        esc(&title)
-    ));
-    for (i, step) in tour.steps.iter().enumerate() {
-        let n = i + 1;
-        let at = |e: Error| Error::Input {
-            name: format!("{} step {n}", path.display()),
-            reason: e.to_string(),
-        };
-        let key = specs[i].clone().unwrap_or_default();
-        if !models.contains_key(&key) {
-            let loaded = super::render::load(specs[i].as_deref(), random_weights).map_err(at)?;
-            models.insert(key.clone(), loaded);
-        }
-        let (model, label) = &models[&key];
-        let snip = step.snippet(&tour.base).map_err(at)?;
-        let kind = step.kind();
-        // A step with a rewrite is a comparison: the twin made and compared, the heatmap
-        // on B − A, the head grid on the twin's score minus the original's.
-        let compare = step.rewrite.as_ref().map(|r| super::render::CompareSpec {
-            rewrite: r.clone(),
-            base: tour.base.clone(),
-            side: crate::tui::app::HeatSide::Diff,
-        });
-        let app = super::render::staged(
-            Model { model, label },
-            Doc::new(snip.name, snip.text, snip.lang),
-            args.size,
-            opts.light,
-            &step.scene,
-            compare.as_ref(),
-        )
-        .map_err(at)?;
-        let (figs, _) = crate::tui::export::figures(&app, &[kind], &opts).map_err(at)?;
-        // `write_figures` names each file `<stem>-<kind>`: `01-heatmap.svg`, `.png`.
-        let stem = format!("{n:02}");
-        let paths = crate::export::write_figures(out, &stem, &figs, None)?;
-        let png = paths
-            .iter()
-            .find(|p| p.extension().is_some_and(|e| e == "png"))
-            .and_then(|p| p.file_name())
-            .map(|f| f.to_string_lossy().into_owned())
-            .ok_or_else(|| Error::Compute(format!("step {n}: no PNG was written")))?;
-        crate::logging::notice(format_args!("step {n}: {}", paths[0].display()));
-        html.push_str(&format!(
-            "<section><h2>{n}. {}</h2><img src=\"{}\" alt=\"step {n}\"></section>\n",
-            esc(step.caption.as_deref().unwrap_or("")),
-            esc(&png)
-        ));
-    }
-    html.push_str("</body></html>\n");
-    let index = out.join("index.html");
-    crate::fsio::write_atomic(&index, html.as_bytes())?;
-    crate::logging::notice(format_args!("deck written to {}", index.display()));
-    Ok(())
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 //! Nothing here but `train`, `astprobe` and `cache` touches a tensor; [`ProbeReport`] is plain data
 //! for the CLI, the exporters and the TUI.
 
+pub mod agreement;
 pub mod astprobe;
 pub mod bundled;
 pub mod cache;
@@ -41,6 +42,7 @@ use serde::Serialize;
 use crate::corpus::Snippet;
 use crate::error::Result;
 use crate::model::{LoadedModel, ModelInfo};
+pub use agreement::twin_agreement;
 pub use dataset::{Example, Features, PairFeatures, Task, TaskData};
 pub use train::{ProbeKind, TrainOptions};
 

@@ -24,7 +24,7 @@ use super::roles;
 use super::token::{categorize, Category, CodeToken, ParseIssue};
 use super::{Syntax, SyntaxError};
 
-/// The largest source parsed by default (bytes); [`crate::input`] reads no more either.
+/// The largest source parsed by default (bytes); the input module reads no more either.
 pub const MAX_SOURCE_BYTES: usize = 1_000_000;
 
 /// Resource limits for [`parse_with`].

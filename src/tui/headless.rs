@@ -10,10 +10,12 @@ use std::sync::Arc;
 use super::app::{App, Config};
 use super::data::Doc;
 use super::msg::{Effect, Msg, WorkerMsg};
-use super::theme::Theme;
+use super::theme::{ColorMode, Theme};
 use crate::analysis;
 use crate::error::{Error, Result};
+use crate::export::figure::Kind;
 use crate::model::LoadedModel;
+use crate::present::Scene;
 
 /// A loaded model and the name it goes by (the spec as typed, shown in titles).
 #[derive(Clone, Copy)]
@@ -100,7 +102,7 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                     let snippets = crate::probe::bundled::snippets(Some(job.lang));
                     // The probe panel's job, as the worker runs it.
                     let spec = crate::probe::RunSpec {
-                        cache_root: Some(crate::model::source::cache_dir()),
+                        cache_root: Some(crate::paths::cache_dir()),
                         ..super::worker::panel_spec(m.model, &snippets, job.lang, job.task)
                     };
                     match crate::probe::run(&spec, &mut |_| {}) {
@@ -144,4 +146,99 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
         queue = next;
     }
     Ok(())
+}
+
+/// Compare mode for a headless view: the twin (`rename:neutral`, `rename:shuffle`,
+/// `twin:FILE` or FILE, relative to `base`) and the heatmap's side.
+#[derive(Debug, Clone)]
+pub struct CompareSpec {
+    pub rewrite: String,
+    pub base: std::path::PathBuf,
+    pub side: crate::tui::app::HeatSide,
+}
+
+/// A headless explorer on `doc` showing `scene` (errors in the scene are errors), in
+/// compare mode when `compare` says so: what `codescope render` and a deck's step draw.
+pub fn staged(
+    m: Model,
+    doc: Doc,
+    size: (u16, u16),
+    light: bool,
+    scene: &Scene,
+    compare: Option<&CompareSpec>,
+) -> Result<App> {
+    let theme = Theme::new(ColorMode::TrueColor, light);
+    let mut app = app(m, doc, size, theme)?;
+    let (fx, errors) = app.apply_scene(scene);
+    if !errors.is_empty() {
+        return Err(Error::Input {
+            name: app.doc.name.clone(),
+            reason: errors.join("; "),
+        });
+    }
+    serve(&mut app, m, fx)?;
+    // Compare mode (a tour step's `rewrite`, `render --rewrite`): the twin, its analysis
+    // and the comparison, with the heatmap on the side asked for.
+    if let Some(c) = compare {
+        let spec = &c.rewrite;
+        app.compare.choice = crate::tui::app::TwinChoice::from_spec(spec, &c.base);
+        app.compare.heat = c.side;
+        if !app.compare.on {
+            let fx = app.update(crate::tui::msg::Msg::Key(crossterm::event::KeyEvent::from(
+                crossterm::event::KeyCode::Char('c'),
+            )));
+            serve(&mut app, m, fx)?;
+        }
+        if app.comparison().is_none() {
+            let why = app
+                .status
+                .message
+                .as_ref()
+                .map(|(_, m)| m.clone())
+                .unwrap_or_else(|| "the comparison could not be made".into());
+            return Err(Error::Input {
+                name: format!("--rewrite {spec}"),
+                reason: why,
+            });
+        }
+    }
+    // Settle scroll positions for the final state (a same-size resize).
+    let (width, height) = app.size;
+    update(&mut app, m, crate::tui::msg::Msg::Resize { width, height })?;
+    ready(&app)?;
+    if scene.view == Some(Kind::Surprisal) && app.surprisal_shown().is_none() {
+        let why = app
+            .status
+            .message
+            .as_ref()
+            .map(|(_, m)| m.clone())
+            .unwrap_or_else(|| "the surprisal view needs a causal model".into());
+        return Err(Error::Input {
+            name: "--view surprisal".into(),
+            reason: why,
+        });
+    }
+    if scene.knockout.is_some() && app.knockout_shown().is_none() {
+        let why = app
+            .status
+            .message
+            .as_ref()
+            .map(|(_, m)| m.clone())
+            .unwrap_or_else(|| "the knockout could not be run".into());
+        return Err(Error::Input {
+            name: "--view knockout".into(),
+            reason: why,
+        });
+    }
+    if scene.view == Some(Kind::Probes) && app.probe_report().is_none() {
+        let why = app
+            .probe_failure()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "no probe results".into());
+        return Err(Error::Input {
+            name: "--view probes".into(),
+            reason: why,
+        });
+    }
+    Ok(app)
 }

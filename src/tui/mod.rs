@@ -67,7 +67,44 @@ pub struct Options {
     /// The validated command line (model, theme, cache directory).
     pub settings: crate::settings::Settings,
     /// Export directory, tour, session to resume.
-    pub start: crate::present::Start,
+    pub start: Start,
+}
+
+/// How the explorer starts beyond its snippet: where exports go, the tour, a session
+/// to resume.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    pub export_dir: std::path::PathBuf,
+    pub tour: Option<app::TourState>,
+    /// Start on this step of the tour (its snippet and model are the explorer's).
+    pub step: Option<usize>,
+    pub session: Option<crate::present::session::Session>,
+}
+
+/// A tour file read with its snippets (a missing file is a new, empty tour).
+pub fn tour_state(path: &std::path::Path) -> Result<app::TourState> {
+    let tour = if path.exists() {
+        crate::present::tour::Tour::load(path)?
+    } else {
+        crate::present::tour::Tour {
+            base: path
+                .parent()
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| std::path::PathBuf::from(".")),
+            ..Default::default()
+        }
+    };
+    let snippets = tour
+        .steps
+        .iter()
+        .map(|s| s.snippet(&tour.base).map_err(|e| e.to_string()))
+        .collect();
+    Ok(app::TourState {
+        path: path.to_path_buf(),
+        tour,
+        snippets,
+        at: None,
+    })
 }
 
 type Hook = Arc<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;

@@ -243,76 +243,9 @@ impl Theme {
         Style::default().fg(self.color(fg)).bg(self.color(bg))
     }
 
-    /// RGB of a token category (identifiers by role).
+    /// RGB of a token category (identifiers by role): [`crate::color::category`].
     pub fn category_rgb(&self, cat: Category, role: Option<Role>) -> Rgb {
-        let dark = !self.light;
-        match cat {
-            Category::Keyword => {
-                if dark {
-                    (255, 121, 170)
-                } else {
-                    (170, 20, 110)
-                }
-            }
-            Category::Operator => {
-                if dark {
-                    (255, 175, 95)
-                } else {
-                    (180, 90, 0)
-                }
-            }
-            Category::Delimiter => {
-                if dark {
-                    (150, 155, 170)
-                } else {
-                    (110, 110, 120)
-                }
-            }
-            Category::Literal => {
-                if dark {
-                    (140, 220, 120)
-                } else {
-                    (20, 130, 40)
-                }
-            }
-            Category::Identifier => match role {
-                Some(Role::Function | Role::Method) => {
-                    if dark {
-                        (130, 210, 255)
-                    } else {
-                        (0, 100, 190)
-                    }
-                }
-                Some(Role::Class | Role::Type) => {
-                    if dark {
-                        (240, 220, 120)
-                    } else {
-                        (150, 110, 0)
-                    }
-                }
-                Some(Role::Parameter) => {
-                    if dark {
-                        (200, 170, 255)
-                    } else {
-                        (110, 60, 190)
-                    }
-                }
-                Some(Role::Attribute | Role::KeywordArgument) => {
-                    if dark {
-                        (120, 220, 210)
-                    } else {
-                        (0, 130, 130)
-                    }
-                }
-                _ => {
-                    if dark {
-                        (100, 170, 255)
-                    } else {
-                        (20, 70, 200)
-                    }
-                }
-            },
-        }
+        crate::color::category(self.light, cat, role)
     }
 
     /// Style of a code token by category and identifier role. Definitions are bold.
@@ -429,24 +362,9 @@ impl Theme {
         }
     }
 
-    /// Diverging ramp RGB for `v` in `[-1, 1]` (compare mode's B − A): blue below zero,
-    /// the background at zero, orange above; a non-finite `v` counts as 0.
+    /// Diverging ramp RGB for `v` in `[-1, 1]`: [`crate::color::diverging`].
     pub fn diverging_rgb(&self, v: f32) -> Rgb {
-        let (neg, mid, pos) = if self.light {
-            ((33, 102, 172), (250, 250, 247), (200, 90, 20))
-        } else {
-            ((80, 150, 255), (22, 24, 32), (255, 140, 50))
-        };
-        let v = if v.is_finite() {
-            v.clamp(-1.0, 1.0)
-        } else {
-            0.0
-        };
-        if v < 0.0 {
-            ramp(&[mid, neg], -v)
-        } else {
-            ramp(&[mid, pos], v)
-        }
+        crate::color::diverging(self.light, v)
     }
 
     /// [`Theme::diverging_rgb`] as a terminal colour.

@@ -35,7 +35,6 @@ use std::time::{Duration, Instant};
 
 use super::msg::{AnalyseJob, CompareJob, KnockoutJob, LayerKey, ProbeJob, TwinSource, WorkerMsg};
 use crate::analysis::{self, Matrices, Mode, RunOptions, SnippetAnalysis};
-use crate::error::Result;
 use crate::model::{source, LoadedModel};
 
 /// The model the explorer falls back to when the default model cannot be loaded.
@@ -369,11 +368,6 @@ pub fn knockout_job(
     }
 }
 
-fn load_spec(spec: &str, random: Option<u64>) -> Result<LoadedModel> {
-    let files = source::resolve(spec)?;
-    LoadedModel::load_with(&files, random)
-}
-
 /// Load `spec` (or the default model, falling back to [`FALLBACK_MODEL`]).
 fn load(spec: Option<String>, random: Option<u64>, send: &Sender) -> Option<LoadedModel> {
     let (res, notice) = with_heartbeat(
@@ -406,25 +400,27 @@ fn load_with(
     random: Option<u64>,
     progress: &(dyn Fn(String) + Sync),
 ) -> (Loaded, Option<String>) {
-    let (label, mut notice, default) = match spec {
-        Some(s) => (s, None, false),
-        None => {
-            progress("choosing the default model…".into());
-            let (s, why) = source::default_model();
-            let notice = format!("model {s}: {why}");
-            (s, Some(notice), true)
-        }
-    };
+    if spec.is_none() {
+        progress("choosing the default model…".into());
+    }
+    let choice = source::choose(spec.as_deref());
+    let default = choice.default_why.is_some();
+    let mut notice = choice
+        .default_why
+        .as_ref()
+        .map(|why| format!("model {}: {why}", choice.spec));
+    let label = choice.spec.clone();
     progress(format!("loading model {label}…"));
     let t = Instant::now();
-    let res = match load_spec(&label, random) {
+    let res = match source::open(&choice, random) {
         Err(e) if default && label != FALLBACK_MODEL => {
             tracing::warn!(%label, error = %e, "default model failed, falling back");
             progress(format!("{label} failed; loading {FALLBACK_MODEL}…"));
             notice = Some(format!(
                 "fell back to {FALLBACK_MODEL}: {label} failed: {e}"
             ));
-            load_spec(FALLBACK_MODEL, random).map(|m| (m, FALLBACK_MODEL.to_string()))
+            source::open(&source::choose(Some(FALLBACK_MODEL)), random)
+                .map(|m| (m, FALLBACK_MODEL.to_string()))
         }
         r => r.map(|m| (m, label.clone())),
     };
@@ -635,7 +631,7 @@ pub fn compare(
         Ok(b) => {
             let mut c = cmp::from_analyses(job.a.clone(), Arc::new(b), twin);
             if let Some((report, task)) = &job.probe {
-                c.probe = cmp::probe_agreement(report, *task, &c).map(|v| (*task, v));
+                c.probe = crate::probe::twin_agreement(report, *task, &c).map(|v| (task.name(), v));
             }
             send(WorkerMsg::Compared {
                 req,

@@ -26,6 +26,7 @@ mod hostile_downloads;
 mod hostile_inputs;
 mod hostile_models;
 mod json_convention;
+mod layers;
 mod mapped;
 mod minilm_reference;
 mod model_tiny;

@@ -345,7 +345,7 @@ fn render_equals_the_explorers_export() {
     };
     let doc = Doc::new("snippet.py", SAMPLE, Language::Python);
     let headless =
-        present::render::staged(m, doc, (120, 40), false, &staged_scene(), None).unwrap();
+        codescope::tui::headless::staged(m, doc, (120, 40), false, &staged_scene(), None).unwrap();
     assert_eq!(
         (
             headless.view.layer,
@@ -388,7 +388,8 @@ fn render_screen_equals_the_explorer_buffer() {
     };
     let doc = Doc::new("snippet.py", SAMPLE, Language::Python);
     let headless =
-        present::render::staged(m, doc, (120, 40), false, &Scene::default(), None).unwrap();
+        codescope::tui::headless::staged(m, doc, (120, 40), false, &Scene::default(), None)
+            .unwrap();
     let text = figure::screen::text(&codescope::tui::export::screen_buffer(&headless));
     let tui: String = screen(&app)
         .lines()
@@ -458,7 +459,7 @@ caption = "the second step"
     )
     .unwrap();
     let mut app = ready(SAMPLE, 120, 40);
-    app.present.tour = Some(present::tour_state(&path).unwrap());
+    app.present.tour = Some(codescope::tui::tour_state(&path).unwrap());
     let fx = app.update(key(KeyCode::Char(']')));
     serve(&mut app, fx);
     assert_eq!(app.doc.text, SHORT);
@@ -624,7 +625,7 @@ fn render_task_takes_ast_like_tours() {
         ])
         .map_err(|e| e.to_string())?;
         match cli.command {
-            Some(Command::Render(args)) => Ok(present::render::scene_of(&args)),
+            Some(Command::Render(args)) => Ok(codescope::commands::render::scene_of(&args)),
             other => panic!("{other:?}"),
         }
     };

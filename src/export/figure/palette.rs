@@ -1,14 +1,13 @@
 //! Colours of the figures, light (white slides, print) and dark (the explorer's dark
 //! theme), and the contrast rule that keeps text readable on shaded cells.
 //!
-//! Token colours are the explorer's (`tui::theme`), so a figure looks like the screen it
+//! Token colours are the explorer's (both take them from `color`), so a figure looks like the screen it
 //! came from. Heat ramps start at the background colour (zero attention is invisible)
 //! and rise monotonically in contrast against it. Text drawn on a shaded cell keeps its
 //! own colour only while the WCAG contrast ratio against the cell stays at least
 //! [`MIN_CONTRAST`]; otherwise it turns black or white, whichever reads better.
 
 use crate::syntax::{Category, IdentRole};
-use crate::tui::theme::{ColorMode, Theme};
 
 pub use crate::color::{hex, ramp, Rgb};
 
@@ -81,15 +80,11 @@ const SURPRISAL_DARK: [Rgb; 5] = [
 #[derive(Debug, Clone, Copy)]
 pub struct Palette {
     pub light: bool,
-    theme: Theme,
 }
 
 impl Palette {
     pub fn new(light: bool) -> Self {
-        Palette {
-            light,
-            theme: Theme::new(ColorMode::TrueColor, light),
-        }
+        Palette { light }
     }
 
     pub fn bg(&self) -> Rgb {
@@ -121,7 +116,7 @@ impl Palette {
     /// Compare mode's diverging ramp for `v` in `[-1, 1]` (B − A): the terminal theme's,
     /// blue below zero, the background at zero, orange above.
     pub fn diverging(&self, v: f32) -> Rgb {
-        self.theme.diverging_rgb(v)
+        crate::color::diverging(self.light, v)
     }
 
     /// The diverging ramp's stops, from -1 to 1, for colour bars.
@@ -224,7 +219,7 @@ impl Palette {
         let role = role
             .and_then(|r| r.parse::<IdentRole>().ok())
             .map(|r| r.role);
-        readable(self.theme.category_rgb(cat, role), self.bg())
+        readable(crate::color::category(self.light, cat, role), self.bg())
     }
 }
 

@@ -33,8 +33,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::model::source::gguf_cache_dir;
 use crate::model::{integrity, weights};
+use crate::paths::gguf_cache_dir;
 
 /// Bump when the stored form changes (names, edits, dtype): older entries are ignored.
 const FORMAT: u32 = 2;

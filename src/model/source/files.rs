@@ -258,7 +258,7 @@ pub(super) fn shard_names(index: &Path) -> Result<Vec<String>> {
     names.sort();
     names.dedup();
     // Shard names become paths (and downloads): plain file names only.
-    if let Some(bad) = names.iter().find(|n| !super::paths::is_safe_component(n)) {
+    if let Some(bad) = names.iter().find(|n| !crate::paths::is_safe_component(n)) {
         return Err(Error::CorruptWeights {
             path: index.into(),
             reason: format!("shard name {bad:?} is not a plain file name"),

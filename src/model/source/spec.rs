@@ -31,7 +31,7 @@ impl ModelSpec {
             };
             let bad_version = version
                 .as_deref()
-                .is_some_and(|v| !super::paths::is_safe_component(v));
+                .is_some_and(|v| !crate::paths::is_safe_component(v));
             if bad_version
                 || package.is_empty()
                 || !package

@@ -5,9 +5,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::download::download_verified;
-use super::paths::is_safe_component;
 use super::pypi::{entry_allowance, open_wheel, pypi_wheel};
 use crate::error::{Error, Result};
+use crate::paths::is_safe_component;
 
 /// A wheel without `config.json` whose `SHA256SUMS` names a `.gguf` file is the head of
 /// a split GGUF: returns `(file name, sha256)`.

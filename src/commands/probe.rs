@@ -1,0 +1,173 @@
+//! `codescope probe`: probes and their control tasks on a corpus (or in shards).
+
+use super::*;
+
+pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
+    use crate::probe;
+    let lang = settings.lang;
+    let (name, mut snippets) = match args.corpus.as_deref() {
+        None => (
+            "bundled probe corpus".to_string(),
+            probe::bundled::snippets(lang),
+        ),
+        Some(c) => {
+            let path = if c == "stdlib" {
+                python_stdlib()?
+            } else {
+                std::path::PathBuf::from(c)
+            };
+            let corpus = crate::corpus::load(&path, lang, args.limit)?;
+            (path.display().to_string(), corpus.snippets)
+        }
+    };
+    if let Some(n) = args.limit {
+        snippets.truncate(n);
+    }
+    if snippets.is_empty() {
+        return Err(Error::Input {
+            name,
+            reason: "holds no usable snippet".into(),
+        });
+    }
+    crate::logging::notice(format_args!(
+        "probing on {} snippets from {name}",
+        snippets.len()
+    ));
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    // Hidden layers are 0 (embeddings) to the model's layer count.
+    if let Some(&bad) = args.layers.iter().find(|&&l| l > m.info.layers) {
+        return Err(Error::Input {
+            name: "--layer".into(),
+            reason: format!(
+                "layer {bad} does not exist: {} has hidden layers 0 (embeddings) to {}",
+                m.info.source, m.info.layers
+            ),
+        });
+    }
+    let tasks = if args.tasks.is_empty() {
+        probe::Task::ALL.to_vec()
+    } else {
+        args.tasks.clone()
+    };
+    let run = probe::RunSpec {
+        tasks,
+        kind: args.probe,
+        protocol: args.protocol,
+        split: args.split,
+        pair_features: args.pair_features,
+        seed: args.seed,
+        max_pairs: args.max_pairs,
+        dfg_graph: args.graph,
+        layers: (!args.layers.is_empty()).then(|| args.layers.clone()),
+        cache_root: (!args.no_cache).then(|| settings.cache_dir.clone()),
+        train: probe::TrainOptions {
+            kind: args.probe,
+            dp_max_train: args.dp_max_train.max(1),
+            dp_max_test: args.dp_max_test.max(1),
+            ast: probe::astprobe::AstOptions {
+                fit: probe::astprobe::train::FitOptions {
+                    rank: args.ast_rank.max(1),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        structural: args
+            .structural
+            .then(|| probe::structural::StructuralOptions {
+                rank: args.rank.max(1),
+                ..Default::default()
+            }),
+        ..probe::RunSpec::new(&m, &snippets, name)
+    };
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(snippets.len() as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg:>10} [{bar:30}] {pos}/{len} {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_message("tracing");
+    if let (Some(shard), Some(out)) = (args.shard, &args.out) {
+        bar.set_length(
+            snippets
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| shard.owns(*i))
+                .count() as u64,
+        );
+        let n = probe::shard::write_shard(&run, shard, out, &mut |p| {
+            if let probe::Progress::Traced { done, .. } = p {
+                bar.set_position(done as u64)
+            }
+        })?;
+        bar.finish_and_clear();
+        crate::logging::notice(format_args!(
+            "shard {shard}: features of {n} snippets written to {}; `codescope merge` joins the shards",
+            out.display()
+        ));
+        return Ok(());
+    }
+    if let Some(dir) = &args.dump {
+        let n = probe::dump(&run, dir, &mut |p| {
+            if let probe::Progress::Traced { done, .. } = p {
+                bar.set_position(done as u64)
+            }
+        })?;
+        bar.finish_and_clear();
+        crate::logging::notice(format_args!(
+            "wrote features and {n} tasks to {}",
+            dir.display()
+        ));
+        return Ok(());
+    }
+    let report = probe::run(&run, &mut |p| match p {
+        probe::Progress::Cached => {
+            bar.set_message("cached");
+            bar.suspend(|| crate::logging::notice("features from the cache (no tracing needed)"));
+        }
+        probe::Progress::Traced { done, .. } => bar.set_position(done as u64),
+        probe::Progress::Fitted {
+            done,
+            total,
+            result,
+        } => {
+            if done == 1 {
+                bar.set_message("probing");
+                bar.set_length(total as u64);
+            }
+            bar.set_position(done as u64);
+            bar.println(format!(
+                "{:<12} layer {:>2}: acc {:.3} control {:.3}{}",
+                result.task,
+                result.layer,
+                result.accuracy,
+                result.control_accuracy,
+                result
+                    .clusters
+                    .map_or(String::new(), |c| format!(" clusters {c}"))
+            ));
+        }
+        probe::Progress::Structural(r) => bar.println(format!(
+            "structural   layer {:>2}: spearman {:.3} uuas {:.3}",
+            r.layer, r.spearman, r.uuas
+        )),
+    })?;
+    bar.finish_and_clear();
+    if args.json {
+        let mut v = serde_json::to_value(&report)
+            .map_err(|e| Error::io("<stdout>", std::io::Error::other(e)))?;
+        // Timings only when asked: two identical runs give identical JSON.
+        if !args.timings {
+            strip_key(&mut v, "seconds");
+        }
+        print(&format!("{v}\n"))
+    } else if args.csv {
+        print(&probe::csv(&report))
+    } else {
+        print(&probe::table(&report))
+    }
+}

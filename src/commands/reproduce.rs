@@ -1,0 +1,98 @@
+//! `codescope reproduce` and `codescope merge`: the study's corpus tables, in shards, and
+//! their merge (reproduce and probe shards alike).
+
+use super::*;
+
+pub(super) fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
+    use crate::analysis::reproduce;
+    if args.dirs.iter().all(|d| crate::probe::shard::is_shard(d)) {
+        let (dir, m) = crate::probe::shard::merge_shards(&args.dirs, &settings.cache_dir)?;
+        // The shard's strings come from a file: escaped for the terminal.
+        let model = crate::error::printable(&m.model, false);
+        return print(&format!(
+            "{} probe shards of {} on {} ({} snippets) merged into the feature cache ({}); \
+             `codescope --model {} probe` on the same corpus now only trains\n",
+            args.dirs.len(),
+            model,
+            crate::error::printable(&m.corpus, false),
+            m.snippets,
+            dir.display(),
+            model
+        ));
+    }
+    let shards = args
+        .dirs
+        .iter()
+        .map(|d| Ok((d.clone(), reproduce::load_state(d)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let agg = reproduce::merge(&shards)?;
+    let twins = reproduce::write_merged(&agg, &shards, &args.out, args.threshold)?;
+    print(&reproduce::table(&agg, args.threshold))?;
+    if let Some(t) = &twins {
+        print(t)?;
+    }
+    crate::logging::notice(format_args!(
+        "{} shards merged; tables written to {} (scores.csv, best_heads.csv, summary.json)",
+        shards.len(),
+        args.out.display()
+    ));
+    Ok(())
+}
+
+pub(super) fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
+    let threshold = args.threshold;
+    let path = if args.data == "stdlib" {
+        python_stdlib()?
+    } else {
+        std::path::PathBuf::from(&args.data)
+    };
+    let lang = settings.lang;
+    let corpus = crate::corpus::load(&path, lang, args.limit)?;
+    if corpus.snippets.is_empty() {
+        return Err(Error::Input {
+            name: path.display().to_string(),
+            reason: "holds no usable snippet".into(),
+        });
+    }
+    crate::logging::notice(format_args!(
+        "{} snippets from {} ({} unusable files/records skipped)",
+        corpus.snippets.len(),
+        path.display(),
+        corpus.skipped
+    ));
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    let agg = analysis::reproduce::run(&analysis::reproduce::Run {
+        model: &m,
+        snippets: &corpus.snippets,
+        corpus_name: match args.limit {
+            Some(n) => format!("{} (first {n})", path.display()),
+            None => path.display().to_string(),
+        },
+        out: args.out.clone(),
+        mode: args.mode,
+        threshold,
+        workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        shard: args.shard,
+        rewrite: args
+            .rewrite
+            .as_deref()
+            .map(|r| rewrite_of(r, args.seed))
+            .transpose()?,
+        seed: args.seed,
+        limit: args.limit,
+    })?;
+    print(&analysis::reproduce::table(&agg, threshold))?;
+    if let Some(t) = &agg.twins_table {
+        print(t)?;
+    }
+    crate::logging::notice(format_args!(
+        "tables written to {} (scores.csv, best_heads.csv, summary.json{})",
+        args.out.display(),
+        if agg.twins_table.is_some() {
+            "; twins.jsonl, twins.csv, twins_layers.csv, twins_summary.json"
+        } else {
+            ""
+        }
+    ));
+    Ok(())
+}
