@@ -359,43 +359,44 @@ fn worker_reports_reach_the_status_bar() {
 }
 
 #[test]
-fn every_help_key_does_something() {
-    use codescope::tui::keymap::HELP;
-    for (keys, _) in HELP {
-        for k in keys.split_whitespace() {
-            let code = match k {
-                "←" => KeyCode::Left,
-                "→" => KeyCode::Right,
-                "↑" => KeyCode::Up,
-                "↓" => KeyCode::Down,
-                "Enter" | "PgDn" | "PgUp" | "Home" | "End" | "Tab" | "S-Tab" | "Esc" | "C-c"
-                | "1-6" => continue,
-                // Ctrl-Z suspends: `tui_input::ctrl_z_and_sigtstp_suspend`, `tui_tty`.
-                "C-z" => continue,
-                // The mouse has its own tests (tui_mouse).
-                "click" | "wheel" => continue,
-                s if s.chars().count() == 1 => KeyCode::Char(s.chars().next().unwrap()),
-                other => panic!("unknown key in HELP: {other}"),
-            };
-            let mut app = ready(SAMPLE, 120, 40);
-            // Mid-way everywhere, so every motion has somewhere to go.
-            typed(&mut app, "jl");
-            press(&mut app, &[KeyCode::Right, KeyCode::Down]);
-            if k == "n" || k == "N" {
-                app.view.search = Some("import".into());
+fn every_key_in_the_keymap_does_something() {
+    use codescope::tui::keymap::{Command, KEYMAP};
+    use crossterm::event::{KeyEvent, KeyModifiers};
+    let mut n = 0;
+    for (k, c) in KEYMAP.iter().flat_map(|s| s.rows).flat_map(|b| b.bind) {
+        let mut app = ready(SAMPLE, 120, 40);
+        // Mid-way everywhere, so every motion has somewhere to go.
+        typed(&mut app, "jl");
+        press(&mut app, &[KeyCode::Right, KeyCode::Down]);
+        match c {
+            Command::SearchNext | Command::SearchPrev => app.view.search = Some("import".into()),
+            // fit is the default: leave it first
+            Command::ZoomFit => drop(typed(&mut app, "+")),
+            // the first score is the default
+            Command::Metric(0) => drop(typed(&mut app, "2")),
+            Command::GridJump => {
+                app.view.focus = Focus::Heads;
+                press(&mut app, &[KeyCode::Right]);
             }
-            if k == "0" {
-                typed(&mut app, "+"); // fit is the default: leave it first
-            }
-            let before = screen(&app);
-            let fx = app.update(key(code));
-            let after = screen(&app);
-            assert!(
-                !fx.is_empty() || before != after || app.quit,
-                "key {k} changed nothing"
-            );
+            _ => {}
         }
+        let mods = if k.ctrl {
+            KeyModifiers::CONTROL
+        } else {
+            KeyModifiers::NONE
+        };
+        // What is on screen, or the view's state (focus moves only restyle borders).
+        let state = |app: &codescope::tui::app::App| (screen(app), format!("{:?}", app.view));
+        let before = state(&app);
+        let fx = app.update(Msg::Key(KeyEvent::new(k.code, mods)));
+        let after = state(&app);
+        assert!(
+            !fx.is_empty() || before != after || app.quit,
+            "{k:?} ({c:?}) changed nothing"
+        );
+        n += 1;
     }
+    assert!(n > 50, "only {n} bindings");
 }
 
 #[test]
@@ -1261,4 +1262,24 @@ fn status_line_messages_expire_and_fields_are_labelled() {
     let app = ready(SAMPLE, 160, 40);
     let s = screen(&app);
     assert!(!s.contains("│ 0 ms") || s.contains("analysed in"), "{s}");
+}
+
+/// The README's key table is the keymap's (`keymap::readme_table`): a key added, removed or
+/// re-described in one place and not the other fails here. To update the README, replace
+/// its table with the one this test prints.
+#[test]
+fn the_readme_key_table_is_the_keymap() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let start = readme
+        .find("| key | action |\n")
+        .expect("the README's key table");
+    let end = readme[start..]
+        .find("\n\n")
+        .map_or(readme.len(), |e| start + e + 1);
+    let want = codescope::tui::keymap::readme_table();
+    assert!(
+        readme[start..end] == want,
+        "the README's key table differs from the keymap; it should be:\n{want}"
+    );
 }

@@ -12,6 +12,7 @@
 //! the twin panel fills at once), analyses it with A's options and compares them
 //! (`analysis::compare`); nothing analytical happens here beyond picking numbers out.
 
+use crate::tui::keymap::Command;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -120,9 +121,9 @@ pub struct CompareMode {
 
 impl App {
     /// `c`, `C`, `v`.
-    pub(super) fn compare_key(&mut self, c: char) -> Vec<Effect> {
+    pub(super) fn compare_command(&mut self, c: Command) -> Vec<Effect> {
         match c {
-            'c' => {
+            Command::Compare => {
                 self.compare.on = !self.compare.on;
                 if self.compare.on {
                     self.status.info(format!(
@@ -133,7 +134,7 @@ impl App {
                     self.status.info("compare off");
                 }
             }
-            'C' => {
+            Command::CompareTwin => {
                 let next = match self.compare.choice {
                     TwinChoice::Neutral => Some(TwinChoice::Shuffle),
                     TwinChoice::Shuffle => None,
@@ -154,7 +155,7 @@ impl App {
                     }
                 }
             }
-            'v' => {
+            Command::CompareHeat => {
                 if !self.compare.on {
                     self.status
                         .warn("v switches the heatmap in compare mode (c)");

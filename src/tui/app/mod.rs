@@ -47,6 +47,7 @@ pub use self::status::{Level, Status};
 pub use self::view::{follow_axis, Direction, Focus, View};
 use super::data::{Doc, Metric};
 use super::editor::{EditOutcome, Editor, LineInput};
+use super::keymap::{self, Command};
 use super::layout;
 use super::msg::{AnalyseJob, Effect, LabelKey, LayerKey, Msg, ParseJob, TreeKey, WorkerMsg};
 use super::theme::Theme;
@@ -840,15 +841,15 @@ impl App {
         if k.kind == crossterm::event::KeyEventKind::Release {
             return Vec::new();
         }
-        let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl && k.code == KeyCode::Char('c') {
-            self.quit = true;
-            return vec![Effect::Quit];
-        }
-        // In raw mode Ctrl-Z is a key, not SIGTSTP: suspend as the shell would (the
-        // editor and any prompt stay as they are).
-        if ctrl && k.code == KeyCode::Char('z') {
-            return vec![Effect::Suspend];
+        // Ctrl-C and Ctrl-Z work in every mode. In raw mode Ctrl-Z is a key, not SIGTSTP:
+        // suspend as the shell would (the editor and any prompt stay as they are).
+        match keymap::global(&k) {
+            Some(Command::QuitNow) => {
+                self.quit = true;
+                return vec![Effect::Quit];
+            }
+            Some(_) => return vec![Effect::Suspend],
+            None => {}
         }
         if let Some(ed) = self.editor.as_mut() {
             let page = self.view.code_rows;
@@ -971,18 +972,12 @@ impl App {
     }
 
     fn normal_key(&mut self, k: KeyEvent) -> Vec<Effect> {
-        if let Some(fx) = self.present_key(k) {
-            return fx;
-        }
-        let (layers, heads) = self.dims();
         // Inside a transposed head grid (layers as rows) ↑ ↓ move along layers.
         let transposed = self.view.focus == Focus::Heads
             && layout::geometry(self)
                 .panel(Focus::Heads)
                 .and_then(|r| layout::grid_geom(self, r))
                 .is_some_and(|g| g.transposed);
-        let v = &mut self.view;
-        let in_grid = v.focus == Focus::Heads;
         let k = if transposed {
             let code = match k.code {
                 KeyCode::Left => KeyCode::Up,
@@ -996,8 +991,23 @@ impl App {
             k
         };
         let armed = std::mem::take(&mut self.quit_armed);
-        match k.code {
-            KeyCode::Char('q') | KeyCode::Esc => {
+        match keymap::command(&k) {
+            Some(c) => self.run_command(c, armed),
+            None => Vec::new(),
+        }
+    }
+
+    /// Carry out a normal-mode command ([`keymap::KEYMAP`] binds the keys to them).
+    /// `armed`: the last key was a first q/Esc after an edit.
+    fn run_command(&mut self, c: Command, armed: bool) -> Vec<Effect> {
+        if let Some(fx) = self.present_command(c) {
+            return fx;
+        }
+        let (layers, heads) = self.dims();
+        let v = &mut self.view;
+        let in_grid = v.focus == Focus::Heads;
+        match c {
+            Command::Quit => {
                 if self.doc.edited && !armed {
                     // Quitting would lose the edit: say so once.
                     self.quit_armed = true;
@@ -1009,78 +1019,88 @@ impl App {
                 self.quit = true;
                 return vec![Effect::Quit];
             }
-            KeyCode::Char('?') => {
+            Command::QuitNow => {
+                self.quit = true;
+                return vec![Effect::Quit];
+            }
+            Command::Suspend => return vec![Effect::Suspend],
+            Command::Help => {
                 self.help_scroll = 0;
                 self.overlay = Overlay::Help;
             }
-            KeyCode::Tab => v.set_focus(v.focus.step(1)),
-            KeyCode::BackTab => v.set_focus(v.focus.step(-1)),
-            KeyCode::Left if in_grid => v.grid.0 = v.grid.0.saturating_sub(1),
-            KeyCode::Right if in_grid => v.grid.0 = (v.grid.0 + 1).min(layers.saturating_sub(1)),
-            KeyCode::Up if in_grid => v.grid.1 = v.grid.1.saturating_sub(1),
-            KeyCode::Down if in_grid => v.grid.1 = (v.grid.1 + 1).min(heads.saturating_sub(1)),
-            KeyCode::Enter if in_grid => {
+            Command::NextPanel => v.set_focus(v.focus.step(1)),
+            Command::PrevPanel => v.set_focus(v.focus.step(-1)),
+            Command::Left if in_grid => v.grid.0 = v.grid.0.saturating_sub(1),
+            Command::Right if in_grid => v.grid.0 = (v.grid.0 + 1).min(layers.saturating_sub(1)),
+            Command::Up if in_grid => v.grid.1 = v.grid.1.saturating_sub(1),
+            Command::Down if in_grid => v.grid.1 = (v.grid.1 + 1).min(heads.saturating_sub(1)),
+            Command::GridJump if in_grid => {
                 (v.layer, v.head) = v.grid;
                 v.mean = false;
             }
-            KeyCode::Left => v.layer = v.layer.saturating_sub(1),
-            KeyCode::Right => v.layer = (v.layer + 1).min(layers.saturating_sub(1)),
-            KeyCode::Up => {
+            Command::GridJump => {}
+            Command::Left => v.layer = v.layer.saturating_sub(1),
+            Command::Right => v.layer = (v.layer + 1).min(layers.saturating_sub(1)),
+            Command::Up => {
                 v.mean = false;
                 v.head = v.head.saturating_sub(1);
             }
-            KeyCode::Down => {
+            Command::Down => {
                 v.mean = false;
                 v.head = (v.head + 1).min(heads.saturating_sub(1));
             }
-            KeyCode::Char('a') => v.mean = !v.mean,
-            KeyCode::Char('h') => v.move_cursor(&self.doc, -1),
-            KeyCode::Char('l') => v.move_cursor(&self.doc, 1),
-            KeyCode::Char('j') => v.move_lines(&self.doc, 1),
-            KeyCode::Char('k') => v.move_lines(&self.doc, -1),
-            KeyCode::PageDown => {
+            Command::MeanHeads => v.mean = !v.mean,
+            Command::TokenPrev => v.move_cursor(&self.doc, -1),
+            Command::TokenNext => v.move_cursor(&self.doc, 1),
+            Command::LineNext => v.move_lines(&self.doc, 1),
+            Command::LinePrev => v.move_lines(&self.doc, -1),
+            Command::PageDown => {
                 let page = v.code_rows.max(2) as isize - 1;
                 v.move_lines(&self.doc, page)
             }
-            KeyCode::PageUp => {
+            Command::PageUp => {
                 let page = 1 - v.code_rows.max(2) as isize;
                 v.move_lines(&self.doc, page)
             }
-            KeyCode::Home => v.cursor = 0,
-            KeyCode::End => v.cursor = self.doc.n_tokens().saturating_sub(1),
-            KeyCode::Char('w') => v.move_ident(&self.doc, 1),
-            KeyCode::Char('b') => v.move_ident(&self.doc, -1),
-            KeyCode::Char('f') => {
+            Command::FirstToken => v.cursor = 0,
+            Command::LastToken => v.cursor = self.doc.n_tokens().saturating_sub(1),
+            Command::IdentNext => v.move_ident(&self.doc, 1),
+            Command::IdentPrev => v.move_ident(&self.doc, -1),
+            Command::Direction => {
                 v.direction = match v.direction {
                     Direction::From => Direction::To,
                     Direction::To => Direction::From,
                 }
             }
-            KeyCode::Char('d') => v.dfg = !v.dfg,
-            KeyCode::Char('g') => v.gold = !v.gold,
-            KeyCode::Char('F') => {
+            Command::DataFlow => v.dfg = !v.dfg,
+            Command::Gold => v.gold = !v.gold,
+            Command::Finding => {
                 v.finding = !v.finding;
                 // Show it: the compact layout has one side panel at a time.
                 if v.finding {
                     v.set_focus(Focus::Categories);
                 }
             }
-            KeyCode::Char('+') | KeyCode::Char('=') => {
+            Command::ZoomIn => {
                 let cur = v.effective_zoom();
                 v.zoom = (cur / 2).max(1);
             }
-            KeyCode::Char('-') => {
+            Command::ZoomOut => {
                 let cur = v.effective_zoom();
                 v.zoom = (cur * 2).min(self.doc.n_tokens().max(1));
             }
-            KeyCode::Char('0') => v.zoom = 0,
-            KeyCode::Char('s') => v.metric = v.metric.next(),
-            KeyCode::Char(c @ '1'..='6') => {
-                v.metric = Metric::ALL[c as usize - '1' as usize];
+            Command::ZoomFit => v.zoom = 0,
+            Command::NextMetric => v.metric = v.metric.next(),
+            Command::Metric(i) => {
+                if let Some(m) = Metric::ALL.get(usize::from(i)) {
+                    v.metric = *m;
+                }
             }
-            KeyCode::Char('t') => self.set_threshold(self.view.t_steps.saturating_sub(1)),
-            KeyCode::Char('T') => self.set_threshold((self.view.t_steps + 1).min(THRESHOLD_STEPS)),
-            KeyCode::Char('m') => {
+            Command::ThresholdDown => self.set_threshold(self.view.t_steps.saturating_sub(1)),
+            Command::ThresholdUp => {
+                self.set_threshold((self.view.t_steps + 1).min(THRESHOLD_STEPS))
+            }
+            Command::InputMode => {
                 v.mode = match v.mode {
                     Mode::Source => Mode::Paper,
                     Mode::Paper => Mode::Source,
@@ -1089,12 +1109,12 @@ impl App {
             }
             // A fresh prompt each time: typing must not append to the last pattern
             // (n / N repeat that one).
-            KeyCode::Char('/') => {
+            Command::Search => {
                 self.overlay = Overlay::Prompt(PromptKind::Search, LineInput::default())
             }
-            KeyCode::Char('n') => self.search_next(1),
-            KeyCode::Char('N') => self.search_next(-1),
-            KeyCode::Char('e') => {
+            Command::SearchNext => self.search_next(1),
+            Command::SearchPrev => self.search_next(-1),
+            Command::Edit => {
                 let at = self
                     .doc
                     .syntax
@@ -1104,32 +1124,31 @@ impl App {
                 self.editor = Some(Editor::new(&self.doc.text, at));
                 v.focus = Focus::Code;
             }
-            KeyCode::Char('o') => {
+            Command::Open => {
                 // The line above the prompt shows its completions from now on.
                 self.status.message = None;
                 self.overlay = Overlay::Prompt(PromptKind::Open, LineInput::default())
             }
-            KeyCode::Char(c @ ('c' | 'C' | 'v')) => return self.compare_key(c),
-            KeyCode::Char('M') => return self.open_picker(),
-            KeyCode::Char('R') => return self.toggle_random_weights(),
-            KeyCode::Char('L') => return self.next_language(),
-            KeyCode::Char('S') => return self.toggle_surprisal(),
-            KeyCode::Char('K') => return self.cycle_knockout(),
-            KeyCode::Char('p') => {
+            Command::Compare | Command::CompareTwin | Command::CompareHeat => {
+                return self.compare_command(c)
+            }
+            Command::Models => return self.open_picker(),
+            Command::RandomWeights => return self.toggle_random_weights(),
+            Command::Language => return self.next_language(),
+            Command::Surprisal => return self.toggle_surprisal(),
+            Command::Knockout => return self.cycle_knockout(),
+            Command::ProbeTrain | Command::ProbeTask => {
                 if v.focus != Focus::Code {
                     v.focus = Focus::Probes;
                 }
                 v.side = Focus::Probes;
-                return self.request_probe();
+                return if c == Command::ProbeTrain {
+                    self.request_probe()
+                } else {
+                    self.cycle_probe_task()
+                };
             }
-            KeyCode::Char('P') => {
-                if v.focus != Focus::Code {
-                    v.focus = Focus::Probes;
-                }
-                v.side = Focus::Probes;
-                return self.cycle_probe_task();
-            }
-            KeyCode::Char('x') => {
+            Command::Export => {
                 if self.prepared().is_some() {
                     self.overlay = Overlay::ExportMenu(crate::tui::export::this_view(self));
                     return Vec::new();
@@ -1141,7 +1160,12 @@ impl App {
                 };
                 self.status.warn(why);
             }
-            _ => {}
+            // Handled by `present_command` above.
+            Command::Overview
+            | Command::Pin
+            | Command::AddStep
+            | Command::NextStep
+            | Command::PrevStep => {}
         }
         Vec::new()
     }

@@ -434,15 +434,16 @@ impl super::App {
 
     /// Keys of the presenting features in the normal view: `O` overview, `*` pin the
     /// current head (again: unpin). `None` for keys that are not theirs.
-    pub(super) fn present_key(
+    /// The presenting commands (overview, pin, tour steps); `None` for any other.
+    pub(super) fn present_command(
         &mut self,
-        k: crossterm::event::KeyEvent,
+        c: crate::tui::keymap::Command,
     ) -> Option<Vec<crate::tui::msg::Effect>> {
-        use crossterm::event::KeyCode;
-        match k.code {
-            KeyCode::Char('O') => self.open_overview(),
-            KeyCode::Char('B') => return Some(self.append_step()),
-            KeyCode::Char(']') => {
+        use crate::tui::keymap::Command;
+        match c {
+            Command::Overview => self.open_overview(),
+            Command::AddStep => return Some(self.append_step()),
+            Command::NextStep => {
                 let next = self
                     .present
                     .tour
@@ -459,7 +460,7 @@ impl super::App {
                 }
                 return Some(self.goto_step(next));
             }
-            KeyCode::Char('[') => {
+            Command::PrevStep => {
                 let at = self.present.tour.as_ref().and_then(|t| t.at);
                 match at {
                     Some(0) => self.status.info("this is the first step (] goes on)"),
@@ -467,7 +468,7 @@ impl super::App {
                     None => return Some(self.goto_step(0)),
                 }
             }
-            KeyCode::Char('*') => {
+            Command::Pin => {
                 if self.dims().0 == 0 {
                     self.status.warn("no model is loaded yet");
                 } else {

@@ -8,7 +8,7 @@ use ratatui::Frame;
 use super::clip;
 use crate::tui::app::{App, Picker, PromptKind};
 use crate::tui::editor::LineInput;
-use crate::tui::keymap::HELP;
+use crate::tui::keymap::KEYMAP;
 
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
@@ -23,28 +23,24 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 
 pub fn help(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
-    let key_w = HELP
-        .iter()
-        .map(|(k, _)| k.chars().count())
-        .max()
-        .unwrap_or(8)
-        + 1;
-    let desc_w = HELP
-        .iter()
-        .map(|(_, d)| d.chars().count())
+    let rows = || KEYMAP.iter().flat_map(|s| s.rows);
+    let key_w = rows().map(|b| b.keys.chars().count()).max().unwrap_or(8) + 1;
+    let desc_w = rows()
+        .map(|b| b.help.chars().count())
+        .chain(KEYMAP.iter().map(|s| s.title.chars().count()))
         .max()
         .unwrap_or(20);
     // Sections as blocks of lines.
     let mut sections: Vec<Vec<Line>> = Vec::new();
-    for (k, d) in HELP {
-        if k.is_empty() {
-            sections.push(vec![Line::from(Span::styled(d.to_string(), t.accent()))]);
-        } else if let Some(s) = sections.last_mut() {
-            s.push(Line::from(vec![
-                Span::styled(format!(" {k:<key_w$}"), t.warn()),
-                Span::raw(d.to_string()),
+    for sec in KEYMAP {
+        let mut lines = vec![Line::from(Span::styled(sec.title.to_string(), t.accent()))];
+        for b in sec.rows {
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {:<key_w$}", b.keys), t.warn()),
+                Span::raw(b.help.to_string()),
             ]));
         }
+        sections.push(lines);
     }
     let one_col: usize = sections.iter().map(|s| s.len() + 1).sum::<usize>() - 1;
     let col_w = (key_w + desc_w + 2) as u16;
