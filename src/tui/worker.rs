@@ -40,27 +40,36 @@ use crate::model::{source, LoadedModel};
 /// The model the explorer falls back to when the default model cannot be loaded.
 pub const FALLBACK_MODEL: &str = "minilm";
 
+/// The kinds of work, in the order the worker takes them: a load first, probe training
+/// last (it also yields to every kind above it). A new kind of job is a variant here and
+/// in [`Job`], and its handler in `run`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Load,
+    Analyse,
+    Layer,
+    Compare,
+    Knockout,
+    Probe,
+}
+
+const KINDS: usize = 6;
+
+/// One job of each kind, at most, waits (gitui's latest-wins `AsyncSingleJob`, for every
+/// kind at once): a newer job replaces the pending one of its kind.
 #[derive(Default)]
 struct Slot {
-    /// `Some(spec)`: load `spec` (`None` inside: the default model).
-    load: Option<(Option<String>, Option<u64>)>,
-    analyse: Option<AnalyseJob>,
-    layer: Option<(LayerKey, Arc<SnippetAnalysis>)>,
-    compare: Option<CompareJob>,
-    knockout: Option<KnockoutJob>,
-    probe: Option<ProbeJob>,
+    pending: [Option<Job>; KINDS],
     stop: bool,
 }
 
 impl Slot {
-    /// A load or analysis is waiting (a running probe yields to it).
+    /// A job of a kind above probe training waits (a running probe yields to it).
     fn urgent(&self) -> bool {
         self.stop
-            || self.load.is_some()
-            || self.analyse.is_some()
-            || self.layer.is_some()
-            || self.compare.is_some()
-            || self.knockout.is_some()
+            || self.pending[..Kind::Probe as usize]
+                .iter()
+                .any(Option::is_some)
     }
 }
 
@@ -69,14 +78,30 @@ struct Shared {
     cache_root: std::path::PathBuf,
     slot: Mutex<Slot>,
     cv: Condvar,
-    /// The newest analysis request id; anything older is superseded.
-    latest: AtomicU64,
-    /// The newest probe request id.
-    latest_probe: AtomicU64,
-    /// The newest comparison request id.
-    latest_compare: AtomicU64,
-    /// The newest knockout request id.
-    latest_knockout: AtomicU64,
+    /// Per kind, the newest request id; a running job of that kind whose id is older is
+    /// superseded (it stops between layers and its results are dropped).
+    newest: [AtomicU64; KINDS],
+}
+
+impl Shared {
+    /// Whether `req` is still the newest request of `kind`.
+    fn current(&self, kind: Kind, req: u64) -> bool {
+        self.newest[kind as usize].load(Ordering::SeqCst) == req
+    }
+
+    /// Queue `job` (see [`Worker::queue`]).
+    fn queue(&self, job: Job) {
+        let kind = job.kind();
+        if let Some(req) = job.req() {
+            self.newest[kind as usize].store(req, Ordering::SeqCst);
+        }
+        self.lock().pending[kind as usize] = Some(job);
+        self.cv.notify_one();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Handle to the worker thread. Dropping it stops the thread after its current job.
@@ -98,10 +123,7 @@ impl Worker {
             cache_root,
             slot: Mutex::new(Slot::default()),
             cv: Condvar::new(),
-            latest: AtomicU64::new(0),
-            latest_probe: AtomicU64::new(0),
-            latest_compare: AtomicU64::new(0),
-            latest_knockout: AtomicU64::new(0),
+            newest: Default::default(),
         });
         let sh = shared.clone();
         let send: Box<Sender> = Box::new(send);
@@ -115,63 +137,49 @@ impl Worker {
         }
     }
 
-    /// Queue a model load (replaces a pending one).
+    /// Queue `job`, replacing a pending one of its kind; a running older one of its kind
+    /// is superseded.
+    fn queue(&self, job: Job) {
+        self.shared.queue(job);
+    }
+
+    /// Queue a model load.
     /// `random_weights: Some(seed)`: the model's random-weight baseline.
     pub fn load(&self, spec: Option<String>, random_weights: Option<u64>) {
-        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-        s.load = Some((spec, random_weights));
-        self.shared.cv.notify_one();
+        self.queue(Job::Load(spec, random_weights));
     }
 
-    /// Queue an analysis; a pending or running older one is superseded.
+    /// Queue an analysis.
     pub fn analyse(&self, job: AnalyseJob) {
-        self.shared.latest.store(job.req, Ordering::SeqCst);
-        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-        s.analyse = Some(job);
-        self.shared.cv.notify_one();
+        self.queue(Job::Analyse(job));
     }
 
-    /// Queue a layer recomputation (replaces a pending one).
+    /// Queue a layer recomputation.
     pub fn layer(&self, key: LayerKey, a: Arc<SnippetAnalysis>) {
-        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-        s.layer = Some((key, a));
-        self.shared.cv.notify_one();
+        self.queue(Job::Layer(key, a));
     }
 
-    /// Queue a comparison; a pending or running older one is superseded.
+    /// Queue a comparison.
     pub fn compare(&self, job: CompareJob) {
-        self.shared.latest_compare.store(job.req, Ordering::SeqCst);
-        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-        s.compare = Some(job);
-        self.shared.cv.notify_one();
+        self.queue(Job::Compare(job));
     }
 
-    /// Queue a knockout; a pending or running older one is superseded.
+    /// Queue a knockout.
     pub fn knockout(&self, job: KnockoutJob) {
-        self.shared.latest_knockout.store(job.req, Ordering::SeqCst);
-        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-        s.knockout = Some(job);
-        self.shared.cv.notify_one();
+        self.queue(Job::Knockout(job));
     }
 
-    /// Queue a probe job; a pending or running older one is superseded.
+    /// Queue a probe job.
     pub fn probe(&self, job: ProbeJob) {
-        self.shared.latest_probe.store(job.req, Ordering::SeqCst);
-        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-        s.probe = Some(job);
-        self.shared.cv.notify_one();
+        self.queue(Job::Probe(job));
     }
 
-    /// Ask the thread to stop and cancel the running analysis; does not wait.
+    /// Ask the thread to stop and cancel the running job; does not wait.
     pub fn stop(&self) {
-        self.shared.latest.store(u64::MAX, Ordering::SeqCst);
-        self.shared.latest_probe.store(u64::MAX, Ordering::SeqCst);
-        self.shared.latest_compare.store(u64::MAX, Ordering::SeqCst);
-        self.shared
-            .latest_knockout
-            .store(u64::MAX, Ordering::SeqCst);
-        let mut s = self.shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-        s.stop = true;
+        for n in &self.shared.newest {
+            n.store(u64::MAX, Ordering::SeqCst);
+        }
+        self.shared.lock().stop = true;
         self.shared.cv.notify_one();
     }
 
@@ -191,7 +199,7 @@ impl Drop for Worker {
 }
 
 enum Job {
-    Load((Option<String>, Option<u64>)),
+    Load(Option<String>, Option<u64>),
     Analyse(AnalyseJob),
     Layer(LayerKey, Arc<SnippetAnalysis>),
     Compare(CompareJob),
@@ -199,29 +207,39 @@ enum Job {
     Probe(ProbeJob),
 }
 
+impl Job {
+    fn kind(&self) -> Kind {
+        match self {
+            Job::Load(..) => Kind::Load,
+            Job::Analyse(_) => Kind::Analyse,
+            Job::Layer(..) => Kind::Layer,
+            Job::Compare(_) => Kind::Compare,
+            Job::Knockout(_) => Kind::Knockout,
+            Job::Probe(_) => Kind::Probe,
+        }
+    }
+
+    /// The request id that supersedes older ones of its kind (loads and layer
+    /// recomputations have none: a layer belongs to its analysis' request).
+    fn req(&self) -> Option<u64> {
+        match self {
+            Job::Load(..) | Job::Layer(..) => None,
+            Job::Analyse(j) => Some(j.req),
+            Job::Compare(j) => Some(j.req),
+            Job::Knockout(j) => Some(j.req),
+            Job::Probe(j) => Some(j.req),
+        }
+    }
+}
+
 fn next_job(shared: &Shared) -> Option<Job> {
-    let mut s = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+    let mut s = shared.lock();
     loop {
         if s.stop {
             return None;
         }
-        if let Some(l) = s.load.take() {
-            return Some(Job::Load(l));
-        }
-        if let Some(a) = s.analyse.take() {
-            return Some(Job::Analyse(a));
-        }
-        if let Some((k, a)) = s.layer.take() {
-            return Some(Job::Layer(k, a));
-        }
-        if let Some(c) = s.compare.take() {
-            return Some(Job::Compare(c));
-        }
-        if let Some(k) = s.knockout.take() {
-            return Some(Job::Knockout(k));
-        }
-        if let Some(p) = s.probe.take() {
-            return Some(Job::Probe(p));
+        if let Some(job) = s.pending.iter_mut().find_map(Option::take) {
+            return Some(job);
         }
         s = shared.cv.wait(s).unwrap_or_else(|e| e.into_inner());
     }
@@ -238,7 +256,7 @@ fn run(shared: &Shared, send: &Sender) {
     let mut model: Option<LoadedModel> = None;
     while let Some(job) = next_job(shared) {
         match job {
-            Job::Load((spec, random)) => {
+            Job::Load(spec, random) => {
                 let label = spec.clone().unwrap_or_else(|| "default model".into());
                 let r = catch_unwind(AssertUnwindSafe(|| load(spec, random, send)));
                 match r {
@@ -264,7 +282,7 @@ fn run(shared: &Shared, send: &Sender) {
             }
             Job::Layer(key, a) => {
                 // A layer of an analysis already superseded is not worth a forward step.
-                if shared.latest.load(Ordering::SeqCst) != key.0 {
+                if !shared.current(Kind::Analyse, key.0) {
                     continue;
                 }
                 let r = catch_unwind(AssertUnwindSafe(|| match model.as_ref() {
@@ -282,7 +300,7 @@ fn run(shared: &Shared, send: &Sender) {
             Job::Compare(job) => {
                 let req = job.req;
                 let r = catch_unwind(AssertUnwindSafe(|| {
-                    let stale = || shared.latest_compare.load(Ordering::SeqCst) != req;
+                    let stale = || !shared.current(Kind::Compare, req);
                     if stale() {
                         return;
                     }
@@ -308,7 +326,7 @@ fn run(shared: &Shared, send: &Sender) {
             }
             Job::Knockout(job) => {
                 let req = job.req;
-                let stale = || shared.latest_knockout.load(Ordering::SeqCst) != req;
+                let stale = || !shared.current(Kind::Knockout, req);
                 if stale() {
                     continue;
                 }
@@ -432,7 +450,7 @@ fn load_with(
 
 fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: &Sender) {
     let req = job.req;
-    let stale = || shared.latest.load(Ordering::SeqCst) != req;
+    let stale = || !shared.current(Kind::Analyse, req);
     if stale() {
         return;
     }
@@ -678,7 +696,7 @@ pub fn panel_spec<'a>(
 /// analyses: the job is cancelled and queued again.
 fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sender) {
     let req = job.req;
-    let stale = || shared.latest_probe.load(Ordering::SeqCst) != req;
+    let stale = || !shared.current(Kind::Probe, req);
     if stale() {
         return;
     }
@@ -693,13 +711,7 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
     if snippets.is_empty() {
         return fail(format!("no bundled probe corpus for {}", job.lang.name()));
     }
-    let urgent = || {
-        shared
-            .slot
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .urgent()
-    };
+    let urgent = || shared.lock().urgent();
     let cancel = || stale() || urgent();
     let spec = crate::probe::RunSpec {
         cache_root: Some(shared.cache_root.clone()),
@@ -745,9 +757,11 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
         }),
         Err(_) if urgent() => {
             // Yielded to a load or analysis: run again afterwards (unless superseded).
-            let mut s = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-            if s.probe.is_none() && !s.stop {
-                s.probe = Some(job);
+            let mut guard = shared.lock();
+            let s = &mut *guard;
+            let pending = &mut s.pending[Kind::Probe as usize];
+            if pending.is_none() && !s.stop {
+                *pending = Some(Job::Probe(job));
             }
         }
         Err(e) => fail(e.to_string()),
@@ -756,6 +770,45 @@ fn probe(shared: &Shared, model: Option<&LoadedModel>, job: ProbeJob, send: &Sen
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn probe_job(req: u64) -> Job {
+        Job::Probe(ProbeJob {
+            req,
+            model: "m".into(),
+            lang: crate::syntax::Language::Python,
+            task: crate::tui::app::PanelTask::Ast,
+        })
+    }
+
+    /// One slot per kind, latest wins, taken in priority order; `current` tells a running
+    /// job it was superseded; `stop` supersedes everything.
+    #[test]
+    fn the_job_slot_is_latest_wins_per_kind_in_priority_order() {
+        let shared = Shared {
+            cache_root: std::path::PathBuf::new(),
+            slot: Mutex::new(Slot::default()),
+            cv: Condvar::new(),
+            newest: Default::default(),
+        };
+        shared.queue(probe_job(1));
+        assert!(!shared.lock().urgent(), "a probe alone is not urgent");
+        shared.queue(probe_job(2));
+        assert!(!shared.current(Kind::Probe, 1) && shared.current(Kind::Probe, 2));
+        shared.queue(Job::Load(Some("minilm".into()), None));
+        assert!(shared.lock().urgent());
+        // The load first, then the one probe left (the newer).
+        assert!(matches!(next_job(&shared), Some(Job::Load(Some(s), None)) if s == "minilm"));
+        assert!(matches!(next_job(&shared), Some(Job::Probe(p)) if p.req == 2));
+        shared.queue(probe_job(3));
+        shared.lock().stop = true;
+        for n in &shared.newest {
+            n.store(u64::MAX, Ordering::SeqCst);
+        }
+        assert!(next_job(&shared).is_none());
+        assert!(!shared.current(Kind::Probe, 3));
+    }
+
     #[test]
     fn thousands_separators() {
         assert_eq!(super::thousands(262_144), "262,144");
