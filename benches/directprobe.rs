@@ -16,7 +16,7 @@
 use std::time::Instant;
 
 use codescope::probe::directprobe::{fit_eval, DirectOptions};
-use codescope::probe::train::Split;
+use codescope::probe::train::Labelled;
 use codescope::probe::{cache, Rng};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -121,8 +121,8 @@ fn main() {
     };
     let t0 = Instant::now();
     let f = fit_eval(
-        Split { x: &xtr, y: &ytr },
-        Split { x: &xte, y: &yte },
+        Labelled { x: &xtr, y: &ytr },
+        Labelled { x: &xte, y: &yte },
         width,
         &DirectOptions {
             max_train,

@@ -62,13 +62,13 @@ fn bench(c: &mut Criterion) {
     };
     let doc = Doc::new("bench.py", snippet(512), Language::Python);
     let app = codescope::tui::headless::staged(m, doc, (120, 40), true, &scene, None).unwrap();
-    let view = codescope::tui::export::export_view_with(&app, true).unwrap();
+    let view = codescope::tui::figures::export_view_with(&app, true).unwrap();
     eprintln!("{} code tokens analysed", view.matrix_tokens.len());
     let opts = Options {
         light: true,
         ..Options::default()
     };
-    let buf = codescope::tui::export::screen_buffer(&app);
+    let buf = codescope::tui::figures::screen_buffer(&app);
     let draw = |k: Kind| match k {
         Kind::Screen => figure::screen::render(&buf, &opts),
         k => figure::render(k, &view, &opts).unwrap(),

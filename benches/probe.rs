@@ -7,7 +7,7 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 use codescope::probe::dataset::{label_snippet, parse_all, Task};
-use codescope::probe::train::{train_eval, ProbeKind, Split, TrainOptions};
+use codescope::probe::train::{train_eval, Labelled, ProbeKind, TrainOptions};
 use codescope::probe::{bundled, Rng};
 
 fn labels(c: &mut Criterion) {
@@ -51,8 +51,8 @@ fn fit(c: &mut Criterion) {
         g.bench_function(format!("fit_{}_4000x384_20ep", kind.name()), |b| {
             b.iter(|| {
                 train_eval(
-                    Split { x: xtr, y: ytr },
-                    Split { x: xte, y: yte },
+                    Labelled { x: xtr, y: ytr },
+                    Labelled { x: xte, y: yte },
                     dim,
                     3,
                     &TrainOptions {

@@ -64,10 +64,10 @@ pub fn write_out(app: &App, kind: Kind, opts: &figure::Options, out: Option<&Pat
             });
         }
         let p = out.expect("an extension implies a path");
-        let text = figure::screen::text(&crate::tui::export::screen_buffer(app));
+        let text = figure::screen::text(&crate::tui::figures::screen_buffer(app));
         return crate::fsio::write_atomic_io(p, text.as_bytes()).map_err(|e| io(p, e));
     }
-    let (figs, _) = crate::tui::export::figures(app, &[kind], opts)?;
+    let (figs, _) = crate::tui::figures::figures(app, &[kind], opts)?;
     let fig = &figs[0].1;
     match (out, ext.as_deref()) {
         (None, _) => {
@@ -193,7 +193,7 @@ fn render_deck(
             compare.as_ref(),
         )
         .map_err(at)?;
-        let (figs, _) = crate::tui::export::figures(&app, &[kind], &opts).map_err(at)?;
+        let (figs, _) = crate::tui::figures::figures(&app, &[kind], &opts).map_err(at)?;
         // `write_figures` names each file `<stem>-<kind>`: `01-heatmap.svg`, `.png`.
         let stem = format!("{n:02}");
         let paths = crate::export::write_figures(out, &stem, &figs, None)?;

@@ -4,7 +4,7 @@
 //! step through; `B` appends to it) and the [`session`] file (the explorer's state saved
 //! on quit and signals, `--resume`). Nothing here knows the command line or the terminal.
 //!
-//! A scene is applied by `App::apply_scene` (`tui::app::present`), the same code for a
+//! A scene is applied by `App::apply_scene` (`tui::app::presenting`), the same code for a
 //! tour step in the live explorer and for `codescope render` on the headless one (the
 //! front ends that present — `render`, decks, the explorer's start — are in `commands`).
 

@@ -451,8 +451,8 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
             type Fitted = (f64, Option<usize>, usize, usize, Option<train::Classifier>);
             let fit = |ytr: &[u32], yte: &[u32]| -> Result<Fitted> {
                 let (tr_s, te_s) = (
-                    train::Split { x: &x_tr, y: ytr },
-                    train::Split { x: &x_te, y: yte },
+                    train::Labelled { x: &x_tr, y: ytr },
+                    train::Labelled { x: &x_te, y: yte },
                 );
                 if spec.kind == ProbeKind::DirectProbe {
                     let f = directprobe::fit_eval(

@@ -132,7 +132,7 @@ impl Default for TrainOptions {
 
 /// A labelled feature matrix: `x` is `[y.len(), width]`, row-major.
 #[derive(Debug, Clone, Copy)]
-pub struct Split<'a> {
+pub struct Labelled<'a> {
     pub x: &'a [f32],
     pub y: &'a [u32],
 }
@@ -325,8 +325,8 @@ impl Classifier {
 /// `classes` is the number of labels (every `y < classes`). DirectProbe trains nothing:
 /// it is run by [`super::directprobe::fit_eval`] (an error here).
 pub fn train_eval(
-    train: Split,
-    test: Split,
+    train: Labelled,
+    test: Labelled,
     width: usize,
     classes: usize,
     opts: &TrainOptions,
@@ -336,8 +336,8 @@ pub fn train_eval(
 
 /// [`train_eval`] that also returns the fitted probe.
 pub fn train_eval_keep(
-    train: Split,
-    test: Split,
+    train: Labelled,
+    test: Labelled,
     width: usize,
     classes: usize,
     opts: &TrainOptions,
@@ -476,11 +476,11 @@ mod tests {
                 ..TrainOptions::default()
             };
             let (fit, clf) = train_eval_keep(
-                Split {
+                Labelled {
                     x: &x[..tr],
                     y: &y[..te],
                 },
-                Split {
+                Labelled {
                     x: &x[tr..],
                     y: &y[te..],
                 },

@@ -29,7 +29,7 @@
 pub mod app;
 pub mod data;
 pub mod editor;
-pub mod export;
+pub mod figures;
 pub mod headless;
 pub mod io;
 pub mod keymap;
@@ -47,7 +47,7 @@ use std::sync::{mpsc, Arc};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-pub use self::export::export_view;
+pub use self::figures::export_view;
 use crate::error::{Error, Result};
 use crate::model::source;
 use crate::syntax::Language;
@@ -311,7 +311,7 @@ fn event_loop(
                     crate::present::tour::append_here(&path, *step).map(|(s, n)| (path, s, n)),
                 ))),
                 Effect::Export(what) => follow.push(Msg::Exported(
-                    export::write(app, what)
+                    figures::write(app, what)
                         .map(|ps| ps.iter().map(|p| p.display().to_string()).collect())
                         .map_err(|e| e.to_string()),
                 )),

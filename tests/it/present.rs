@@ -106,7 +106,7 @@ fn staged_app() -> codescope::tui::app::App {
 #[test]
 fn every_view_is_slide_grade_and_deterministic() {
     let app = staged_app();
-    let mut view = codescope::tui::export::export_view_with(&app, true).unwrap();
+    let mut view = codescope::tui::figures::export_view_with(&app, true).unwrap();
     // Probe results as the panel shows them (a hand-made report; training is tested
     // elsewhere).
     let report = synthetic_report(3, "category");
@@ -160,7 +160,7 @@ fn every_view_is_slide_grade_and_deterministic() {
     assert!(f.svg.contains("ast_motif P "));
     assert!(f.svg.contains(">word_counts</text>"));
     // The screen figure of the explorer.
-    let buf = codescope::tui::export::screen_buffer(&app);
+    let buf = codescope::tui::figures::screen_buffer(&app);
     let f = figure::screen::render(&buf, &Options::default());
     check_slide_grade(Kind::Screen, &f.svg, false);
     assert_eq!(f.height, 40.0 * 32.0);
@@ -362,8 +362,8 @@ fn render_equals_the_explorers_export() {
         Kind::Overview,
         Kind::Screen,
     ];
-    let (a, va) = codescope::tui::export::figures(&app, &kinds, &opts).unwrap();
-    let (b, vb) = codescope::tui::export::figures(&headless, &kinds, &opts).unwrap();
+    let (a, va) = codescope::tui::figures::figures(&app, &kinds, &opts).unwrap();
+    let (b, vb) = codescope::tui::figures::figures(&headless, &kinds, &opts).unwrap();
     for ((k, fa), (_, fb)) in a.iter().zip(&b) {
         if fa.svg != fb.svg {
             let (la, lb): (Vec<_>, Vec<_>) = (fa.svg.lines().collect(), fb.svg.lines().collect());
@@ -390,7 +390,7 @@ fn render_screen_equals_the_explorer_buffer() {
     let headless =
         codescope::tui::headless::staged(m, doc, (120, 40), false, &Scene::default(), None)
             .unwrap();
-    let text = figure::screen::text(&codescope::tui::export::screen_buffer(&headless));
+    let text = figure::screen::text(&codescope::tui::figures::screen_buffer(&headless));
     let tui: String = screen(&app)
         .lines()
         .map(|l| {

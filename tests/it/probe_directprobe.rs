@@ -5,7 +5,7 @@
 use codescope::probe::directprobe::{
     cluster, cluster_stats, fit_eval, separable, DirectOptions, Points, Separation,
 };
-use codescope::probe::train::Split;
+use codescope::probe::train::Labelled;
 use codescope::probe::Rng;
 
 /// Two Gaussian blobs in `dim` dimensions, centres 8 apart along the first axis.
@@ -49,8 +49,8 @@ fn separable_classes_give_one_cluster_per_label() {
     let (xtr, xte) = x.split_at(300 * dim);
     let (ytr, yte) = y.split_at(300);
     let f = fit_eval(
-        Split { x: xtr, y: ytr },
-        Split { x: xte, y: yte },
+        Labelled { x: xtr, y: ytr },
+        Labelled { x: xte, y: yte },
         dim,
         &DirectOptions::default(),
     )
@@ -71,8 +71,8 @@ fn xor_needs_more_clusters_than_labels() {
     let (xtr, xte) = x.split_at(160 * 2);
     let (ytr, yte) = y.split_at(160);
     let f = fit_eval(
-        Split { x: xtr, y: ytr },
-        Split { x: xte, y: yte },
+        Labelled { x: xtr, y: ytr },
+        Labelled { x: xte, y: yte },
         2,
         &DirectOptions::default(),
     )

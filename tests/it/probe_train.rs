@@ -1,6 +1,6 @@
 //! Probe training on synthetic data: separable → ~1.0, noise → chance.
 
-use codescope::probe::train::{train_eval, ProbeKind, Split, TrainOptions};
+use codescope::probe::train::{train_eval, Labelled, ProbeKind, TrainOptions};
 use codescope::probe::Rng;
 
 /// `n` points in `dim` dimensions, 3 classes separated by a margin along fixed
@@ -38,8 +38,8 @@ fn linear_probe_fits_linearly_separable_data() {
     let (ytr, yte) = y.split_at(1500);
     for kind in [ProbeKind::Linear, ProbeKind::Mlp] {
         let fit = train_eval(
-            Split { x: xtr, y: ytr },
-            Split { x: xte, y: yte },
+            Labelled { x: xtr, y: ytr },
+            Labelled { x: xte, y: yte },
             dim,
             3,
             &TrainOptions {
@@ -69,8 +69,8 @@ fn random_features_and_labels_give_chance_accuracy() {
     let (xte, yte) = data(600);
     let majority = yte.iter().filter(|&&v| v == 0).count() as f64 / yte.len() as f64;
     let fit = train_eval(
-        Split { x: &xtr, y: &ytr },
-        Split { x: &xte, y: &yte },
+        Labelled { x: &xtr, y: &ytr },
+        Labelled { x: &xte, y: &yte },
         dim,
         2,
         &TrainOptions::default(),
@@ -91,8 +91,8 @@ fn training_is_deterministic_for_a_seed() {
     let (ytr, yte) = y.split_at(300);
     let run = || {
         train_eval(
-            Split { x: xtr, y: ytr },
-            Split { x: xte, y: yte },
+            Labelled { x: xtr, y: ytr },
+            Labelled { x: xte, y: yte },
             dim,
             3,
             &TrainOptions {

@@ -305,7 +305,7 @@ fn ast_view_exports_its_trees() {
     press(&mut app, &[KeyCode::Right]);
     let trees = stand_in_trees(&app);
     show_trees(&mut app, trees);
-    let view = codescope::tui::export::export_view_with(&app, false).unwrap();
+    let view = codescope::tui::figures::export_view_with(&app, false).unwrap();
     let chart = view.probes.as_ref().expect("the probe chart");
     assert_eq!(chart.probe, "ast");
     let t = chart.tree.as_ref().expect("the trees");

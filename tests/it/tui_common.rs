@@ -287,7 +287,7 @@ pub fn synthetic_report(layers: usize, task: &str) -> codescope::probe::ProbeRep
 /// snippet's own token features (train = test: a deterministic stand-in for the bundled
 /// corpus, enough to exercise the per-token label).
 pub fn own_probes(app: &App, task: codescope::probe::Task) -> Vec<codescope::probe::LayerProbe> {
-    use codescope::probe::train::{train_eval_keep, Split, TrainOptions};
+    use codescope::probe::train::{train_eval_keep, Labelled, TrainOptions};
     let p = app.prepared().unwrap();
     let feat = p.features.as_ref().expect("source-mode features");
     let syn = app.doc.syntax.as_ref().unwrap();
@@ -306,8 +306,8 @@ pub fn own_probes(app: &App, task: codescope::probe::Task) -> Vec<codescope::pro
             let x = &feat.layers[l];
             let width = x.len() / feat.tokens.len();
             let (_, clf) = train_eval_keep(
-                Split { x, y: &y },
-                Split { x, y: &y },
+                Labelled { x, y: &y },
+                Labelled { x, y: &y },
                 width,
                 classes,
                 &TrainOptions::default(),

@@ -93,10 +93,10 @@ fn k_cycles_the_edge_sets_and_colours_the_code_by_the_change() {
     press(&mut app, &[KeyCode::Char('K')]); // syn-id again
     use codescope::export::figure::Kind;
     use codescope::tui::app::ExportWhat;
-    let kinds = codescope::tui::export::kinds(&app, ExportWhat::EveryPanel);
+    let kinds = codescope::tui::figures::kinds(&app, ExportWhat::EveryPanel);
     assert!(kinds.contains(&Kind::Knockout), "{kinds:?}");
     let (figs, view) =
-        codescope::tui::export::figures(&app, &[Kind::Knockout], &Default::default()).unwrap();
+        codescope::tui::figures::figures(&app, &[Kind::Knockout], &Default::default()).unwrap();
     assert!(figs[0].1.svg.contains("knockout syn-id: "));
     let json = serde_json::to_value(view.unwrap()).unwrap();
     assert_eq!(json["knockout"]["edges"], "syn-id");

@@ -78,7 +78,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use candle_core::{Device, Tensor};
 
-use super::train::Split;
+use super::train::Labelled;
 use super::Rng;
 use crate::error::{Error, Result};
 use lp::lp_separable;
@@ -1052,8 +1052,8 @@ fn predict(train: Points, clusters: &[(u32, Vec<usize>)], test: Points) -> Resul
 
 /// DirectProbe on one labelled train/test split: sample, standardise, cluster, predict.
 pub fn fit_eval(
-    train: Split,
-    test: Split,
+    train: Labelled,
+    test: Labelled,
     width: usize,
     opts: &DirectOptions,
 ) -> Result<DirectFit> {
@@ -1066,7 +1066,7 @@ pub fn fit_eval(
     let mut rng = Rng::new(opts.seed ^ 0xD1_4EC7);
     let tr = sample(train.y.len(), opts.max_train.max(1), &mut rng);
     let te = sample(test.y.len(), opts.max_test.max(1), &mut rng);
-    let rows = |s: Split, ids: &[usize]| -> Vec<f32> {
+    let rows = |s: Labelled, ids: &[usize]| -> Vec<f32> {
         ids.iter()
             .flat_map(|&i| s.x[i * width..(i + 1) * width].iter().copied())
             .collect()

@@ -25,7 +25,7 @@ mod compare;
 pub mod knockout;
 mod model;
 mod mouse;
-mod present;
+mod presenting;
 mod probe;
 mod prompt;
 mod status;
@@ -38,7 +38,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 pub use self::compare::{CompareMode, HeatSide, TwinChoice};
 pub use self::model::{ModelState, Picker, PickerItem};
-pub use self::present::{
+pub use self::presenting::{
     overview_area, overview_geom, ExportWhat, OverviewCursor, OverviewGeom, Pending, Present,
     Thumbs, TourState,
 };
@@ -1150,7 +1150,7 @@ impl App {
             }
             Command::Export => {
                 if self.prepared().is_some() {
-                    self.overlay = Overlay::ExportMenu(crate::tui::export::this_view(self));
+                    self.overlay = Overlay::ExportMenu(crate::tui::figures::this_view(self));
                     return Vec::new();
                 }
                 let why = if self.status.busy.is_some() {

@@ -8,7 +8,7 @@ mod code;
 mod heads;
 mod heatmap;
 mod overlay;
-mod present;
+mod presenting;
 mod probes;
 mod status;
 mod twin;
@@ -53,8 +53,8 @@ pub fn draw(app: &App, f: &mut Frame) {
         Overlay::Help => overlay::help(app, f, area),
         Overlay::Prompt(kind, input) => overlay::prompt(app, f, g.status, *kind, input),
         Overlay::Models(p) => overlay::models(app, f, area, p),
-        Overlay::ExportMenu(kind) => present::export_menu(app, f, area, *kind),
-        Overlay::Overview(c) => present::overview(app, f, *c),
+        Overlay::ExportMenu(kind) => presenting::export_menu(app, f, area, *kind),
+        Overlay::Overview(c) => presenting::overview(app, f, *c),
     }
 }
 

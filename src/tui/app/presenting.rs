@@ -627,7 +627,7 @@ impl super::App {
                 TokenSpec::Index(v.cursor)
             })
         });
-        let kind = crate::tui::export::this_view(self);
+        let kind = crate::tui::figures::this_view(self);
         let default = super::View::default();
         Scene {
             view: Some(kind),
