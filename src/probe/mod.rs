@@ -29,6 +29,7 @@ pub mod bundled;
 pub mod cache;
 pub mod dataset;
 pub mod directprobe;
+pub mod fit;
 pub mod label;
 pub mod shard;
 pub mod structural;

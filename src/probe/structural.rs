@@ -24,7 +24,7 @@ use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use serde::Serialize;
 
 use super::dataset::Features;
-use super::train::EarlyStop;
+use super::fit::{spearman, EarlyStop};
 use super::Rng;
 use crate::error::Result;
 use crate::syntax::Syntax;
@@ -125,7 +125,7 @@ pub fn train_eval(
     let dev = Device::Cpu;
     // Standardise with the training tokens' statistics.
     let all: Vec<f32> = train.iter().flat_map(|s| s.x.iter().copied()).collect();
-    let (mean, std) = super::train::standardizer(&all, dim);
+    let (mean, std) = super::fit::standardizer(&all, dim);
     let tensors = |v: &[Sample]| -> Result<Vec<(Tensor, Tensor)>> {
         v.iter()
             .map(|s| {
@@ -228,41 +228,6 @@ pub fn train_eval(
     ))
 }
 
-/// Average ranks (1-based), ties sharing their mean rank.
-fn ranks(v: &[f64]) -> Vec<f64> {
-    let mut idx: Vec<usize> = (0..v.len()).collect();
-    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
-    let mut r = vec![0.0; v.len()];
-    let mut i = 0;
-    while i < idx.len() {
-        let mut j = i;
-        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
-            j += 1;
-        }
-        let avg = (i + j) as f64 / 2.0 + 1.0;
-        for &k in &idx[i..=j] {
-            r[k] = avg;
-        }
-        i = j + 1;
-    }
-    r
-}
-
-/// Spearman's rank correlation (Pearson on average ranks); `None` if either side is
-/// constant.
-pub fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
-    let (ra, rb) = (ranks(a), ranks(b));
-    let n = ra.len() as f64;
-    let (ma, mb) = (ra.iter().sum::<f64>() / n, rb.iter().sum::<f64>() / n);
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (x, y) in ra.iter().zip(&rb) {
-        sab += (x - ma) * (y - mb);
-        saa += (x - ma) * (x - ma);
-        sbb += (y - mb) * (y - mb);
-    }
-    (saa > 0.0 && sbb > 0.0).then(|| sab / (saa * sbb).sqrt())
-}
-
 /// Minimum spanning tree (Prim from node 0) as sorted undirected edges `(i, j)`,
 /// `i < j`; among equal weights the pair closer in index order wins, then the lower
 /// index.
@@ -333,16 +298,6 @@ pub fn run_layer(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn spearman_and_ranks() {
-        assert_eq!(ranks(&[3.0, 1.0, 3.0, 2.0]), vec![3.5, 1.0, 3.5, 2.0]);
-        let r = spearman(&[1.0, 2.0, 3.0, 4.0], &[10.0, 20.0, 25.0, 100.0]).unwrap();
-        assert!((r - 1.0).abs() < 1e-12);
-        let r = spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]).unwrap();
-        assert!((r + 1.0).abs() < 1e-12);
-        assert!(spearman(&[1.0, 1.0], &[1.0, 2.0]).is_none());
-    }
 
     #[test]
     fn mst_on_a_path_and_with_ties() {

@@ -15,6 +15,7 @@ use candle_core::{DType, Device, Tensor, Var, D};
 use candle_nn::{AdamW, Optimizer, ParamsAdamW};
 use serde::Serialize;
 
+use super::fit::{standardize, standardizer, EarlyStop};
 use super::Rng;
 use crate::error::{Error, Result};
 
@@ -43,48 +44,6 @@ impl ProbeKind {
             ProbeKind::DirectProbe => "directprobe",
             ProbeKind::Ast => "ast",
         }
-    }
-}
-
-/// Early stopping on a validation loss, shared by the probes' training loops: an epoch
-/// counts as an improvement when its loss beats the best by more than `1e-4`; after
-/// `patience` epochs in a row without one, stop. Keeps the best epoch's snapshot.
-pub(crate) struct EarlyStop<T> {
-    best_loss: f64,
-    best: T,
-    stale: usize,
-    patience: usize,
-}
-
-impl<T> EarlyStop<T> {
-    /// Start from `initial` (the weights before training: what a run with no
-    /// improvement at all restores).
-    pub fn new(patience: usize, initial: T) -> Self {
-        EarlyStop {
-            best_loss: f64::INFINITY,
-            best: initial,
-            stale: 0,
-            patience,
-        }
-    }
-
-    /// Record an epoch's validation loss (`snapshot` is taken only when it improves);
-    /// true when training should stop.
-    pub fn stop_after(&mut self, loss: f64, snapshot: impl FnOnce() -> Result<T>) -> Result<bool> {
-        if loss < self.best_loss - 1e-4 {
-            self.best_loss = loss;
-            self.best = snapshot()?;
-            self.stale = 0;
-            Ok(false)
-        } else {
-            self.stale += 1;
-            Ok(self.stale >= self.patience)
-        }
-    }
-
-    /// The best epoch's snapshot.
-    pub fn best(&self) -> &T {
-        &self.best
     }
 }
 
@@ -200,36 +159,6 @@ impl Params {
         }
         Ok(())
     }
-}
-
-/// Column means and standard deviations (std floored at 1e-6) of `x`.
-pub fn standardizer(x: &[f32], width: usize) -> (Vec<f32>, Vec<f32>) {
-    let n = (x.len() / width.max(1)).max(1) as f64;
-    let mut mean = vec![0f64; width];
-    let mut sq = vec![0f64; width];
-    for row in x.chunks_exact(width) {
-        for (j, &v) in row.iter().enumerate() {
-            mean[j] += v as f64;
-            sq[j] += (v as f64) * (v as f64);
-        }
-    }
-    let m: Vec<f32> = mean.iter().map(|s| (s / n) as f32).collect();
-    let s: Vec<f32> = sq
-        .iter()
-        .zip(&mean)
-        .map(|(q, s)| ((q / n - (s / n).powi(2)).max(0.0).sqrt().max(1e-6)) as f32)
-        .collect();
-    (m, s)
-}
-
-fn standardize(x: &[f32], width: usize, mean: &[f32], std: &[f32]) -> Vec<f32> {
-    let mut out = x.to_vec();
-    for row in out.chunks_exact_mut(width) {
-        for ((v, m), s) in row.iter_mut().zip(mean).zip(std) {
-            *v = (*v - m) / s;
-        }
-    }
-    out
 }
 
 fn accuracy(p: &Params, x: &Tensor, y: &Tensor) -> candle_core::Result<f64> {

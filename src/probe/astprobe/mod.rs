@@ -310,7 +310,7 @@ pub fn score(gold: &[&Encoding], pred: &[Encoding]) -> AstScores {
         s.precision += pr;
         s.recall += re;
         s.f1 += f1;
-        if let Some(r) = super::structural::spearman(&p.d, &g.d) {
+        if let Some(r) = super::fit::spearman(&p.d, &g.d) {
             s.d_spearman += r;
             rho_n += 1;
         }

@@ -1072,7 +1072,7 @@ pub fn fit_eval(
             .collect()
     };
     let (xtr, xte) = (rows(train, &tr), rows(test, &te));
-    let (mean, std) = super::train::standardizer(&xtr, width);
+    let (mean, std) = super::fit::standardizer(&xtr, width);
     let z = |x: &[f32]| -> Vec<f64> {
         x.chunks_exact(width)
             .flat_map(|r| {
