@@ -1269,8 +1269,8 @@ fn status_line_messages_expire_and_fields_are_labelled() {
 /// its table with the one this test prints.
 #[test]
 fn the_readme_key_table_is_the_keymap() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let readme = std::fs::read_to_string(path).expect("README.md");
     let start = readme
         .find("| key | action |\n")
         .expect("the README's key table");
