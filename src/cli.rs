@@ -221,6 +221,11 @@ pub struct RenderArgs {
     /// Terminal size of the screen view, COLSxROWS.
     #[arg(long, default_value = "120x40", value_parser = parse_size)]
     pub size: (u16, u16),
+    /// The canvas every figure is placed on, WIDTHxHEIGHT px at scale 1 (a figure is
+    /// scaled down to fit it, or centred on it), or `none` for the figure's own size.
+    /// Default: a 16:9 slide, 1920x1080.
+    #[arg(long, default_value = "1920x1080", value_parser = parse_canvas)]
+    pub canvas: Canvas,
     /// Multiply every size (1 = 1920 px wide, body text 22 px), 0.25 to 4.
     #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
     pub scale: f64,
@@ -308,6 +313,29 @@ impl RenderArgs {
 pub const SCREEN_COLS: (u16, u16) = (20, 500);
 /// See [`SCREEN_COLS`].
 pub const SCREEN_ROWS: (u16, u16) = (10, 300);
+
+/// `render --canvas`: a size in px at scale 1, or none (the figure's own size).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Canvas(pub Option<(f64, f64)>);
+
+/// `--canvas WxH` (each 320-7680 px) or `none`.
+fn parse_canvas(s: &str) -> Result<Canvas, String> {
+    if s.trim() == "none" {
+        return Ok(Canvas(None));
+    }
+    let bad = || format!("`{s}` is not a canvas like 1920x1080 (each side 320-7680 px) or none");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let n = |x: &str| {
+        x.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|v| (320..=7680).contains(v))
+    };
+    match (n(w), n(h)) {
+        (Some(w), Some(h)) => Ok(Canvas(Some((f64::from(w), f64::from(h))))),
+        _ => Err(bad()),
+    }
+}
 
 fn parse_size(s: &str) -> Result<(u16, u16), String> {
     let (w, h) = s

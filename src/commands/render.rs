@@ -47,6 +47,8 @@ pub fn options_of(args: &RenderArgs) -> figure::Options {
         light: args.theme == CliTheme::Light,
         lines: args.lines,
         tokens: args.tokens,
+        canvas: args.canvas.0,
+        title: None,
     }
 }
 
@@ -92,6 +94,19 @@ pub fn write_out(app: &App, kind: Kind, opts: &figure::Options, out: Option<&Pat
 /// `codescope render`.
 pub fn run(settings: &Settings, args: &RenderArgs) -> Result<()> {
     let spec = settings.model.as_deref();
+    // The canvas at its scale bounds a PNG's pixels: at most 8K (7680 x 4320).
+    if let Some((w, h)) = args.canvas.0 {
+        let (pw, ph) = (w * args.scale, h * args.scale);
+        if pw > 7680.0 || ph > 4320.0 {
+            return Err(Error::Input {
+                name: "--canvas".into(),
+                reason: format!(
+                    "{w}x{h} at scale {} is {pw:.0}x{ph:.0} px, over 7680x4320: a smaller canvas or scale",
+                    args.scale
+                ),
+            });
+        }
+    }
     if let Some(tour) = &args.tour {
         let out = args.out.as_deref().ok_or_else(|| Error::Input {
             name: "--tour".into(),
@@ -193,6 +208,11 @@ fn render_deck(
             compare.as_ref(),
         )
         .map_err(at)?;
+        // The slide's title is the step's caption (the file and model lead its subtitle).
+        let opts = figure::Options {
+            title: step.caption.clone().filter(|c| !c.trim().is_empty()),
+            ..opts.clone()
+        };
         let (figs, _) = crate::tui::figures::figures(&app, &[kind], &opts).map_err(at)?;
         // `write_figures` names each file `<stem>-<kind>`: `01-heatmap.svg`, `.png`.
         let stem = format!("{n:02}");

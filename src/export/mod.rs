@@ -131,6 +131,9 @@ pub struct CompareInfo {
 /// Everything one export holds: what the explorer showed, as numbers.
 #[derive(Debug, Clone, Serialize)]
 pub struct View {
+    /// A title the figures take instead of the file and model (a tour step's caption).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
     /// Snippet name (file) and language.
     pub name: String,
     pub language: String,

@@ -148,6 +148,7 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
     // Compare mode: the head grid shows B − A (as the panel does).
     let diff_grid = app.compare_grid(&grid);
     Some(export::View {
+        caption: None,
         name: app.doc.name.clone(),
         language: app.doc.lang.name().to_string(),
         model: label,

@@ -36,7 +36,7 @@ fn deck_links_resolve_to_the_images_it_wrote() {
     std::fs::write(tmp.join("a.py"), "def f(x):\n    y = x + 1\n    return y\n").unwrap();
     let model = fixture("tiny_roberta");
     let tour = format!(
-        "title = \"Deck\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nlayer = 1\nhead = 1\ncaption = \"first step\"\n\n[[step]]\ncode = \"def g(a):\\n    return a\\n\"\nview = \"heads\"\ncaption = \"second <step>\"\n\n[[step]]\nfile = \"a.py\"\nrewrite = \"rename:neutral\"\ncaption = \"renamed\"\n"
+        "title = \"Deck\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nlayer = 1\nhead = 1\ncaption = \"first step\"\n\n[[step]]\ncode = \"def g(a):\\n    return a\\n\"\nview = \"heads\"\ncaption = \"second <step>\"\n\n[[step]]\nfile = \"a.py\"\nrewrite = \"rename:neutral\"\ncaption = \"renamed\"\n\n[[step]]\nfile = \"a.py\"\nview = \"categories\"\ncaption = \"categories\"\n"
     );
     let tour_path = tmp.join("talk.toml");
     std::fs::write(&tour_path, tour).unwrap();
@@ -55,7 +55,7 @@ fn deck_links_resolve_to_the_images_it_wrote() {
         .into_iter()
         .chain(attr_values(&html, "href"))
         .collect();
-    assert_eq!(links.len(), 3, "{html}");
+    assert_eq!(links.len(), 4, "{html}");
     for link in &links {
         assert!(!link.contains('/') && !link.contains(".."), "{link}");
         let p = out.join(link);
@@ -64,8 +64,8 @@ fn deck_links_resolve_to_the_images_it_wrote() {
             "index.html links {link}, which is not in {}",
             out.display()
         );
-        let (w, h) = png_size(&p);
-        assert!(w > 0 && h > 0, "{link}");
+        // Every slide is 16:9 at 1920 x 1080, whatever its view.
+        assert_eq!(png_size(&p), (1920, 1080), "{link}");
     }
     assert!(
         links[0].starts_with("01-") && links[1].starts_with("02-"),
@@ -80,6 +80,16 @@ fn deck_links_resolve_to_the_images_it_wrote() {
     );
     let svg1 = std::fs::read_to_string(out.join(links[0].replace(".png", ".svg"))).unwrap();
     assert!(!svg1.contains("B − A"));
+    // The step's caption is the slide's title; the file and model lead the subtitle.
+    assert!(
+        svg1.contains("<title>first step · attention</title>")
+            && svg1.contains(">first step</text>"),
+        "the caption is not the title"
+    );
+    assert!(
+        svg1.contains("a.py (python) · …/tiny_roberta"),
+        "no file and model"
+    );
     assert!(
         html.contains("second &lt;step&gt;"),
         "captions are escaped: {html}"
@@ -158,4 +168,92 @@ fn a_tour_step_knocks_an_edge_set_out() {
     );
     crate::tui_common::press(&mut app, &[KeyCode::Char('K'), KeyCode::Char('K')]);
     assert_eq!(app.scene_here().knockout.as_deref(), Some("id-syn"));
+}
+
+/// A figure of a long file is one slide: the code shown is the analysed window, cut to
+/// what fits beside the map around the selected token (the caption says which lines), the
+/// SVG well under 1 MB and the PNG 1920 x 1080; `--canvas` sets another slide size or
+/// `none` the figure's own.
+#[test]
+fn a_figure_of_a_long_file_is_one_slide() {
+    let root = tempfile::tempdir().unwrap();
+    let tmp = root.path();
+    // ~75 KB of Python: 1,500 small functions.
+    let mut code = String::new();
+    for i in 0..1500 {
+        code.push_str(&format!(
+            "def step_{i}(value, factor):\n    total = value * factor + {i}\n    return total\n\n"
+        ));
+    }
+    assert!(code.len() > 75_000);
+    let src = tmp.join("long.py");
+    std::fs::write(&src, &code).unwrap();
+    for model in ["tiny_roberta", "tiny_llama"] {
+        let render = |extra: &[&str], out: &str| -> std::process::Output {
+            crate::cli_sources::sandboxed(tmp)
+                .env("HF_HUB_OFFLINE", "1")
+                .args(["--model", &fixture(model), "render"])
+                .arg(&src)
+                .args(["--view", "heatmap", "--token", "total#3"])
+                .args(extra)
+                .arg("--out")
+                .arg(tmp.join(out))
+                .output()
+                .unwrap()
+        };
+        crate::cli_sources::ok(&render(&[], "long.svg"));
+        crate::cli_sources::ok(&render(&[], "long.png"));
+        let svg = std::fs::read_to_string(tmp.join("long.svg")).unwrap();
+        assert!(svg.len() < 1_000_000, "{model}: {} bytes", svg.len());
+        assert!(
+            svg.starts_with(
+                r#"<svg xmlns="http://www.w3.org/2000/svg" width="1920" height="1080""#
+            ),
+            "{model}: {}",
+            &svg[..200]
+        );
+        assert_eq!(png_size(&tmp.join("long.png")), (1920, 1080), "{model}");
+        // Not the whole listing: a window of lines, named in the caption, that holds the
+        // selected token (the third `total`, on line 10).
+        let shown = svg.matches(">def</text>").count();
+        assert!(
+            (1..=10).contains(&shown),
+            "{model}: {shown} functions drawn"
+        );
+        assert!(
+            svg.contains("lines "),
+            "{model}: the caption names no lines"
+        );
+        // Other canvases.
+        crate::cli_sources::ok(&render(&["--canvas", "1280x720"], "small.png"));
+        assert_eq!(png_size(&tmp.join("small.png")), (1280, 720), "{model}");
+        crate::cli_sources::ok(&render(&["--canvas", "none"], "own.svg"));
+        let own = std::fs::read_to_string(tmp.join("own.svg")).unwrap();
+        assert!(!own.contains(r#"height="1080""#) || own.contains(r#"width="1920""#));
+        assert!(
+            own.matches("<svg").count() == 1,
+            "{model}: --canvas none is nested"
+        );
+    }
+    // Out of range: refused by the parser (exit 2), or before any work when the canvas
+    // at its scale would be a PNG over 8K.
+    let bad = crate::cli_sources::sandboxed(tmp)
+        .args(["render"])
+        .arg(&src)
+        .args(["--canvas", "10x10"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not a canvas like 1920x1080"), "{err}");
+    let big = crate::cli_sources::sandboxed(tmp)
+        .args(["render"])
+        .arg(&src)
+        .args(["--canvas", "3840x2160", "--scale", "4", "--out"])
+        .arg(tmp.join("big.png"))
+        .output()
+        .unwrap();
+    let err = crate::cli_sources::fails(&big);
+    assert!(err.contains("over 7680x4320"), "{err}");
+    assert!(!tmp.join("big.png").exists());
 }

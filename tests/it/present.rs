@@ -185,9 +185,15 @@ fn surprisal_figure_needs_the_view() {
 fn crops_to_lines_and_tokens() {
     let app = staged_app();
     let view = codescope::tui::export_view(&app).unwrap();
-    let all = figure::render(Kind::Heatmap, &view, &Options::default()).unwrap();
+    // Heights compared at the figures' own size (on a slide both are 1080 px).
+    let own = Options {
+        canvas: None,
+        ..Options::default()
+    };
+    let all = figure::render(Kind::Heatmap, &view, &own).unwrap();
     let opts = Options {
         lines: Some((1, 3)),
+        canvas: None,
         ..Options::default()
     };
     let f = figure::render(Kind::Heatmap, &view, &opts).unwrap();
@@ -267,6 +273,7 @@ fn synthetic_view(n: usize) -> export::View {
         })
         .collect();
     export::View {
+        caption: None,
         name: "synthetic.py".into(),
         language: "python".into(),
         model: "none".into(),

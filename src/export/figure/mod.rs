@@ -92,7 +92,7 @@ impl Kind {
 }
 
 /// How a figure is drawn.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Multiplies every size: 1 = 1920 px wide with 22 px body text.
     pub scale: f64,
@@ -102,7 +102,22 @@ pub struct Options {
     pub lines: Option<(usize, usize)>,
     /// Only these code tokens (0-based indices, inclusive).
     pub tokens: Option<(usize, usize)>,
+    /// The canvas every figure is placed on, in px at scale 1 (`None`: the figure's own
+    /// size). By default a 16:9 slide, [`SLIDE`]: a figure taller or wider is scaled down
+    /// to fit it, a smaller one centred on it, so the slides of a deck never jump.
+    pub canvas: Option<(f64, f64)>,
+    /// The title instead of the file and model (a tour step's caption; the file and model
+    /// then lead the subtitle).
+    pub title: Option<String>,
 }
+
+/// A 16:9 slide at scale 1, the default canvas.
+pub const SLIDE: (f64, f64) = (1920.0, 1080.0);
+
+/// The most lines of code a figure shows unless `--lines` / `--tokens` ask for more: what
+/// fits a slide beside the header at the body text size. A longer window is cut to this
+/// many lines around the selected token (the caption says which lines).
+pub const SLIDE_LINES: usize = 28;
 
 impl Default for Options {
     fn default() -> Self {
@@ -111,7 +126,54 @@ impl Default for Options {
             light: false,
             lines: None,
             tokens: None,
+            canvas: Some(SLIDE),
+            title: None,
         }
+    }
+}
+
+/// `fig` on the canvas of `opts`: scaled down to fit (never up), centred, on the
+/// background `bg`. The figure stays whole inside (a nested `<svg>` with its own
+/// view box), so what it says is unchanged.
+pub fn on_canvas(fig: Figure, opts: &Options, bg: Rgb) -> Figure {
+    let Some((cw, ch)) = opts.canvas else {
+        return fig;
+    };
+    let s = Metrics::new(opts.scale).s;
+    let (w, h) = ((cw * s).round(), (ch * s).round());
+    if (fig.width - w).abs() < 0.5 && (fig.height - h).abs() < 0.5 {
+        return fig;
+    }
+    let k = (w / fig.width).min(h / fig.height).min(1.0);
+    let (iw, ih) = (fig.width * k, fig.height * k);
+    let (x, y) = ((w - iw) / 2.0, (h - ih) / 2.0);
+    let title = fig
+        .svg
+        .split_once("<title>")
+        .and_then(|(_, r)| r.split_once("</title>"))
+        .map(|(t, _)| t.to_string())
+        .unwrap_or_default();
+    let head = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{:.0}" height="{:.0}" viewBox="0 0 {:.0} {:.0}""#,
+        fig.width, fig.height, fig.width, fig.height
+    );
+    let inner = fig.svg.replacen(
+        &head,
+        &format!(
+            r#"<svg x="{x:.1}" y="{y:.1}" width="{iw:.1}" height="{ih:.1}" viewBox="0 0 {:.0} {:.0}""#,
+            fig.width, fig.height
+        ),
+        1,
+    );
+    let svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w:.0}\" height=\"{h:.0}\" viewBox=\"0 0 {w:.0} {h:.0}\" font-family=\"{}\">\n<title>{title}</title>\n<rect width=\"{w:.0}\" height=\"{h:.0}\" fill=\"{}\"/>\n{inner}</svg>\n",
+        svg::FONT_FAMILY,
+        palette::hex(bg)
+    );
+    Figure {
+        svg,
+        width: w,
+        height: h,
     }
 }
 
@@ -180,6 +242,17 @@ pub fn render(kind: Kind, view: &View, opts: &Options) -> Result<Figure> {
     let crop = Crop::resolve(view, opts)?;
     let m = Metrics::new(opts.scale);
     let pal = Palette::new(opts.light);
+    let titled;
+    let view = match &opts.title {
+        Some(t) => {
+            titled = View {
+                caption: Some(t.clone()),
+                ..view.clone()
+            };
+            &titled
+        }
+        None => view,
+    };
     let fig = match kind {
         Kind::Heatmap => heatmap::draw(view, &crop, m, pal),
         Kind::Surprisal => {
@@ -226,7 +299,7 @@ pub fn render(kind: Kind, view: &View, opts: &Options) -> Result<Figure> {
             ))
         }
     };
-    Ok(fig)
+    Ok(on_canvas(fig, opts, pal.bg()))
 }
 
 fn unavailable(kind: Kind, why: &str) -> Error {
@@ -307,6 +380,36 @@ impl Crop {
             c.l0 = view.tokens[c.t0].line;
             c.l1 = token_last_line(view, c.t1);
             c.cropped = true;
+        }
+        if opts.lines.is_none() && opts.tokens.is_none() && n > 0 {
+            // By default the code shown is what was analysed (the model's window), never
+            // the whole listing of a long file ...
+            if let (Some(&f), Some(&l)) = (view.matrix_tokens.first(), view.matrix_tokens.last()) {
+                if (f, l) != (0, n - 1) && f <= l && l < n {
+                    (c.t0, c.t1) = (f, l);
+                    c.l0 = view.tokens[f].line;
+                    c.l1 = token_last_line(view, l);
+                    c.cropped = true;
+                }
+            }
+            // ... and on a slide, at most what fits it: SLIDE_LINES lines around the
+            // selected token.
+            if opts.canvas.is_some() && c.l1 + 1 - c.l0 > SLIDE_LINES {
+                let at = view
+                    .selected
+                    .filter(|&s| c.has_token(s))
+                    .map_or(c.l0, |s| view.tokens[s].line);
+                let l0 = at.saturating_sub(SLIDE_LINES / 3).max(c.l0);
+                let l0 = l0.min(c.l1 + 1 - SLIDE_LINES);
+                let l1 = l0 + SLIDE_LINES - 1;
+                let inside: Vec<usize> = (c.t0..=c.t1)
+                    .filter(|&t| (l0..=l1).contains(&view.tokens[t].line))
+                    .collect();
+                if let (Some(&f), Some(&l)) = (inside.first(), inside.last()) {
+                    (c.t0, c.t1, c.l0, c.l1) = (f, l, l0, l1);
+                    c.cropped = true;
+                }
+            }
         }
         Ok(c)
     }
@@ -469,6 +572,15 @@ pub fn wrap(s: &str, n: usize) -> Vec<String> {
 
 /// The figure title: snippet, language, model and architecture.
 pub fn title_of(view: &View) -> String {
+    match &view.caption {
+        Some(c) => c.clone(),
+        None => file_and_model(view),
+    }
+}
+
+/// `file (language) · model (architecture)`: a figure's title, or the start of its
+/// subtitle when a caption is the title.
+pub fn file_and_model(view: &View) -> String {
     let base = std::path::Path::new(&view.name)
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -520,12 +632,16 @@ pub fn settings_line(view: &View) -> String {
     } else {
         "gold overlay off".into()
     };
-    format!(
+    let line = format!(
         "{} · threshold {:.2} · {gold} · {} input",
         layer_head(view),
         view.threshold,
         view.mode
-    )
+    );
+    match &view.caption {
+        Some(_) => format!("{} · {line}", file_and_model(view)),
+        None => line,
+    }
 }
 
 /// Ticks of a colour bar on a square-root scale: positions 0, 1/4, ... 1 of the bar
