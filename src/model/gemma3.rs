@@ -576,6 +576,48 @@ mod tests {
     }
 
     #[test]
+    fn generations_differ_in_layers_defaults_and_activation() {
+        let c = cfg(serde_json::json!({}));
+        let gemma2: Vec<bool> = (0..6)
+            .map(|i| c.is_sliding_in(Generation::Gemma2, i))
+            .collect();
+        assert_eq!(gemma2, [true, false, true, false, true, false]);
+        assert!((0..6).all(|i| !c.is_sliding_in(Generation::Gemma1, i)));
+        // Gemma 2's defaults for absent keys; `null` keeps a soft-cap off.
+        let v = serde_json::json!({"vocab_size": 10, "hidden_size": 8, "intermediate_size": 16,
+            "num_hidden_layers": 2, "num_attention_heads": 2, "head_dim": 4,
+            "final_logit_softcapping": null});
+        let g2 = parse_config(Generation::Gemma2, &v).unwrap();
+        assert_eq!(
+            (
+                g2.query_pre_attn_scalar,
+                g2.sliding_window,
+                g2.attn_logit_softcapping,
+                g2.final_logit_softcapping,
+                g2.max_position_embeddings
+            ),
+            (Some(256.0), Some(4096), Some(50.0), None, 8192)
+        );
+        let g3 = parse_config(Generation::Gemma3, &v).unwrap();
+        assert_eq!(
+            (g3.attn_logit_softcapping, g3.max_position_embeddings),
+            (None, 32_768)
+        );
+        let g1 = parse_config(Generation::Gemma1, &v).unwrap();
+        assert_eq!(g1.max_position_embeddings, 8192);
+        // Gemma 1's legacy `gelu` is the tanh form; `relu` is refused by its key.
+        let legacy = cfg(serde_json::json!({"hidden_act": "gelu"}));
+        assert!(legacy.validate_for(Generation::Gemma1).is_ok());
+        let relu = cfg(serde_json::json!({"hidden_act": "relu"}));
+        let e = relu.validate_for(Generation::Gemma1).unwrap_err();
+        assert!(e.contains("hidden_act 'relu'"), "{e}");
+        // Gemma 1 and 2 have one rope for both layer types.
+        let one = cfg(serde_json::json!({"rope_theta": 1e4, "rope_local_base_freq": 99.0}));
+        let (g, l) = one.ropes_for(Generation::Gemma2).unwrap();
+        assert_eq!((g.theta, l.theta), (1e4, 1e4));
+    }
+
+    #[test]
     fn ropes_from_both_layouts() {
         let v4 = cfg(
             serde_json::json!({"rope_theta": 1e6, "rope_local_base_freq": 1e4,

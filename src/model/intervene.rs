@@ -255,6 +255,7 @@ mod tests {
             0.5,
             false,
             None,
+            None,
             &mut want_ctx,
         );
         let mut ctx = vec![0.0f32; n * heads * d];

@@ -579,3 +579,99 @@ decoder_backbone!(Llama, |s|
     hidden: s.cfg.hidden_size,
     window: s.cfg.window(),
     vocab: s.cfg.vocab_size);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(family: Family, extra: serde_json::Value) -> LlamaConfig {
+        let mut v = serde_json::json!({
+            "vocab_size": 10, "hidden_size": 16, "intermediate_size": 24,
+            "num_hidden_layers": 2, "num_attention_heads": 2, "max_position_embeddings": 64
+        });
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        parse_config(family, &v).unwrap()
+    }
+
+    #[test]
+    fn family_defaults_fill_only_absent_keys() {
+        // Mistral: absent -> 4096, null -> none, a value kept.
+        let m = cfg(Family::Mistral, serde_json::json!({}));
+        assert_eq!(m.sliding_window, Some(4096));
+        let m = cfg(Family::Mistral, serde_json::json!({"sliding_window": null}));
+        assert_eq!(m.sliding_window, None);
+        let m = cfg(Family::Mistral, serde_json::json!({"sliding_window": 7}));
+        assert_eq!(m.sliding_window, Some(7));
+        // A Llama config takes none of them.
+        let l = cfg(Family::Llama, serde_json::json!({}));
+        assert_eq!(
+            (l.sliding_window, l.tie_word_embeddings, l.head_dim()),
+            (None, false, 8)
+        );
+        let q = cfg(Family::Qwen3, serde_json::json!({}));
+        assert_eq!(q.head_dim(), 128);
+        let s = cfg(Family::Starcoder2, serde_json::json!({}));
+        assert!(s.tie_word_embeddings);
+        assert_eq!(s.hidden_act, "gelu_pytorch_tanh");
+        assert_eq!(s.norm_epsilon, Some(1e-5));
+        assert!(s.validate_for(Flavor::Starcoder2).is_ok());
+        // StarCoder2's GELU is no Llama activation.
+        assert!(s.validate_for(Flavor::Llama).unwrap_err().contains("silu"));
+        let s = cfg(
+            Family::Starcoder2,
+            serde_json::json!({"tie_word_embeddings": false}),
+        );
+        assert!(!s.tie_word_embeddings);
+        assert_eq!(cfg(Family::Phi3, serde_json::json!({})).rms_norm_eps, 1e-5);
+    }
+
+    #[test]
+    fn partial_rotary_from_either_place() {
+        let p = cfg(
+            Family::Phi3,
+            serde_json::json!({"rope_parameters": {"rope_type": "default",
+                "rope_theta": 1e4, "partial_rotary_factor": 0.75}}),
+        );
+        assert_eq!(p.rotary_dim(), 6);
+        let p = cfg(
+            Family::Phi3,
+            serde_json::json!({"partial_rotary_factor": 0.5}),
+        );
+        assert_eq!(p.rotary_dim(), 4);
+        assert_eq!(cfg(Family::Phi3, serde_json::json!({})).rotary_dim(), 8);
+        // 0.3 of 8 is 2 features; 0.1 is none: refused.
+        let bad = cfg(
+            Family::Phi3,
+            serde_json::json!({"partial_rotary_factor": 0.1}),
+        );
+        assert!(bad
+            .validate_for(Flavor::Phi3)
+            .unwrap_err()
+            .contains("partial_rotary_factor"));
+        let longrope = cfg(
+            Family::Phi3,
+            serde_json::json!({"rope_scaling": {"type": "longrope", "short_factor": [1.0]}}),
+        );
+        assert!(longrope
+            .validate_for(Flavor::Phi3)
+            .unwrap_err()
+            .contains("'longrope'"));
+    }
+
+    #[test]
+    fn only_the_sliding_families_slide() {
+        assert!(Flavor::Mistral.slides() && Flavor::Phi3.slides() && Flavor::Starcoder2.slides());
+        assert!(!Flavor::Llama.slides() && !Flavor::Qwen3.slides() && !Flavor::Granite.slides());
+        assert_eq!(Flavor::of(Family::Qwen2), Some(Flavor::Llama));
+        assert_eq!(Flavor::of(Family::Gemma2), None);
+        let zero = cfg(Family::Mistral, serde_json::json!({"sliding_window": 0}));
+        assert!(zero.validate_for(Flavor::Mistral).is_err());
+        let granite = cfg(Family::Granite, serde_json::json!({"logits_scaling": -2.0}));
+        assert!(granite
+            .validate_for(Flavor::Granite)
+            .unwrap_err()
+            .contains("logits_scaling"));
+    }
+}

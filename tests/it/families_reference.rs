@@ -2,8 +2,9 @@
 //! Phi-3) on tiny random-weight fixtures against Hugging Face transformers 5.24 (eager
 //! attention) through the real loading path — attention within 1e-4, hidden states,
 //! logits and surprisal within 1e-3 (`decoder_common::check`) — and end to end through
-//! the binary: `trace --surprisal --json`, `analyze --json`, `knockout --json` on each,
-//! plus the config settings each family refuses or defaults. Fixtures made by
+//! the binary: `trace --surprisal --json`, `analyze --json` (trained and with
+//! `--random-weights`), `knockout --json` on each, plus the config settings each family
+//! refuses or defaults. Fixtures made by
 //! `tools/reference/tiny_llm_families_reference.py`.
 
 use std::path::PathBuf;
@@ -335,6 +336,15 @@ fn trace_analyze_and_knockout_run_on_every_new_family() {
             a["relations"]["ast_motif"]["edges"].as_u64().unwrap() > 0,
             "{name}"
         );
+        // The random-weight baseline of the same family.
+        let r = run_json(&env, name, &["analyze", "--random-weights", "7"]);
+        assert_eq!(r["model"]["random_weights"], 7, "{name}");
+        assert_eq!(a["model"]["random_weights"], Value::Null, "{name}");
+        assert_eq!(
+            r["tokens"], a["tokens"],
+            "{name}: the tokenizer is the model's"
+        );
+        assert_ne!(r["relations"], a["relations"], "{name}");
 
         let k = run_json(
             &env,
