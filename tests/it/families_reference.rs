@@ -406,3 +406,49 @@ fn random_weights_run_on_every_new_family() {
         assert!(ta.surprisal.unwrap().bits[1..].iter().all(|b| b.is_some()));
     }
 }
+
+#[test]
+fn the_presets_of_the_new_families_resolve_to_their_hub_ids() {
+    let env = Env::new();
+    let out = ok(&env.cmd().arg("models").output().unwrap());
+    for (preset, repo) in [
+        ("qwen3-0.6b", "Qwen/Qwen3-0.6B"),
+        ("starcoder2-3b", "bigcode/starcoder2-3b"),
+        ("starcoder2-15b", "bigcode/starcoder2-15b"),
+        ("codegemma-2b", "google/codegemma-2b"),
+        ("gemma2-2b", "google/gemma-2-2b"),
+        ("codestral-22b", "mistralai/Codestral-22B-v0.1"),
+        ("granite-3.0-2b", "ibm-granite/granite-3.0-2b-base"),
+        ("phi-3-mini", "microsoft/Phi-3-mini-4k-instruct"),
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(preset))
+            .unwrap_or_else(|| panic!("{preset} not listed: {out}"));
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!((cols[1], cols[2]), (repo, "no"), "{line}");
+        // Offline, the preset asks for exactly that repository.
+        let err = fails(
+            &env.cmd()
+                .env("HF_HUB_OFFLINE", "1")
+                .args(["trace", "--model", preset])
+                .arg(env.sample())
+                .output()
+                .unwrap(),
+        );
+        assert!(
+            err.contains(repo) && err.contains("HF_HUB_OFFLINE"),
+            "{err}"
+        );
+    }
+    for t in [
+        "qwen3",
+        "mistral",
+        "starcoder2",
+        "gemma2",
+        "granite",
+        "phi3",
+    ] {
+        assert!(out.contains(t), "{out}");
+    }
+}
