@@ -3,7 +3,8 @@
 //! attention) through the real loading path — attention within 1e-4, hidden states,
 //! logits and surprisal within 1e-3 (`decoder_common::check`) — and end to end through
 //! the binary: `trace --surprisal --json`, `analyze --json` (trained and with
-//! `--random-weights`), `knockout --json` on each, plus the config settings each family
+//! `--random-weights`), `knockout --json`, `probe --json` on each (the explorer:
+//! `tui_app`), plus the config settings each family
 //! refuses or defaults. Fixtures made by
 //! `tools/reference/tiny_llm_families_reference.py`.
 
@@ -450,5 +451,32 @@ fn the_presets_of_the_new_families_resolve_to_their_hub_ids() {
         "phi3",
     ] {
         assert!(out.contains(t), "{out}");
+    }
+}
+
+#[test]
+fn probe_runs_on_every_new_family() {
+    let env = Env::new();
+    for (name, _, layers, _, _) in SHAPES {
+        let o = env
+            .cmd()
+            .args(["--model", &crate::cli_sources::fixture(name)])
+            .args([
+                "--lang", "python", "probe", "--task", "depth", "--limit", "30",
+            ])
+            .arg("--json")
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+        let rows = v["results"].as_array().unwrap();
+        assert_eq!(
+            rows.len(),
+            layers + 1,
+            "{name}: embeddings and every layer: {v}"
+        );
+        assert!(
+            rows.iter().all(|r| r["accuracy"].as_f64().unwrap() > 0.0),
+            "{name}"
+        );
     }
 }
