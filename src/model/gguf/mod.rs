@@ -1,5 +1,5 @@
-//! Quantized GGUF checkpoints (llama.cpp's format) for the Llama, Qwen2 and Gemma 3
-//! families.
+//! Quantized GGUF checkpoints (llama.cpp's format) for the Llama (and Mistral, which
+//! llama.cpp converts as `llama`), Qwen2, Qwen3, Gemma 1 and Gemma 3 families.
 //!
 //! A GGUF file carries its own configuration (`{arch}.*` metadata), tokenizer
 //! (`tokenizer.ggml.*`, rebuilt by [`super::gguf_tokenizer`]) and tensors in llama.cpp's
@@ -10,7 +10,7 @@
 //!    are configured exactly as from a hub checkpoint;
 //! 3. every tensor is dequantized to f32 at load (in parallel, from the mapped bytes) and
 //!    renamed to the HF checkpoint name, undoing llama.cpp's conversion edits: Gemma's
-//!    RMSNorm weights are stored as `1 + w`, Llama's Q/K rows are permuted for
+//!    (1 and 3) RMSNorm weights are stored as `1 + w`, Llama's Q/K rows are permuted for
 //!    llama.cpp's interleaved rope (transformers' `reverse_permute_weights`).
 //!
 //! Dequantizing once at load is the measured choice for the CPU: candle's quantized
@@ -34,7 +34,7 @@ pub use reader::{Array, Header, Metadata, TensorEntry, Value};
 use crate::error::{Error, Result};
 
 /// GGUF `general.architecture` values codescope can run.
-pub const GGUF_ARCHITECTURES: &[&str] = &["gemma3", "llama", "qwen2"];
+pub const GGUF_ARCHITECTURES: &[&str] = &["gemma", "gemma3", "llama", "qwen2", "qwen3"];
 
 /// An opened GGUF file: the validated header and the file's bytes, memory-mapped (no
 /// tensor dequantized yet).
@@ -291,7 +291,14 @@ impl GgufFile {
                     "sliding_attention": {"rope_theta": 10_000.0, "rope_type": "default"},
                 });
             }
-            "llama" | "qwen2" => {
+            "gemma" => {
+                // llama.cpp's Gemma 1: no rope base in the metadata (its default 10 000),
+                // every layer global, scale head_dim^-1/2.
+                cfg["model_type"] = json!("gemma");
+                cfg["hidden_act"] = json!("gelu_pytorch_tanh");
+                cfg["rope_theta"] = json!(theta.unwrap_or(10_000.0));
+            }
+            "llama" | "qwen2" | "qwen3" => {
                 cfg["model_type"] = json!(arch);
                 cfg["hidden_act"] = json!("silu");
                 cfg["rope_theta"] = json!(theta.unwrap_or(10_000.0));
@@ -360,7 +367,7 @@ impl GgufFile {
                 };
                 let w = self.dequantize(t)?;
                 let edit = || -> candle_core::Result<Tensor> {
-                    if arch == "gemma3" && name.ends_with("norm.weight") {
+                    if (arch == "gemma3" || arch == "gemma") && name.ends_with("norm.weight") {
                         // llama.cpp stores Gemma's `1 + w`; HF checkpoints hold `w`.
                         return w.affine(1.0, -1.0);
                     }
