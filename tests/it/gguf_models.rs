@@ -1,4 +1,4 @@
-//! Llama, Qwen2, Qwen3 and Gemma 1 from GGUF: the tiny random fixtures written as
+//! Llama, Qwen2, Qwen3, Phi-3 and Gemma 1 from GGUF: the tiny random fixtures written as
 //! llama.cpp's converter writes them (`tools/reference/tiny_gguf_reference.py`: llama.cpp
 //! tensor names, Llama's Q/K rows permuted for interleaved rope, linear rope scaling in
 //! the metadata, Gemma's norms as `1 + w`; each file but Gemma's, which transformers
@@ -95,6 +95,25 @@ fn qwen2_gguf_with_biases_and_tied_head() {
 #[test]
 fn qwen3_gguf_with_qk_norms_and_its_own_head_dim() {
     check("qwen3", "qwen3");
+}
+
+/// Phi-3: fused `attn_qkv` and `ffn_up` (`[gate | up]`), rotary on half of each head
+/// (`rope.dimension_count` 4 of 8), sliding window 7.
+#[test]
+fn phi3_gguf_with_fused_projections_and_partial_rotary() {
+    check("phi3", "phi3");
+}
+
+/// A 128k-context Phi-3 (llama.cpp writes its longrope factors as tensors) is refused in
+/// one line, not run with the wrong rope.
+#[test]
+fn phi3_gguf_with_longrope_factors_is_refused() {
+    let path = root().join("tiny_gguf/phi3_longrope.gguf");
+    let e = model::load_gguf_backbone(&path).err().unwrap().to_string();
+    assert!(
+        e.contains("rope scaling 'longrope' is not supported") && !e.contains('\n'),
+        "{e}"
+    );
 }
 
 /// Gemma 1: norms stored as `1 + w`, no rope base (10 000), tied head, one KV head.
