@@ -29,7 +29,7 @@ The text is 31 or 32 tokens long (with a BOS): every sliding window below is sho
 Arguments: the families to (re)build (default: all), e.g. `... phi3 granite`.
 
 Run from the repository root:
-  /tmp/refvenv/bin/python tools/reference/tiny_llm_families_reference.py
+  /work/ref/venv/bin/python tools/reference/tiny_llm_families_reference.py
 """
 import json
 import math
