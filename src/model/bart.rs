@@ -228,6 +228,7 @@ impl Backbone for Bart {
                 scale,
                 false,
                 None,
+                None,
                 &mut ctx,
             );
             capture.keep_attention(opts, li, probs)?;

@@ -318,8 +318,9 @@ impl Bert {
         let scale = (1.0 / (d as f64).sqrt()) as f32;
         let qkv = self.layers[li].qkv.apply(x, n, None);
         let mut ctx = vec![0.0f32; n * h];
-        let probs =
-            super::intervene::attend(iv, li, &qkv, n, heads, d, scale, false, None, &mut ctx);
+        let probs = super::intervene::attend(
+            iv, li, &qkv, n, heads, d, scale, false, None, None, &mut ctx,
+        );
         (probs, ctx)
     }
 }

@@ -97,6 +97,19 @@ impl<'o, 'c> Pass<'o, 'c> {
         scale: f32,
         window: Option<usize>,
     ) -> Result<Tensor> {
+        self.attend_capped(qkv, d, scale, window, None)
+    }
+
+    /// [`Pass::attend`] with the scaled scores soft-capped to `(-softcap, softcap)` by
+    /// `tanh(s / c) * c` before the mask and the softmax (Gemma 2).
+    pub fn attend_capped(
+        &mut self,
+        qkv: &[f32],
+        d: usize,
+        scale: f32,
+        window: Option<usize>,
+        softcap: Option<f32>,
+    ) -> Result<Tensor> {
         let (n, heads) = (self.n, self.heads);
         let mut ctx = vec![0.0f32; n * heads * d];
         let iv = self.opts.intervention;
@@ -110,6 +123,7 @@ impl<'o, 'c> Pass<'o, 'c> {
             scale,
             true,
             window,
+            softcap,
             &mut ctx,
         );
         self.capture
@@ -204,6 +218,16 @@ pub(super) fn repeat_kv(
             dst[hd + hq * d..hd + (hq + 1) * d].copy_from_slice(&k_head[g * d..(g + 1) * d]);
             dst[2 * hd + hq * d..2 * hd + (hq + 1) * d].copy_from_slice(&v[g * d..(g + 1) * d]);
         }
+    }
+}
+
+/// A per-head RMS norm in place: `v * rsqrt(mean(v^2) + eps) * m` (Qwen3's `q_norm` /
+/// `k_norm` with `m = w`; Gemma 3's with `m = 1 + w`).
+pub(super) fn head_rms(v: &mut [f32], m: &[f32], eps: f32) {
+    let ms = v.iter().map(|a| a * a).sum::<f32>() / v.len() as f32;
+    let r = 1.0 / (ms + eps).sqrt();
+    for (a, w) in v.iter_mut().zip(m) {
+        *a = *a * r * w;
     }
 }
 

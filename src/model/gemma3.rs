@@ -1,37 +1,47 @@
-//! Gemma 3 text decoders (`model_type: gemma3_text`, e.g. Gemma 3 270M), from HF
-//! safetensors or — through [`super::gguf`] — from a quantized GGUF file.
+//! Gemma decoders: Gemma 3 text (`model_type: gemma3_text`, e.g. Gemma 3 270M), from HF
+//! safetensors or — through [`super::gguf`] — from a quantized GGUF file; Gemma 1
+//! (`gemma`: Gemma, CodeGemma) and Gemma 2 (`gemma2`), the same computation with fewer
+//! parts ([`Generation`]).
 //!
-//! The computation mirrors transformers' `modeling_gemma3.py` with eager attention, in
-//! f32:
+//! The computation mirrors transformers' `modeling_gemma3.py` (`modeling_gemma.py`,
+//! `modeling_gemma2.py`) with eager attention, in f32:
 //! - the token embedding is scaled by `sqrt(hidden_size)`;
 //! - every RMSNorm multiplies by `(1 + w)` (Gemma's convention; the checkpoint stores
-//!   `w`), and there are four per layer: `input_layernorm` → attention →
+//!   `w`). Gemma 2 and 3 have four per layer: `input_layernorm` → attention →
 //!   `post_attention_layernorm` → residual; `pre_feedforward_layernorm` → MLP →
-//!   `post_feedforward_layernorm` → residual;
-//! - queries and keys are RMS-normed per head (`q_norm`, `k_norm`, over `head_dim`)
-//!   before the rotary embedding ("rotate half" form);
-//! - attention scores are scaled by `query_pre_attn_scalar^-1/2` (not `head_dim`);
-//! - layers are `sliding_attention` (local: query `i` sees keys `j` with `i - j <
-//!   sliding_window`, rope base `rope_local_base_freq`, 10 000) or `full_attention`
-//!   (global, rope base `rope_theta`, 1e6, with optional linear scaling) — from
-//!   `layer_types`, else every `sliding_window_pattern`-th layer (6) is global;
-//! - the MLP is `down(gelu_tanh(gate(h)) * up(h))`;
+//!   `post_feedforward_layernorm` → residual. Gemma 1 has two, as Llama:
+//!   `input_layernorm` before attention, `post_attention_layernorm` before the MLP;
+//! - Gemma 3 only: queries and keys are RMS-normed per head (`q_norm`, `k_norm`, over
+//!   `head_dim`) before the rotary embedding ("rotate half" form);
+//! - attention scores are scaled by `query_pre_attn_scalar^-1/2` (Gemma 2 and 3; not
+//!   `head_dim`), by `head_dim^-1/2` in Gemma 1; Gemma 2 soft-caps them,
+//!   `tanh(s / c) * c` with `c = attn_logit_softcapping`, before the mask;
+//! - Gemma 2 and 3 layers are `sliding_attention` (local: query `i` sees keys `j` with
+//!   `i - j < sliding_window`) or `full_attention` (global) — from `layer_types`, else
+//!   Gemma 3's every `sliding_window_pattern`-th layer (6) global, Gemma 2's every
+//!   second. Gemma 3's local layers have their own rope base (`rope_local_base_freq`,
+//!   10 000; global `rope_theta`, 1e6, with optional linear scaling); Gemma 1 and 2 have
+//!   one rope (`rope_theta`, 10 000);
+//! - the MLP is `down(gelu_tanh(gate(h)) * up(h))` (Gemma 1's legacy `hidden_act: gelu`
+//!   means the tanh form, as transformers reads it);
 //! - the LM head is tied to the (unscaled) embedding, with optional final logit
 //!   soft-capping `tanh(z / c) * c`.
 //!
-//! Grouped-query attention is expanded to per-query-head attention for capture, as in
-//! [`super::llama`]. Hidden states follow HF `output_hidden_states` (`[0]` = scaled
-//! embedding, last = after the final norm). Rope tables are built only for the
-//! positions of the current input (the 32 768-position window is never tabulated).
+//! Config keys a Gemma 1 or 2 `config.json` leaves out take transformers' defaults
+//! ([`parse_config`]). Grouped-query attention is expanded to per-query-head attention
+//! for capture, as in [`super::llama`]. Hidden states follow HF `output_hidden_states`
+//! (`[0]` = scaled embedding, last = after the final norm). Rope tables are built only
+//! for the positions of the current input (the 32 768-position window is never
+//! tabulated).
 
 use candle_core::{Device, Module, Tensor};
 use candle_nn::{Embedding, VarBuilder};
 use serde::Deserialize;
 
-use super::decoder::{repeat_kv, Pass};
+use super::decoder::{head_rms, repeat_kv, Pass};
 use super::llama::Proj;
 use super::rope::{self, Rope};
-use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
+use super::{kernels, Backbone, Capture, Family, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
 /// The fields of an HF `Gemma3TextConfig` that codescope needs (transformers 4 and 5
@@ -69,12 +79,67 @@ pub struct Gemma3Config {
     pub rope_parameters: Option<serde_json::Value>,
     #[serde(default = "default_act")]
     pub hidden_activation: String,
+    /// Gemma 1's activation key (transformers 5 reads this one for Gemma 1).
+    #[serde(default)]
+    pub hidden_act: Option<String>,
     #[serde(default)]
     pub final_logit_softcapping: Option<f64>,
     #[serde(default)]
     pub attn_logit_softcapping: Option<f64>,
     #[serde(default)]
-    pub use_bidirectional_attention: bool,
+    pub use_bidirectional_attention: Option<bool>,
+}
+
+/// Which Gemma: what of Gemma 3's computation a model has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generation {
+    /// Gemma 1 / CodeGemma: two norms per layer, every layer global, no soft-capping.
+    Gemma1,
+    /// Gemma 2: four norms, alternating sliding / global layers, soft-capping.
+    Gemma2,
+    /// Gemma 3: Gemma 2 plus q/k norms and a rope per layer type.
+    Gemma3,
+}
+
+impl Generation {
+    /// The generation of a Gemma family (`None`: not one).
+    pub fn of(family: Family) -> Option<Generation> {
+        match family {
+            Family::Gemma => Some(Generation::Gemma1),
+            Family::Gemma2 => Some(Generation::Gemma2),
+            Family::Gemma3 => Some(Generation::Gemma3),
+            _ => None,
+        }
+    }
+}
+
+/// Parse a Gemma `config.json` value (a multimodal Gemma 3's `text_config`) with the
+/// generation's transformers defaults for the keys it lacks: Gemma 1 and 2 have 8192
+/// positions; Gemma 2 `query_pre_attn_scalar` 256, `sliding_window` 4096,
+/// `attn_logit_softcapping` 50 and `final_logit_softcapping` 30 (a key set to `null`
+/// stays off).
+pub fn parse_config(
+    generation: Generation,
+    cfg: &serde_json::Value,
+) -> std::result::Result<Gemma3Config, String> {
+    let mut cfg = cfg.clone();
+    let defaults: &[(&str, serde_json::Value)] = match generation {
+        Generation::Gemma1 => &[("max_position_embeddings", serde_json::json!(8192))],
+        Generation::Gemma2 => &[
+            ("max_position_embeddings", serde_json::json!(8192)),
+            ("query_pre_attn_scalar", serde_json::json!(256)),
+            ("sliding_window", serde_json::json!(4096)),
+            ("attn_logit_softcapping", serde_json::json!(50.0)),
+            ("final_logit_softcapping", serde_json::json!(30.0)),
+        ],
+        Generation::Gemma3 => &[],
+    };
+    if let Some(o) = cfg.as_object_mut() {
+        for (k, v) in defaults {
+            o.entry(k.to_string()).or_insert_with(|| v.clone());
+        }
+    }
+    serde_json::from_value(cfg).map_err(|e| e.to_string())
 }
 
 fn default_positions() -> usize {
@@ -94,14 +159,39 @@ impl Gemma3Config {
     fn head_dim(&self) -> usize {
         self.head_dim.unwrap_or(256)
     }
-    /// Whether layer `i` is a sliding-window (local) layer.
+    /// Whether layer `i` is a sliding-window (local) layer (of Gemma 3).
     pub fn is_sliding(&self, i: usize) -> bool {
+        self.is_sliding_in(Generation::Gemma3, i)
+    }
+
+    /// Whether layer `i` of a `generation` model is a sliding-window (local) layer:
+    /// from `layer_types`, else Gemma 3's pattern (every 6th global), Gemma 2's (every
+    /// second); none in Gemma 1.
+    pub fn is_sliding_in(&self, generation: Generation, i: usize) -> bool {
+        if generation == Generation::Gemma1 {
+            return false;
+        }
         match &self.layer_types {
             Some(t) => t.get(i).is_some_and(|s| s == "sliding_attention"),
             None => {
-                let pattern = self.sliding_window_pattern.unwrap_or(6).max(1);
+                let default = if generation == Generation::Gemma2 {
+                    2
+                } else {
+                    6
+                };
+                let pattern = self.sliding_window_pattern.unwrap_or(default).max(1);
                 (i + 1) % pattern != 0
             }
+        }
+    }
+
+    /// The MLP's activation: Gemma 1's `hidden_act` (`gelu` read as the tanh form, as
+    /// transformers does), else `hidden_activation`.
+    fn activation(&self, generation: Generation) -> &str {
+        match (&self.hidden_act, generation) {
+            (Some(a), Generation::Gemma1) if a == "gelu" => "gelu_pytorch_tanh",
+            (Some(a), Generation::Gemma1) => a,
+            _ => &self.hidden_activation,
         }
     }
     /// Tokens per input.
@@ -109,31 +199,39 @@ impl Gemma3Config {
         self.max_position_embeddings
     }
 
-    /// Refuse what codescope does not implement (as a one-line reason).
+    /// Refuse what codescope does not implement for Gemma 3 (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
+        self.validate_for(Generation::Gemma3)
+    }
+
+    /// Refuse what codescope does not implement for `generation` (as a one-line reason).
+    pub fn validate_for(&self, generation: Generation) -> std::result::Result<(), String> {
         super::check_eps("rms_norm_eps", self.rms_norm_eps)?;
-        if !matches!(
-            self.hidden_activation.as_str(),
-            "gelu_pytorch_tanh" | "gelu_new"
-        ) {
+        let act = self.activation(generation);
+        if !matches!(act, "gelu_pytorch_tanh" | "gelu_new") {
+            let key = if generation == Generation::Gemma1 && self.hidden_act.is_some() {
+                "hidden_act"
+            } else {
+                "hidden_activation"
+            };
             return Err(format!(
-                "unsupported hidden_activation '{}' (only gelu_pytorch_tanh)",
-                self.hidden_activation
+                "unsupported {key} '{act}' (only gelu_pytorch_tanh)"
             ));
         }
         for (name, v) in [
             ("query_pre_attn_scalar", self.query_pre_attn_scalar),
             ("final_logit_softcapping", self.final_logit_softcapping),
+            ("attn_logit_softcapping", self.attn_logit_softcapping),
         ] {
             if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
                 return Err(format!("{name} is {v}; it must be a positive number"));
             }
         }
-        if self.attn_logit_softcapping.is_some() {
-            return Err("attention logit soft-capping is not supported".into());
+        if self.sliding_window == Some(0) && generation != Generation::Gemma1 {
+            return Err("sliding_window is 0; it must be at least 1".into());
         }
-        if self.use_bidirectional_attention {
-            return Err("bidirectional Gemma 3 (embedding models) is not supported".into());
+        if self.use_bidirectional_attention == Some(true) {
+            return Err("bidirectional Gemma (embedding models) is not supported".into());
         }
         if let Some(t) = &self.layer_types {
             if t.len() != self.num_hidden_layers {
@@ -156,7 +254,24 @@ impl Gemma3Config {
                 "inconsistent heads: {heads} query heads, {kv} KV heads, head_dim {d}"
             ));
         }
-        self.ropes().map(|_| ())
+        self.ropes_for(generation).map(|_| ())
+    }
+
+    /// `(global, local)` rope settings of a `generation` model: Gemma 1 and 2 have one
+    /// rope (`rope_parameters` or `rope_theta` + `rope_scaling`, base 10 000), used by
+    /// both layer types.
+    fn ropes_for(&self, generation: Generation) -> std::result::Result<(Rope, Rope), String> {
+        if generation == Generation::Gemma3 {
+            return self.ropes();
+        }
+        let p = self.rope_parameters.as_ref().or(self.rope_scaling.as_ref());
+        let theta = p
+            .and_then(|p| p.get("rope_theta"))
+            .and_then(|v| v.as_f64())
+            .or(self.rope_theta)
+            .unwrap_or(10_000.0);
+        let rope = Rope::scaled(p, theta)?;
+        Ok((rope, rope))
     }
 
     /// `(global, local)` rope settings from either config layout.
@@ -193,20 +308,22 @@ impl Gemma3Config {
 struct Layer {
     in_norm: Tensor,
     qkv: Proj,
-    q_norm: Tensor,
-    k_norm: Tensor,
+    /// Gemma 3's per-head norms (`1 + w`).
+    qk_norm: Option<(Vec<f32>, Vec<f32>)>,
     o: Proj,
+    /// Gemma 2 and 3: on the attention output; Gemma 1: before the MLP.
     post_attn_norm: Tensor,
-    pre_ff_norm: Tensor,
+    /// Gemma 2 and 3 only (Gemma 1's MLP input is `post_attn_norm`'s).
+    ff_norms: Option<(Tensor, Tensor)>,
     gate_up: Proj,
     down: Proj,
-    post_ff_norm: Tensor,
     sliding: bool,
 }
 
 /// A loaded Gemma 3 text decoder with its (tied) LM head.
 pub struct Gemma3 {
     cfg: Gemma3Config,
+    generation: Generation,
     embed: Embedding,
     embed_scale: f32,
     layers: Vec<Layer>,
@@ -225,11 +342,12 @@ fn gemma_norm(vb: &VarBuilder, dim: usize) -> candle_core::Result<Tensor> {
 }
 
 impl Gemma3 {
-    /// Build from a `VarBuilder` with HF checkpoint names (`model.layers.N...`).
-    pub fn load(cfg: Gemma3Config, vb: VarBuilder) -> Result<Self> {
-        cfg.validate().map_err(Error::Compute)?;
+    /// Build a `generation` model from a `VarBuilder` with HF checkpoint names
+    /// (`model.layers.N...`).
+    pub fn load(cfg: Gemma3Config, generation: Generation, vb: VarBuilder) -> Result<Self> {
+        cfg.validate_for(generation).map_err(Error::Compute)?;
         let (heads, kv, d) = (cfg.num_attention_heads, cfg.kv_heads(), cfg.head_dim());
-        let (global, local) = cfg.ropes().map_err(Error::Compute)?;
+        let (global, local) = cfg.ropes_for(generation).map_err(Error::Compute)?;
         let device = vb.device().clone();
         let h = cfg.hidden_size;
         let m = if vb.contains_tensor("model.embed_tokens.weight") {
@@ -253,19 +371,31 @@ impl Gemma3 {
                         h,
                         &[heads * d, kv * d, kv * d],
                     )?,
-                    q_norm: gemma_norm(&a.pp("q_norm"), d)?,
-                    k_norm: gemma_norm(&a.pp("k_norm"), d)?,
+                    qk_norm: if generation == Generation::Gemma3 {
+                        Some((
+                            gemma_norm(&a.pp("q_norm"), d)?.to_vec1::<f32>()?,
+                            gemma_norm(&a.pp("k_norm"), d)?.to_vec1::<f32>()?,
+                        ))
+                    } else {
+                        None
+                    },
                     o: Proj::fused(&[a.pp("o_proj")], heads * d, &[h])?,
                     post_attn_norm: gemma_norm(&l.pp("post_attention_layernorm"), h)?,
-                    pre_ff_norm: gemma_norm(&l.pp("pre_feedforward_layernorm"), h)?,
+                    ff_norms: if generation == Generation::Gemma1 {
+                        None
+                    } else {
+                        Some((
+                            gemma_norm(&l.pp("pre_feedforward_layernorm"), h)?,
+                            gemma_norm(&l.pp("post_feedforward_layernorm"), h)?,
+                        ))
+                    },
                     gate_up: Proj::fused(
                         &[mlp.pp("gate_proj"), mlp.pp("up_proj")],
                         h,
                         &[inter, inter],
                     )?,
                     down: Proj::fused(&[mlp.pp("down_proj")], inter, &[h])?,
-                    post_ff_norm: gemma_norm(&l.pp("post_feedforward_layernorm"), h)?,
-                    sliding: cfg.is_sliding(i),
+                    sliding: cfg.is_sliding_in(generation, i),
                 })
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
@@ -281,6 +411,7 @@ impl Gemma3 {
             inv_freq_global: global.inv_freq(d),
             inv_freq_local: local.inv_freq(d),
             cfg,
+            generation,
             embed,
             embed_scale,
             layers,
@@ -312,11 +443,12 @@ impl Gemma3 {
             self.cfg.kv_heads(),
             self.cfg.head_dim(),
         );
-        let scale = self
-            .cfg
-            .query_pre_attn_scalar
-            .unwrap_or(d as f64)
-            .powf(-0.5) as f32;
+        let scale = match self.generation {
+            Generation::Gemma1 => d as f64,
+            _ => self.cfg.query_pre_attn_scalar.unwrap_or(d as f64),
+        }
+        .powf(-0.5) as f32;
+        let softcap = self.cfg.attn_logit_softcapping.map(|c| c as f32);
         let global = rope::tables(&self.inv_freq_global, n);
         let local = rope::tables(&self.inv_freq_local, n);
         let (mut pass, mut x) = Pass::start(
@@ -338,33 +470,50 @@ impl Gemma3 {
         for (li, layer) in pass.span(&self.layers) {
             pass.layer(li)?;
             let (cos, sin) = if layer.sliding { &local } else { &global };
-            let q_norm = layer.q_norm.to_vec1::<f32>()?;
-            let k_norm = layer.k_norm.to_vec1::<f32>()?;
             let h = self.rms(&x, &layer.in_norm)?;
             let qkv = layer.qkv.forward(&h)?.flatten_all()?.to_vec1::<f32>()?;
-            // Per-head RMS norm (Q's weights or K's), then rope.
-            let norm_rope = |v: &mut [f32], w: &[f32], p: usize| {
-                head_rms(v, w, eps);
-                rope::rotate_half(v, cos, sin, p);
-            };
-            let q = |v: &mut [f32], p: usize| norm_rope(v, &q_norm, p);
-            let k = |v: &mut [f32], p: usize| norm_rope(v, &k_norm, p);
-            repeat_kv(&qkv, n, heads, kv, d, &mut fused, q, k);
+            let rotate = |v: &mut [f32], p: usize| rope::rotate_half(v, cos, sin, p);
+            match &layer.qk_norm {
+                // Per-head RMS norm (Q's weights or K's), then rope.
+                Some((q_norm, k_norm)) => {
+                    let q = |v: &mut [f32], p: usize| {
+                        head_rms(v, q_norm, eps);
+                        rotate(v, p);
+                    };
+                    let k = |v: &mut [f32], p: usize| {
+                        head_rms(v, k_norm, eps);
+                        rotate(v, p);
+                    };
+                    repeat_kv(&qkv, n, heads, kv, d, &mut fused, q, k);
+                }
+                None => repeat_kv(&qkv, n, heads, kv, d, &mut fused, rotate, rotate),
+            }
             let window = if layer.sliding {
                 self.cfg.sliding_window
             } else {
                 None
             };
-            let ctx = pass.attend(&fused, d, scale, window)?;
-            let a = self.rms(&layer.o.forward(&ctx)?, &layer.post_attn_norm)?;
-            x = (x + a)?;
-            let h = self.rms(&x, &layer.pre_ff_norm)?;
-            let gu = layer.gate_up.forward(&h)?;
+            let ctx = pass.attend_capped(&fused, d, scale, window, softcap)?;
+            let a = layer.o.forward(&ctx)?;
             let inter = self.cfg.intermediate_size;
-            let act = kernels::gelu_tanh_mul(&gu.flatten_all()?.to_vec1::<f32>()?, inter);
-            let act = Tensor::from_vec(act, (n, inter), &self.device)?;
-            let m = self.rms(&layer.down.forward(&act)?, &layer.post_ff_norm)?;
-            x = (x + m)?;
+            let mlp = |h: &Tensor| -> Result<Tensor> {
+                let gu = layer.gate_up.forward(h)?;
+                let act = kernels::gelu_tanh_mul(&gu.flatten_all()?.to_vec1::<f32>()?, inter);
+                let act = Tensor::from_vec(act, (n, inter), &self.device)?;
+                Ok(layer.down.forward(&act)?)
+            };
+            match &layer.ff_norms {
+                Some((pre, post)) => {
+                    x = (x + self.rms(&a, &layer.post_attn_norm)?)?;
+                    let m = mlp(&self.rms(&x, pre)?)?;
+                    x = (x + self.rms(&m, post)?)?;
+                }
+                None => {
+                    x = (x + a)?;
+                    let m = mlp(&self.rms(&x, &layer.post_attn_norm)?)?;
+                    x = (x + m)?;
+                }
+            }
             pass.layer_done(&x, li)?;
         }
         pass.finish(
@@ -386,15 +535,6 @@ impl Gemma3 {
                 }
             },
         )
-    }
-}
-
-/// Gemma's per-head RMSNorm in place: `v * rsqrt(mean(v^2) + eps) * m`, `m = 1 + w`.
-fn head_rms(v: &mut [f32], m: &[f32], eps: f32) {
-    let ms = v.iter().map(|a| a * a).sum::<f32>() / v.len() as f32;
-    let r = 1.0 / (ms + eps).sqrt();
-    for (a, w) in v.iter_mut().zip(m) {
-        *a = *a * r * w;
     }
 }
 
@@ -433,6 +573,48 @@ mod tests {
         assert!(c.validate().is_ok());
         let bad = cfg(serde_json::json!({"layer_types": ["full_attention"]}));
         assert!(bad.validate().unwrap_err().contains("layer_types"));
+    }
+
+    #[test]
+    fn generations_differ_in_layers_defaults_and_activation() {
+        let c = cfg(serde_json::json!({}));
+        let gemma2: Vec<bool> = (0..6)
+            .map(|i| c.is_sliding_in(Generation::Gemma2, i))
+            .collect();
+        assert_eq!(gemma2, [true, false, true, false, true, false]);
+        assert!((0..6).all(|i| !c.is_sliding_in(Generation::Gemma1, i)));
+        // Gemma 2's defaults for absent keys; `null` keeps a soft-cap off.
+        let v = serde_json::json!({"vocab_size": 10, "hidden_size": 8, "intermediate_size": 16,
+            "num_hidden_layers": 2, "num_attention_heads": 2, "head_dim": 4,
+            "final_logit_softcapping": null});
+        let g2 = parse_config(Generation::Gemma2, &v).unwrap();
+        assert_eq!(
+            (
+                g2.query_pre_attn_scalar,
+                g2.sliding_window,
+                g2.attn_logit_softcapping,
+                g2.final_logit_softcapping,
+                g2.max_position_embeddings
+            ),
+            (Some(256.0), Some(4096), Some(50.0), None, 8192)
+        );
+        let g3 = parse_config(Generation::Gemma3, &v).unwrap();
+        assert_eq!(
+            (g3.attn_logit_softcapping, g3.max_position_embeddings),
+            (None, 32_768)
+        );
+        let g1 = parse_config(Generation::Gemma1, &v).unwrap();
+        assert_eq!(g1.max_position_embeddings, 8192);
+        // Gemma 1's legacy `gelu` is the tanh form; `relu` is refused by its key.
+        let legacy = cfg(serde_json::json!({"hidden_act": "gelu"}));
+        assert!(legacy.validate_for(Generation::Gemma1).is_ok());
+        let relu = cfg(serde_json::json!({"hidden_act": "relu"}));
+        let e = relu.validate_for(Generation::Gemma1).unwrap_err();
+        assert!(e.contains("hidden_act 'relu'"), "{e}");
+        // Gemma 1 and 2 have one rope for both layer types.
+        let one = cfg(serde_json::json!({"rope_theta": 1e4, "rope_local_base_freq": 99.0}));
+        let (g, l) = one.ropes_for(Generation::Gemma2).unwrap();
+        assert_eq!((g.theta, l.theta), (1e4, 1e4));
     }
 
     #[test]

@@ -134,7 +134,9 @@ impl Intervention {
 pub type LensSink<'a> = dyn Fn(usize, usize, &[f32]) -> crate::Result<()> + Sync + 'a;
 
 /// Attention of one layer with the intervention applied: the plain kernel when the layer
-/// blocks nothing, then the ablations on the context.
+/// blocks nothing, then the ablations on the context. `softcap` soft-caps the scores
+/// before the mask (Gemma 2's `attn_logit_softcapping`; a knockout still blocks keys
+/// after it).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn attend(
     iv: Option<&Intervention>,
@@ -146,14 +148,28 @@ pub(crate) fn attend(
     scale: f32,
     causal: bool,
     window: Option<usize>,
+    softcap: Option<f32>,
     ctx: &mut [f32],
 ) -> Vec<f32> {
     use super::kernels;
-    let probs = match iv.and_then(|iv| iv.block(layer)) {
-        Some(b) => {
-            kernels::attention_probs_blocked(qkv, n, heads, d, scale, causal, window, &b, ctx)
+    let block = iv.and_then(|iv| iv.block(layer));
+    let probs = match (&block, softcap) {
+        (Some(b), None) => {
+            kernels::attention_probs_blocked(qkv, n, heads, d, scale, causal, window, b, ctx)
         }
-        None => kernels::attention_probs(qkv, n, heads, d, scale, causal, window, ctx),
+        (None, None) => kernels::attention_probs(qkv, n, heads, d, scale, causal, window, ctx),
+        (b, cap) => kernels::attention_probs_capped(
+            qkv,
+            n,
+            heads,
+            d,
+            scale,
+            causal,
+            window,
+            cap,
+            b.as_ref(),
+            ctx,
+        ),
     };
     if let Some(iv) = iv {
         iv.ablate_ctx(layer, ctx, heads, d);
@@ -238,6 +254,7 @@ mod tests {
             d,
             0.5,
             false,
+            None,
             None,
             &mut want_ctx,
         );

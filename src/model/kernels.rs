@@ -205,6 +205,79 @@ mod tests {
     }
 
     #[test]
+    fn soft_capped_scores_match_naive_and_compose_with_a_knockout() {
+        // Large scores (qkv scale 3) so the cap of 1.5 bites; scale 0.5 first, then cap.
+        let (n, heads, d) = (8, 2, 4);
+        let hd = heads * d;
+        let mut rng = crate::model::testutil::SplitMix::new(17);
+        let qkv = rng.vec(n * 3 * hd, 3.0);
+        let cap = 1.5f32;
+        let rows: Vec<Vec<u32>> = (0..n as u32).map(|i| vec![0, i]).collect();
+        for (window, knock) in [(None, false), (Some(3), false), (None, true)] {
+            let block = KeyBlock {
+                heads: &[true, false],
+                rows: &rows,
+            };
+            let mut ctx = vec![f32::NAN; n * hd];
+            let kb = knock.then_some(&block);
+            let got = attention_probs_capped(
+                &qkv,
+                n,
+                heads,
+                d,
+                0.5,
+                true,
+                window,
+                Some(cap),
+                kb,
+                &mut ctx,
+            );
+            let mut plain_ctx = vec![0.0f32; n * hd];
+            let plain = attention_probs(&qkv, n, heads, d, 0.5, true, window, &mut plain_ctx);
+            assert_ne!(got, plain, "the cap changes the probabilities");
+            for h in 0..heads {
+                for i in 0..n {
+                    let hidden = |j: usize| {
+                        j > i
+                            || window.is_some_and(|w| i >= j + w)
+                            || knock && h == 0 && j == 0 && i != 0
+                    };
+                    let s: Vec<f64> = (0..n)
+                        .map(|j| {
+                            if hidden(j) {
+                                return f64::NEG_INFINITY;
+                            }
+                            let dot: f64 = (0..d)
+                                .map(|k| {
+                                    qkv[i * 3 * hd + h * d + k] as f64
+                                        * qkv[j * 3 * hd + hd + h * d + k] as f64
+                                })
+                                .sum();
+                            (dot * 0.5 / cap as f64).tanh() * cap as f64
+                        })
+                        .collect();
+                    let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let z: f64 = s.iter().map(|v| (v - m).exp()).sum();
+                    for j in 0..n {
+                        let want = (s[j] - m).exp() / z;
+                        let p = got[(h * n + i) * n + j] as f64;
+                        assert!((p - want).abs() < 1e-6, "{window:?} {knock}: {p} vs {want}");
+                        if want == 0.0 {
+                            assert_eq!(p, 0.0);
+                        }
+                    }
+                }
+            }
+        }
+        // Without a cap or a block it is the plain kernel, bit for bit.
+        let (mut c0, mut c1) = (vec![0.0f32; n * hd], vec![0.0f32; n * hd]);
+        let a = attention_probs(&qkv, n, heads, d, 0.5, true, Some(3), &mut c0);
+        let b = attention_probs_capped(&qkv, n, heads, d, 0.5, true, Some(3), None, None, &mut c1);
+        assert_eq!(a, b);
+        assert_eq!(c0, c1);
+    }
+
+    #[test]
     fn knocked_out_keys_match_naive_and_nothing_blocked_is_bit_identical() {
         let (n, heads, d) = (9, 2, 4);
         let hd = heads * d;

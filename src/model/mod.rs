@@ -8,9 +8,11 @@
 //! `model` knows nothing of tree-sitter (docs/ARCHITECTURE.md).
 //!
 //! Rooms: [`source`] (where a model comes from: presets, specs, caches, hub, PyPI),
-//! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama and
-//! Qwen2, `gemma3`; for the encoder–decoders' encoder stacks `t5`, and `bart` for BART and
-//! PLBART, with their shared parts in [`encdec`]) sharing [`rope`] and [`kernels`];
+//! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama,
+//! Qwen2, Qwen3, Mistral, StarCoder2, Granite and Phi-3, `gemma3` for Gemma 1, 2 and 3;
+//! for the encoder–decoders' encoder stacks `t5`, and `bart` for BART and PLBART, with
+//! their shared parts in [`encdec`]) sharing [`rope`], [`kernels`] and the decoder steps
+//! (`decoder`);
 //! [`gguf`] + [`gguf_tokenizer`] and [`pth`] read the containers candle's loaders do not
 //! cover safely; [`lm`] scores the LM head; [`trace`] holds the plain-data result;
 //! [`random`] replaces the weights by a seeded random initialisation (`--random-weights`). [`MODEL_TYPES`] is the one list of
@@ -109,7 +111,8 @@ pub use source::{ModelFiles, Weights};
 pub use tokenizer::{CodeTokenizer, Encoded, TokenizerFiles};
 pub use trace::{Attention, Hidden, ModelInfo, Subword, Trace};
 
-/// An architecture family codescope implements (one file each; Qwen2 shares Llama's).
+/// An architecture family codescope implements (one file each, but Qwen2, Qwen3, Mistral,
+/// StarCoder2, Granite and Phi-3 share Llama's and Gemma 1 and 2 Gemma 3's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
     Bert,
@@ -119,7 +122,21 @@ pub enum Family {
     GptBigCode,
     Llama,
     Qwen2,
+    /// Qwen3 dense: Llama with per-head q/k norms.
+    Qwen3,
+    /// Mistral / Codestral: Llama with a sliding window.
+    Mistral,
+    /// StarCoder2: LayerNorms and biases, plain GELU MLP, rope, sliding window.
+    Starcoder2,
+    /// Gemma 1 (CodeGemma).
+    Gemma,
+    /// Gemma 2: soft-capping, alternating sliding and global layers.
+    Gemma2,
     Gemma3,
+    /// Granite: Llama with embedding, attention, residual and logit multipliers.
+    Granite,
+    /// Phi-3: fused projections, partial rotary.
+    Phi3,
     /// T5 encoder–decoders (CodeT5, CodeT5+ 220M/770M): the encoder stack.
     T5,
     /// BART encoder–decoders: the encoder stack.
@@ -139,7 +156,14 @@ impl Family {
             Family::GptBigCode => "gpt_bigcode",
             Family::Llama => "llama",
             Family::Qwen2 => "qwen2",
+            Family::Qwen3 => "qwen3",
+            Family::Mistral => "mistral",
+            Family::Starcoder2 => "starcoder2",
+            Family::Gemma => "gemma",
+            Family::Gemma2 => "gemma2",
             Family::Gemma3 => "gemma3",
+            Family::Granite => "granite",
+            Family::Phi3 => "phi3",
             Family::T5 => "t5",
             Family::Bart => "bart",
             Family::PlBart => "plbart",
@@ -159,8 +183,15 @@ pub const MODEL_TYPES: &[(&str, Family)] = &[
     ("gpt_bigcode", Family::GptBigCode),
     ("llama", Family::Llama),
     ("qwen2", Family::Qwen2),
+    ("qwen3", Family::Qwen3),
+    ("mistral", Family::Mistral),
+    ("starcoder2", Family::Starcoder2),
+    ("gemma", Family::Gemma),
+    ("gemma2", Family::Gemma2),
     ("gemma3_text", Family::Gemma3),
     ("gemma3", Family::Gemma3),
+    ("granite", Family::Granite),
+    ("phi3", Family::Phi3),
     ("t5", Family::T5),
     ("bart", Family::Bart),
     ("plbart", Family::PlBart),
@@ -809,17 +840,25 @@ fn build_backbone(
             bcfg.validate().map_err(bad_config)?;
             Box::new(gpt_bigcode::GptBigCode::load(bcfg, vb()?).map_err(corrupt)?)
         }
-        Family::Llama | Family::Qwen2 => {
-            let lcfg: llama::LlamaConfig = parse(cfg, bad_config)?;
-            lcfg.validate().map_err(bad_config)?;
-            Box::new(llama::Llama::load(lcfg, family.name(), vb()?).map_err(corrupt)?)
+        Family::Llama
+        | Family::Qwen2
+        | Family::Qwen3
+        | Family::Mistral
+        | Family::Starcoder2
+        | Family::Granite
+        | Family::Phi3 => {
+            let lcfg = llama::parse_config(family, cfg).map_err(bad_config)?;
+            let flavor = llama::Flavor::of(family).expect("a Llama-family model");
+            lcfg.validate_for(flavor).map_err(bad_config)?;
+            Box::new(llama::Llama::load(lcfg, family, vb()?).map_err(corrupt)?)
         }
-        Family::Gemma3 => {
+        Family::Gemma | Family::Gemma2 | Family::Gemma3 => {
             // A multimodal `gemma3` config nests the text model's settings.
             let text = cfg.get("text_config").unwrap_or(cfg);
-            let gcfg: gemma3::Gemma3Config = parse(text, bad_config)?;
-            gcfg.validate().map_err(bad_config)?;
-            Box::new(gemma3::Gemma3::load(gcfg, vb()?).map_err(corrupt)?)
+            let generation = gemma3::Generation::of(family).expect("a Gemma model");
+            let gcfg = gemma3::parse_config(generation, text).map_err(bad_config)?;
+            gcfg.validate_for(generation).map_err(bad_config)?;
+            Box::new(gemma3::Gemma3::load(gcfg, generation, vb()?).map_err(corrupt)?)
         }
         Family::T5 => {
             let tcfg: t5::T5Config = parse(cfg, bad_config)?;

@@ -2,21 +2,25 @@
 //! tokenizer as usual, its weights replaced by a seeded random initialisation that follows
 //! the family's own init rules as transformers applies them for `Model(config)`
 //! (`PreTrainedModel._init_weights`, read from transformers 4.46.3 and, for Gemma 3,
-//! 4.50.0), the study's `random=True` control (`AutoModel.from_config(config)`).
+//! 4.50.0; for Qwen3, Mistral, StarCoder2, Gemma 1 and 2, Granite and Phi-3 from 5.24.0),
+//! the study's `random=True` control (`AutoModel.from_config(config)`).
 //!
 //! Per tensor, by its Hugging Face name and shape:
 //! - biases (`*.bias`, BERT's legacy `beta`): 0;
 //! - norm weights (every 1-D `weight`/`gamma`): 1 — LayerNorm (BERT, RoBERTa, GPT-2,
-//!   CodeGen, GPTBigCode) and Llama/Qwen2 RMSNorm; Gemma 3 stores RMSNorm weights as `w` in
-//!   `(1 + w)` (`Gemma3RMSNorm` starts from zeros), so its stored value is 0 and the
-//!   effective scale 1;
+//!   CodeGen, GPTBigCode, StarCoder2) and the RMSNorms of Llama, Qwen2, Qwen3 (its q/k
+//!   norms too), Mistral, Granite and Phi-3; Gemma 1, 2 and 3 store RMSNorm weights as
+//!   `w` in `(1 + w)` (their RMSNorms start from zeros), so the stored value is 0 and
+//!   the effective scale 1;
 //! - every matrix (Linear, GPT-2's Conv1D, Embedding, an untied LM head):
 //!   normal(0, `initializer_range`); GPT-2 and GPTBigCode scale `c_proj` (attention and
 //!   MLP output) to `initializer_range / sqrt(2 * n_layer)`;
 //! - the padding row of an Embedding built with `padding_idx` is zero: BERT's and
-//!   RoBERTa's `word_embeddings`, RoBERTa's `position_embeddings`, Llama's, Qwen2's and
-//!   Gemma 3's `embed_tokens` (`pad_token_id`, with the config class's default when the
-//!   file has none: BERT 0, RoBERTa 1, Gemma 3 0, Llama/Qwen2 none);
+//!   RoBERTa's `word_embeddings`, RoBERTa's `position_embeddings`, the `embed_tokens` of
+//!   every Llama- and Gemma-family decoder (`pad_token_id`, with the config class's
+//!   default when the file has none: BERT 0, RoBERTa 1, Gemma 1/2/3 0, Phi-3 32000, the
+//!   others none; a row outside the vocabulary is none);
+//! - `initializer_range` when the config has none: 0.02, StarCoder2's 0.018042;
 //! - T5 (`T5PreTrainedModel._init_weights`, `factor` = `initializer_factor`, default 1):
 //!   T5LayerNorm weights `factor`; `shared` / `embed_tokens` / an untied `lm_head`
 //!   normal(0, `factor`); attention `q` normal(0, `factor / sqrt(d_model * d_kv)`), `k`
@@ -80,12 +84,18 @@ impl InitRules {
             Family::Gemma3 => cfg.get("text_config").unwrap_or(cfg),
             _ => cfg,
         };
+        // The config class's default when the file has none (StarCoder2's is its own).
+        let default_std = if family == Family::Starcoder2 {
+            0.018042
+        } else {
+            0.02
+        };
         let std = cfg
             .get("initializer_range")
             .or_else(|| cfg.get("init_std"))
             .and_then(|v| v.as_f64())
             .filter(|v| v.is_finite() && *v >= 0.0)
-            .unwrap_or(0.02);
+            .unwrap_or(default_std);
         let layers = ["n_layer", "num_hidden_layers"]
             .iter()
             .find_map(|k| cfg.get(*k).and_then(|v| v.as_u64()))
@@ -96,8 +106,9 @@ impl InitRules {
             _ => std,
         };
         let default_pad = match family {
-            Family::Bert | Family::Gemma3 => Some(0),
+            Family::Bert | Family::Gemma | Family::Gemma2 | Family::Gemma3 => Some(0),
             Family::Roberta | Family::Bart | Family::PlBart => Some(1),
+            Family::Phi3 => Some(32000),
             _ => None,
         };
         let pad = match cfg.get("pad_token_id") {
@@ -107,7 +118,7 @@ impl InitRules {
         };
         let (norm, named) = match family {
             Family::T5 => t5_rules(cfg),
-            Family::Gemma3 => (0.0, Vec::new()),
+            Family::Gemma | Family::Gemma2 | Family::Gemma3 => (0.0, Vec::new()),
             _ => (1.0, Vec::new()),
         };
         InitRules {
@@ -141,7 +152,16 @@ impl InitRules {
                 name.ends_with("word_embeddings.weight")
                     || name.ends_with("position_embeddings.weight")
             }
-            Family::Llama | Family::Qwen2 | Family::Gemma3 => name.ends_with("embed_tokens.weight"),
+            Family::Llama
+            | Family::Qwen2
+            | Family::Qwen3
+            | Family::Mistral
+            | Family::Starcoder2
+            | Family::Gemma
+            | Family::Gemma2
+            | Family::Gemma3
+            | Family::Granite
+            | Family::Phi3 => name.ends_with("embed_tokens.weight"),
             Family::Bart | Family::PlBart => {
                 name.ends_with("embed_tokens.weight") || name.ends_with("shared.weight")
             }

@@ -1,8 +1,8 @@
 //! Interventions against Hugging Face transformers run with the same interventions
 //! (`tools/reference/causal_reference.py`: a custom attention function adding -inf to the
 //! blocked entries, a pre-hook on the attention output projection, hidden states through
-//! the final norm and the LM head) on every tiny decoder fixture and on the packaged
-//! Gemma 3 270M: knockout surprisal within 1e-3 bits, ablation (recomputed from the
+//! the final norm and the LM head) on every tiny decoder fixture (the newer families'
+//! from `causal_reference.py --families`) and on the packaged Gemma 3 270M: knockout surprisal within 1e-3 bits, ablation (recomputed from the
 //! ablated layer's recorded input, as `codescope ablate` does) within 1e-3 bits, lens
 //! probabilities within 1e-4 with the same ranks and top guesses.
 
@@ -13,8 +13,13 @@ use codescope::model::{
 use serde_json::Value;
 
 fn reference() -> Value {
+    reference_file("causal_reference.json")
+}
+
+fn reference_file(name: &str) -> Value {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/causal_reference.json");
+        .join("tests/fixtures")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
@@ -215,6 +220,20 @@ fn interventions_match_transformers_on_the_tiny_decoders() {
         .filter(|c| c["name"] != "gemma3-270m")
         .collect();
     assert_eq!(cases.len(), 7, "every decoder family");
+    for c in cases {
+        check(c);
+    }
+}
+
+/// The newer families (Qwen3, Mistral, StarCoder2, Gemma 1, Gemma 2 — the knockout on
+/// soft-capped scores —, Granite — the lens through its logits_scaling —, Phi-3):
+/// `causal_reference.py --families`.
+#[test]
+fn interventions_match_transformers_on_the_newer_families() {
+    let r = reference_file("causal_reference_families.json");
+    let cases = r["cases"].as_array().unwrap();
+    let names: Vec<&str> = cases.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, crate::decoder_common::FAMILIES);
     for c in cases {
         check(c);
     }

@@ -10,7 +10,7 @@ use codescope::model::{ForwardOptions, LoadedModel, Trace};
 use serde_json::Value;
 
 /// Every tiny decoder fixture in `tests/fixtures`, one per family and attention layout.
-pub const DECODERS: [&str; 7] = [
+pub const DECODERS: [&str; 14] = [
     "tiny_llama",
     "tiny_qwen2",
     "tiny_gpt2",
@@ -18,6 +18,24 @@ pub const DECODERS: [&str; 7] = [
     "tiny_codegen",
     "tiny_starcoder",
     "tiny_bigcode_mha",
+    "tiny_qwen3",
+    "tiny_mistral",
+    "tiny_starcoder2",
+    "tiny_gemma",
+    "tiny_gemma2",
+    "tiny_granite",
+    "tiny_phi3",
+];
+
+/// The fixtures of the newer code-model families (`families_reference`).
+pub const FAMILIES: [&str; 7] = [
+    "tiny_qwen3",
+    "tiny_mistral",
+    "tiny_starcoder2",
+    "tiny_gemma",
+    "tiny_gemma2",
+    "tiny_granite",
+    "tiny_phi3",
 ];
 
 pub fn fixture(name: &str) -> PathBuf {

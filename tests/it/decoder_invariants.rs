@@ -1,5 +1,6 @@
 //! Invariants every causal model must keep, checked on every decoder fixture (Llama,
-//! Qwen2, GPT-2, Gemma 3, CodeGen, GPTBigCode multi-query and per-head): causal rows sum
+//! Qwen2, GPT-2, Gemma 3, CodeGen, GPTBigCode multi-query and per-head, Qwen3, Mistral,
+//! StarCoder2, Gemma 1, Gemma 2, Granite, Phi-3): causal rows sum
 //! to one, runs are deterministic, the plain trace equals the LM trace's attention, and
 //! a prefix does not see what follows (attention and hidden states).
 

@@ -1,7 +1,8 @@
-//! Llama and Qwen2 from GGUF: the tiny random fixtures written as llama.cpp's converter
-//! writes them (`tools/reference/tiny_gguf_reference.py`: llama.cpp tensor names, Llama's
-//! Q/K rows permuted for interleaved rope, linear rope scaling in the metadata; each file
-//! first checked by loading it in transformers). codescope must undo all of it and give
+//! Llama, Qwen2, Qwen3, Phi-3 and Gemma 1 from GGUF: the tiny random fixtures written as
+//! llama.cpp's converter writes them (`tools/reference/tiny_gguf_reference.py`: llama.cpp
+//! tensor names, Llama's Q/K rows permuted for interleaved rope, linear rope scaling in
+//! the metadata, Gemma's norms as `1 + w`; each file but Gemma's, which transformers
+//! cannot read, first checked by loading it in transformers). codescope must undo all of it and give
 //! the safetensors model's outputs (the fixtures' `reference.json`, transformers 5.24).
 //! Gemma 3 from GGUF is checked on the real packaged model (`tests/gemma3_reference.rs`).
 
@@ -88,6 +89,37 @@ fn llama_gguf_with_permuted_qk_and_linear_rope() {
 #[test]
 fn qwen2_gguf_with_biases_and_tied_head() {
     check("qwen2", "qwen2");
+}
+
+/// Qwen3: `attn_q_norm` / `attn_k_norm`, `head_dim` (16) from `attention.key_length`.
+#[test]
+fn qwen3_gguf_with_qk_norms_and_its_own_head_dim() {
+    check("qwen3", "qwen3");
+}
+
+/// Phi-3: fused `attn_qkv` and `ffn_up` (`[gate | up]`), rotary on half of each head
+/// (`rope.dimension_count` 4 of 8), sliding window 7.
+#[test]
+fn phi3_gguf_with_fused_projections_and_partial_rotary() {
+    check("phi3", "phi3");
+}
+
+/// A 128k-context Phi-3 (llama.cpp writes its longrope factors as tensors) is refused in
+/// one line, not run with the wrong rope.
+#[test]
+fn phi3_gguf_with_longrope_factors_is_refused() {
+    let path = root().join("tiny_gguf/phi3_longrope.gguf");
+    let e = model::load_gguf_backbone(&path).err().unwrap().to_string();
+    assert!(
+        e.contains("rope scaling 'longrope' is not supported") && !e.contains('\n'),
+        "{e}"
+    );
+}
+
+/// Gemma 1: norms stored as `1 + w`, no rope base (10 000), tied head, one KV head.
+#[test]
+fn gemma_gguf_with_shifted_norms_and_no_rope_base() {
+    check("gemma", "gemma");
 }
 
 #[test]

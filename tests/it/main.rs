@@ -16,6 +16,7 @@ mod decoder_cli;
 mod decoder_common;
 mod decoder_invariants;
 mod decoder_reference;
+mod families_reference;
 mod finding;
 mod fuzz;
 mod gemma3_reference;

@@ -69,6 +69,7 @@ fn group(name: &str, rank: usize) -> &'static str {
     } else if ends(&[
         "gate_proj.weight",
         "up_proj.weight",
+        "gate_up_proj.weight",
         "c_fc.weight",
         "fc_in.weight",
         "intermediate.dense.weight",
@@ -107,6 +108,13 @@ fn random_inits_match_transformers_init_statistics_per_parameter_group() {
         "tiny_codegen",
         "tiny_bigcode_mha",
         "tiny_starcoder",
+        "tiny_qwen3",
+        "tiny_mistral",
+        "tiny_starcoder2",
+        "tiny_gemma",
+        "tiny_gemma2",
+        "tiny_granite",
+        "tiny_phi3",
     ] {
         let dir = fixture(name);
         let cfg = config(&dir);
@@ -117,14 +125,15 @@ fn random_inits_match_transformers_init_statistics_per_parameter_group() {
             .unwrap()
             .1;
         let rules = InitRules::from_config(family, &cfg);
-        let gemma = model_type.starts_with("gemma3");
+        // Gemma 1, 2 and 3 keep w of (1 + w).
+        let gemma = model_type.starts_with("gemma");
         let mut groups: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
         for (t, dims) in tensors(&dir) {
             let v = generate(&rules, 7, &t, &dims);
             let g = group(&t, dims.len());
             match g {
                 "biases" => assert!(v.iter().all(|&x| x == 0.0), "{name} {t}: bias not 0"),
-                // Gemma 3 keeps w of (1 + w): the effective scale is 1 + stored.
+                // Gemma keeps w of (1 + w): the effective scale is 1 + stored.
                 "norms" => {
                     let eff = if gemma { 1.0 } else { 0.0 };
                     assert!(v.iter().all(|&x| x + eff == 1.0), "{name} {t}: norm not 1")
@@ -139,7 +148,8 @@ fn random_inits_match_transformers_init_statistics_per_parameter_group() {
                         || t.ends_with("position_embeddings.weight")
                 }
                 "bert" => t.ends_with("word_embeddings.weight"),
-                "llama" | "qwen2" | "gemma3_text" => t.ends_with("embed_tokens.weight"),
+                "llama" | "qwen2" | "gemma3_text" | "qwen3" | "mistral" | "starcoder2"
+                | "gemma" | "gemma2" | "granite" | "phi3" => t.ends_with("embed_tokens.weight"),
                 _ => false,
             };
             if dims.len() == 2 {

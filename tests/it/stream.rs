@@ -2,7 +2,8 @@
 //! `analysis::run` feeds each layer's attention to the analysis as the forward pass
 //! computes it; `analysis::from_trace` gets a finished trace holding every layer. On the
 //! bundled samples, with every tiny architecture (BERT, RoBERTa, Llama, Qwen2, GPT-2,
-//! Gemma 3, CodeGen, GPTBigCode multi-query and per-head) and the packaged MiniLM, every
+//! Gemma 3, CodeGen, GPTBigCode multi-query and per-head, Qwen3, Mistral, StarCoder2,
+//! Gemma 1, Gemma 2, Granite, Phi-3) and the packaged MiniLM, every
 //! number must be identical — bit for bit, not within a tolerance: the same kernels run
 //! on the same inputs and the sums add in the same order. Also: a layer's attention
 //! recomputed from the hidden state entering it equals the full pass's, exactly.

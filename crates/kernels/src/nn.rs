@@ -441,11 +441,35 @@ pub fn attention_probs(
     window: Option<usize>,
     ctx: &mut [f32],
 ) -> Vec<f32> {
-    probs_into_new(qkv, n, heads, d, scale, causal, window, None, ctx)
+    probs_into_new(qkv, n, heads, d, scale, causal, window, None, None, ctx)
 }
 
-/// The buffer of [`attention_probs`] and [`attention_probs_blocked`], every entry written
-/// by [`attention_core`].
+/// [`attention_probs`] with the scores soft-capped (`softcap`: Gemma 2's
+/// `attn_logit_softcapping`, each score `s` becoming `tanh(s / c) * c` after the scaling
+/// and before the mask and the softmax) and the keys of `knock` knocked out (see
+/// [`KeyBlock`]). With neither it computes exactly what [`attention_probs`] does.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_probs_capped(
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    scale: f32,
+    causal: bool,
+    window: Option<usize>,
+    softcap: Option<f32>,
+    knock: Option<&KeyBlock>,
+    ctx: &mut [f32],
+) -> Vec<f32> {
+    if let Some(b) = knock {
+        assert_eq!(b.heads.len(), heads);
+        assert_eq!(b.rows.len(), n);
+    }
+    probs_into_new(qkv, n, heads, d, scale, causal, window, softcap, knock, ctx)
+}
+
+/// The buffer of [`attention_probs`], [`attention_probs_blocked`] and
+/// [`attention_probs_capped`], every entry written by [`attention_core`].
 #[allow(clippy::too_many_arguments)]
 fn probs_into_new(
     qkv: &[f32],
@@ -455,6 +479,7 @@ fn probs_into_new(
     scale: f32,
     causal: bool,
     window: Option<usize>,
+    softcap: Option<f32>,
     knock: Option<&KeyBlock>,
     ctx: &mut [f32],
 ) -> Vec<f32> {
@@ -470,6 +495,7 @@ fn probs_into_new(
         causal,
         window,
         rows,
+        softcap,
         knock,
         &mut probs.spare_capacity_mut()[..len],
         ctx,
@@ -508,7 +534,18 @@ pub fn attention_probs_blocked(
 ) -> Vec<f32> {
     assert_eq!(block.heads.len(), heads);
     assert_eq!(block.rows.len(), n);
-    probs_into_new(qkv, n, heads, d, scale, causal, window, Some(block), ctx)
+    probs_into_new(
+        qkv,
+        n,
+        heads,
+        d,
+        scale,
+        causal,
+        window,
+        None,
+        Some(block),
+        ctx,
+    )
 }
 
 /// [`attention_windowed`] with the block size as a parameter (tests use tiny blocks).
@@ -537,6 +574,7 @@ pub fn attention_blocked(
         window,
         rows_per_block,
         None,
+        None,
         probs,
         ctx,
     )
@@ -553,6 +591,7 @@ fn attention_core(
     causal: bool,
     window: Option<usize>,
     rows_per_block: usize,
+    softcap: Option<f32>,
     knock: Option<&KeyBlock>,
     probs: &mut [std::mem::MaybeUninit<f32>],
     ctx: &mut [f32],
@@ -621,6 +660,11 @@ fn attention_core(
                     std::ptr::write_bytes(p.add(i * n + hi), 0, n - hi);
                     std::slice::from_raw_parts_mut(p.add(i * n), n)
                 };
+                if let Some(c) = softcap {
+                    for v in &mut line[a..b] {
+                        *v = (*v / c).tanh() * c;
+                    }
+                }
                 let knocked = knock.filter(|k| k.heads[h]).map(|k| k.rows[i].as_slice());
                 let seen = |j: usize| j != i && (a..b).contains(&j);
                 if let Some(keys) = knocked {

@@ -1,5 +1,5 @@
-//! Quantized GGUF checkpoints (llama.cpp's format) for the Llama, Qwen2 and Gemma 3
-//! families.
+//! Quantized GGUF checkpoints (llama.cpp's format) for the Llama, Qwen2, Qwen3, Phi-3,
+//! Gemma 1 and Gemma 3 families.
 //!
 //! A GGUF file carries its own configuration (`{arch}.*` metadata), tokenizer
 //! (`tokenizer.ggml.*`, rebuilt by [`super::gguf_tokenizer`]) and tensors in llama.cpp's
@@ -10,7 +10,7 @@
 //!    are configured exactly as from a hub checkpoint;
 //! 3. every tensor is dequantized to f32 at load (in parallel, from the mapped bytes) and
 //!    renamed to the HF checkpoint name, undoing llama.cpp's conversion edits: Gemma's
-//!    RMSNorm weights are stored as `1 + w`, Llama's Q/K rows are permuted for
+//!    (1 and 3) RMSNorm weights are stored as `1 + w`, Llama's Q/K rows are permuted for
 //!    llama.cpp's interleaved rope (transformers' `reverse_permute_weights`).
 //!
 //! Dequantizing once at load is the measured choice for the CPU: candle's quantized
@@ -34,7 +34,7 @@ pub use reader::{Array, Header, Metadata, TensorEntry, Value};
 use crate::error::{Error, Result};
 
 /// GGUF `general.architecture` values codescope can run.
-pub const GGUF_ARCHITECTURES: &[&str] = &["gemma3", "llama", "qwen2"];
+pub const GGUF_ARCHITECTURES: &[&str] = &["gemma", "gemma3", "llama", "phi3", "qwen2", "qwen3"];
 
 /// An opened GGUF file: the validated header and the file's bytes, memory-mapped (no
 /// tensor dequantized yet).
@@ -291,7 +291,34 @@ impl GgufFile {
                     "sliding_attention": {"rope_theta": 10_000.0, "rope_type": "default"},
                 });
             }
-            "llama" | "qwen2" => {
+            "gemma" => {
+                // llama.cpp's Gemma 1: no rope base in the metadata (its default 10 000),
+                // every layer global, scale head_dim^-1/2.
+                cfg["model_type"] = json!("gemma");
+                cfg["hidden_act"] = json!("gelu_pytorch_tanh");
+                cfg["rope_theta"] = json!(theta.unwrap_or(10_000.0));
+            }
+            "phi3" => {
+                // Phi3MiniModel: rope.dimension_count = head_dim * partial_rotary_factor,
+                // sliding_window 0 for none; longrope files carry rope_factors_long/short.
+                cfg["model_type"] = json!("phi3");
+                cfg["hidden_act"] = json!("silu");
+                let rot = self
+                    .num(&a("rope.dimension_count"))
+                    .unwrap_or(head_dim as f64);
+                let longrope = self.header.tensor("rope_factors_long.weight").is_some()
+                    || self.header.tensor("rope_factors_short.weight").is_some();
+                cfg["rope_parameters"] = json!({
+                    "rope_type": if longrope { "longrope" } else { "default" },
+                    "rope_theta": theta.unwrap_or(10_000.0),
+                    "partial_rotary_factor": rot / head_dim.max(1) as f64,
+                });
+                cfg["sliding_window"] = match self.num(&a("attention.sliding_window")) {
+                    Some(w) if w > 0.0 => json!(w as usize),
+                    _ => serde_json::Value::Null,
+                };
+            }
+            "llama" | "qwen2" | "qwen3" => {
                 cfg["model_type"] = json!(arch);
                 cfg["hidden_act"] = json!("silu");
                 cfg["rope_theta"] = json!(theta.unwrap_or(10_000.0));
@@ -360,7 +387,7 @@ impl GgufFile {
                 };
                 let w = self.dequantize(t)?;
                 let edit = || -> candle_core::Result<Tensor> {
-                    if arch == "gemma3" && name.ends_with("norm.weight") {
+                    if (arch == "gemma3" || arch == "gemma") && name.ends_with("norm.weight") {
                         // llama.cpp stores Gemma's `1 + w`; HF checkpoints hold `w`.
                         return w.affine(1.0, -1.0);
                     }
@@ -475,7 +502,10 @@ pub fn hf_name(arch: &str, gguf: &str) -> Option<String> {
         "post_attention_norm" => "post_attention_layernorm",
         "ffn_norm" => ffn_norm,
         "post_ffw_norm" => "post_feedforward_layernorm",
+        "attn_qkv" if arch == "phi3" => "self_attn.qkv_proj",
         "ffn_gate" => "mlp.gate_proj",
+        // Phi-3's fused `[gate | up]`.
+        "ffn_up" if arch == "phi3" => "mlp.gate_up_proj",
         "ffn_up" => "mlp.up_proj",
         "ffn_down" => "mlp.down_proj",
         _ => return None,
@@ -502,6 +532,15 @@ mod tests {
             Some("model.layers.0.self_attn.q_proj.bias")
         );
         assert_eq!(hf_name("llama", "rope_freqs.weight"), None);
+        assert_eq!(
+            hf_name("phi3", "blk.1.ffn_up.weight").as_deref(),
+            Some("model.layers.1.mlp.gate_up_proj.weight")
+        );
+        assert_eq!(
+            hf_name("phi3", "blk.0.attn_qkv.weight").as_deref(),
+            Some("model.layers.0.self_attn.qkv_proj.weight")
+        );
+        assert_eq!(hf_name("llama", "blk.0.attn_qkv.weight"), None);
     }
 
     #[test]
