@@ -1,7 +1,7 @@
 //! The `codescope` binary: parse arguments, start file logging and the signal watcher,
 //! run, report errors as one line on stderr with a non-zero exit.
 
-use clap::Parser;
+use clap::Parser as _;
 use codescope::{logging, model::integrity, signals};
 
 /// The system allocator, taught to free tensors that are views of a memory-mapped file
@@ -24,7 +24,26 @@ fn main() {
         ));
         std::process::exit(2);
     }
-    let cli = codescope::cli::Cli::parse_from(args);
+    let cli = match codescope::cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        // A usage error quotes the arguments, file names from a glob among them: made
+        // printable like every other message (clap's own colours kept on a terminal).
+        Err(e) if e.use_stderr() => {
+            use std::io::{IsTerminal, Write};
+            let colour = std::io::stderr().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let text = if colour {
+                e.render().ansi().to_string()
+            } else {
+                e.render().to_string()
+            };
+            let text = codescope::error::printable_for_terminal(&text, colour);
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            std::process::exit(e.exit_code());
+        }
+        // Help and version: to stdout, as clap writes them.
+        Err(e) => e.exit(),
+    };
     logging::init(cli.log_file.clone());
     logging::install_panic_hook();
     signals::install();

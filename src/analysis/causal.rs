@@ -116,6 +116,10 @@ impl EdgeSet {
     }
 }
 
+/// Most random draws of the matched control: each is one more forward pass, so
+/// `--control 18446744073709551615` would never finish.
+pub const MAX_CONTROL_DRAWS: usize = 10_000;
+
 /// Options of [`knockout`].
 #[derive(Debug, Clone)]
 pub struct KnockoutOptions {
@@ -124,10 +128,26 @@ pub struct KnockoutOptions {
     pub layers: Option<Vec<usize>>,
     /// 0-based heads (`None`: all).
     pub heads: Option<Vec<usize>>,
-    /// Random draws of the matched control (0: none).
+    /// Random draws of the matched control (0: none; at most [`MAX_CONTROL_DRAWS`]).
     pub control: usize,
     pub seed: u64,
     pub mode: Mode,
+}
+
+impl KnockoutOptions {
+    /// The number of control draws within its limit, before any work.
+    fn check(&self) -> Result<()> {
+        if self.control > MAX_CONTROL_DRAWS {
+            return Err(Error::Input {
+                name: "--control".into(),
+                reason: format!(
+                    "{} random draws are more than the limit of {MAX_CONTROL_DRAWS}",
+                    self.control
+                ),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// What an effect is measured in.
@@ -514,6 +534,7 @@ pub fn knockout_with(
     o: &KnockoutOptions,
     cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
 ) -> Result<KnockoutResult> {
+    o.check()?;
     let p = Prepared::new_with(model, source, lang, o.mode, false, cancel)?;
     knockout_prepared_with(model, &p, o, cancel)
 }
@@ -533,6 +554,7 @@ fn knockout_prepared_with(
     o: &KnockoutOptions,
     cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
 ) -> Result<KnockoutResult> {
+    o.check()?;
     let info = &model.info;
     let layers = mask_of(&o.layers, info.layers, "layer")?;
     let heads = mask_of(&o.heads, info.heads, "head")?;
@@ -667,6 +689,7 @@ pub fn knockout_corpus(
     o: &KnockoutOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<CorpusKnockout> {
+    o.check()?;
     // per set, per class (identifier, syntactic): (knocked, control) per snippet
     let mut pairs: Vec<[Vec<(f64, f64)>; 2]> = vec![[Vec::new(), Vec::new()]; sets.len()];
     let (mut failed, mut done) = (0, 0);

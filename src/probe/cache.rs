@@ -8,8 +8,9 @@
 //! description (architecture, layers, heads, hidden size, window; the seed of a
 //! random-weight baseline) and every snippet's
 //! language and text, so changing the model or one byte of the corpus misses the cache.
-//! Writes go to a temporary file renamed into place, so a crash never leaves a torn
-//! layer; a file that fails to load is treated as a miss.
+//! Writes are atomic ([`crate::fsio::write_atomic`]), so a crash or a full disk never
+//! leaves a torn layer; a file that fails to load (or is not a regular file) is treated
+//! as a miss.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -90,11 +91,26 @@ pub fn save(dir: &Path, f: &Features) -> Result<()> {
             Tensor::from_slice(&offsets, offsets.len(), &dev)?,
         );
         let path = layer_path(dir, l);
-        let tmp = path.with_extension("tmp");
-        candle_core::safetensors::save(&m, &tmp)?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        let bytes = safetensors::tensor::serialize(&m, None)
+            .map_err(|e| Error::io(&path, std::io::Error::other(e)))?;
+        crate::fsio::write_atomic(&path, &bytes)?;
     }
     Ok(())
+}
+
+/// The bytes of layer file `p` if it is a regular file (never a device or a FIFO, which
+/// a tampered shard could put there: opening a FIFO would wait forever, `/dev/zero`
+/// would never end), read up to the length it has when opened.
+fn read_layer(p: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    if !std::fs::metadata(p).ok()?.is_file() {
+        return None;
+    }
+    let f = std::fs::File::open(p).ok()?;
+    let len = f.metadata().ok()?.len();
+    let mut buf = Vec::with_capacity(usize::try_from(len).ok()?);
+    f.take(len.saturating_add(1)).read_to_end(&mut buf).ok()?;
+    (buf.len() as u64 == len).then_some(buf)
 }
 
 /// Load `layers` layers for `snippets` snippets, or `None` on any miss or mismatch.
@@ -102,7 +118,8 @@ pub fn load(dir: &Path, layers: usize, snippets: usize, dim: usize) -> Option<Fe
     let dev = Device::Cpu;
     let mut out: Vec<SnippetHidden> = Vec::new();
     for l in 0..layers {
-        let m = candle_core::safetensors::load(layer_path(dir, l), &dev).ok()?;
+        let m =
+            candle_core::safetensors::load_buffer(&read_layer(&layer_path(dir, l))?, &dev).ok()?;
         let h = m.get("hidden")?;
         let (n, d) = h.dims2().ok()?;
         if d != dim {

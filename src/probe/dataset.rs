@@ -316,7 +316,8 @@ pub fn label_snippet_with(
             // As many `none` pairs as edges; edges themselves capped at 2/3 of the budget.
             let mut edges: Vec<(usize, usize, usize)> = cf.into_iter().chain(cp).collect();
             rng.shuffle(&mut edges);
-            edges.truncate(max_pairs * 2 / 3);
+            // Two thirds of the budget, never overflowing (any --max-pairs is allowed).
+            edges.truncate(max_pairs / 3 * 2 + max_pairs % 3 * 2 / 3);
             rng.shuffle(&mut none);
             none.truncate(edges.len().min(max_pairs - edges.len()));
             let mut all: Vec<_> = edges.into_iter().chain(none).collect();

@@ -384,3 +384,97 @@ fn mutate_pickle(r: &mut Rng, zip_bytes: &[u8]) -> Vec<u8> {
     }
     out.into_inner()
 }
+
+/// Random text drawn heavily from what a terminal or an XML parser must never see raw
+/// (C0 and C1 controls, DEL, escape sequences, bidirectional overrides, non-characters of
+/// every plane) through the one escaping function of messages (`error::printable`), its
+/// terminal form (`printable_for_terminal`, codescope's colour codes kept) and the
+/// figures' (`svg::esc`): no control or non-character survives, only `ESC [ digits m`
+/// does where colour is kept, and every escaped string is XML character data that parses.
+#[test]
+fn escaping_functions_leave_nothing_raw() {
+    use codescope::error::{printable, printable_for_terminal};
+    use codescope::export::figure::svg::esc;
+    let cases = env_usize("CODESCOPE_FUZZ_CASES", 1500);
+    let mut r = Rng(SplitMix::new(seed() ^ 0xe5c));
+    let nonchar = |c: char| matches!(c, '\u{fdd0}'..='\u{fdef}') || (c as u32 & 0xfffe) == 0xfffe;
+    let pieces: &[&str] = &[
+        "\u{1b}]0;title\u{7}",
+        "\u{1b}]52;c;aGk=\u{7}",
+        "\u{1b}[2J",
+        "\u{1b}[31m",
+        "\u{1b}[0m",
+        "\u{1b}[1;2;3m",
+        "\u{1b}[?1049h",
+        "\r",
+        "\n",
+        "\t",
+        "\u{7f}",
+        "\u{9b}",
+        "\u{202e}",
+        "\u{2066}",
+        "<&>\"",
+        "def f(x):",
+        "é",
+        "\u{fffd}",
+    ];
+    for case in 0..cases {
+        let mut s = String::new();
+        for _ in 0..r.below(12) {
+            match r.below(3) {
+                0 => s.push_str(pieces[r.below(pieces.len())]),
+                1 => s.push(char::from_u32(r.below(0x100) as u32).unwrap()),
+                _ => {
+                    // A non-character of a random plane, or any scalar value.
+                    let c = if r.chance(2) {
+                        (r.below(17) as u32) << 16 | 0xfffe | r.below(2) as u32
+                    } else {
+                        r.below(0x11_0000) as u32
+                    };
+                    s.extend(char::from_u32(c));
+                }
+            }
+        }
+        let ctx = format!("seed {:#x} case {case}: {s:?}", seed());
+        for keep in [false, true] {
+            let p = printable(&s, keep);
+            assert!(
+                !p.chars().any(|c| (c.is_control() && !(keep && c == '\n'))
+                    || nonchar(c)
+                    || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
+                "printable({keep}) {ctx}: {p:?}"
+            );
+            let t = printable_for_terminal(&s, keep);
+            let mut rest: &str = &t;
+            while let Some(i) = rest.find('\u{1b}') {
+                assert!(keep, "an escape kept without colour, {ctx}: {t:?}");
+                let body = &rest[i + 1..];
+                let n = body
+                    .strip_prefix('[')
+                    .map(|b| {
+                        b.bytes()
+                            .take_while(|b| b.is_ascii_digit() || *b == b';')
+                            .count()
+                    })
+                    .unwrap_or_else(|| panic!("a raw escape, {ctx}: {t:?}"));
+                assert_eq!(body.as_bytes().get(1 + n), Some(&b'm'), "{ctx}: {t:?}");
+                rest = &body[1 + n..];
+            }
+            assert!(
+                !t.chars().any(|c| c != '\u{1b}'
+                    && c != '\n'
+                    && c != '\t'
+                    && (c.is_control() || nonchar(c))),
+                "printable_for_terminal({keep}) {ctx}: {t:?}"
+            );
+        }
+        let x = esc(&s);
+        assert!(
+            !x.chars().any(|c| c.is_control() || nonchar(c)),
+            "esc {ctx}: {x:?}"
+        );
+        let doc = format!("<svg xmlns=\"http://www.w3.org/2000/svg\"><text>{x}</text></svg>");
+        resvg::usvg::Tree::from_str(&doc, &resvg::usvg::Options::default())
+            .unwrap_or_else(|e| panic!("esc {ctx}: the SVG does not parse: {e}"));
+    }
+}

@@ -350,6 +350,19 @@ fn untrusted_files_are_read_within_limits() {
     let mut c = env.cmd();
     c.args(["trace", "--model"]).arg(&m).arg(env.sample());
     measured(c, "vocab.txt", "over the limit of 256 MiB");
+    // A tokenizer_config.json of 512 MiB next to a WordPiece vocabulary: refused at the
+    // limit, not read whole and not ignored.
+    let m = env.root.join("tkbig");
+    write_tiny_model(&m, &tiny).unwrap();
+    let _ = std::fs::remove_file(m.join("tokenizer.json"));
+    sparse(&m.join("tokenizer_config.json"), 512);
+    let mut c = env.cmd();
+    c.args(["trace", "--model"]).arg(&m).arg(env.sample());
+    measured(
+        c,
+        "tokenizer_config.json",
+        "tokenizer_config.json is larger than the limit of 16 MiB",
+    );
     // An unparsable tokenizer_config.json next to a WordPiece vocabulary.
     let m = env.root.join("tkcfg");
     write_tiny_model(&m, &tiny).unwrap();
@@ -477,7 +490,7 @@ fn xml_invalid_code_points_make_valid_figures() {
     let src = env.root.join("odd.py");
     std::fs::write(
         &src,
-        "def f(x):\n    s = \"\u{fffe}\u{ffff}\"\n    return x + s\n",
+        "def f(x):\n    s = \"\u{fffe}\u{ffff}\u{fdd0}\u{10ffff}\"\n    return x + s\n",
     )
     .unwrap();
     for view in ["heatmap", "screen"] {
@@ -493,10 +506,9 @@ fn xml_invalid_code_points_make_valid_figures() {
             .output()
             .unwrap());
         let text = std::fs::read_to_string(&svg).unwrap();
-        assert!(
-            !text.contains('\u{ffff}') && !text.contains('\u{fffe}'),
-            "{view}"
-        );
+        for c in ['\u{fffe}', '\u{ffff}', '\u{fdd0}', '\u{10ffff}'] {
+            assert!(!text.contains(c), "{view}: {:x} in the SVG", c as u32);
+        }
         resvg::usvg::Tree::from_str(&text, &resvg::usvg::Options::default())
             .unwrap_or_else(|e| panic!("{view}: the SVG does not parse: {e}"));
         let png = env.root.join(format!("{view}.png"));
@@ -548,4 +560,136 @@ fn mistyped_commands_are_suggested() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The notices of a run that succeeds quote paths escaped too (the notice path, not only
+/// the final error line): a corpus directory and an output directory whose names hold
+/// a title change, a clipboard write and a carriage return.
+#[test]
+fn notices_quote_paths_escaped() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let evil = "x\u{1b}]0;owned\u{7}\u{1b}]52;c;aGk=\u{7}\rok";
+    let corpus = env.root.join(format!("corpus{evil}"));
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::write(corpus.join("a.py"), "def f(x):\n    return x + 1\n").unwrap();
+    let o = env
+        .cmd()
+        .arg("--model")
+        .arg(&m)
+        .args(["reproduce", "--data"])
+        .arg(&corpus)
+        .arg("--out")
+        .arg(env.root.join(format!("out{evil}")))
+        .output()
+        .unwrap();
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !err.chars().any(|c| c.is_control() && c != '\n'),
+        "raw control text on stderr: {err:?}"
+    );
+    assert!(
+        err.contains("snippets from ") && err.contains("corpusx\\u{1b}]0;owned\\u{7}"),
+        "{err}"
+    );
+    assert!(
+        err.contains("tables written to ") && err.contains("\\rok"),
+        "{err}"
+    );
+}
+
+/// A log file that cannot be written (a full disk) costs the log, nothing else: no
+/// complaint of the logging library reaches stderr, which in the explorer is the screen
+/// (there it overwrote the analysis).
+#[cfg(unix)]
+#[test]
+#[ignore = "needs the lead's fix: logging::init wraps the log file in a writer that \
+            swallows write errors (tracing-subscriber prints each failed event to stderr)"]
+fn an_unwritable_log_file_stays_off_the_terminal() {
+    use std::os::unix::process::CommandExt;
+    let env = Env::new();
+    let log = env.root.join("log.txt");
+    std::fs::write(&log, vec![b'.'; 4096]).unwrap();
+    let mut c = env.cmd();
+    c.arg("syntax").arg(env.sample());
+    // SAFETY: setrlimit and signal are async-signal-safe; nothing else runs here.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: 1024,
+                rlim_max: 1024,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = c.output().unwrap();
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.is_empty(), "stderr: {err}");
+}
+
+/// Numbers that size the work and are not bounded by the model: `knockout --control`
+/// (one forward pass per draw; 2^64-1 of them never finished) is refused above its limit
+/// at once, and `probe --max-pairs 2^64-1` (it overflowed computing two thirds of the
+/// budget: a panic) runs like any large budget.
+#[test]
+fn numbers_that_size_the_work_are_bounded() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    write_tiny_model(&m, &Tiny::default()).unwrap();
+    let t0 = std::time::Instant::now();
+    let line = fails(
+        &env.cmd()
+            .arg("--model")
+            .arg(&m)
+            .args(["knockout", "--edges", "syn-id", "--control"])
+            .arg(u64::MAX.to_string())
+            .arg(env.sample())
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        line.contains("--control") && line.contains("more than the limit of 10000"),
+        "{line}"
+    );
+    assert!(t0.elapsed() < std::time::Duration::from_secs(30));
+    let out = ok(&env
+        .cmd()
+        .arg("--model")
+        .arg(&m)
+        .args(["probe", "--limit", "4", "--max-pairs"])
+        .arg(u64::MAX.to_string())
+        .output()
+        .unwrap());
+    assert!(out.contains("layer"), "{out}");
+}
+
+/// The same limits as usage errors when the arguments are parsed (exit 2), as for every
+/// other CLI number.
+#[test]
+#[ignore = "needs the lead's fix: cli.rs gives --control a range 0-10000 \
+            (analysis::causal::MAX_CONTROL_DRAWS) and --max-pairs, --dp-max-train, \
+            --dp-max-test ranges; index_list caps the total count, not only each range"]
+fn work_sizing_numbers_are_usage_errors() {
+    let env = Env::new();
+    let sample = env.sample();
+    let s = sample.to_str().unwrap();
+    // 200 x 100,000 indices today (160 MB); 20,000 of them would be 16 GB.
+    let many = vec!["1-100000"; 200].join(",");
+    for args in [
+        vec!["knockout", "--edges", "syn-id", "--control", "10001", s],
+        vec!["probe", "--max-pairs", "18446744073709551615"],
+        vec!["probe", "--dp-max-train", "18446744073709551615"],
+        vec!["knockout", "--edges", "syn-id", "--layers", &many, s],
+    ] {
+        let o = env.cmd().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{:?}: {err}", &args[..3]);
+    }
 }

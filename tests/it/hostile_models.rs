@@ -611,4 +611,23 @@ fn control_text_in_model_files_reaches_stderr_escaped() {
         "--out".as_ref(),
         env.root.join("deck").as_os_str(),
     ]);
+    // A tour's rewrite value (the step's file is fine).
+    std::fs::write(
+        &tour,
+        format!(
+            "[[step]]\nmodel = {}\nfile = {}\nrewrite = {}\n",
+            serde_json::Value::from(fixtures().join("tiny_roberta").display().to_string()),
+            serde_json::Value::from(sample.display().to_string()),
+            serde_json::Value::from(EVIL)
+        ),
+    )
+    .unwrap();
+    let line = check(&[
+        "render".as_ref(),
+        "--tour".as_ref(),
+        tour.as_os_str(),
+        "--out".as_ref(),
+        env.root.join("deck").as_os_str(),
+    ]);
+    assert!(line.contains("step 1"), "{line}");
 }

@@ -445,3 +445,128 @@ fn probe_shards_of_other_weights_or_tampered_are_refused() {
     let line = fails(&merge_probe(&[&p1, &p2]));
     assert!(line.contains("missing or damaged"), "{line}");
 }
+
+/// A probe shard whose feature file is `/dev/zero` (a link to it) or a FIFO no one
+/// writes: `merge` says the features are damaged, at once and in bounded memory,
+/// instead of reading forever or waiting on the FIFO.
+#[cfg(unix)]
+#[test]
+fn probe_shard_features_that_are_not_files_are_refused_at_once() {
+    use std::time::{Duration, Instant};
+    let env = Env::new();
+    let model = env.root.join("tiny");
+    tiny(&model, 7);
+    let (p1, p2) = (env.root.join("p1"), env.root.join("p2"));
+    ok(&probe_shard(&env, &model, "1/2", &p1));
+    ok(&probe_shard(&env, &model, "2/2", &p2));
+    let layer = p1.join("features/layer_0.safetensors");
+    assert!(layer.is_file(), "{}", layer.display());
+    let c_path = std::ffi::CString::new(layer.to_str().unwrap()).unwrap();
+    for what in ["/dev/zero", "a FIFO"] {
+        std::fs::remove_file(&layer).unwrap();
+        if what == "a FIFO" {
+            // SAFETY: mkfifo on a NUL-terminated path we own.
+            assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &layer).unwrap();
+        }
+        let mut c = env.cmd();
+        c.arg("merge").args([&p1, &p2]);
+        // Should it read `/dev/zero` after all, it fails at 8 GiB, not with the machine.
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+                let lim = libc::rlimit {
+                    rlim_cur: 8 << 30,
+                    rlim_max: 8 << 30,
+                };
+                libc::setrlimit(libc::RLIMIT_AS, &lim);
+                Ok(())
+            });
+        }
+        let mut child = c
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what}: merge did not finish in 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let line = fails(&child.wait_with_output().unwrap());
+        assert!(line.contains("missing or damaged"), "{what}: {line}");
+    }
+}
+
+/// `reproduce` on a full disk (a file-size limit, SIGXFSZ ignored, so writes fail with
+/// EFBIG as they do when the disk is full): a failed checkpoint write is one error line
+/// naming the checkpoint, the previous checkpoint stays byte for byte, and nothing is
+/// left beside it (no 0-byte temporary, no partial table).
+#[cfg(unix)]
+#[test]
+fn a_checkpoint_write_on_a_full_disk_keeps_the_old_one_and_leaves_nothing() {
+    use std::os::unix::process::CommandExt;
+    let env = Env::new();
+    let model = env.root.join("tiny");
+    tiny(&model, 7);
+    let data = samples();
+    let limited = |out: &Path| {
+        let mut c = env.cmd();
+        c.arg("--model")
+            .arg(&model)
+            .args(["reproduce", "--limit", "3", "--data"])
+            .arg(&data)
+            .arg("--out")
+            .arg(out);
+        // SAFETY: setrlimit and signal are async-signal-safe; nothing else runs here.
+        unsafe {
+            c.pre_exec(|| {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let lim = libc::rlimit {
+                    rlim_cur: 1024,
+                    rlim_max: 1024,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        c.output().unwrap()
+    };
+    let names = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    // A fresh run: the first checkpoint cannot be written.
+    let fresh = env.root.join("fresh");
+    let line = fails(&limited(&fresh));
+    assert!(line.contains("state.json"), "{line}");
+    assert!(names(&fresh).is_empty(), "{:?}", names(&fresh));
+    // A finished run, rerun on the full disk: its checkpoint is rewritten at the end,
+    // which fails; the old one is kept whole.
+    let done = env.root.join("done");
+    ok(&reproduce(&env, &model, &data, &done, &["--limit", "3"]));
+    let before = names(&done);
+    let state = std::fs::read(done.join("state.json")).unwrap();
+    assert!(
+        state.len() > 1024,
+        "the checkpoint is {} bytes",
+        state.len()
+    );
+    let line = fails(&limited(&done));
+    assert!(line.contains("state.json"), "{line}");
+    assert_eq!(std::fs::read(done.join("state.json")).unwrap(), state);
+    assert_eq!(names(&done), before);
+    // With room again, the run resumes from it.
+    ok(&reproduce(&env, &model, &data, &done, &["--limit", "3"]));
+}

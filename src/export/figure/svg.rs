@@ -35,8 +35,8 @@ pub fn clip(s: &str, n: usize) -> String {
 }
 
 /// Escape text for SVG (tabs as spaces, control characters dropped to spaces, the code
-/// points XML 1.0 forbids, U+FFFE and U+FFFF, as U+FFFD), so any code makes a document
-/// that parses.
+/// points XML 1.0 forbids, U+FFFE and U+FFFF, and every other non-character as U+FFFD),
+/// so any code makes a document that parses.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
@@ -47,11 +47,17 @@ pub fn esc(s: &str) -> String {
             '"' => o.push_str("&quot;"),
             '\t' => o.push_str("    "),
             c if c.is_control() => o.push(' '),
-            '\u{fffe}' | '\u{ffff}' => o.push('\u{fffd}'),
+            c if is_noncharacter(c) => o.push('\u{fffd}'),
             c => o.push(c),
         }
     }
     o
+}
+
+/// The 66 non-characters: U+FDD0 to U+FDEF and the last two code points of every plane
+/// (U+FFFE and U+FFFF among them, which XML 1.0 forbids outright).
+fn is_noncharacter(c: char) -> bool {
+    matches!(c, '\u{fdd0}'..='\u{fdef}') || (c as u32 & 0xfffe) == 0xfffe
 }
 
 /// Horizontal anchor of a text element.
@@ -278,6 +284,11 @@ mod tests {
         assert_eq!(clip("abc", 4), "abc");
         assert_eq!(esc("a<b>&\"\t"), "a&lt;b&gt;&amp;&quot;    ");
         assert_eq!(esc("x\u{fffe}\u{ffff}\u{1b}y"), "x\u{fffd}\u{fffd} y");
+        assert_eq!(
+            esc("\u{fdd0}\u{fdef}\u{1fffe}\u{10ffff}\u{fffd}"),
+            "\u{fffd}".repeat(5)
+        );
+        assert_eq!(esc("\u{fdcf}\u{fdf0}"), "\u{fdcf}\u{fdf0}");
         assert!((text_w("abcd", 20.0) - 48.16).abs() < 1e-9);
     }
 

@@ -45,7 +45,17 @@ const TOKENIZER: &str = "tokenizer-merges.bin";
 
 /// The tokenizer state saved in an entry, if any.
 pub fn tokenizer_state(dir: &Path) -> Option<Vec<u8>> {
-    std::fs::read(dir.join(TOKENIZER)).ok()
+    let p = dir.join(TOKENIZER);
+    if !p.is_file() {
+        return None;
+    }
+    crate::fsio::read_bounded(
+        &p,
+        crate::model::limits::MAX_TOKENIZER_BYTES,
+        "the merge table",
+    )
+    .map_err(|e| tracing::warn!("not using the cached merge table: {e}"))
+    .ok()
 }
 const SOURCE: &str = "source.json";
 
@@ -115,8 +125,25 @@ fn describe(path: &Path, sha256: String) -> Result<Source> {
 }
 
 fn read_source(dir: &Path) -> Option<Source> {
-    let text = std::fs::read_to_string(dir.join(SOURCE)).ok()?;
-    serde_json::from_str(&text).ok()
+    let p = dir.join(SOURCE);
+    if !p.is_file() {
+        return None;
+    }
+    let text = crate::fsio::read_to_string_bounded(
+        &p,
+        crate::model::limits::MAX_CONFIG_BYTES,
+        "the cache entry's source record",
+    )
+    .map_err(|e| tracing::warn!("ignoring a dequantized-weight cache entry: {e}"))
+    .ok()?;
+    serde_json::from_str(&text)
+        .map_err(|e| {
+            tracing::warn!(
+                "ignoring a dequantized-weight cache entry {}: {e}",
+                p.display()
+            )
+        })
+        .ok()
 }
 
 /// The entry made from the GGUF at `path` as it is now, if there is one (path, size,

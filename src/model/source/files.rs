@@ -157,8 +157,10 @@ pub fn content_digest(files: &[(&'static str, PathBuf)]) -> Result<String> {
     h.update(b"codescope-model-files-v1\0");
     let mut buf = vec![0u8; 1 << 20];
     for (role, p) in files {
-        let mut f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
+        let f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
         let len = f.metadata().map_err(|e| Error::io(p, e))?.len();
+        // Never past the length it had when opened (a file that grows, a device).
+        let mut f = f.take(len.saturating_add(1));
         h.update(role.as_bytes());
         h.update([0]);
         h.update(len.to_le_bytes());

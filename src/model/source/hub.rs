@@ -382,7 +382,7 @@ fn download_hub(repo: &str, revision: &str, source: &str) -> Result<ModelFiles> 
         if let Some(parent) = r.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
         }
-        std::fs::write(&r, &commit).map_err(|e| Error::io(&r, e))?;
+        crate::fsio::write_atomic(&r, commit.as_bytes())?;
     }
     let dir = base.join("snapshots").join(&commit);
     crate::model::integrity::record(&dir, source, &digests)?;
