@@ -450,7 +450,7 @@ pub struct KnockoutArgs {
     pub heads: Option<IndexList>,
     /// Random draws of the matched control: as many pairs drawn from outside the set
     /// (0: none).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = control_draws)]
     pub control: usize,
     /// Seed of the control's draws.
     #[arg(long, default_value_t = 0)]
@@ -495,7 +495,36 @@ fn edge_set(s: &str) -> Result<crate::analysis::causal::EdgeSet, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexList(pub Vec<usize>);
 
-/// `1,3-5` (1-based) as 0-based indices, ascending, without repeats.
+/// A whole number within `lo..=hi`, or a one-line usage error naming the range.
+fn bounded(s: &str, lo: usize, hi: usize, what: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|v| (lo..=hi).contains(v))
+        .ok_or_else(|| format!("`{s}`: {what} must be from {lo} to {hi}"))
+}
+
+/// `knockout --control`: 0 to [`crate::analysis::causal::MAX_CONTROL_DRAWS`] draws.
+fn control_draws(s: &str) -> Result<usize, String> {
+    bounded(
+        s,
+        0,
+        crate::analysis::causal::MAX_CONTROL_DRAWS,
+        "the control draws",
+    )
+}
+
+/// `probe --max-pairs`: 1 to 1,000,000 pairs per snippet and task.
+fn pairs(s: &str) -> Result<usize, String> {
+    bounded(s, 1, 1_000_000, "the pairs per snippet")
+}
+
+/// `probe --dp-max-train` / `--dp-max-test`: 1 to 1,000,000 points.
+fn points(s: &str) -> Result<usize, String> {
+    bounded(s, 1, 1_000_000, "the points")
+}
+
+/// `1,3-5` (1-based) as 0-based indices, ascending, without repeats (at most 100,000).
 fn index_list(s: &str) -> Result<IndexList, String> {
     let mut v = Vec::new();
     for part in s.split(',').filter(|p| !p.trim().is_empty()) {
@@ -503,8 +532,8 @@ fn index_list(s: &str) -> Result<IndexList, String> {
         if a == 0 {
             return Err(format!("`{s}`: layers and heads count from 1"));
         }
-        if b - a > 100_000 {
-            return Err(format!("`{s}`: the range is too long"));
+        if b - a > 100_000 || v.len() + (b - a) > 100_000 {
+            return Err(format!("`{s}`: more than 100000 layers or heads"));
         }
         v.extend(a - 1..b);
     }
@@ -639,10 +668,12 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = 128, value_parser = parse_rank)]
     pub ast_rank: usize,
     /// DirectProbe: at most this many training points per task and layer (sampled).
-    #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TRAIN)]
+    #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TRAIN,
+          value_parser = points)]
     pub dp_max_train: usize,
     /// DirectProbe: at most this many test points per task and layer (sampled).
-    #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TEST)]
+    #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TEST,
+          value_parser = points)]
     pub dp_max_test: usize,
     /// Whose pair datasets: codescope's (default) or `study`, the study's DirectProbe
     /// datasets as its scripts build them (paper-mode input, its candidate pairs and class
@@ -665,7 +696,7 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = crate::probe::DEFAULT_SEED)]
     pub seed: u64,
     /// At most this many pairs per snippet and pair task.
-    #[arg(long, default_value_t = crate::probe::DEFAULT_MAX_PAIRS)]
+    #[arg(long, default_value_t = crate::probe::DEFAULT_MAX_PAIRS, value_parser = pairs)]
     pub max_pairs: usize,
     /// The data-flow graph the dfg task's labels come from: `dfg` (the study's,
     /// GraphCodeBERT's rules) or `dfg_refined` (codescope's identifier-only data flow).

@@ -33,8 +33,25 @@ pub fn init(path: Option<PathBuf>) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
-        .with_writer(Mutex::new(file))
+        .with_writer(Mutex::new(Quiet(file)))
         .try_init();
+}
+
+/// The log file, whose write errors (a full disk, a file-size limit) cost the log line and
+/// nothing else: tracing-subscriber reports a failed write on stderr, which in the
+/// explorer is the screen.
+struct Quiet(std::fs::File);
+
+impl std::io::Write for Quiet {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = self.0.write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = self.0.flush();
+        Ok(())
+    }
 }
 
 /// Write `codescope: {msg}` as one line on stderr (notices and the final error of the

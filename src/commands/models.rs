@@ -2,15 +2,18 @@
 
 use super::*;
 
+/// `codescope models`: the presets, whether each is on disk, the caches.
 pub(super) fn models() -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    let w = |e: std::io::Error| Error::io("<stdout>", e);
+    // Built whole, then printed: paths and sources come from the file system and are made
+    // printable on a terminal like every other text output.
+    use std::fmt::Write as _;
+    let mut out = String::new();
     writeln!(
         out,
         "{:<20} {:<37} {:<6} description",
         "preset", "spec", "local"
     )
-    .map_err(w)?;
+    .ok();
     for p in source::PRESETS {
         let local = source::preset_available(p);
         writeln!(
@@ -21,7 +24,7 @@ pub(super) fn models() -> Result<()> {
             if local.is_some() { "yes" } else { "no" },
             p.description
         )
-        .map_err(w)?;
+        .ok();
     }
     writeln!(
         out,
@@ -35,14 +38,14 @@ pub(super) fn models() -> Result<()> {
         crate::paths::hf_cache_dir().display(),
         crate::paths::cache_dir().display()
     )
-    .map_err(w)?;
+    .ok();
     let cached = model::gguf::cache::list();
     if !cached.is_empty() {
         writeln!(
             out,
             "Dequantized GGUF weights (opened from here; `codescope cache clean` removes them):"
         )
-        .map_err(w)?;
+        .ok();
     }
     for e in cached {
         let from = e.source.map_or("(unknown source)".to_string(), |s| {
@@ -54,9 +57,9 @@ pub(super) fn models() -> Result<()> {
             e.bytes >> 20,
             e.dir.display()
         )
-        .map_err(w)?;
+        .ok();
     }
-    Ok(())
+    print(&out)
 }
 
 /// `codescope cache verify|clean`.

@@ -605,8 +605,6 @@ fn notices_quote_paths_escaped() {
 /// (there it overwrote the analysis).
 #[cfg(unix)]
 #[test]
-#[ignore = "needs the lead's fix: logging::init wraps the log file in a writer that \
-            swallows write errors (tracing-subscriber prints each failed event to stderr)"]
 fn an_unwritable_log_file_stays_off_the_terminal() {
     use std::os::unix::process::CommandExt;
     let env = Env::new();
@@ -635,36 +633,19 @@ fn an_unwritable_log_file_stays_off_the_terminal() {
 }
 
 /// Numbers that size the work and are not bounded by the model: `knockout --control`
-/// (one forward pass per draw; 2^64-1 of them never finished) is refused above its limit
-/// at once, and `probe --max-pairs 2^64-1` (it overflowed computing two thirds of the
-/// budget: a panic) runs like any large budget.
+/// (one forward pass per draw; 2^64-1 of them never finished) and `probe --max-pairs`
+/// (2^64-1 overflowed computing two thirds of the budget: a panic) are refused when the
+/// arguments are parsed (below); the largest budget they allow runs like any other.
 #[test]
 fn numbers_that_size_the_work_are_bounded() {
     let env = Env::new();
     let m = env.root.join("tiny");
     write_tiny_model(&m, &Tiny::default()).unwrap();
-    let t0 = std::time::Instant::now();
-    let line = fails(
-        &env.cmd()
-            .arg("--model")
-            .arg(&m)
-            .args(["knockout", "--edges", "syn-id", "--control"])
-            .arg(u64::MAX.to_string())
-            .arg(env.sample())
-            .output()
-            .unwrap(),
-    );
-    assert!(
-        line.contains("--control") && line.contains("more than the limit of 10000"),
-        "{line}"
-    );
-    assert!(t0.elapsed() < std::time::Duration::from_secs(30));
     let out = ok(&env
         .cmd()
         .arg("--model")
         .arg(&m)
-        .args(["probe", "--limit", "4", "--max-pairs"])
-        .arg(u64::MAX.to_string())
+        .args(["probe", "--limit", "4", "--max-pairs", "1000000"])
         .output()
         .unwrap());
     assert!(out.contains("layer"), "{out}");
@@ -673,9 +654,6 @@ fn numbers_that_size_the_work_are_bounded() {
 /// The same limits as usage errors when the arguments are parsed (exit 2), as for every
 /// other CLI number.
 #[test]
-#[ignore = "needs the lead's fix: cli.rs gives --control a range 0-10000 \
-            (analysis::causal::MAX_CONTROL_DRAWS) and --max-pairs, --dp-max-train, \
-            --dp-max-test ranges; index_list caps the total count, not only each range"]
 fn work_sizing_numbers_are_usage_errors() {
     let env = Env::new();
     let sample = env.sample();
@@ -684,6 +662,14 @@ fn work_sizing_numbers_are_usage_errors() {
     let many = vec!["1-100000"; 200].join(",");
     for args in [
         vec!["knockout", "--edges", "syn-id", "--control", "10001", s],
+        vec![
+            "knockout",
+            "--edges",
+            "syn-id",
+            "--control",
+            "18446744073709551615",
+            s,
+        ],
         vec!["probe", "--max-pairs", "18446744073709551615"],
         vec!["probe", "--dp-max-train", "18446744073709551615"],
         vec!["knockout", "--edges", "syn-id", "--layers", &many, s],
@@ -691,5 +677,10 @@ fn work_sizing_numbers_are_usage_errors() {
         let o = env.cmd().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{:?}: {err}", &args[..3]);
+        assert!(
+            err.contains("must be from") || err.contains("more than 100000"),
+            "{:?}: {err}",
+            &args[..3]
+        );
     }
 }

@@ -464,8 +464,6 @@ fn tty_a_usage_error_quoting_a_file_name_is_printable() {
 /// `codescope models` prints the cache's path (and the GGUF files dequantized entries
 /// come from): to a terminal, printable like every other text output.
 #[test]
-#[ignore = "needs the lead's fix: commands::models builds its text and writes it with \
-            print() (it writes to stdout directly, so paths reach the terminal raw)"]
 fn tty_models_prints_a_hostile_cache_path_printable() {
     let d = tempfile::tempdir().unwrap();
     let tmux = Tmux::new("models");
