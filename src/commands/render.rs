@@ -237,8 +237,11 @@ fn render_deck(
     Ok(())
 }
 
+/// Text for the deck's HTML: control characters shown escaped (as on a terminal), then
+/// the HTML specials.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
+    crate::error::printable(s, false)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")

@@ -36,7 +36,7 @@ fn deck_links_resolve_to_the_images_it_wrote() {
     std::fs::write(tmp.join("a.py"), "def f(x):\n    y = x + 1\n    return y\n").unwrap();
     let model = fixture("tiny_roberta");
     let tour = format!(
-        "title = \"Deck\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nlayer = 1\nhead = 1\ncaption = \"first step\"\n\n[[step]]\ncode = \"def g(a):\\n    return a\\n\"\nview = \"heads\"\ncaption = \"second <step>\"\n\n[[step]]\nfile = \"a.py\"\nrewrite = \"rename:neutral\"\ncaption = \"renamed\"\n\n[[step]]\nfile = \"a.py\"\nview = \"categories\"\ncaption = \"categories\"\n"
+        "title = \"Deck\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nlayer = 1\nhead = 1\ncaption = \"first step\"\n\n[[step]]\ncode = \"def g(a):\\n    return a\\n\"\nview = \"heads\"\ncaption = \"second <step>\\u001b]2;x\\u0007\"\n\n[[step]]\nfile = \"a.py\"\nrewrite = \"rename:neutral\"\ncaption = \"renamed\"\n\n[[step]]\nfile = \"a.py\"\nview = \"categories\"\ncaption = \"categories\"\n"
     );
     let tour_path = tmp.join("talk.toml");
     std::fs::write(&tour_path, tour).unwrap();
@@ -94,6 +94,9 @@ fn deck_links_resolve_to_the_images_it_wrote() {
         html.contains("second &lt;step&gt;"),
         "captions are escaped: {html}"
     );
+    // Control characters in a caption are shown, not kept raw.
+    assert!(!html.contains('\u{1b}') && !html.contains('\u{7}'), "{html}");
+    assert!(html.contains("\\u{1b}]2;x"), "{html}");
 }
 
 /// `render --rewrite R` draws a comparison: the heatmap on B − A by default (`--side a|b`
