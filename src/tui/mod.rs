@@ -151,6 +151,14 @@ pub fn run(opts: Options) -> Result<()> {
             reason: "the explorer needs a terminal; for text output use `codescope trace` or `codescope analyze`".into(),
         });
     }
+    if theme::is_dumb_term(std::env::var("TERM").ok().as_deref()) {
+        return Err(Error::Input {
+            name: "TERM=dumb".into(),
+            reason: "this terminal cannot place the cursor, so it cannot draw the explorer; \
+                     the headless forms work (`codescope analyze`, `codescope render --view screen --out screen.txt`)"
+                .into(),
+        });
+    }
     // Download progress bars would draw over the screen.
     source::set_progress(false);
     // A signal must let the loop below restore the terminal before the process exits.

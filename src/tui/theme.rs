@@ -20,29 +20,111 @@ pub enum ColorMode {
     TrueColor,
     /// The xterm 256-colour palette (SSH, tmux, most terminals).
     Ansi256,
+    /// The 16 ANSI colours (`TERM=linux`, the Linux console, and other 8/16-colour
+    /// terminals): tokens keep their category hues, but no colour ramp fits in 16
+    /// colours, so intensities are drawn as in NO_COLOR, with `░▒▓█` and modifiers.
+    Ansi16,
     /// No colour at all (`NO_COLOR` set): intensities as `░▒▓█`, categories as modifiers.
     None,
 }
 
 impl ColorMode {
-    /// From the environment: `NO_COLOR` (non-empty) wins, then `COLORTERM`.
+    /// From the environment: `NO_COLOR` (non-empty) wins, then `COLORTERM`, then `TERM`.
     pub fn detect() -> Self {
-        Self::from_env(
+        Self::from_env_term(
             std::env::var("NO_COLOR").ok().as_deref(),
             std::env::var("COLORTERM").ok().as_deref(),
+            std::env::var("TERM").ok().as_deref(),
         )
     }
 
-    /// [`ColorMode::detect`] on given values (testable).
+    /// [`ColorMode::detect`] on given `NO_COLOR` and `COLORTERM` (any `TERM`).
     pub fn from_env(no_color: Option<&str>, colorterm: Option<&str>) -> Self {
+        Self::from_env_term(no_color, colorterm, None)
+    }
+
+    /// [`ColorMode::detect`] on given values (testable): a `TERM` of a 8/16-colour
+    /// terminal ([`is_16_colour_term`]) gets [`ColorMode::Ansi16`].
+    pub fn from_env_term(
+        no_color: Option<&str>,
+        colorterm: Option<&str>,
+        term: Option<&str>,
+    ) -> Self {
         if no_color.is_some_and(|v| !v.is_empty()) {
             return ColorMode::None;
         }
         match colorterm.map(|s| s.trim().to_ascii_lowercase()) {
             Some(s) if s == "truecolor" || s == "24bit" => ColorMode::TrueColor,
+            _ if term.is_some_and(is_16_colour_term) => ColorMode::Ansi16,
             _ => ColorMode::Ansi256,
         }
     }
+}
+
+/// Whether `TERM` names a terminal of 8 or 16 colours: the Linux and BSD consoles, VT
+/// terminals, `ansi`, and any `*-8color` / `*-16color` entry.
+pub fn is_16_colour_term(term: &str) -> bool {
+    let t = term.trim().to_ascii_lowercase();
+    matches!(
+        t.as_str(),
+        "linux" | "ansi" | "vt100" | "vt102" | "vt220" | "cons25" | "wsvt25" | "pcansi"
+    ) || t.ends_with("-8color")
+        || t.ends_with("-16color")
+}
+
+/// Whether `TERM` names a terminal that cannot draw the explorer at all (`dumb`: no
+/// cursor addressing).
+pub fn is_dumb_term(term: Option<&str>) -> bool {
+    term.is_some_and(|t| t.trim() == "dumb")
+}
+
+/// The 16 ANSI colours as terminal colours with their usual RGB (xterm's defaults).
+const ANSI16: [(Color, Rgb); 16] = [
+    (Color::Black, (0, 0, 0)),
+    (Color::Red, (205, 0, 0)),
+    (Color::Green, (0, 205, 0)),
+    (Color::Yellow, (205, 205, 0)),
+    (Color::Blue, (0, 0, 238)),
+    (Color::Magenta, (205, 0, 205)),
+    (Color::Cyan, (0, 205, 205)),
+    (Color::Gray, (229, 229, 229)),
+    (Color::DarkGray, (127, 127, 127)),
+    (Color::LightRed, (255, 0, 0)),
+    (Color::LightGreen, (0, 255, 0)),
+    (Color::LightYellow, (255, 255, 0)),
+    (Color::LightBlue, (92, 92, 255)),
+    (Color::LightMagenta, (255, 0, 255)),
+    (Color::LightCyan, (0, 255, 255)),
+    (Color::White, (255, 255, 255)),
+];
+
+/// The nearest of the 16 ANSI colours to `c`: by hue for saturated colours (so a blue
+/// identifier stays blue), by lightness for greys.
+pub fn ansi16(c: Rgb) -> Color {
+    let (r, g, b) = (c.0 as i32, c.1 as i32, c.2 as i32);
+    let (max, min) = (r.max(g).max(b), r.min(g).min(b));
+    if max - min < 40 {
+        // a grey: black, dark grey, grey or white, by lightness
+        let greys = [ANSI16[0], ANSI16[8], ANSI16[7], ANSI16[15]];
+        return greys
+            .iter()
+            .min_by_key(|(_, x)| (x.0 as i32 - max).abs())
+            .map_or(Color::Reset, |(col, _)| *col);
+    }
+    let candidates = &ANSI16[1..15];
+    let d = |x: Rgb| {
+        // distance of the colours scaled to the same brightness, then of the brightness
+        let n = |v: u8, m: i32| v as f64 * 255.0 / m.max(1) as f64;
+        let mx = (x.0 as i32).max(x.1 as i32).max(x.2 as i32);
+        let hue = (n(x.0, mx) - n(c.0, max)).powi(2)
+            + (n(x.1, mx) - n(c.1, max)).powi(2)
+            + (n(x.2, mx) - n(c.2, max)).powi(2);
+        hue + 0.25 * ((mx - max) as f64).powi(2)
+    };
+    candidates
+        .iter()
+        .min_by(|a, b| d(a.1).total_cmp(&d(b.1)))
+        .map_or(Color::Reset, |(col, _)| *col)
 }
 
 use crate::color::ramp;
@@ -93,8 +175,14 @@ impl Theme {
         Theme { mode, light }
     }
 
-    /// Whether colours are drawn at all.
+    /// Whether colour scales are drawn (heat maps, backgrounds): not in NO_COLOR, and
+    /// not in 16 colours, where intensities are glyphs and modifiers instead.
     pub fn colored(&self) -> bool {
+        matches!(self.mode, ColorMode::TrueColor | ColorMode::Ansi256)
+    }
+
+    /// Whether hues are drawn at all (token categories, accents): every mode but NO_COLOR.
+    pub fn hues(&self) -> bool {
         self.mode != ColorMode::None
     }
 
@@ -103,6 +191,7 @@ impl Theme {
         match self.mode {
             ColorMode::TrueColor => Color::Rgb(c.0, c.1, c.2),
             ColorMode::Ansi256 => Color::Indexed(ansi256(c)),
+            ColorMode::Ansi16 => ansi16(c),
             ColorMode::None => Color::Reset,
         }
     }
@@ -254,7 +343,7 @@ impl Theme {
     pub fn token(&self, t: &CodeToken) -> Style {
         let ir = t.ident_role();
         let def = ir.is_some_and(|r| r.binding == Binding::Definition);
-        if !self.colored() {
+        if !self.hues() {
             let m = match t.category {
                 Category::Keyword => Modifier::BOLD,
                 Category::Literal => Modifier::ITALIC,
@@ -274,7 +363,7 @@ impl Theme {
 
     /// Legend swatch style for a category.
     pub fn legend(&self, cat: Category) -> Style {
-        if !self.colored() {
+        if !self.hues() {
             let fake = CodeToken {
                 text: String::new(),
                 start: 0,
@@ -428,6 +517,52 @@ mod tests {
             ColorMode::TrueColor
         );
         assert_eq!(ColorMode::from_env(None, None), ColorMode::Ansi256);
+    }
+
+    #[test]
+    fn sixteen_colour_terminals() {
+        let m = |term| ColorMode::from_env_term(None, None, Some(term));
+        assert_eq!(m("linux"), ColorMode::Ansi16);
+        assert_eq!(m("xterm-16color"), ColorMode::Ansi16);
+        assert_eq!(m("vt100"), ColorMode::Ansi16);
+        assert_eq!(m("xterm-256color"), ColorMode::Ansi256);
+        assert_eq!(m("screen"), ColorMode::Ansi256);
+        // COLORTERM and NO_COLOR still win.
+        assert_eq!(
+            ColorMode::from_env_term(None, Some("truecolor"), Some("linux")),
+            ColorMode::TrueColor
+        );
+        assert_eq!(
+            ColorMode::from_env_term(Some("1"), None, Some("linux")),
+            ColorMode::None
+        );
+        assert!(is_dumb_term(Some("dumb")) && !is_dumb_term(Some("linux")) && !is_dumb_term(None));
+        // Hues kept: the category colours land on their nearest ANSI hue.
+        for light in [false, true] {
+            let t = Theme::new(ColorMode::Ansi16, light);
+            assert!(t.hues() && !t.colored());
+            let named = |c: Color| ANSI16.iter().any(|(n, _)| *n == c);
+            for cat in [
+                Category::Keyword,
+                Category::Operator,
+                Category::Delimiter,
+                Category::Literal,
+                Category::Identifier,
+            ] {
+                let c = t.color(t.category_rgb(cat, None));
+                assert!(named(c), "{cat:?}: {c:?}");
+            }
+        }
+        // the hue survives: blues stay blue, greens green, greys grey
+        let is =
+            |c: Rgb, want: &[Color]| assert!(want.contains(&ansi16(c)), "{c:?}: {:?}", ansi16(c));
+        is((20, 70, 200), &[Color::Blue, Color::LightBlue]);
+        is((100, 170, 255), &[Color::LightBlue, Color::LightCyan]);
+        is((20, 130, 40), &[Color::Green, Color::LightGreen]);
+        is((170, 20, 110), &[Color::Magenta, Color::LightMagenta]);
+        is((110, 110, 120), &[Color::DarkGray]);
+        is((22, 24, 32), &[Color::Black]);
+        is((250, 250, 247), &[Color::White]);
     }
 
     #[test]

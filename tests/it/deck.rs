@@ -95,7 +95,10 @@ fn deck_links_resolve_to_the_images_it_wrote() {
         "captions are escaped: {html}"
     );
     // Control characters in a caption are shown, not kept raw.
-    assert!(!html.contains('\u{1b}') && !html.contains('\u{7}'), "{html}");
+    assert!(
+        !html.contains('\u{1b}') && !html.contains('\u{7}'),
+        "{html}"
+    );
     assert!(html.contains("\\u{1b}]2;x"), "{html}");
 }
 

@@ -488,3 +488,61 @@ fn tty_models_prints_a_hostile_cache_path_printable() {
         tmux.screen()
     );
 }
+
+/// On a 16-colour terminal (`TERM=linux`, the Linux console) the explorer draws with the
+/// 16 ANSI colours only: category hues, intensities as `░▒▓█` glyphs; no 256-colour or
+/// 24-bit code reaches the terminal. `TERM=dumb` is refused in one line.
+#[test]
+fn tty_a_16_colour_terminal_gets_16_colours_and_dumb_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("area.py"), AREA).unwrap();
+    let tmux = Tmux::new("ansi16");
+    let exit = start_cmd(
+        &tmux,
+        d.path(),
+        &format!("{} TERM=linux COLORTERM=", sandbox(d.path())),
+        &format!("--model '{}' area.py", model()),
+    );
+    tmux.wait_for("the analysis", 120, analysed);
+    let esc = tmux.run(&["capture-pane", "-p", "-e", "-t", "e2e"]);
+    // crossterm writes every palette colour as `38;5;N`: on a 16-colour terminal only the
+    // first 16 entries may appear, and never a 24-bit colour.
+    let mut palette = Vec::new();
+    for key in ["38;5;", "48;5;"] {
+        for part in esc.split(key).skip(1) {
+            let n: String = part.chars().take_while(char::is_ascii_digit).collect();
+            palette.push(n.parse::<u32>().unwrap());
+        }
+    }
+    assert!(
+        !esc.contains("38;2;") && !esc.contains("48;2;"),
+        "24-bit colour"
+    );
+    assert!(
+        palette.iter().all(|&n| n < 16),
+        "colours past the 16: {palette:?}"
+    );
+    // Some 16-colour foreground is used (tokens keep their category hues) ...
+    assert!(palette.len() > 3, "no 16-colour foreground: {palette:?}");
+    // ... and the heat map's intensities are glyphs.
+    let s = tmux.screen();
+    assert!(s.chars().any(|c| "░▒▓█".contains(c)), "{s}");
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0");
+
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("area.py"), AREA).unwrap();
+    let tmux = Tmux::new("dumb");
+    let exit = start_cmd(
+        &tmux,
+        d.path(),
+        &format!("{} TERM=dumb", sandbox(d.path())),
+        &format!("--model '{}' area.py", model()),
+    );
+    assert_eq!(wait_file(&exit, 30), "1");
+    let s = tmux.screen();
+    assert!(
+        s.contains("codescope: error: input TERM=dumb: this terminal cannot place the cursor"),
+        "{s}"
+    );
+}
