@@ -1296,3 +1296,25 @@ fn the_readme_key_table_is_the_keymap() {
         "the README's key table differs from the keymap; it should be:\n{want}"
     );
 }
+
+/// The model picker scrolls when its presets do not fit (80x24): the choice stays in
+/// view, what is hidden above and below is counted, and the typed spec's line stays.
+#[test]
+fn the_model_picker_scrolls_to_its_choice() {
+    let mut app = ready(SAMPLE, 80, 24);
+    typed(&mut app, "M");
+    let s = screen(&app);
+    assert!(
+        s.contains("▾") && s.contains("more") && s.contains("other:"),
+        "{s}"
+    );
+    let n = codescope::model::source::PRESETS.len();
+    let last = codescope::model::source::PRESETS[n - 1].name;
+    assert!(!s.contains(last), "{s}");
+    press(&mut app, &vec![KeyCode::Down; n - 1]);
+    let s = screen(&app);
+    assert!(
+        s.contains(last) && s.contains("▴") && s.contains("other:"),
+        "{s}"
+    );
+}

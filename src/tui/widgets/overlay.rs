@@ -206,7 +206,26 @@ pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
     let cw = inner.width as usize;
     let mut lines = Vec::new();
     let current = app.model.loaded.as_ref().map(|(l, _)| l.as_str());
-    for (i, it) in p.items.iter().enumerate() {
+    // The footer (the typed spec and its hints) always shows; when the presets do not fit
+    // above it they scroll, keeping the choice in view, with what is hidden named.
+    let footer = 4 + usize::from(notice.is_some()) * 2;
+    let rows = (inner.height as usize).saturating_sub(footer).max(1);
+    let n = p.items.len();
+    let (first, last) = if n <= rows {
+        (0, n)
+    } else {
+        let room = rows.saturating_sub(2).max(1);
+        let sel = p.sel.min(n - 1);
+        let first = sel.saturating_sub(room / 2).min(n - room);
+        (first, first + room)
+    };
+    if first > 0 {
+        lines.push(Line::from(Span::styled(
+            format!("  ▴ {first} more"),
+            t.warn(),
+        )));
+    }
+    for (i, it) in p.items.iter().enumerate().take(last).skip(first) {
         let local = match it.local {
             Some(true) => "local",
             Some(false) => "download",
@@ -220,6 +239,14 @@ pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
         let text = format!("{mark} {:<19} {:<9} {}", it.name, local, it.description);
         let st = if i == p.sel { t.selected() } else { t.text() };
         lines.push(Line::from(Span::styled(clip(&text, cw), st)));
+    }
+    if last < n {
+        lines.push(Line::from(Span::styled(
+            format!("  ▾ {} more", n - last),
+            t.warn(),
+        )));
+    } else if n > rows {
+        lines.push(Line::from(""));
     }
     lines.push(Line::from(""));
     let typed_sel = p.sel == p.items.len();
@@ -252,7 +279,8 @@ pub fn models(app: &App, f: &mut Frame, area: Rect, p: &Picker) {
     f.render_widget(Paragraph::new(lines), inner);
     if typed_sel {
         let x = inner.x + 9 + p.input.cursor.min(cw.saturating_sub(10)) as u16;
-        let y = inner.y + p.items.len() as u16 + 1;
+        let shown = if n <= rows { n } else { last - first + 2 };
+        let y = inner.y + shown as u16 + 1;
         if y < inner.bottom() {
             f.set_cursor_position(Position::new(x.min(inner.right().saturating_sub(1)), y));
         }
