@@ -304,7 +304,7 @@ pub const KEYMAP: &[Section] = &[
             Binding {
                 keys: "o",
                 help: "open another file",
-                manual: &[("o", "open a file (Tab completes, `~` is home)")],
+                manual: &[("o", "open a file (Tab completes, `~` is home; after an edit, the first `o` says the edit is not saved, the second opens)")],
                 bind: &[(ch('o'), C::Open)],
             },
             Binding {
@@ -369,7 +369,7 @@ pub const KEYMAP: &[Section] = &[
             Binding {
                 keys: "B",
                 help: "add view to the tour",
-                manual: &[("B", "append the current view as a step to the tour (`--tour FILE`, else `tour.toml` in the export directory)")],
+                manual: &[("B", "append the current view as a step to the tour (`--tour FILE`, else `tour.toml` in the export directory): it asks for the step's caption (empty: none; Esc: no step), and the status line says what it recorded (view, layer, head, compare mode)")],
                 bind: &[(ch('B'), C::AddStep)],
             },
             Binding {

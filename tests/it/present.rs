@@ -501,16 +501,29 @@ caption = "the second step"
     serve(&mut app, fx);
     assert_eq!(app.doc.text, SHORT);
     assert!(screen(&app).contains("▶ 1/2"));
-    // B appends the view to the tour (served by the runtime's function).
-    let fx = app.update(key(KeyCode::Char('B')));
+    // B asks for the step's caption, then appends the view to the tour (served by the
+    // runtime's function); Esc at the prompt adds nothing.
+    assert!(app.update(key(KeyCode::Char('B'))).is_empty());
+    assert!(screen(&app).contains("caption of the new step"));
+    assert!(app.update(key(KeyCode::Esc)).is_empty());
+    assert!(app.update(key(KeyCode::Char('B'))).is_empty());
+    for c in "area again".chars() {
+        app.update(key(KeyCode::Char(c)));
+    }
+    let fx = app.update(key(KeyCode::Enter));
     let Some(codescope::tui::msg::Effect::AppendStep(p, step)) = fx.into_iter().next() else {
         panic!("B asks to append a step");
     };
     assert_eq!(p, path);
+    assert_eq!(step.caption.as_deref(), Some("area again"));
     let r = present::tour::append_here(&p, *step).map(|(s, n)| (p.clone(), s, n));
     app.update(Msg::StepAppended(Box::new(r)));
     let t = present::tour::Tour::load(&path).unwrap();
     assert_eq!(t.steps.len(), 3);
+    assert_eq!(t.steps[2].caption.as_deref(), Some("area again"));
+    // The status line says what was recorded.
+    let s = screen(&app);
+    assert!(s.contains("added step 3 (heatmap, layer 2"), "{s}");
     assert_eq!(app.present.tour.as_ref().unwrap().tour.steps.len(), 3);
     // The snippet is the unchanged file, so the step refers to it.
     assert_eq!(t.steps[2].file.as_deref(), Some("area.py"));

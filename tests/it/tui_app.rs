@@ -239,7 +239,8 @@ fn editing_and_opening_files() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("B.java");
     std::fs::write(&path, "class B { int f(int x) { return x + 1; } }\n").unwrap();
-    typed(&mut app, "o");
+    // The snippet is edited: the first o says so, the second opens the prompt.
+    typed(&mut app, "oo");
     let fx = app.type_keys(&path.display().to_string());
     assert!(fx.is_empty());
     let fx = app.update(key(KeyCode::Enter));

@@ -632,3 +632,28 @@ fn ctrl_z_and_sigtstp_suspend() {
     assert!(matches!(app.update(ctrl('z'))[..], [Effect::Suspend]));
     assert!(app.editor.is_some() && !app.quit);
 }
+
+/// `o` after an applied edit opened the prompt at once, and the new file replaced the
+/// edit without a word (q asked): now the first `o` says so, the second opens.
+#[test]
+fn opening_another_file_after_an_edit_asks_once() {
+    use codescope::tui::app::{Overlay, PromptKind};
+    let mut app = ready(SAMPLE, 120, 40);
+    typed(&mut app, "e");
+    typed(&mut app, "x = 1\n");
+    press(&mut app, &[KeyCode::Esc]); // applies the edit
+    assert!(app.doc.edited);
+    typed(&mut app, "o");
+    assert!(matches!(app.overlay, Overlay::None));
+    assert!(
+        status_line(&app).contains("press o again"),
+        "{}",
+        status_line(&app)
+    );
+    typed(&mut app, "o");
+    assert!(matches!(app.overlay, Overlay::Prompt(PromptKind::Open, _)));
+    // Without an edit, one o opens the prompt.
+    let mut app = ready(SAMPLE, 120, 40);
+    typed(&mut app, "o");
+    assert!(matches!(app.overlay, Overlay::Prompt(PromptKind::Open, _)));
+}

@@ -75,6 +75,8 @@ pub enum PromptKind {
     Search,
     /// Compare mode's twin file.
     Twin,
+    /// The caption of the tour step `B` adds.
+    Caption,
 }
 
 /// What is drawn over the panels.
@@ -140,8 +142,9 @@ pub struct App {
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
-    /// A quit key was pressed once with an edited snippet on screen: the next one quits.
-    quit_armed: bool,
+    /// A key that would lose an edited snippet (q/Esc, o) was pressed once: the same key
+    /// again goes ahead.
+    armed: Option<Command>,
     next_req: u64,
 }
 
@@ -174,7 +177,7 @@ impl App {
             },
             size: (120, 40),
             quit: false,
-            quit_armed: false,
+            armed: None,
             next_req: 0,
         }
     }
@@ -990,7 +993,7 @@ impl App {
         } else {
             k
         };
-        let armed = std::mem::take(&mut self.quit_armed);
+        let armed = self.armed.take();
         match keymap::command(&k) {
             Some(c) => self.run_command(c, armed),
             None => Vec::new(),
@@ -998,8 +1001,9 @@ impl App {
     }
 
     /// Carry out a normal-mode command ([`keymap::KEYMAP`] binds the keys to them).
-    /// `armed`: the last key was a first q/Esc after an edit.
-    fn run_command(&mut self, c: Command, armed: bool) -> Vec<Effect> {
+    /// `armed`: the command the last key asked to confirm (a first q/Esc or o after an
+    /// edit, which would lose it).
+    fn run_command(&mut self, c: Command, armed: Option<Command>) -> Vec<Effect> {
         if let Some(fx) = self.present_command(c) {
             return fx;
         }
@@ -1008,9 +1012,9 @@ impl App {
         let in_grid = v.focus == Focus::Heads;
         match c {
             Command::Quit => {
-                if self.doc.edited && !armed {
+                if self.doc.edited && armed != Some(Command::Quit) {
                     // Quitting would lose the edit: say so once.
-                    self.quit_armed = true;
+                    self.armed = Some(Command::Quit);
                     self.status.warn(
                         "the edited snippet is not saved (x exports it); press q or Esc again to quit",
                     );
@@ -1124,6 +1128,13 @@ impl App {
                 self.editor = Some(Editor::new(&self.doc.text, at));
                 v.focus = Focus::Code;
             }
+            Command::Open if self.doc.edited && armed != Some(Command::Open) => {
+                // Opening another file would lose the edit: say so once.
+                self.armed = Some(Command::Open);
+                self.status.warn(
+                    "the edited snippet is not saved (x exports it); press o again to open another file",
+                );
+            }
             Command::Open => {
                 // The line above the prompt shows its completions from now on.
                 self.status.message = None;
@@ -1220,6 +1231,7 @@ impl App {
                 self.compare_file(text);
                 Vec::new()
             }
+            PromptKind::Caption => self.add_step(text),
         }
     }
 

@@ -741,12 +741,27 @@ impl super::App {
     }
 
     /// `B`: append the current view to the tour file (an effect: the runtime writes).
+    /// `B`: ask for the new step's caption (the step is this view when it is answered).
     fn append_step(&mut self) -> Vec<crate::tui::msg::Effect> {
-        let Some(step) = self.step_here() else {
+        if self.step_here().is_none() {
             self.status
                 .warn("nothing to add yet: the snippet is not parsed");
             return Vec::new();
+        }
+        self.overlay = super::Overlay::Prompt(
+            super::PromptKind::Caption,
+            crate::tui::editor::LineInput::default(),
+        );
+        Vec::new()
+    }
+
+    /// The caption prompt was answered: append this view as a step with `caption` (none
+    /// when empty).
+    pub(super) fn add_step(&mut self, caption: String) -> Vec<crate::tui::msg::Effect> {
+        let Some(mut step) = self.step_here() else {
+            return Vec::new();
         };
+        step.caption = Some(caption).filter(|c| !c.is_empty());
         let path = match &self.present.tour {
             Some(t) => t.path.clone(),
             None => self.present.export_dir.join("tour.toml"),
@@ -781,8 +796,26 @@ impl super::App {
                 t.snippets.push(Ok(snip));
                 let n = t.tour.steps.len();
                 t.at = Some(n - 1);
+                // Say what was recorded: the view (and where), and whether it has a caption.
+                let last = &t.tour.steps[n - 1];
+                let mut what = vec![last.kind().name().to_string()];
+                if let Some(l) = last.scene.layer {
+                    what.push(format!("layer {l}"));
+                }
+                match &last.scene.head {
+                    Some(crate::present::HeadSpec::Number(h)) => what.push(format!("head {h}")),
+                    Some(crate::present::HeadSpec::Name(h)) => what.push(format!("head {h}")),
+                    None => {}
+                }
+                if let Some(r) = &last.rewrite {
+                    what.push(format!("compare {r}"));
+                }
+                if last.caption.is_none() {
+                    what.push("no caption".into());
+                }
                 self.status.info(format!(
-                    "added step {n} to {} (write its caption there)",
+                    "added step {n} ({}) to {}",
+                    what.join(", "),
                     path.display()
                 ));
             }

@@ -117,6 +117,7 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
         PromptKind::Open => " open file: ",
         PromptKind::Search => " search /",
         PromptKind::Twin => " twin file: ",
+        PromptKind::Caption => " caption of the new step: ",
     };
     let last = app.view.search.as_deref().map(|s| clip(s, 16));
     let hint = match (kind, last) {
@@ -127,6 +128,9 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
             format!("  (Enter: find · n/N repeat «{l}» · empty Enter: clear · Esc: cancel)")
         }
         (PromptKind::Search, None) => "  (Enter: find · Esc: cancel)".to_string(),
+        (PromptKind::Caption, _) => {
+            "  (Enter: add the step · empty: no caption · Esc: cancel)".to_string()
+        }
     };
     let hint = if label.len() + hint.chars().count() + 12 > status.width as usize {
         "  (Enter · Esc)".to_string()
