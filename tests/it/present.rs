@@ -163,8 +163,14 @@ fn every_view_is_slide_grade_and_deterministic() {
     let buf = codescope::tui::figures::screen_buffer(&app);
     let f = figure::screen::render(&buf, &Options::default());
     check_slide_grade(Kind::Screen, &f.svg, false);
-    assert_eq!(f.height, 40.0 * 32.0);
+    // On its 16:9 slide; at its own size 32 px per terminal row.
+    assert_eq!((f.width, f.height), (1920.0, 1080.0));
     assert!(png::render(&f).is_ok());
+    let own = Options {
+        canvas: None,
+        ..Options::default()
+    };
+    assert_eq!(figure::screen::render(&buf, &own).height, 40.0 * 32.0);
 }
 
 #[test]

@@ -408,11 +408,13 @@ pub fn render(buf: &Buffer, opts: &Options) -> Figure {
     svg.raw(&texts);
     svg.raw("</g>\n");
     let (width, height) = (svg.width, svg.height);
-    Figure {
+    let fig = Figure {
         svg: svg.finish(def_bg, &format!("codescope {cols}x{rows}")),
         width,
         height,
-    }
+    };
+    // On its slide like every other figure.
+    super::on_canvas(fig, opts, def_bg)
 }
 
 #[cfg(test)]
