@@ -108,14 +108,10 @@ fn random_inits_match_transformers_init_statistics_per_parameter_group() {
         "tiny_codegen",
         "tiny_bigcode_mha",
         "tiny_starcoder",
-        "tiny_qwen3",
-        "tiny_mistral",
-        "tiny_starcoder2",
-        "tiny_gemma",
-        "tiny_gemma2",
-        "tiny_granite",
-        "tiny_phi3",
-    ] {
+    ]
+    .into_iter()
+    .chain(crate::decoder_common::FAMILIES)
+    {
         let dir = fixture(name);
         let cfg = config(&dir);
         let model_type = cfg["model_type"].as_str().unwrap().to_string();

@@ -532,9 +532,7 @@ pub fn attention_probs_blocked(
     block: &KeyBlock,
     ctx: &mut [f32],
 ) -> Vec<f32> {
-    assert_eq!(block.heads.len(), heads);
-    assert_eq!(block.rows.len(), n);
-    probs_into_new(
+    attention_probs_capped(
         qkv,
         n,
         heads,
