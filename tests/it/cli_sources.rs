@@ -71,6 +71,27 @@ pub(crate) fn ok(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
+/// `c` run under a file-size limit of `bytes` (a full disk, as the process sees it:
+/// writes past it fail with EFBIG instead of killing it with SIGXFSZ).
+#[cfg(unix)]
+pub(crate) fn with_file_size_limit(c: &mut std::process::Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit and signal are async-signal-safe; nothing else runs here.
+    unsafe {
+        c.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: bytes as libc::rlim_t,
+                rlim_max: bytes as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// A failing run: non-zero exit, no panic, one `codescope: error:` line.
 pub(crate) fn fails(o: &Output) -> String {
     let err = String::from_utf8_lossy(&o.stderr).to_string();

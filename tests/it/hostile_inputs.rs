@@ -248,7 +248,6 @@ fn a_corpus_that_is_not_a_file_says_so() {
 #[cfg(unix)]
 #[test]
 fn a_failed_figure_write_keeps_the_old_file_and_leaves_nothing() {
-    use std::os::unix::process::CommandExt;
     let env = Env::new();
     let model = env.root.join("tiny");
     write_tiny_model(&model, &Tiny::default()).unwrap();
@@ -263,20 +262,7 @@ fn a_failed_figure_write_keeps_the_old_file_and_leaves_nothing() {
             .arg(env.sample())
             .args(["--view", "heatmap", "--out"])
             .arg(&target);
-        // SAFETY: setrlimit and signal are async-signal-safe; nothing else runs here.
-        unsafe {
-            c.pre_exec(|| {
-                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                let lim = libc::rlimit {
-                    rlim_cur: 2048,
-                    rlim_max: 2048,
-                };
-                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::cli_sources::with_file_size_limit(&mut c, 2048);
         let line = fails(&c.output().unwrap());
         assert!(line.contains(name), "{line}");
         assert_eq!(
@@ -606,26 +592,12 @@ fn notices_quote_paths_escaped() {
 #[cfg(unix)]
 #[test]
 fn an_unwritable_log_file_stays_off_the_terminal() {
-    use std::os::unix::process::CommandExt;
     let env = Env::new();
     let log = env.root.join("log.txt");
     std::fs::write(&log, vec![b'.'; 4096]).unwrap();
     let mut c = env.cmd();
     c.arg("syntax").arg(env.sample());
-    // SAFETY: setrlimit and signal are async-signal-safe; nothing else runs here.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let lim = libc::rlimit {
-                rlim_cur: 1024,
-                rlim_max: 1024,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::cli_sources::with_file_size_limit(&mut c, 1024);
     let o = c.output().unwrap();
     ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);

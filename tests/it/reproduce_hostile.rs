@@ -510,7 +510,6 @@ fn probe_shard_features_that_are_not_files_are_refused_at_once() {
 #[cfg(unix)]
 #[test]
 fn a_checkpoint_write_on_a_full_disk_keeps_the_old_one_and_leaves_nothing() {
-    use std::os::unix::process::CommandExt;
     let env = Env::new();
     let model = env.root.join("tiny");
     tiny(&model, 7);
@@ -523,20 +522,7 @@ fn a_checkpoint_write_on_a_full_disk_keeps_the_old_one_and_leaves_nothing() {
             .arg(&data)
             .arg("--out")
             .arg(out);
-        // SAFETY: setrlimit and signal are async-signal-safe; nothing else runs here.
-        unsafe {
-            c.pre_exec(|| {
-                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                let lim = libc::rlimit {
-                    rlim_cur: 1024,
-                    rlim_max: 1024,
-                };
-                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::cli_sources::with_file_size_limit(&mut c, 1024);
         c.output().unwrap()
     };
     let names = |d: &Path| -> Vec<String> {
