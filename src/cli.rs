@@ -583,6 +583,12 @@ pub struct ReproduceArgs {
     /// machines or processes; `codescope merge` adds the shards up.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<crate::analysis::reproduce::Shard>,
+    /// Also run the same corpus on the model's architecture with seeded random weights
+    /// (as `--random-weights SEED`, into OUT/random-SEED) and print trained and random side
+    /// by side: per graph and layer the best head's F1, and the finding; writes
+    /// OUT/baseline.csv.
+    #[arg(long, value_name = "SEED", conflicts_with = "shard")]
+    pub random_baseline: Option<u64>,
 }
 
 /// The rewrites a user can ask for.

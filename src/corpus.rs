@@ -2,7 +2,9 @@
 //!
 //! Sources:
 //! - CodeSearchNet-style `.jsonl` / `.jsonl.gz`: one JSON object per line with the code in
-//!   `code` or `original_string` and an optional `language`;
+//!   `code` or `original_string` and an optional `language`; a record's `code_tokens`
+//!   (CodeSearchNet's, or the study's `exp_data` records) are kept for paper mode, which
+//!   feeds the study's input from them ([`study_input_tokens`]);
 //! - a directory (recursively) or a `.zip` (e.g. a JDK's `lib/src.zip`) of `.py` / `.java`
 //!   files, or a single source file: one snippet per function or method, extracted with
 //!   tree-sitter (outermost `function_definition`s, Python methods included;
@@ -31,6 +33,34 @@ pub struct Snippet {
     pub origin: String,
     pub language: Language,
     pub code: String,
+    /// The record's own code tokens, when a JSONL record carries them (CodeSearchNet's
+    /// `code_tokens`, and the study's `exp_data` records, whose `code_tokens` are already
+    /// cleaned). Paper mode feeds the study's input from them: see
+    /// [`study_input_tokens`].
+    pub code_tokens: Option<Vec<String>>,
+}
+
+/// The study's model input tokens from a record's `code_tokens`, as its
+/// `create_csn_exp_data.py` prepared them: tokens starting with `#`, `"""` or `'''` removed,
+/// then each `*` directly followed by a `*` merged into `**`. On the study's own `exp_data`
+/// records (already prepared) this changes nothing.
+pub fn study_input_tokens(code_tokens: &[String]) -> Vec<String> {
+    let kept: Vec<&String> = code_tokens
+        .iter()
+        .filter(|t| !(t.starts_with('#') || t.starts_with("\"\"\"") || t.starts_with("'''")))
+        .collect();
+    let mut out = Vec::with_capacity(kept.len());
+    let mut i = 0;
+    while i < kept.len() {
+        if kept[i] == "*" && kept.get(i + 1).is_some_and(|n| *n == "*") {
+            out.push("**".to_string());
+            i += 2;
+        } else {
+            out.push(kept[i].clone());
+            i += 1;
+        }
+    }
+    out
 }
 
 /// A loaded corpus and what was skipped on the way.
@@ -222,6 +252,7 @@ pub fn load(path: &Path, lang: Option<Language>, limit: Option<usize>) -> Result
                             origin: format!("{name}:{}", i + 1),
                             language: l,
                             code: code.to_string(),
+                            code_tokens: code_tokens(&v),
                         });
                     }
                 }
@@ -253,6 +284,15 @@ pub fn load(path: &Path, lang: Option<Language>, limit: Option<usize>) -> Result
     Ok(c)
 }
 
+/// A record's `code_tokens`, when it is an array of strings (anything else: none).
+fn code_tokens(v: &serde_json::Value) -> Option<Vec<String>> {
+    v.get("code_tokens")?
+        .as_array()?
+        .iter()
+        .map(|t| t.as_str().map(str::to_string))
+        .collect()
+}
+
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
@@ -280,6 +320,7 @@ fn push_functions(c: &mut Corpus, origin: &str, text: &str, lang: Language, limi
             origin: format!("{origin}:{line}"),
             language: lang,
             code,
+            code_tokens: None,
         });
     }
 }
@@ -345,6 +386,48 @@ fn dedent(body: &str, col: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn study_input_tokens_removes_comments_and_merges_stars_as_the_study() {
+        let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let raw = t(&[
+            "def",
+            "f",
+            "(",
+            "*",
+            "*",
+            "kw",
+            ")",
+            ":",
+            "'''d'''",
+            "\"\"\"e\"\"\"",
+            "#c",
+            "return",
+            "a",
+            "*",
+            "*",
+            "*",
+            "b",
+        ]);
+        let want = t(&[
+            "def", "f", "(", "**", "kw", ")", ":", "return", "a", "**", "*", "b",
+        ]);
+        assert_eq!(study_input_tokens(&raw), want);
+        // Prepared tokens (the study's exp_data) are left as they are.
+        assert_eq!(study_input_tokens(&want), want);
+        assert!(study_input_tokens(&[]).is_empty());
+        // A record's tokens are used only when they are all strings.
+        let v = serde_json::json!({"code_tokens": ["a", "b"]});
+        assert_eq!(code_tokens(&v), Some(t(&["a", "b"])));
+        assert_eq!(
+            code_tokens(&serde_json::json!({"code_tokens": ["a", 1]})),
+            None
+        );
+        assert_eq!(
+            code_tokens(&serde_json::json!({"code_tokens": "a b"})),
+            None
+        );
+    }
 
     #[test]
     fn extracts_outermost_functions_and_dedents() {

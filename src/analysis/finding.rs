@@ -157,6 +157,17 @@ impl Finding {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        if n > 0
+            && self
+                .layers
+                .iter()
+                .all(|l| l.rels.iter().all(|r| r.best_f1 == 0.0))
+        {
+            return format!(
+                "no head's attention reaches the threshold ({:.2}) on any of these edges: nothing to compare (a flat attention, as random weights give, scores 0 everywhere)",
+                self.threshold
+            );
+        }
         if p.len() == n && n > 0 {
             "in every layer the best head matches syn–id edges worse than both syn–syn and id–id edges: the study's finding".into()
         } else if p.is_empty() {
@@ -290,6 +301,22 @@ mod tests {
             threshold: 0.05,
         };
         assert!(none.reading().contains("does not show"));
+        // Nothing above the threshold anywhere (flat attention): no claim either way.
+        let flat = Finding {
+            layers: vec![layer(0.0, 0.0, 0.0), layer(0.0, 0.0, 0.0)],
+            threshold: 0.05,
+        };
+        assert_eq!(flat.pattern_layers(), Vec::<usize>::new());
+        assert!(
+            flat.reading().contains("nothing to compare"),
+            "{}",
+            flat.reading()
+        );
+        let one = Finding {
+            layers: vec![layer(0.0, 0.0, 0.0), layer(0.1, 0.1, 0.0)],
+            threshold: 0.05,
+        };
+        assert!(one.reading().contains("layers 2 of 2"), "{}", one.reading());
         let j = f.to_json();
         assert_eq!(j["layers"][0]["layer"], 1);
         assert_eq!(j["layers"][0]["syntactic"]["best_head"], 1);

@@ -790,6 +790,11 @@ fn score_snippet(
     opts: &Options,
     rewrite: Option<Rewrite>,
 ) -> Result<Scored> {
+    if opts.mode == super::Mode::Paper {
+        if let Some(given) = &s.code_tokens {
+            check_record_tokens(s, given)?;
+        }
+    }
     let (mut a, twin) = match rewrite {
         Some(rw) => {
             let (a, rec) = reproduce_twins::score_pair(model, index, s, opts, rw)?;
@@ -818,6 +823,41 @@ fn score_snippet(
         .map(|g| (a.golds[g].edges == 0, sweep.remove(g).unwrap_or_default()))
         .collect();
     Ok((per_graph, twin))
+}
+
+/// Paper mode on a record that carries its own `code_tokens` (CodeSearchNet's, or the
+/// study's `exp_data`): the study fed those tokens, prepared by its
+/// [`crate::corpus::study_input_tokens`], and scored them against the graphs of the
+/// cleaned `code`, dropping the snippets where the two token lists differ. codescope's
+/// paper-mode input is built from the parsed `code`; when its fed tokens equal the
+/// record's, the text the model reads is the study's exactly; otherwise the snippet is
+/// skipped (and counted) as the study skipped it.
+fn check_record_tokens(s: &Snippet, given: &[String]) -> Result<()> {
+    let syn = super::parse(&s.code, s.language)?;
+    let p = crate::syntax::paper_input(&syn);
+    if p.note.is_some() {
+        // The study's cleaning fails on this code: the analysis drops it, saying why.
+        return Ok(());
+    }
+    let fed: Vec<&str> = p
+        .spans
+        .iter()
+        .flatten()
+        .map(|&(a, b)| &p.text[a..b])
+        .collect();
+    let want = crate::corpus::study_input_tokens(given);
+    if let Some(i) = (0..fed.len().max(want.len()))
+        .find(|&i| fed.get(i).copied() != want.get(i).map(String::as_str))
+    {
+        let show = |t: Option<&str>| t.map_or("(none)".to_string(), |t| format!("{t:?}"));
+        return Err(Error::Syntax(format!(
+            "paper mode: the record's code_tokens differ from its code's tokens at token {} ({} against {})",
+            i + 1,
+            show(want.get(i).map(String::as_str)),
+            show(fed.get(i).copied()),
+        )));
+    }
+    Ok(())
 }
 
 /// The tables of an aggregate: `scores.csv`, `best_heads.csv`, `summary.json` (no
@@ -897,14 +937,110 @@ fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
 
 /// The readable table at threshold `thr`: per graph, the best head per layer and the best
 /// layer overall.
-pub fn table(agg: &Aggregate, thr: f32) -> String {
-    let t = agg
-        .grid
+/// Index of the grid threshold nearest `thr`.
+fn nearest_threshold(agg: &Aggregate, thr: f32) -> usize {
+    agg.grid
         .iter()
         .enumerate()
         .min_by(|a, b| (a.1 - thr).abs().total_cmp(&(b.1 - thr).abs()))
         .map(|(i, _)| i)
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// Trained and random weights side by side (`reproduce --random-baseline SEED`): per graph
+/// and layer the best head's macro-averaged F1 of each run and their difference, and the
+/// study's finding (syn–syn, id–id, syn–id) of each. Writes `baseline.csv` (graph,
+/// threshold, layer, then each run's best head and F1: every grid threshold) into `out`
+/// and returns the printed table. Both runs must be over the same corpus with the same
+/// model architecture.
+pub fn baseline(trained: &Aggregate, random: &Aggregate, thr: f32, out: &Path) -> Result<String> {
+    if (trained.layers, trained.heads, &trained.grid) != (random.layers, random.heads, &random.grid)
+        || trained.corpus_digest != random.corpus_digest
+    {
+        return Err(Error::Input {
+            name: out.display().to_string(),
+            reason: "the trained and the random-weight runs are not of one model shape and corpus"
+                .into(),
+        });
+    }
+    let mut csv = String::from(
+        "graph,threshold,layer,trained_best_head,trained_f1,random_best_head,random_f1,difference\n",
+    );
+    for (g, name) in Graph::ALL.iter().map(|g| g.name()).enumerate() {
+        for (t, th) in trained.grid.iter().enumerate() {
+            let (a, b) = (trained.best_per_layer(g, t), random.best_per_layer(g, t));
+            for (l, ((ha, va), (hb, vb))) in a.iter().zip(&b).enumerate() {
+                let _ = writeln!(
+                    csv,
+                    "{name},{th:.2},{},{},{:.6},{},{:.6},{:.6}",
+                    l + 1,
+                    ha + 1,
+                    va[2],
+                    hb + 1,
+                    vb[2],
+                    va[2] - vb[2]
+                );
+            }
+        }
+    }
+    write_atomic(&out.join("baseline.csv"), &csv)?;
+    let t = nearest_threshold(trained, thr);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\ntrained against random weights (seed {}): the best head's F1 per layer, macro-averaged over {} and {} snippets, threshold {:.2}",
+        random.random_weights.map_or("?".to_string(), |x| x.to_string()),
+        trained.scored,
+        random.scored,
+        trained.grid[t]
+    );
+    for (g, name) in Graph::ALL.iter().map(|g| g.name()).enumerate() {
+        let _ = writeln!(
+            s,
+            "\n{name}\n  layer  trained (head)  random (head)  trained - random"
+        );
+        let (a, b) = (trained.best_per_layer(g, t), random.best_per_layer(g, t));
+        for (l, ((ha, va), (hb, vb))) in a.iter().zip(&b).enumerate() {
+            let _ = writeln!(
+                s,
+                "  {:>5}  {:>7.3} ({:>3})  {:>6.3} ({:>3})  {:>+16.3}",
+                l + 1,
+                va[2],
+                ha + 1,
+                vb[2],
+                hb + 1,
+                va[2] - vb[2]
+            );
+        }
+    }
+    let (fa, fb) = (
+        super::finding::Finding::of_corpus(trained, t),
+        super::finding::Finding::of_corpus(random, t),
+    );
+    let _ = writeln!(
+        s,
+        "\nfinding, trained / random: the best head's F1 per relation"
+    );
+    let _ = write!(s, "  layer");
+    for (_, name) in super::finding::RELATIONS {
+        let _ = write!(s, "  {name:>20}");
+    }
+    let _ = writeln!(s);
+    for (l, (la, lb)) in fa.layers.iter().zip(&fb.layers).enumerate() {
+        let _ = write!(s, "  {:>5}", l + 1);
+        for (ra, rb) in la.rels.iter().zip(&lb.rels) {
+            let cell = format!("{:.3} / {:.3}", ra.best_f1, rb.best_f1);
+            let _ = write!(s, "  {cell:>20}");
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(s, "  trained: {}", fa.reading());
+    let _ = writeln!(s, "  random:  {}", fb.reading());
+    Ok(s)
+}
+
+pub fn table(agg: &Aggregate, thr: f32) -> String {
+    let t = nearest_threshold(agg, thr);
     let mut s = String::new();
     let _ = writeln!(
         s,

@@ -60,27 +60,36 @@ pub(super) fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result
         path.display(),
         corpus.skipped
     ));
-    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
-    let agg = analysis::reproduce::run(&analysis::reproduce::Run {
-        model: &m,
-        snippets: &corpus.snippets,
-        corpus_name: match args.limit {
-            Some(n) => format!("{} (first {n})", path.display()),
-            None => path.display().to_string(),
-        },
-        out: args.out.clone(),
-        mode: args.mode,
-        threshold,
-        workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        shard: args.shard,
-        rewrite: args
-            .rewrite
-            .as_deref()
-            .map(|r| rewrite_of(r, args.seed))
-            .transpose()?,
-        seed: args.seed,
-        limit: args.limit,
-    })?;
+    if args.random_baseline.is_some() && settings.random_weights.is_some() {
+        return Err(Error::Input {
+            name: "--random-baseline".into(),
+            reason: "compares the trained weights with random ones: drop --random-weights".into(),
+        });
+    }
+    let run = |random_weights: Option<u64>, out: std::path::PathBuf| -> Result<_> {
+        let m = load_model(settings.model.as_deref(), random_weights)?;
+        analysis::reproduce::run(&analysis::reproduce::Run {
+            model: &m,
+            snippets: &corpus.snippets,
+            corpus_name: match args.limit {
+                Some(n) => format!("{} (first {n})", path.display()),
+                None => path.display().to_string(),
+            },
+            out,
+            mode: args.mode,
+            threshold,
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            shard: args.shard,
+            rewrite: args
+                .rewrite
+                .as_deref()
+                .map(|r| rewrite_of(r, args.seed))
+                .transpose()?,
+            seed: args.seed,
+            limit: args.limit,
+        })
+    };
+    let agg = run(settings.random_weights, args.out.clone())?;
     print(&analysis::reproduce::table(&agg, threshold))?;
     if let Some(t) = &agg.twins_table {
         print(t)?;
@@ -94,5 +103,20 @@ pub(super) fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result
             ""
         }
     ));
+    if let Some(seed) = args.random_baseline {
+        let dir = args.out.join(format!("random-{seed}"));
+        crate::logging::notice(format_args!(
+            "the random-weight baseline (seed {seed}) into {}",
+            dir.display()
+        ));
+        let random = run(Some(seed), dir)?;
+        print(&analysis::reproduce::baseline(
+            &agg, &random, threshold, &args.out,
+        )?)?;
+        crate::logging::notice(format_args!(
+            "trained and random side by side in {}",
+            args.out.join("baseline.csv").display()
+        ));
+    }
     Ok(())
 }

@@ -72,6 +72,7 @@ pub fn snippets(lang: Option<Language>) -> Vec<Snippet> {
                 origin: format!("{path}:{line}"),
                 language: l,
                 code,
+                code_tokens: None,
             });
         }
     }

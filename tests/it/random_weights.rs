@@ -387,3 +387,107 @@ fn a_gguf_model_takes_random_weights_too() {
     assert_ne!(r, logits(Some(8)));
     assert_ne!(r, logits(None));
 }
+
+/// `reproduce --random-baseline SEED`: the trained run in OUT, the random-weight run in
+/// OUT/random-SEED, and both side by side in the printed table and OUT/baseline.csv, whose
+/// F1 columns are each run's own best-head tables.
+#[test]
+fn reproduce_puts_trained_and_random_weights_side_by_side() {
+    use crate::cli_sources::{fails, ok};
+    // The packaged MiniLM (a tiny random model's attention is too flat to score above
+    // zero at the study's thresholds, trained or not).
+    let root = tempfile::tempdir().unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets/samples/python")
+        .display()
+        .to_string();
+    let out = root.path().join("side");
+    let cmd = |extra: &[&str]| {
+        let mut c = std::process::Command::new(crate::cli_sources::BIN);
+        c.env("HF_HUB_OFFLINE", "1")
+            .env("CODESCOPE_LOG_FILE", root.path().join("log"))
+            .args(["--model", "minilm"])
+            .args(extra)
+            .args(["reproduce", "--limit", "2", "--data", &data, "--out"])
+            .arg(&out)
+            .args(["--random-baseline", "5"]);
+        c.output().unwrap()
+    };
+    let text = ok(&cmd(&[]));
+    assert!(
+        text.contains("trained against random weights (seed 5)"),
+        "{text}"
+    );
+    assert!(text.contains("finding, trained / random"), "{text}");
+    // MiniLM's random weights attend flatly: nothing passes t = 0.05, and the reading
+    // says so rather than claiming the pattern is absent.
+    assert!(
+        text.contains("  random:  no head's attention reaches the threshold"),
+        "{text}"
+    );
+    let json = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    assert_eq!(
+        json(&out.join("summary.json"))["random_weights"],
+        serde_json::Value::Null
+    );
+    assert_eq!(
+        json(&out.join("random-5/summary.json"))["random_weights"],
+        5
+    );
+    // best_heads.csv: graph,threshold,layer,best_head,precision,recall,f1,ged_per_node
+    let best = |p: &Path| -> Vec<(String, String, String, String)> {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let c: Vec<&str> = l.split(',').collect();
+                (
+                    c[0].into(),
+                    c[1].into(),
+                    c[2].into(),
+                    format!("{},{}", c[3], c[6]),
+                )
+            })
+            .collect()
+    };
+    let (trained, random) = (
+        best(&out.join("best_heads.csv")),
+        best(&out.join("random-5/best_heads.csv")),
+    );
+    let side = std::fs::read_to_string(out.join("baseline.csv")).unwrap();
+    let mut lines = side.lines();
+    assert_eq!(
+        lines.next(),
+        Some("graph,threshold,layer,trained_best_head,trained_f1,random_best_head,random_f1,difference")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), trained.len());
+    let mut differ = 0;
+    for ((row, a), b) in rows.iter().zip(&trained).zip(&random) {
+        let c: Vec<&str> = row.split(',').collect();
+        assert_eq!(
+            (c[0], c[1], c[2]),
+            (a.0.as_str(), a.1.as_str(), a.2.as_str()),
+            "{row}"
+        );
+        assert_eq!(format!("{},{}", c[3], c[4]), a.3, "{row}");
+        assert_eq!(format!("{},{}", c[5], c[6]), b.3, "{row}");
+        let d: f64 = c[7].parse().unwrap();
+        let (fa, fb): (f64, f64) = (c[4].parse().unwrap(), c[6].parse().unwrap());
+        assert!((d - (fa - fb)).abs() < 2e-6, "{row}");
+        differ += (fa != fb) as usize;
+    }
+    assert!(
+        differ > 0,
+        "trained and random weights scored the same everywhere"
+    );
+    // Rerun: both runs resume from their checkpoints and compare the same.
+    let side_by_side = |t: &str| t[t.find("trained against random").unwrap()..].to_string();
+    assert_eq!(side_by_side(&ok(&cmd(&[]))), side_by_side(&text));
+    // With --random-weights there is nothing to compare.
+    let line = fails(&cmd(&["--random-weights", "1"]));
+    assert!(line.contains("drop --random-weights"), "{line}");
+}

@@ -50,6 +50,7 @@ fn bundled_corpus_twins_keep_shape_and_data_flow() {
                 origin: path.display().to_string(),
                 language: lang,
                 code: std::fs::read_to_string(&path).unwrap(),
+                code_tokens: None,
             });
         }
     }
