@@ -747,6 +747,12 @@ pub struct ProbeArgs {
     /// Print CSV (one row per task and layer).
     #[arg(long)]
     pub csv: bool,
+    /// Also run the same probes on the model's architecture with seeded random weights
+    /// (as `--random-weights SEED`; same tasks, layers, splits and seeds) and print trained
+    /// and random side by side (--json: both reports and the matched rows; --csv: the
+    /// matched rows).
+    #[arg(long, value_name = "SEED", conflicts_with_all = ["shard", "dump"])]
+    pub random_baseline: Option<u64>,
 }
 
 /// `--threshold`: attention weights are probabilities, so a number in [0, 1]. Checked

@@ -33,7 +33,69 @@ pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         "probing on {} snippets from {name}",
         snippets.len()
     ));
-    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    if args.random_baseline.is_some() && settings.random_weights.is_some() {
+        return Err(Error::Input {
+            name: "--random-baseline".into(),
+            reason: "compares the trained weights with random ones: drop --random-weights".into(),
+        });
+    }
+    let Some(report) = probe_once(settings, args, &snippets, &name, settings.random_weights)?
+    else {
+        return Ok(());
+    };
+    let random = match args.random_baseline {
+        Some(seed) => {
+            crate::logging::notice(format_args!("the random-weight baseline (seed {seed})"));
+            probe_once(settings, args, &snippets, &name, Some(seed))?
+        }
+        None => None,
+    };
+    let to_json = |r: &probe::ProbeReport| -> Result<serde_json::Value> {
+        let mut v =
+            serde_json::to_value(r).map_err(|e| Error::io("<stdout>", std::io::Error::other(e)))?;
+        // Timings only when asked: two identical runs give identical JSON.
+        if !args.timings {
+            strip_key(&mut v, "seconds");
+        }
+        Ok(v)
+    };
+    let Some(random) = random else {
+        return if args.json {
+            print(&format!("{}\n", to_json(&report)?))
+        } else if args.csv {
+            print(&probe::csv(&report))
+        } else {
+            print(&probe::table(&report))
+        };
+    };
+    let seed = args.random_baseline.unwrap_or(0);
+    let rows = probe::baseline::rows(&report, &random).ok_or_else(|| {
+        Error::Compute(
+            "the trained and the random-weight probe runs measured different things".into(),
+        )
+    })?;
+    if args.json {
+        let v = probe::baseline::json(to_json(&report)?, to_json(&random)?, &rows);
+        print(&format!("{v}\n"))
+    } else if args.csv {
+        print(&probe::baseline::csv(&rows))
+    } else {
+        print(&probe::table(&report))?;
+        print(&probe::baseline::table(seed, &rows))
+    }
+}
+
+/// One probe run (or, with --shard / --dump, the features written: `None`), on the
+/// trained weights or on a seeded random initialisation.
+fn probe_once(
+    settings: &Settings,
+    args: &ProbeArgs,
+    snippets: &[crate::corpus::Snippet],
+    name: &str,
+    random_weights: Option<u64>,
+) -> Result<Option<crate::probe::ProbeReport>> {
+    use crate::probe;
+    let m = load_model(settings.model.as_deref(), random_weights)?;
     // Hidden layers are 0 (embeddings) to the model's layer count.
     if let Some(&bad) = args.layers.iter().find(|&&l| l > m.info.layers) {
         return Err(Error::Input {
@@ -79,7 +141,7 @@ pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
                 rank: args.rank.max(1),
                 ..Default::default()
             }),
-        ..probe::RunSpec::new(&m, &snippets, name)
+        ..probe::RunSpec::new(&m, snippets, name.to_string())
     };
     let bar = indicatif::ProgressBar::with_draw_target(
         Some(snippets.len() as u64),
@@ -109,7 +171,7 @@ pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
             "shard {shard}: features of {n} snippets written to {}; `codescope merge` joins the shards",
             out.display()
         ));
-        return Ok(());
+        return Ok(None);
     }
     if let Some(dir) = &args.dump {
         let n = probe::dump(&run, dir, &mut |p| {
@@ -122,7 +184,7 @@ pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
             "wrote features and {n} tasks to {}",
             dir.display()
         ));
-        return Ok(());
+        return Ok(None);
     }
     let report = probe::run(&run, &mut |p| match p {
         probe::Progress::Cached => {
@@ -157,17 +219,5 @@ pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         )),
     })?;
     bar.finish_and_clear();
-    if args.json {
-        let mut v = serde_json::to_value(&report)
-            .map_err(|e| Error::io("<stdout>", std::io::Error::other(e)))?;
-        // Timings only when asked: two identical runs give identical JSON.
-        if !args.timings {
-            strip_key(&mut v, "seconds");
-        }
-        print(&format!("{v}\n"))
-    } else if args.csv {
-        print(&probe::csv(&report))
-    } else {
-        print(&probe::table(&report))
-    }
+    Ok(Some(report))
 }

@@ -25,6 +25,7 @@
 
 pub mod agreement;
 pub mod astprobe;
+pub mod baseline;
 pub mod bundled;
 pub mod cache;
 pub mod dataset;

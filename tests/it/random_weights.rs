@@ -491,3 +491,89 @@ fn reproduce_puts_trained_and_random_weights_side_by_side() {
     let line = fails(&cmd(&["--random-weights", "1"]));
     assert!(line.contains("drop --random-weights"), "{line}");
 }
+
+/// `probe --random-baseline SEED`: the same probes on trained and seeded random weights,
+/// matched row by row; the trained side is exactly a plain run's, the random side exactly
+/// a `--random-weights SEED` run's, in the table, the JSON and the CSV.
+#[test]
+fn probe_puts_trained_and_random_weights_side_by_side() {
+    use crate::cli_sources::{fails, ok, Env};
+    let env = Env::new();
+    let model = fixture("tiny_roberta").display().to_string();
+    let run = |pre: &[&str], post: &[&str]| {
+        let mut c = env.cmd();
+        c.args(["--model", &model])
+            .args(pre)
+            .args([
+                "probe",
+                "--limit",
+                "8",
+                "--task",
+                "dfg",
+                "--task",
+                "depth",
+                "--layer",
+                "0",
+                "--layer",
+                "2",
+                "--structural",
+                "--no-cache",
+            ])
+            .args(post);
+        c.output().unwrap()
+    };
+    let json =
+        |o: &std::process::Output| -> serde_json::Value { serde_json::from_str(&ok(o)).unwrap() };
+    let plain = json(&run(&[], &["--json"]));
+    let random = json(&run(&["--random-weights", "4"], &["--json"]));
+    let both = json(&run(&[], &["--json", "--random-baseline", "4"]));
+    assert_eq!(both["trained"], plain);
+    assert_eq!(both["random"], random);
+    assert_eq!(both["random"]["model"]["random_weights"], 4);
+    let rows = both["side_by_side"].as_array().unwrap();
+    // dfg and depth at layers 0 and 2, the structural probe's spearman and uuas at both.
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    let results = |r: &serde_json::Value| r["results"].as_array().unwrap().clone();
+    for (row, (a, b)) in rows
+        .iter()
+        .zip(results(&plain).iter().zip(results(&random).iter()))
+    {
+        assert_eq!((&row["task"], &row["layer"]), (&a["task"], &a["layer"]));
+        assert_eq!(row["metric"], "accuracy");
+        assert_eq!(row["trained"], a["accuracy"]);
+        assert_eq!(row["random"], b["accuracy"]);
+        assert_eq!(row["trained_control"], a["control_accuracy"]);
+        assert_eq!(row["random_control"], b["control_accuracy"]);
+    }
+    let structural: Vec<_> = rows.iter().filter(|r| r["task"] == "structural").collect();
+    assert_eq!(structural.len(), 4);
+    assert_eq!(structural[0]["trained"], plain["structural"][0]["spearman"]);
+    // Per metric, layer by layer: spearman at layers 0 and 2, then uuas.
+    assert_eq!(structural[1]["trained"], plain["structural"][1]["spearman"]);
+    assert_eq!(structural[2]["random"], random["structural"][0]["uuas"]);
+    assert_eq!(structural[3]["metric"], "uuas");
+    assert!(structural[0]["trained_control"].is_null());
+    // The table: the plain report, then the side by side.
+    let text = ok(&run(&[], &["--random-baseline", "4"]));
+    assert!(
+        text.contains("trained against random weights (seed 4)"),
+        "{text}"
+    );
+    assert!(text.contains("dfg (linear probe, accuracy)"), "{text}");
+    assert!(
+        text.contains("structural (structural probe, uuas)"),
+        "{text}"
+    );
+    let csv = ok(&run(&[], &["--csv", "--random-baseline", "4"]));
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("task,probe,metric,layer,trained,random,difference,trained_control,random_control")
+    );
+    assert_eq!(lines.count(), 8);
+    let line = fails(&run(
+        &["--random-weights", "1"],
+        &["--random-baseline", "4"],
+    ));
+    assert!(line.contains("drop --random-weights"), "{line}");
+}
