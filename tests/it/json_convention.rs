@@ -150,4 +150,25 @@ fn every_command_follows_the_json_convention() {
     let (p1, p2) = (probe(""), probe(""));
     assert_eq!(p1, p2, "two identical probe runs differ");
     check("probe", &serde_json::from_str(&p1).unwrap());
+    // probe --random-baseline: both reports and the matched rows.
+    let both = run(
+        root,
+        &[
+            "--model",
+            &enc,
+            "probe",
+            "--task",
+            "dfg",
+            "--limit",
+            "8",
+            "--no-cache",
+            "--random-baseline",
+            "2",
+            "--json",
+        ],
+    );
+    check(
+        "probe --random-baseline",
+        &serde_json::from_str(&both).unwrap(),
+    );
 }
