@@ -777,6 +777,69 @@ fn parse_dfg_graph(s: &str) -> Result<crate::syntax::Graph, String> {
     }
 }
 
+/// The global options each subcommand ignores: hidden from its `--help` and refused when
+/// given on its command line (an environment variable such as `CODESCOPE_MODEL` stays
+/// harmless).
+pub const IGNORED_GLOBALS: [(&str, &[&str]); 6] = [
+    ("syntax", &["model", "random_weights"]),
+    ("rewrite", &["model", "random_weights"]),
+    ("models", &["model", "random_weights", "lang"]),
+    ("fetch", &["random_weights", "lang"]),
+    ("cache", &["model", "random_weights", "lang"]),
+    ("merge", &["model", "random_weights", "lang"]),
+];
+
+/// The clap command with [`IGNORED_GLOBALS`] hidden where they do nothing: each such
+/// subcommand gets a hidden option of its own under the same name, which shadows the
+/// global one there (so its `--help` does not list it) and which [`parse`] refuses.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory as _;
+    let mut cmd = Cli::command();
+    for (sub, ignored) in IGNORED_GLOBALS {
+        cmd = cmd.mut_subcommand(sub, |mut c| {
+            for a in ignored {
+                let mut arg = clap::Arg::new(*a).num_args(1).hide(true);
+                arg = match *a {
+                    "random_weights" => arg.long("random-weights"),
+                    "model" => arg.long("model").short('m'),
+                    other => arg.long(other),
+                };
+                c = c.arg(arg);
+            }
+            c
+        });
+    }
+    cmd
+}
+
+/// Parse the command line: clap's parse, then a usage error for a global option given to
+/// a subcommand that ignores it (`codescope syntax --model x` would otherwise do nothing
+/// and say nothing).
+pub fn parse(args: &[std::ffi::OsString]) -> std::result::Result<Cli, clap::Error> {
+    use clap::FromArgMatches as _;
+    let mut cmd = command();
+    let m = cmd.try_get_matches_from_mut(args)?;
+    if let Some((sub, sm)) = m.subcommand() {
+        if let Some((_, ignored)) = IGNORED_GLOBALS.iter().find(|(s, _)| *s == sub) {
+            for a in *ignored {
+                let given = |x: &clap::ArgMatches| {
+                    x.value_source(a) == Some(clap::parser::ValueSource::CommandLine)
+                };
+                if given(&m) || given(sm) {
+                    let flag = format!("--{}", a.replace('_', "-"));
+                    let sc = cmd.find_subcommand(sub).cloned().unwrap_or_default();
+                    return Err(clap::Error::raw(
+                        clap::error::ErrorKind::ArgumentConflict,
+                        format!("{flag} does nothing for `codescope {sub}`; leave it out\n"),
+                    )
+                    .with_cmd(&sc.bin_name(format!("codescope {sub}"))));
+                }
+            }
+        }
+    }
+    Cli::from_arg_matches(&m)
+}
+
 /// A first argument that is no file but looks like a mistyped command (`analyse`,
 /// `reproduc`): the command it most likely means, so the error can say so instead of
 /// clap's "unexpected argument" about what follows it.

@@ -1,7 +1,6 @@
 //! The `codescope` binary: parse arguments, start file logging and the signal watcher,
 //! run, report errors as one line on stderr with a non-zero exit.
 
-use clap::Parser as _;
 use codescope::{logging, model::integrity, signals};
 
 /// The system allocator, taught to free tensors that are views of a memory-mapped file
@@ -24,7 +23,7 @@ fn main() {
         ));
         std::process::exit(2);
     }
-    let cli = match codescope::cli::Cli::try_parse_from(args) {
+    let cli = match codescope::cli::parse(&args) {
         Ok(cli) => cli,
         // A usage error quotes the arguments, file names from a glob among them: made
         // printable like every other message (clap's own colours kept on a terminal).

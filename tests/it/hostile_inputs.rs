@@ -548,6 +548,84 @@ fn mistyped_commands_are_suggested() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// A global option that a subcommand ignores is neither listed in its `--help` nor taken
+/// silently: `codescope syntax --model x` is a usage error naming the option and the
+/// command (exit 2), wherever on the line it stands; the environment's CODESCOPE_MODEL
+/// stays harmless; the commands that use the options still list and take them.
+#[test]
+fn options_a_command_ignores_are_not_offered_or_taken() {
+    let env = Env::new();
+    let sample = env.sample();
+    let sample = sample.to_str().unwrap();
+    let flag = |a: &str| match a {
+        "random_weights" => "--random-weights",
+        "model" => "--model",
+        _ => "--lang",
+    };
+    let value = |a: &str| match a {
+        "random_weights" => "3",
+        "model" => "minilm",
+        _ => "python",
+    };
+    for (sub, ignored) in codescope::cli::IGNORED_GLOBALS {
+        let help = ok(&env.cmd().args([sub, "--help"]).output().unwrap());
+        for a in ignored {
+            assert!(
+                !help.contains(flag(a)),
+                "`{sub} --help` lists {}:\n{help}",
+                flag(a)
+            );
+            // After the subcommand, and before it.
+            // What the command needs besides (a file, shard directories).
+            let rest: &[&str] = match sub {
+                "syntax" | "rewrite" => &[sample],
+                "merge" => &["a", "b"],
+                "cache" => &["verify"],
+                _ => &[],
+            };
+            for mut args in [vec![sub, flag(a), value(a)], vec![flag(a), value(a), sub]] {
+                args.extend(rest);
+                let o = env.cmd().args(&args).output().unwrap();
+                let err = String::from_utf8_lossy(&o.stderr);
+                assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+                assert!(
+                    err.contains(&format!("{} does nothing for `codescope {sub}`", flag(a))),
+                    "{args:?}: {err}"
+                );
+            }
+        }
+    }
+    // `-m` is `--model` too.
+    let o = env
+        .cmd()
+        .args(["syntax", "-m", "x", sample])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    // The environment's default model does not break a command that ignores it.
+    ok(&env
+        .cmd()
+        .env("CODESCOPE_MODEL", "minilm")
+        .args(["syntax", sample])
+        .output()
+        .unwrap());
+    // syntax and rewrite do take --lang; analyze takes all three.
+    ok(&env
+        .cmd()
+        .args(["syntax", "--lang", "python", sample])
+        .output()
+        .unwrap());
+    let help = ok(&env.cmd().args(["analyze", "--help"]).output().unwrap());
+    for f in ["--model", "--lang", "--random-weights"] {
+        assert!(help.contains(f), "analyze --help lacks {f}");
+    }
+    let help = ok(&env.cmd().args(["fetch", "--help"]).output().unwrap());
+    assert!(
+        help.contains("--model") && !help.contains("--lang"),
+        "{help}"
+    );
+}
+
 /// The notices of a run that succeeds quote paths escaped too (the notice path, not only
 /// the final error line): a corpus directory and an output directory whose names hold
 /// a title change, a clipboard write and a carriage return.
