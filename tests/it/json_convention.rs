@@ -172,3 +172,118 @@ fn every_command_follows_the_json_convention() {
         &serde_json::from_str(&both).unwrap(),
     );
 }
+
+/// Every field name in `v` (object keys, recursively).
+fn keys(v: &Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                out.insert(k.clone());
+                // The finding has its own shape (README, The finding).
+                if k != "finding" {
+                    keys(x, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+        _ => {}
+    }
+}
+
+/// The quoted names in the README's shape of one output: from the paragraph starting
+/// with `start` to the next line starting with a backquote.
+fn documented(start: &str) -> std::collections::BTreeSet<String> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let at = readme
+        .find(&format!("\n{start}"))
+        .unwrap_or_else(|| panic!("the README has no shape starting {start}"));
+    let rest = &readme[at + 1..];
+    // Up to the next command's shape (a line starting with `trace `, `probe `, ...).
+    const COMMANDS: [&str; 10] = [
+        "trace",
+        "syntax",
+        "analyze",
+        "compare",
+        "knockout",
+        "ablate",
+        "lens",
+        "probe",
+        "reproduce",
+        "render",
+    ];
+    let end = rest
+        .match_indices("\n`")
+        .map(|(i, _)| i)
+        .find(|&i| {
+            i > 0
+                && COMMANDS
+                    .iter()
+                    .any(|c| rest[i + 2..].starts_with(&format!("{c} ")))
+        })
+        .unwrap_or(rest.len());
+    rest[..end]
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+fn undocumented(v: &Value, start: &str) -> Vec<String> {
+    let mut k = std::collections::BTreeSet::new();
+    keys(v, &mut k);
+    let doc = documented(start);
+    k.into_iter()
+        .filter(|x| {
+            let graph = codescope::syntax::Graph::ALL.iter().any(|g| g.name() == x);
+            !doc.contains(x) && !graph && !x.contains("->")
+        })
+        .collect()
+}
+
+/// The README's shapes of `probe --json` and of the explorer's export name every field
+/// these outputs carry (category pairs such as `"syn->id"` and the graph names are the
+/// keys of maps the shapes describe as such; the finding has a shape of its own).
+#[test]
+fn the_readme_documents_every_field_of_probe_and_export_json() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let enc = fixture("tiny_roberta");
+    let probe = run(
+        root,
+        &[
+            "--model",
+            &enc,
+            "probe",
+            "--task",
+            "dfg",
+            "--limit",
+            "8",
+            "--no-cache",
+            "--structural",
+            "--json",
+            "--timings",
+        ],
+    );
+    let v: Value = serde_json::from_str(&probe).unwrap();
+    assert!(v["structural"].as_array().is_some_and(|a| !a.is_empty()));
+    let missing = undocumented(&v, "`probe --json`:");
+    assert!(
+        missing.is_empty(),
+        "probe --json fields not in the README: {missing:?}"
+    );
+    // The explorer's export, with the surprisal view, a pinned head and compare mode on.
+    use crate::tui_common::{ready_decoder, theme, typed, SHORT};
+    use codescope::tui::theme::ColorMode;
+    let mut app = ready_decoder("tiny_qwen2", SHORT, 120, 40, theme(ColorMode::TrueColor));
+    typed(&mut app, "lS*");
+    let view = codescope::tui::export_view(&app).unwrap();
+    assert!(view.surprisal.is_some() && view.pinned.is_some());
+    let v: Value = serde_json::from_str(&codescope::export::json::render(&view).unwrap()).unwrap();
+    let missing = undocumented(&v, "The explorer's export (`x`");
+    assert!(
+        missing.is_empty(),
+        "export fields not in the README: {missing:?}"
+    );
+}
