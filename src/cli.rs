@@ -52,6 +52,12 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = Theme::Dark)]
     pub theme: Theme,
 
+    /// Draw the explorer with ASCII only: `+-|` frames, heat maps as coloured cells (or
+    /// `.+#@` without colour), no half blocks. On by itself when the locale's character
+    /// set is not UTF-8 (e.g. LANG=en_US.ISO-8859-1).
+    #[arg(long)]
+    pub ascii: bool,
+
     /// Present a tour, a TOML file of steps (snippet, model, view, caption): ] goes to
     /// the next step, [ back. B adds the current view as a step (the file is created if
     /// it does not exist).
@@ -272,6 +278,12 @@ impl Cli {
             random_weights: self.random_weights,
             lang,
             light: self.theme == Theme::Light,
+            ascii: self.ascii
+                || crate::tui::theme::locale_is_not_utf8(
+                    std::env::var("LC_ALL").ok().as_deref(),
+                    std::env::var("LC_CTYPE").ok().as_deref(),
+                    std::env::var("LANG").ok().as_deref(),
+                ),
             cache_dir: crate::paths::cache_dir(),
         })
     }

@@ -18,6 +18,9 @@ pub struct Settings {
     pub lang: Option<Language>,
     /// The explorer's light theme (`--theme light`).
     pub light: bool,
+    /// The explorer draws with ASCII only (`--ascii`, or a locale whose character set is
+    /// not UTF-8): no box drawing, no block elements.
+    pub ascii: bool,
     /// codescope's cache directory (models, probe features, logs).
     pub cache_dir: PathBuf,
 }

@@ -461,7 +461,7 @@ pub fn heat_geom(app: &App, r: Rect, n: usize) -> Option<HeatGeom> {
     let rows_avail = (inner.height as usize)
         .saturating_sub(label_rows + info_rows + legend_rows)
         .max(1);
-    let colored = app.theme.colored();
+    let colored = app.theme.half_blocks();
     let fit_of = |px: usize| n.div_ceil(cols_avail).max(n.div_ceil(px)).max(1);
     let fit_one = fit_of(rows_avail);
     let fit_half = fit_of(rows_avail * 2);

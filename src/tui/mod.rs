@@ -163,7 +163,8 @@ pub fn run(opts: Options) -> Result<()> {
     source::set_progress(false);
     // A signal must let the loop below restore the terminal before the process exits.
     crate::signals::defer_exit();
-    let theme = Theme::new(ColorMode::detect(), opts.settings.light);
+    let theme =
+        Theme::new(ColorMode::detect(), opts.settings.light).with_ascii(opts.settings.ascii);
     let doc = Doc::new(opts.name, opts.text, opts.lang);
     let mut app = App::new(
         Config {

@@ -136,6 +136,31 @@ pub use crate::color::Rgb;
 pub struct Theme {
     pub mode: ColorMode,
     pub light: bool,
+    /// ASCII only: frames of `+-|`, no block elements or half blocks (`--ascii`).
+    pub ascii: bool,
+}
+
+/// Whether the locale asks for a character set other than UTF-8: the first set of
+/// `LC_ALL`, `LC_CTYPE`, `LANG` names one (`en_US.ISO-8859-1`). `C`, `POSIX` and no locale
+/// at all do not count: terminals reached over SSH with no locale set mostly draw UTF-8
+/// fine, and `--ascii` is there for those that do not.
+pub fn locale_is_not_utf8(
+    lc_all: Option<&str>,
+    lc_ctype: Option<&str>,
+    lang: Option<&str>,
+) -> bool {
+    let Some(v) = [lc_all, lc_ctype, lang]
+        .into_iter()
+        .flatten()
+        .find(|v| !v.is_empty())
+    else {
+        return false;
+    };
+    let Some((_, charset)) = v.split_once('.') else {
+        return false;
+    };
+    let charset = charset.split('@').next().unwrap_or("").to_ascii_lowercase();
+    !matches!(charset.as_str(), "utf-8" | "utf8")
 }
 
 /// Shade glyphs for NO_COLOR intensities, lowest first.
@@ -172,7 +197,22 @@ pub fn ansi256(c: Rgb) -> u8 {
 
 impl Theme {
     pub fn new(mode: ColorMode, light: bool) -> Self {
-        Theme { mode, light }
+        Theme {
+            mode,
+            light,
+            ascii: false,
+        }
+    }
+
+    /// The same theme, drawing with ASCII only (or not).
+    pub fn with_ascii(self, ascii: bool) -> Self {
+        Theme { ascii, ..self }
+    }
+
+    /// Whether heat maps may pack two rows into a cell with `▀` (colour scales on, and
+    /// not ASCII).
+    pub fn half_blocks(&self) -> bool {
+        self.colored() && !self.ascii
     }
 
     /// Whether colour scales are drawn (heat maps, backgrounds): not in NO_COLOR, and
@@ -596,5 +636,30 @@ mod tests {
             Theme::new(ColorMode::None, false).heat(0.5, false),
             Color::Reset
         );
+    }
+
+    #[test]
+    fn only_a_locale_naming_another_charset_asks_for_ascii() {
+        assert!(locale_is_not_utf8(None, None, Some("en_US.ISO-8859-1")));
+        assert!(locale_is_not_utf8(
+            Some("de_DE.iso88591@euro"),
+            None,
+            Some("en_US.UTF-8")
+        ));
+        // The first set variable decides.
+        assert!(!locale_is_not_utf8(
+            Some("en_US.UTF-8"),
+            Some("C.ISO-8859-1"),
+            None
+        ));
+        assert!(!locale_is_not_utf8(Some(""), None, Some("en_US.utf8")));
+        assert!(locale_is_not_utf8(
+            None,
+            Some("ja_JP.eucJP"),
+            Some("en_US.UTF-8")
+        ));
+        for none in [None, Some("C"), Some("POSIX"), Some("C.UTF-8"), Some("")] {
+            assert!(!locale_is_not_utf8(none, None, None), "{none:?}");
+        }
     }
 }

@@ -560,3 +560,38 @@ fn help_names_the_colour_modes() {
         assert!(help.contains(want), "--help does not name {want}: {help}");
     }
 }
+
+/// `--ascii` (and a locale that names another character set than UTF-8): the explorer
+/// draws no box drawing, block or geometric glyph, frames as `+-|`, and the heat map is
+/// still there as coloured cells.
+#[test]
+fn tty_ascii_draws_with_ascii_only() {
+    let drawing = |c: char| ('\u{2500}'..='\u{25ff}').contains(&c);
+    for (tag, env, flag) in [
+        ("ascii", "", "--ascii "),
+        ("latin1", " LANG=en_US.ISO-8859-1 LC_ALL= LC_CTYPE=", ""),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("area.py"), AREA).unwrap();
+        let tmux = Tmux::new(tag);
+        let exit = start_cmd(
+            &tmux,
+            d.path(),
+            &format!("{}{env} COLORTERM=truecolor", sandbox(d.path())),
+            &format!("{flag}--model '{}' area.py", model()),
+        );
+        tmux.wait_for("the analysis", 120, analysed);
+        let s = tmux.screen();
+        let bad: String = s.chars().filter(|&c| drawing(c)).collect();
+        assert!(bad.is_empty(), "{tag}: drawing glyphs {bad:?}\n{s}");
+        assert!(s.contains("+-"), "{tag}: no ASCII frame\n{s}");
+        // The heat map's cells are spaces on a 24-bit background colour.
+        let esc = tmux.run(&["capture-pane", "-p", "-e", "-t", "e2e"]);
+        assert!(
+            esc.matches("48;2;").count() > 10,
+            "{tag}: no heat-map colours"
+        );
+        tmux.run(&["send-keys", "-t", "e2e", "q"]);
+        assert_eq!(wait_file(&exit, 30), "0");
+    }
+}

@@ -27,6 +27,66 @@ pub use probes::probe_rows;
 
 /// Draw the whole explorer.
 pub fn draw(app: &App, f: &mut Frame) {
+    draw_screen(app, f);
+    if app.theme.ascii {
+        let colored = app.theme.colored();
+        let area = f.area();
+        asciify(f.buffer_mut(), area, colored);
+    }
+}
+
+/// The ASCII stand-in of a drawing glyph (`--ascii`): box drawing as `+-|`, shades and
+/// blocks as the ramp `.+#@` (a full block in colour becomes a space on that colour:
+/// see [`asciify`]), markers as letters. `None`: keep the symbol (text, ASCII).
+pub fn ascii_glyph(c: char) -> Option<char> {
+    Some(match c {
+        '─' | '━' | '═' | '┄' | '┈' | '╌' => '-',
+        '│' | '┃' | '║' | '┆' | '┊' | '╎' | '¦' => '|',
+        '\u{2500}'..='\u{257f}' => '+',
+        '░' => '.',
+        '▒' => '+',
+        '▓' => '#',
+        '█' | '▀' | '▄' => '@',
+        '▏' | '▎' | '▍' | '▌' | '▋' | '▊' | '▉' | '▐' | '▕' => '|',
+        '▁' | '▂' | '▃' | '▅' | '▆' | '▇' | '▔' => '_',
+        '\u{2580}'..='\u{259f}' => '#',
+        '▶' | '►' | '▸' => '>',
+        '◀' | '◄' | '◂' => '<',
+        '▾' | '▼' => 'v',
+        '▴' | '▲' => '^',
+        '●' => '@',
+        '○' => 'o',
+        '■' => '#',
+        '□' => 'o',
+        '\u{25a0}'..='\u{25ff}' => '*',
+        _ => return None,
+    })
+}
+
+/// Replace every drawing glyph of `area` by its [`ascii_glyph`]. In colour, a full or
+/// half block (a heat-map cell) becomes a space whose background is the block's colour.
+pub fn asciify(buf: &mut ratatui::buffer::Buffer, area: Rect, colored: bool) {
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let Some(cell) = buf.cell_mut((x, y)) else {
+                continue;
+            };
+            let mut chars = cell.symbol().chars();
+            let (Some(c), None) = (chars.next(), chars.next()) else {
+                continue;
+            };
+            if colored && matches!(c, '█' | '▀' | '▄') {
+                let fg = cell.fg;
+                cell.set_symbol(" ");
+                cell.bg = fg;
+            } else if let Some(a) = ascii_glyph(c) {
+                cell.set_char(a);
+            }
+        }
+    }
+}
+
+fn draw_screen(app: &App, f: &mut Frame) {
     let area = f.area();
     let base = app.theme.text();
     f.buffer_mut().set_style(area, base);
@@ -167,4 +227,33 @@ pub(crate) fn one_line(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::buffer::Buffer;
+    use ratatui::style::{Color, Style};
+
+    #[test]
+    fn asciify_leaves_no_drawing_glyph_and_keeps_heat_colours() {
+        let area = Rect::new(0, 0, 12, 2);
+        let mut b = Buffer::empty(area);
+        b.set_string(0, 0, "┌─┐│░▒▓ ●○▶¦", Style::default());
+        b.set_string(0, 1, "█▀x…→", Style::default().fg(Color::Rgb(9, 8, 7)));
+        let mut mono = b.clone();
+        asciify(&mut b, area, true);
+        let row = |b: &Buffer, y: u16| -> String { (0..12).map(|x| b[(x, y)].symbol()).collect() };
+        assert_eq!(row(&b, 0), "+-+|.+# @o>|");
+        // A heat-map cell in colour: a space on the cell's colour.
+        assert_eq!(row(&b, 1), "  x…→       ");
+        assert_eq!(b[(0, 1)].bg, Color::Rgb(9, 8, 7));
+        assert_eq!(b[(1, 1)].bg, Color::Rgb(9, 8, 7));
+        // Without colour the blocks take the top of the ramp; text stays as it is.
+        asciify(&mut mono, area, false);
+        assert_eq!(row(&mono, 1), "@@x…→       ");
+        for c in '\u{2500}'..='\u{25ff}' {
+            assert!(ascii_glyph(c).is_some_and(|a| a.is_ascii()), "{c}");
+        }
+    }
 }

@@ -129,7 +129,11 @@ pub fn overview(app: &App, f: &mut Frame, c: crate::tui::app::OverviewCursor) {
                     cells[(py * s / px_rows).min(s - 1) * s + (px * s / tw).min(s - 1)]
                 };
                 for px in 0..tw {
-                    if t.colored() {
+                    if t.colored() && t.ascii {
+                        let v = at(2 * row, px).max(at(2 * row + 1, px));
+                        let bg = t.heat(v.sqrt(), false);
+                        spans.push(Span::styled(" ", Style::default().bg(bg)));
+                    } else if t.colored() {
                         let up = t.heat(at(2 * row, px).sqrt(), false);
                         let dn = t.heat(at(2 * row + 1, px).sqrt(), false);
                         spans.push(Span::styled("▀", Style::default().fg(up).bg(dn)));
