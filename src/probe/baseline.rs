@@ -31,7 +31,10 @@ pub struct Row {
     pub random_control: Option<f64>,
 }
 
-fn rows_of(r: &ProbeReport) -> Vec<(String, String, &'static str, usize, f64, Option<f64>)> {
+/// (task, probe, metric, layer, value, control) of one measured number.
+type Measured = (String, String, &'static str, usize, f64, Option<f64>);
+
+fn rows_of(r: &ProbeReport) -> Vec<Measured> {
     let mut out = Vec::new();
     for x in r
         .results
@@ -86,7 +89,7 @@ pub fn rows(trained: &ProbeReport, random: &ProbeReport) -> Option<Vec<Row>> {
     a.into_iter()
         .zip(b)
         .map(|(a, b)| {
-            ((&a.0, &a.1, a.2, a.3) == (&b.0, &b.1, b.2, b.3)).then(|| Row {
+            ((&a.0, &a.1, a.2, a.3) == (&b.0, &b.1, b.2, b.3)).then_some(Row {
                 task: a.0,
                 probe: a.1,
                 metric: a.2,
