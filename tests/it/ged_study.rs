@@ -311,3 +311,254 @@ proptest! {
         prop_assert!(d <= identity, "{d} > {identity}");
     }
 }
+
+/// `analyze --ged study` through the binary: the JSON's `ged_study` (per graph the study's
+/// GED per head, its distance, the identity GED beside it, the per-layer minimum), the
+/// text section and the CSV rows; without the flag the document is what it was.
+#[test]
+fn analyze_ged_study_end_to_end() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let src = root.join("a.py");
+    std::fs::write(
+        &src,
+        "def scale(values, factor=2):\n    total = 0\n    for v in values:\n        total += v * factor\n    return total / len(values)\n",
+    )
+    .unwrap();
+    let s = src.to_str().unwrap();
+    let m = fixture("tiny_llama");
+    let run = |args: &[&str]| ok(&sandboxed(root).args(args).output().unwrap());
+    let plain: Value =
+        serde_json::from_str(&run(&["analyze", "--model", &m, "--json", s])).unwrap();
+    let mut v: Value = serde_json::from_str(&run(&[
+        "analyze", "--model", &m, "--ged", "study", "--json", s,
+    ]))
+    .unwrap();
+    let g = v.as_object_mut().unwrap().remove("ged_study").unwrap();
+    assert_eq!(v, plain, "--ged study only adds ged_study");
+    assert!(plain.get("ged_study").is_none());
+    assert_eq!(g["threshold"], 0.05);
+    assert!(g["skipped"].is_null(), "{g}");
+    let n = g["tokens"].as_u64().unwrap();
+    assert_eq!(
+        n as usize,
+        plain["analysed_tokens"].as_array().unwrap().len()
+    );
+    assert_eq!(g["names"].as_array().unwrap().len() as u64, n);
+    for gr in Graph::ALL {
+        let x = &g["graphs"][gr.name()];
+        let per_node = x["ged_study_per_node"].as_array().unwrap();
+        assert_eq!(
+            x["ged_per_node"],
+            plain["relations"][gr.name()]["ged_per_node"]
+        );
+        for (l, row) in per_node.iter().enumerate() {
+            let row: Vec<f64> = row
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|y| y.as_f64().unwrap())
+                .collect();
+            for (h, &y) in row.iter().enumerate() {
+                let dist = x["ged_study_distance"][l][h].as_u64().unwrap();
+                assert!((y - dist as f64 / n as f64).abs() < 1e-12);
+                let id = x["ged_per_node"][l][h].as_f64().unwrap();
+                assert!(
+                    y <= id + 1e-12,
+                    "{gr} layer {} head {}: {y} > {id}",
+                    l + 1,
+                    h + 1
+                );
+            }
+            let min = &x["ged_study_layer_min"][l];
+            assert_eq!(min["layer"], l + 1);
+            let best = row.iter().copied().fold(f64::INFINITY, f64::min);
+            let h = min["head"].as_u64().unwrap() as usize;
+            assert_eq!(row[h - 1], best);
+            assert_eq!(
+                row.iter().position(|&y| y == best),
+                Some(h - 1),
+                "the first of equals"
+            );
+            assert_eq!(min["ged_study_per_node"].as_f64().unwrap(), best);
+            assert!(
+                min["ged_identity_layer_min"].as_f64().unwrap()
+                    <= min["ged_per_node"].as_f64().unwrap()
+            );
+        }
+    }
+    let text = run(&["analyze", "--model", &m, "--ged", "study", s]);
+    assert!(
+        text.contains("study GED per node at threshold 0.05"),
+        "{text}"
+    );
+    assert!(!run(&["analyze", "--model", &m, s]).contains("study GED"));
+    let csv = run(&["analyze", "--model", &m, "--ged", "study", "--csv", s]);
+    let plain_csv = run(&["analyze", "--model", &m, "--csv", s]);
+    assert!(csv.starts_with(&plain_csv));
+    let extra: Vec<&str> = csv[plain_csv.len()..].lines().collect();
+    let (layers, heads) = (
+        plain["relations"]["dfg"]["f1"].as_array().unwrap().len(),
+        plain["relations"]["dfg"]["f1"][0].as_array().unwrap().len(),
+    );
+    assert_eq!(extra.len(), Graph::ALL.len() * layers * (heads + 1));
+    assert!(
+        extra.iter().all(|l| l.starts_with("ged_study,")),
+        "{extra:?}"
+    );
+}
+
+/// The binary with the packaged MiniLM from the user's cache (a window of 512 subwords,
+/// longer than the study GED's limit; the tiny fixtures' are 64), the log under `root`.
+fn with_minilm(root: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(crate::cli_sources::BIN);
+    c.env("HF_HUB_OFFLINE", "1")
+        .env("CODESCOPE_LOG_FILE", root.join("log.txt"));
+    c
+}
+
+/// Over the limit the study's GED is skipped with one notice, and the JSON says why.
+#[test]
+fn analyze_ged_study_skips_long_snippets() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let src = root.join("long.py");
+    let items = vec!["1"; ged::MAX_TOKENS / 2 + 10].join(", ");
+    std::fs::write(&src, format!("x = [{items}]\n")).unwrap();
+    let s = src.to_str().unwrap();
+    let o = with_minilm(root)
+        .args([
+            "analyze", "--model", "minilm", "--ged", "study", "--json", s,
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    let g = &v["ged_study"];
+    assert!(
+        g["tokens"].as_u64().unwrap() > ged::MAX_TOKENS as u64,
+        "{g}"
+    );
+    assert!(
+        g["skipped"].as_str().unwrap().contains("limit of 256"),
+        "{g}"
+    );
+    assert!(g.get("graphs").is_none());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("study GED skipped").count(), 1, "{err}");
+}
+
+/// `reproduce --ged study`: its tables beside the usual ones, which stay byte-identical to
+/// a run without it; the sums survive sharding (the merge writes one run's tables).
+#[test]
+fn reproduce_ged_study_end_to_end() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    let corpus = root.join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::write(
+        corpus.join("a.py"),
+        "def scale(values, factor=2):\n    total = 0\n    for v in values:\n        total += v * factor\n    return total / len(values)\n\ndef f(a, b):\n    c = a + b\n    return c * a\n",
+    )
+    .unwrap();
+    let items = vec!["1"; ged::MAX_TOKENS / 2 + 10].join(", ");
+    std::fs::write(
+        corpus.join("long.py"),
+        format!("def g():\n    return [{items}]\n"),
+    )
+    .unwrap();
+    let c = corpus.to_str().unwrap();
+    let run = |out: &str, extra: &[&str]| {
+        let o = root.join(out);
+        let mut args = vec![
+            "--model",
+            "minilm",
+            "reproduce",
+            "--data",
+            c,
+            "--out",
+            o.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        (ok(&with_minilm(root).args(&args).output().unwrap()), o)
+    };
+    let (plain_table, plain) = run("plain", &[]);
+    let (table, with) = run("with", &["--ged", "study"]);
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    for f in ["scores.csv", "best_heads.csv"] {
+        assert_eq!(read(&plain.join(f)), read(&with.join(f)), "{f}");
+    }
+    assert!(!plain.join("ged_study.csv").exists());
+    assert!(!plain_table.contains("study GED"));
+    // After the first line (its snippets/s varies), the table is the plain one, then ours.
+    let body = |t: &str| t.split_once('\n').unwrap().1.to_owned();
+    assert!(body(&table).starts_with(&body(&plain_table)), "{table}");
+    assert!(
+        table.contains("study GED per node at threshold 0.05"),
+        "{table}"
+    );
+    let mut summary: Value = serde_json::from_str(&read(&with.join("summary.json"))).unwrap();
+    let g = summary
+        .as_object_mut()
+        .unwrap()
+        .remove("ged_study")
+        .unwrap();
+    let plain_summary: Value = serde_json::from_str(&read(&plain.join("summary.json"))).unwrap();
+    assert_eq!(summary, plain_summary, "--ged study only adds ged_study");
+    let scored = plain_summary["scored"].as_u64().unwrap();
+    assert_eq!(
+        g["snippets"].as_u64().unwrap() + g["skipped"].as_u64().unwrap(),
+        scored
+    );
+    assert_eq!(g["skipped"], 1, "{g}");
+    let layers_csv = read(&with.join("ged_study_layers.csv"));
+    assert!(layers_csv.starts_with(
+        "graph,threshold,layer,snippets,ged_study_layer_min,ged_identity_layer_min\n"
+    ));
+    for line in layers_csv.lines().skip(1) {
+        let f: Vec<f64> = line
+            .split(',')
+            .skip(4)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        assert!(f[0] <= f[1] + 1e-9, "{line}");
+    }
+    assert!(read(&with.join("ged_study.csv"))
+        .starts_with("graph,threshold,layer,head,ged_study_per_node\n"));
+    // Resuming with another --ged is another run.
+    let o = with_minilm(root)
+        .args([
+            "--model",
+            "minilm",
+            "reproduce",
+            "--data",
+            c,
+            "--out",
+            with.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--ged study"));
+    // Two shards merged: the same tables as one run.
+    let (_, s1) = run("s1", &["--ged", "study", "--shard", "1/2"]);
+    let (_, s2) = run("s2", &["--ged", "study", "--shard", "2/2"]);
+    let merged = root.join("merged");
+    ok(&with_minilm(root)
+        .args([
+            "merge",
+            s1.to_str().unwrap(),
+            s2.to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap());
+    for f in [
+        "ged_study.csv",
+        "ged_study_layers.csv",
+        "scores.csv",
+        "summary.json",
+    ] {
+        assert_eq!(read(&merged.join(f)), read(&with.join(f)), "{f}");
+    }
+}
