@@ -420,8 +420,9 @@ pub struct AnalyzeArgs {
     pub csv: bool,
     /// Also the study's graph edit distance (`study`: networkx 3.0's first
     /// optimize_graph_edit_distance value per head and graph, divided by the token count,
-    /// the minimum over heads per layer), beside codescope's identity GED. Costs about a
-    /// millisecond per head at 40 tokens; snippets over 256 analysed tokens are skipped.
+    /// the minimum over heads per layer), beside codescope's identity GED. About 0.1 ms a
+    /// head and graph at 40 tokens; snippets over 256 analysed tokens are skipped
+    /// (CODESCOPE_GED_MAX_TOKENS changes the limit).
     #[arg(long, value_enum, value_name = "VARIANT")]
     pub ged: Option<crate::analysis::ged::GedVariant>,
 }
@@ -591,7 +592,8 @@ pub struct ReproduceArgs {
     pub shard: Option<crate::analysis::reproduce::Shard>,
     /// Also the study's graph edit distance at --threshold (`study`: see analyze --ged),
     /// into ged_study.csv, ged_study_layers.csv, summary.json and the printed table;
-    /// snippets over 256 analysed tokens are skipped and counted.
+    /// snippets over 256 analysed tokens (CODESCOPE_GED_MAX_TOKENS) are skipped and
+    /// counted.
     #[arg(long, value_enum, value_name = "VARIANT")]
     pub ged: Option<crate::analysis::ged::GedVariant>,
 }

@@ -291,11 +291,12 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
 pub fn ged_study_json(
     a: &SnippetAnalysis,
     g: &Result<super::ged::StudyGed, super::ged::Skipped>,
+    max_tokens: usize,
 ) -> Value {
     let mut doc = json!({
         "threshold": short_threshold(a.threshold),
         "tokens": a.token_attention.n(),
-        "max_tokens": super::ged::MAX_TOKENS,
+        "max_tokens": max_tokens,
         "skipped": Value::Null,
     });
     let sg = match g {

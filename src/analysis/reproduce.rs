@@ -221,6 +221,8 @@ pub struct Aggregate {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GedStudySums {
     pub threshold: f32,
+    /// The token limit ([`super::ged::max_tokens`]) of the run.
+    pub max_tokens: usize,
     pub scored: usize,
     pub skipped: usize,
     /// `[graph][layer][head]`: the study's GED per node.
@@ -233,10 +235,11 @@ pub struct GedStudySums {
 }
 
 impl GedStudySums {
-    fn new(threshold: f32, layers: usize, heads: usize) -> Self {
+    fn new(threshold: f32, max_tokens: usize, layers: usize, heads: usize) -> Self {
         let g = Graph::ALL.len();
         GedStudySums {
             threshold,
+            max_tokens,
             scored: 0,
             skipped: 0,
             heads: vec![0; g * layers * heads],
@@ -288,6 +291,9 @@ impl GedStudySums {
         if !(0.0..=1.0).contains(&self.threshold) {
             return Err(format!("study GED threshold {}", self.threshold));
         }
+        if self.max_tokens == 0 || self.max_tokens > crate::syntax::MAX_SOURCE_BYTES {
+            return Err(format!("study GED token limit {}", self.max_tokens));
+        }
         if self.heads.len() != g * layers * heads
             || self.layer_min.len() != g * layers
             || self.identity_layer_min.len() != g * layers
@@ -300,9 +306,9 @@ impl GedStudySums {
                 self.scored, self.skipped
             ));
         }
-        // Per node at most 1 + 2n for n <= MAX_TOKENS nodes (every node substituted, every
+        // Per node at most 1 + 2n for n <= max_tokens nodes (every node substituted, every
         // possible edge of both graphs deleted or inserted); identity at most n.
-        let per = FIXED_ONE as i128 * (2 * super::ged::MAX_TOKENS as i128 + 1);
+        let per = FIXED_ONE as i128 * (2 * self.max_tokens as i128 + 1);
         let bound = i128::try_from(self.scored)
             .ok()
             .and_then(|n| n.checked_mul(per))
@@ -339,6 +345,7 @@ impl GedStudySums {
     fn zeroed(&self) -> Self {
         GedStudySums {
             threshold: self.threshold,
+            max_tokens: self.max_tokens,
             scored: 0,
             skipped: 0,
             heads: vec![0; self.heads.len()],
@@ -389,7 +396,7 @@ impl Aggregate {
             twins_table: None,
             ged_study: r
                 .ged_study
-                .then(|| GedStudySums::new(r.threshold, layers, heads)),
+                .map(|max| GedStudySums::new(r.threshold, max, layers, heads)),
         }
     }
 
@@ -439,8 +446,11 @@ impl Aggregate {
                 ("layers", a.layers.to_string()),
                 ("heads", a.heads.to_string()),
                 (
-                    "--ged study at --threshold",
-                    opt(a.ged_study.as_ref().map(|s| s.threshold.to_string())),
+                    "--ged study (threshold, token limit)",
+                    opt(a
+                        .ged_study
+                        .as_ref()
+                        .map(|s| format!("{}, {} tokens", s.threshold, s.max_tokens))),
                 ),
             ]
         };
@@ -627,8 +637,9 @@ pub struct Run<'a> {
     pub seed: u64,
     /// `--limit`: the corpus is its first this many snippets (recorded, compared).
     pub limit: Option<usize>,
-    /// `--ged study`: also the study's graph edit distance at `threshold`.
-    pub ged_study: bool,
+    /// `--ged study`: also the study's graph edit distance at `threshold`, for snippets
+    /// of at most this many analysed tokens.
+    pub ged_study: Option<usize>,
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
@@ -985,7 +996,7 @@ fn score_snippet(
     s: &Snippet,
     opts: &Options,
     rewrite: Option<Rewrite>,
-    ged_study: bool,
+    ged_study: Option<usize>,
 ) -> Result<Scored> {
     let (mut a, twin) = match rewrite {
         Some(rw) => {
@@ -1009,8 +1020,8 @@ fn score_snippet(
     if let Some(note) = &a.input_note {
         return Err(Error::Syntax(format!("paper mode: {note}")));
     }
-    let ged = ged_study.then(|| {
-        super::ged::compute(&a, opts.threshold).map(|sg| {
+    let ged = ged_study.map(|max| {
+        super::ged::compute(&a, opts.threshold, max).map(|sg| {
             let identity = Graph::ALL.iter().map(|g| a.relations[g].clone()).collect();
             (sg, identity)
         })
@@ -1137,7 +1148,7 @@ fn write_ged_study(agg: &Aggregate, sg: &GedStudySums, out: &Path) -> Result<ser
         "threshold": super::report::short_threshold(thr),
         "snippets": sg.scored,
         "skipped": sg.skipped,
-        "max_tokens": super::ged::MAX_TOKENS,
+        "max_tokens": sg.max_tokens,
         "metric": "macro-average over snippets of networkx's first optimize_graph_edit_distance value / n (the study's), per layer the minimum over heads; beside it the identity GED |P xor G| / n, minimum over heads",
         "graphs": graphs,
     }))
@@ -1211,7 +1222,7 @@ fn ged_study_table(agg: &Aggregate, sg: &GedStudySums) -> String {
         sg.threshold,
         sg.scored,
         sg.skipped,
-        super::ged::MAX_TOKENS
+        sg.max_tokens
     );
     let _ = write!(s, "  layer");
     for g in Graph::ALL {
@@ -1282,5 +1293,28 @@ mod tests {
         }
         let ok: Shard = serde_json::from_str(r#"{"index":2,"count":3}"#).unwrap();
         assert_eq!(ok, Shard::new(2, 3).unwrap());
+    }
+
+    #[test]
+    fn study_ged_sums_out_of_shape_or_range_are_refused_and_merge_adds_up() {
+        let mut a = GedStudySums::new(0.05, 256, 2, 3);
+        assert_eq!(a.check(2, 3, 0), Ok(()));
+        assert!(a.check(2, 4, 0).unwrap_err().contains("another shape"));
+        assert!(a.check(2, 3, 1).unwrap_err().contains("do not add up"));
+        a.skipped = 1;
+        assert_eq!(a.check(2, 3, 1), Ok(()));
+        a.heads[0] = -1;
+        assert!(a.check(2, 3, 1).unwrap_err().contains("outside"));
+        a.heads[0] = 0;
+        a.max_tokens = 0;
+        assert!(a.check(2, 3, 1).unwrap_err().contains("token limit"));
+        a.max_tokens = 256;
+        let mut b = a.zeroed();
+        b.scored = 2;
+        b.layer_min[1] = 7;
+        a.merge(&b).unwrap();
+        assert_eq!((a.scored, a.skipped, a.layer_min[1]), (2, 1, 7));
+        b.layer_min[1] = i128::MAX;
+        assert!(a.merge(&b).is_none(), "an overflow is refused");
     }
 }

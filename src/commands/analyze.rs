@@ -36,8 +36,12 @@ pub(super) fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()>
             m.info.stream_window, a.trace.truncated
         ));
     }
+    let ged_max = match args.ged {
+        Some(_) => analysis::ged::max_tokens()?,
+        None => 0,
+    };
     let ged = args.ged.map(|analysis::ged::GedVariant::Study| {
-        let g = analysis::ged::compute(&a, threshold);
+        let g = analysis::ged::compute(&a, threshold, ged_max);
         if let Err(why) = &g {
             crate::logging::notice(format_args!("notice: study GED skipped: {why}"));
         }
@@ -46,7 +50,7 @@ pub(super) fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()>
     if args.json {
         let mut doc = analysis::report::to_json(&a);
         if let Some(g) = &ged {
-            doc["ged_study"] = analysis::report::ged_study_json(&a, g);
+            doc["ged_study"] = analysis::report::ged_study_json(&a, g, ged_max);
         }
         print(&format!("{doc}\n"))
     } else if args.csv {

@@ -85,7 +85,10 @@ pub(super) fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result
             .transpose()?,
         seed: args.seed,
         limit: args.limit,
-        ged_study: args.ged == Some(analysis::ged::GedVariant::Study),
+        ged_study: match args.ged {
+            Some(analysis::ged::GedVariant::Study) => Some(analysis::ged::max_tokens()?),
+            None => None,
+        },
     })?;
     print(&analysis::reproduce::table(&agg, threshold))?;
     if let Some(t) = &agg.twins_table {

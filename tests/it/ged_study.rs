@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 #[allow(unused_imports)]
-use crate::cli_sources::{fixture, ok, sandboxed};
+use crate::cli_sources::{fails, fixture, ok, sandboxed};
 
 fn reference() -> Value {
     serde_json::from_str(include_str!("../fixtures/ged_reference.json")).unwrap()
@@ -218,7 +218,7 @@ fn real_cases_are_codescopes_inputs() {
         let graphs = strings(&s["graphs"]);
         assert_eq!(graphs.len(), Graph::ALL.len());
         if near == 0 {
-            let sg = ged::compute(&a, t).unwrap();
+            let sg = ged::compute(&a, t, ged::MAX_TOKENS).unwrap();
             for hd in s["heads"].as_array().unwrap() {
                 let (l, h) = (
                     hd["layer"].as_u64().unwrap() as usize - 1,
@@ -408,43 +408,46 @@ fn analyze_ged_study_end_to_end() {
     );
 }
 
-/// The binary with the packaged MiniLM from the user's cache (a window of 512 subwords,
-/// longer than the study GED's limit; the tiny fixtures' are 64), the log under `root`.
-fn with_minilm(root: &Path) -> std::process::Command {
-    let mut c = std::process::Command::new(crate::cli_sources::BIN);
-    c.env("HF_HUB_OFFLINE", "1")
-        .env("CODESCOPE_LOG_FILE", root.join("log.txt"));
-    c
-}
-
-/// Over the limit the study's GED is skipped with one notice, and the JSON says why.
+/// Over the limit (`CODESCOPE_GED_MAX_TOKENS`, here 12) the study's GED is skipped with
+/// one notice, and the JSON says why; a limit that is not a positive number is refused.
 #[test]
 fn analyze_ged_study_skips_long_snippets() {
     let d = tempfile::tempdir().unwrap();
     let root = d.path();
-    let src = root.join("long.py");
-    let items = vec!["1"; ged::MAX_TOKENS / 2 + 10].join(", ");
-    std::fs::write(&src, format!("x = [{items}]\n")).unwrap();
+    let src = root.join("a.py");
+    std::fs::write(&src, "def f(a, b):\n    c = a + b\n    return c * a\n").unwrap();
     let s = src.to_str().unwrap();
-    let o = with_minilm(root)
-        .args([
-            "analyze", "--model", "minilm", "--ged", "study", "--json", s,
-        ])
+    let m = fixture("tiny_llama");
+    let o = sandboxed(root)
+        .env("CODESCOPE_GED_MAX_TOKENS", "12")
+        .args(["analyze", "--model", &m, "--ged", "study", "--json", s])
         .output()
         .unwrap();
     let v: Value = serde_json::from_str(&ok(&o)).unwrap();
     let g = &v["ged_study"];
+    assert!(g["tokens"].as_u64().unwrap() > 12, "{g}");
+    assert_eq!(g["max_tokens"], 12);
     assert!(
-        g["tokens"].as_u64().unwrap() > ged::MAX_TOKENS as u64,
-        "{g}"
-    );
-    assert!(
-        g["skipped"].as_str().unwrap().contains("limit of 256"),
+        g["skipped"].as_str().unwrap().contains("limit of 12"),
         "{g}"
     );
     assert!(g.get("graphs").is_none());
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.matches("study GED skipped").count(), 1, "{err}");
+    let text = ok(&sandboxed(root)
+        .env("CODESCOPE_GED_MAX_TOKENS", "12")
+        .args(["analyze", "--model", &m, "--ged", "study", s])
+        .output()
+        .unwrap());
+    assert!(text.contains("study GED skipped: "), "{text}");
+    let e = fails(
+        &sandboxed(root)
+            .env("CODESCOPE_GED_MAX_TOKENS", "lots")
+            .args(["analyze", "--model", &m, "--ged", "study", s])
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("CODESCOPE_GED_MAX_TOKENS"), "{e}");
 }
 
 /// `reproduce --ged study`: its tables beside the usual ones, which stay byte-identical to
@@ -460,18 +463,26 @@ fn reproduce_ged_study_end_to_end() {
         "def scale(values, factor=2):\n    total = 0\n    for v in values:\n        total += v * factor\n    return total / len(values)\n\ndef f(a, b):\n    c = a + b\n    return c * a\n",
     )
     .unwrap();
-    let items = vec!["1"; ged::MAX_TOKENS / 2 + 10].join(", ");
+    let items = ["1"; 12].join(", ");
     std::fs::write(
         corpus.join("long.py"),
         format!("def g():\n    return [{items}]\n"),
     )
     .unwrap();
     let c = corpus.to_str().unwrap();
+    let m = fixture("tiny_llama");
+    // Limit 24 tokens: `f` and `scale` (cut by the tiny model's 64-subword window) are in,
+    // the list of twelve (31 tokens) is skipped.
+    let limited = |root: &Path| {
+        let mut c = sandboxed(root);
+        c.env("CODESCOPE_GED_MAX_TOKENS", "24");
+        c
+    };
     let run = |out: &str, extra: &[&str]| {
         let o = root.join(out);
         let mut args = vec![
             "--model",
-            "minilm",
+            &m,
             "reproduce",
             "--data",
             c,
@@ -479,7 +490,7 @@ fn reproduce_ged_study_end_to_end() {
             o.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
-        (ok(&with_minilm(root).args(&args).output().unwrap()), o)
+        (ok(&limited(root).args(&args).output().unwrap()), o)
     };
     let (plain_table, plain) = run("plain", &[]);
     let (table, with) = run("with", &["--ged", "study"]);
@@ -525,10 +536,10 @@ fn reproduce_ged_study_end_to_end() {
     assert!(read(&with.join("ged_study.csv"))
         .starts_with("graph,threshold,layer,head,ged_study_per_node\n"));
     // Resuming with another --ged is another run.
-    let o = with_minilm(root)
+    let o = limited(root)
         .args([
             "--model",
-            "minilm",
+            &m,
             "reproduce",
             "--data",
             c,
@@ -543,7 +554,7 @@ fn reproduce_ged_study_end_to_end() {
     let (_, s1) = run("s1", &["--ged", "study", "--shard", "1/2"]);
     let (_, s2) = run("s2", &["--ged", "study", "--shard", "2/2"]);
     let merged = root.join("merged");
-    ok(&with_minilm(root)
+    ok(&limited(root)
         .args([
             "merge",
             s1.to_str().unwrap(),
@@ -560,5 +571,52 @@ fn reproduce_ged_study_end_to_end() {
         "summary.json",
     ] {
         assert_eq!(read(&merged.join(f)), read(&with.join(f)), "{f}");
+    }
+}
+
+/// The timings of docs/performance.md: one head against one gold graph, per token count,
+/// on graphs shaped like the study's at t = 0.05 (the diagonal and about three more
+/// edges a row against about 1.5 gold edges a row) and the worst case (t = 0: every
+/// edge), the fastest of several runs; and the node assignment, once per snippet.
+#[test]
+#[ignore = "timings: cargo test --test it ged_study::timings -- --ignored --nocapture"]
+fn timings() {
+    use codescope::rng::Rng;
+    let fastest = |reps: usize, f: &mut dyn FnMut()| {
+        (0..reps)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    for &n in &[20usize, 40, 80, 160, 256] {
+        let names: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+        let mut rng = Rng::new(7);
+        let mut steps = Vec::new();
+        let steps_ms = fastest(5, &mut || steps = ged::node_steps(&names, &names));
+        let mut line = format!("n = {n:>3}: node assignment {steps_ms:.3} ms");
+        for (label, density, every) in [
+            ("t = 0.05-like", 3.0 / n as f64, false),
+            ("t = 0", 1.0, true),
+        ] {
+            let pm: Vec<bool> = (0..n * n)
+                .map(|k| every || k / n == k % n || rng.f64() < density)
+                .collect();
+            let gm: Vec<bool> = (0..n * n).map(|_| rng.f64() < 1.5 / n as f64).collect();
+            let p = ged::Digraph::from_mask(&names, pm);
+            let g = ged::Digraph::from_mask(&names, gm);
+            let reps = if every && n > 80 { 2 } else { 20 };
+            let ms = fastest(reps, &mut || {
+                std::hint::black_box(ged::first_distance_with(&steps, &p, &g));
+            });
+            line += &format!(
+                "; {label} ({} / {} edges) {ms:.3} ms",
+                p.edges.len(),
+                g.edges.len()
+            );
+        }
+        eprintln!("{line}");
     }
 }
