@@ -8,6 +8,7 @@
 //! Where each number is computed:
 //! - code-token attention and hidden states: [`attention`] (docs/METHODS.md 1);
 //! - gold masks, P/R/F1/GED per head, threshold sweeps: [`relations`] (docs/METHODS.md 3);
+//! - the study's graph edit distance (networkx's first candidate, opt-in): [`ged`];
 //! - category attention (2x2, 5x5): [`categories`];
 //! - attention entropy: [`entropy`];
 //! - code-token surprisal and perplexity: [`surprisal`] (docs/METHODS.md 5);
@@ -39,6 +40,7 @@ pub mod causal;
 pub mod compare;
 pub mod entropy;
 pub mod finding;
+pub mod ged;
 pub mod hidden;
 pub mod overview;
 pub mod relations;

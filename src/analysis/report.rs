@@ -281,3 +281,140 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
     s.push_str(&super::finding::Finding::of(a).text());
     s
 }
+
+/// The `ged_study` object of `analyze --ged study --json`: the threshold, the token count
+/// and limit, why it was skipped (`null` when computed), the nodes' names, and per graph
+/// `ged_study_per_node` and `ged_study_distance` (`[layer][head]`, positional),
+/// `ged_per_node` (codescope's identity GED, the same `[layer][head]`, beside it) and
+/// `ged_study_layer_min` (per layer the head with the smallest study GED, 1-based, its
+/// value, that head's identity GED and the identity GED's own minimum over heads).
+pub fn ged_study_json(
+    a: &SnippetAnalysis,
+    g: &Result<super::ged::StudyGed, super::ged::Skipped>,
+    max_tokens: usize,
+) -> Value {
+    let mut doc = json!({
+        "threshold": short_threshold(a.threshold),
+        "tokens": a.token_attention.n(),
+        "max_tokens": max_tokens,
+        "skipped": Value::Null,
+    });
+    let sg = match g {
+        Ok(sg) => sg,
+        Err(why) => {
+            doc["skipped"] = why.to_string().into();
+            return doc;
+        }
+    };
+    let mut graphs = Map::new();
+    for gr in Graph::ALL {
+        let d = &sg.distances[&gr];
+        let identity = &a.relations[&gr];
+        let per_node: Vec<Vec<f64>> = d
+            .iter()
+            .map(|r| r.iter().map(|&x| sg.per_node(x)).collect())
+            .collect();
+        let mins: Vec<Value> = sg
+            .layer_min(gr)
+            .into_iter()
+            .enumerate()
+            .map(|(l, (h, x))| {
+                let row = &identity.scores[l];
+                let id_min = row
+                    .iter()
+                    .map(|s| s.ged_per_node)
+                    .fold(f64::INFINITY, f64::min);
+                json!({"layer": l + 1, "head": h + 1, "ged_study_per_node": sg.per_node(x),
+                       "ged_study_distance": x, "ged_per_node": row[h].ged_per_node,
+                       "ged_identity_layer_min": id_min})
+            })
+            .collect();
+        graphs.insert(
+            gr.name().into(),
+            json!({
+                "ged_study_per_node": per_node,
+                "ged_study_distance": d,
+                "ged_per_node": identity.metric(|s| s.ged_per_node),
+                "ged_study_layer_min": mins,
+            }),
+        );
+    }
+    doc["names"] = json!(sg.names);
+    doc["graphs"] = Value::Object(graphs);
+    doc
+}
+
+/// `analyze --ged study --csv`'s extra rows (the long format of [`to_csv`]): table
+/// `ged_study`, metric `ged_study_per_node` per head and `ged_study_layer_min` per layer
+/// (head empty).
+pub fn ged_study_csv(a: &SnippetAnalysis, sg: &super::ged::StudyGed) -> String {
+    let mut out = String::new();
+    for g in Graph::ALL {
+        for (l, row) in sg.distances[&g].iter().enumerate() {
+            for (h, &d) in row.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "ged_study,{},{},{},{:.2},ged_study_per_node,{:.6}",
+                    g.name(),
+                    l + 1,
+                    h + 1,
+                    a.threshold,
+                    sg.per_node(d)
+                );
+            }
+        }
+        for (l, (_, d)) in sg.layer_min(g).into_iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "ged_study,{},{},,{:.2},ged_study_layer_min,{:.6}",
+                g.name(),
+                l + 1,
+                a.threshold,
+                sg.per_node(d)
+            );
+        }
+    }
+    out
+}
+
+/// `analyze --ged study`'s section of the summary: per graph and layer, the study's GED
+/// per node (minimum over heads, and its head) beside codescope's identity GED (minimum
+/// over heads); or the one line saying why it was skipped.
+pub fn ged_study_text(
+    a: &SnippetAnalysis,
+    g: &Result<super::ged::StudyGed, super::ged::Skipped>,
+) -> String {
+    let mut s = String::new();
+    let sg = match g {
+        Ok(sg) => sg,
+        Err(why) => {
+            let _ = writeln!(s, "\nstudy GED skipped: {why}");
+            return s;
+        }
+    };
+    let _ = writeln!(
+        s,
+        "\nstudy GED per node at threshold {:.2} (networkx's first optimize_graph_edit_distance value / n, minimum over heads) beside the identity GED |P xor G| / n (minimum over heads)",
+        a.threshold
+    );
+    let _ = writeln!(s, "  graph                  layer  head   study  identity");
+    for gr in Graph::ALL {
+        let identity = &a.relations[&gr];
+        for (l, (h, d)) in sg.layer_min(gr).into_iter().enumerate() {
+            let id_min = identity.scores[l]
+                .iter()
+                .map(|x| x.ged_per_node)
+                .fold(f64::INFINITY, f64::min);
+            let _ = writeln!(
+                s,
+                "  {:<21}  {:>5}  {:>4}  {:>6.2}  {:>8.2}",
+                gr.name(),
+                l + 1,
+                h + 1,
+                sg.per_node(d),
+                id_min
+            );
+        }
+    }
+    s
+}

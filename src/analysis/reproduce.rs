@@ -40,6 +40,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::ged::{Skipped, StudyGed};
 use super::relations::{threshold_grid, HeadScores};
 use super::reproduce_twins::{self, TwinRecord};
 use super::{Graph, Mode, Options};
@@ -207,6 +208,151 @@ pub struct Aggregate {
     /// The twins' printed table, when `--rewrite` was given (not checkpointed).
     #[serde(skip)]
     pub twins_table: Option<String>,
+    /// `--ged study`: the study's graph edit distance's sums (absent otherwise, so a
+    /// run without it writes the checkpoint it always wrote).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ged_study: Option<GedStudySums>,
+}
+
+/// The running sums of `reproduce --ged study` at the run's `--threshold`
+/// (docs/METHODS.md section 3): per node, in [`FIXED_ONE`] units, over the snippets the
+/// study's GED was computed for (`scored`; longer ones are `skipped`, see
+/// [`super::ged::MAX_TOKENS`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GedStudySums {
+    pub threshold: f32,
+    /// The token limit ([`super::ged::max_tokens`]) of the run.
+    pub max_tokens: usize,
+    pub scored: usize,
+    pub skipped: usize,
+    /// `[graph][layer][head]`: the study's GED per node.
+    pub heads: Vec<i128>,
+    /// `[graph][layer]`: the study's per-layer value, the minimum over heads.
+    pub layer_min: Vec<i128>,
+    /// `[graph][layer]`: codescope's identity GED per node, minimum over heads (same
+    /// threshold, same snippets), beside it.
+    pub identity_layer_min: Vec<i128>,
+}
+
+impl GedStudySums {
+    fn new(threshold: f32, max_tokens: usize, layers: usize, heads: usize) -> Self {
+        let g = Graph::ALL.len();
+        GedStudySums {
+            threshold,
+            max_tokens,
+            scored: 0,
+            skipped: 0,
+            heads: vec![0; g * layers * heads],
+            layer_min: vec![0; g * layers],
+            identity_layer_min: vec![0; g * layers],
+        }
+    }
+
+    /// Add one snippet's study GED and identity scores (at the same threshold); `None` if
+    /// a sum would overflow.
+    fn add(&mut self, sg: &super::ged::StudyGed, identity: &[&HeadScores]) -> Option<()> {
+        let fixed = |v: f64| (v * FIXED_ONE).round() as i128;
+        let mut k = 0;
+        for (gi, g) in Graph::ALL.iter().enumerate() {
+            let rows = &sg.distances[g];
+            let layers = rows.len();
+            for row in rows {
+                for &d in row {
+                    self.heads[k] = self.heads[k].checked_add(fixed(sg.per_node(d)))?;
+                    k += 1;
+                }
+            }
+            for (l, (_, d)) in sg.layer_min(*g).into_iter().enumerate() {
+                let i = gi * layers + l;
+                self.layer_min[i] = self.layer_min[i].checked_add(fixed(sg.per_node(d)))?;
+                let id = identity[gi].scores[l]
+                    .iter()
+                    .map(|s| s.ged_per_node)
+                    .fold(f64::INFINITY, f64::min);
+                self.identity_layer_min[i] = self.identity_layer_min[i].checked_add(fixed(id))?;
+            }
+        }
+        self.scored += 1;
+        Some(())
+    }
+
+    fn mean(&self, sums: &[i128], i: usize) -> f64 {
+        if self.scored == 0 {
+            0.0
+        } else {
+            sums[i] as f64 / FIXED_ONE / self.scored as f64
+        }
+    }
+
+    /// Whether the shapes and sums are ones a run of `layers x heads` over `scored`
+    /// snippets can produce (the reason when not).
+    fn check(&self, layers: usize, heads: usize, scored: usize) -> std::result::Result<(), String> {
+        let g = Graph::ALL.len();
+        if !(0.0..=1.0).contains(&self.threshold) {
+            return Err(format!("study GED threshold {}", self.threshold));
+        }
+        if self.max_tokens == 0 || self.max_tokens > crate::syntax::MAX_SOURCE_BYTES {
+            return Err(format!("study GED token limit {}", self.max_tokens));
+        }
+        if self.heads.len() != g * layers * heads
+            || self.layer_min.len() != g * layers
+            || self.identity_layer_min.len() != g * layers
+        {
+            return Err("study GED sums of another shape".into());
+        }
+        if self.scored.checked_add(self.skipped) != Some(scored) {
+            return Err(format!(
+                "{} study GED snippets and {} skipped do not add up to the {scored} scored",
+                self.scored, self.skipped
+            ));
+        }
+        // Per node at most 1 + 2n for n <= max_tokens nodes (every node substituted, every
+        // possible edge of both graphs deleted or inserted); identity at most n.
+        let per = FIXED_ONE as i128 * (2 * self.max_tokens as i128 + 1);
+        let bound = i128::try_from(self.scored)
+            .ok()
+            .and_then(|n| n.checked_mul(per))
+            .unwrap_or(i128::MAX);
+        let all = self
+            .heads
+            .iter()
+            .chain(&self.layer_min)
+            .chain(&self.identity_layer_min);
+        if all.into_iter().any(|v| !(0..=bound).contains(v)) {
+            return Err(format!(
+                "a study GED sum outside 0 to {bound} for {} snippets",
+                self.scored
+            ));
+        }
+        Ok(())
+    }
+
+    fn merge(&mut self, other: &GedStudySums) -> Option<()> {
+        self.scored = self.scored.checked_add(other.scored)?;
+        self.skipped = self.skipped.checked_add(other.skipped)?;
+        for (a, b) in [
+            (&mut self.heads, &other.heads),
+            (&mut self.layer_min, &other.layer_min),
+            (&mut self.identity_layer_min, &other.identity_layer_min),
+        ] {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x = x.checked_add(*y)?;
+            }
+        }
+        Some(())
+    }
+
+    fn zeroed(&self) -> Self {
+        GedStudySums {
+            threshold: self.threshold,
+            max_tokens: self.max_tokens,
+            scored: 0,
+            skipped: 0,
+            heads: vec![0; self.heads.len()],
+            layer_min: vec![0; self.layer_min.len()],
+            identity_layer_min: vec![0; self.identity_layer_min.len()],
+        }
+    }
 }
 
 fn format_one() -> u32 {
@@ -248,6 +394,9 @@ impl Aggregate {
             twins_seed: r.seed,
             twins_threshold: r.rewrite.map(|_| r.threshold),
             twins_table: None,
+            ged_study: r
+                .ged_study
+                .map(|max| GedStudySums::new(r.threshold, max, layers, heads)),
         }
     }
 
@@ -269,7 +418,7 @@ impl Aggregate {
     /// equal shapes mean equal sums and per-graph counts.
     pub fn difference(&self, other: &Aggregate) -> Option<(&'static str, String, String)> {
         let opt = |v: Option<String>| v.unwrap_or_else(|| "none".into());
-        let fields = |a: &Aggregate| -> [(&'static str, String); 16] {
+        let fields = |a: &Aggregate| -> [(&'static str, String); 17] {
             [
                 ("checkpoint format", a.format.to_string()),
                 ("model", a.model.clone()),
@@ -296,6 +445,13 @@ impl Aggregate {
                 ("threshold grid", format!("{:?}", a.grid)),
                 ("layers", a.layers.to_string()),
                 ("heads", a.heads.to_string()),
+                (
+                    "--ged study (threshold, token limit)",
+                    opt(a
+                        .ged_study
+                        .as_ref()
+                        .map(|s| format!("{}, {} tokens", s.threshold, s.max_tokens))),
+                ),
             ]
         };
         fields(self)
@@ -383,6 +539,9 @@ impl Aggregate {
         }
         if !self.seconds.is_finite() || self.seconds < 0.0 {
             return Err(format!("{} seconds", self.seconds));
+        }
+        if let Some(sg) = &self.ged_study {
+            sg.check(self.layers, self.heads, self.scored)?;
         }
         let bounds: Vec<i128> = (0..METRICS.len())
             .map(|m| {
@@ -478,6 +637,9 @@ pub struct Run<'a> {
     pub seed: u64,
     /// `--limit`: the corpus is its first this many snippets (recorded, compared).
     pub limit: Option<usize>,
+    /// `--ged study`: also the study's graph edit distance at `threshold`, for snippets
+    /// of at most this many analysed tokens.
+    pub ged_study: Option<usize>,
 }
 
 fn write_atomic(path: &Path, text: &str) -> Result<()> {
@@ -563,8 +725,16 @@ pub fn run(r: &Run) -> Result<Aggregate> {
                     if i >= total {
                         break;
                     }
-                    let run =
-                        || score_snippet(r.model, own[i], &r.snippets[own[i]], opts, r.rewrite);
+                    let run = || {
+                        score_snippet(
+                            r.model,
+                            own[i],
+                            &r.snippets[own[i]],
+                            opts,
+                            r.rewrite,
+                            r.ged_study,
+                        )
+                    };
                     let out = match &pool {
                         Some(p) => p.install(run),
                         None => run(),
@@ -582,7 +752,29 @@ pub fn run(r: &Run) -> Result<Aggregate> {
             while let Some(out) = pending.remove(&agg.next) {
                 let s = &r.snippets[own[agg.next]];
                 match out {
-                    Ok((per_graph, twin)) => {
+                    Ok(Scored {
+                        per_graph,
+                        twin,
+                        ged,
+                    }) => {
+                        if let (Some(sums), Some(g)) = (agg.ged_study.as_mut(), ged) {
+                            let added = match g {
+                                Ok((sg, identity)) => {
+                                    sums.add(&sg, &identity.iter().collect::<Vec<_>>())
+                                }
+                                Err(why) => {
+                                    tracing::info!(origin = %s.origin, "study GED skipped: {why}");
+                                    sums.skipped += 1;
+                                    Some(())
+                                }
+                            };
+                            if added.is_none() && result.is_ok() {
+                                result = Err(Error::Input {
+                                    name: state_path.display().to_string(),
+                                    reason: "a running study GED sum overflows".into(),
+                                });
+                            }
+                        }
                         if let Some(rec) = twin {
                             if result.is_ok() {
                                 result = reproduce_twins::append_record(&twins_path, &rec);
@@ -669,6 +861,7 @@ pub fn merge(shards: &[(PathBuf, Aggregate)]) -> Result<Aggregate> {
     out.shard = None;
     out.sums.iter_mut().for_each(|x| *x = 0);
     out.empty_gold.iter_mut().for_each(|x| *x = 0);
+    out.ged_study = first.ged_study.as_ref().map(GedStudySums::zeroed);
     (out.scored, out.failed, out.next, out.seconds) = (0, 0, 0, 0.0);
     for (path, a) in shards {
         if let Some((field, theirs, ours)) = a.difference(first) {
@@ -710,6 +903,12 @@ pub fn merge(shards: &[(PathBuf, Aggregate)]) -> Result<Aggregate> {
         }
         for (o, x) in out.empty_gold.iter_mut().zip(&a.empty_gold) {
             *o = o.checked_add(*x).ok_or_else(overflow)?;
+        }
+        if let (Some(o), Some(x)) = (out.ged_study.as_mut(), a.ged_study.as_ref()) {
+            if o.heads.len() != x.heads.len() || o.layer_min.len() != x.layer_min.len() {
+                return Err(err(path, "holds study GED sums of another shape".into()));
+            }
+            o.merge(x).ok_or_else(overflow)?;
         }
         out.scored = out.scored.checked_add(a.scored).ok_or_else(overflow)?;
         out.failed = out.failed.checked_add(a.failed).ok_or_else(overflow)?;
@@ -779,9 +978,17 @@ pub fn write_merged(
     reproduce_twins::write_tables(&records, label, agg.twins_seed, thr, out).map(Some)
 }
 
-/// Per graph (in [`Graph::ALL`] order): whether the gold graph was empty, and the
-/// scores at every threshold of the grid; with a rewrite, the twin's pair record too.
-type Scored = (Vec<(bool, Vec<HeadScores>)>, Option<TwinRecord>);
+/// One snippet's results.
+struct Scored {
+    /// Per graph (in [`Graph::ALL`] order): whether the gold graph was empty, and the
+    /// scores at every threshold of the grid.
+    per_graph: Vec<(bool, Vec<HeadScores>)>,
+    /// With a rewrite, the twin's pair record.
+    twin: Option<TwinRecord>,
+    /// With `--ged study`: the study's GED and the identity scores per graph at the run's
+    /// threshold, or why the snippet has none.
+    ged: Option<std::result::Result<(StudyGed, Vec<HeadScores>), Skipped>>,
+}
 
 fn score_snippet(
     model: &LoadedModel,
@@ -789,6 +996,7 @@ fn score_snippet(
     s: &Snippet,
     opts: &Options,
     rewrite: Option<Rewrite>,
+    ged_study: Option<usize>,
 ) -> Result<Scored> {
     if opts.mode == super::Mode::Paper {
         if let Some(given) = &s.code_tokens {
@@ -817,12 +1025,22 @@ fn score_snippet(
     if let Some(note) = &a.input_note {
         return Err(Error::Syntax(format!("paper mode: {note}")));
     }
+    let ged = ged_study.map(|max| {
+        super::ged::compute(&a, opts.threshold, max).map(|sg| {
+            let identity = Graph::ALL.iter().map(|g| a.relations[g].clone()).collect();
+            (sg, identity)
+        })
+    });
     let mut sweep = a.sweep.take().unwrap_or_default();
     let per_graph = Graph::ALL
         .iter()
         .map(|g| (a.golds[g].edges == 0, sweep.remove(g).unwrap_or_default()))
         .collect();
-    Ok((per_graph, twin))
+    Ok(Scored {
+        per_graph,
+        twin,
+        ged,
+    })
 }
 
 /// Paper mode on a record that carries its own `code_tokens` (CodeSearchNet's, or the
@@ -926,6 +1144,9 @@ fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
         .position(|&t| (t - 0.05).abs() < 1e-6)
         .unwrap_or(0);
     summary["finding"] = super::finding::Finding::of_corpus(agg, t05).to_json();
+    if let Some(sg) = &agg.ged_study {
+        summary["ged_study"] = write_ged_study(agg, sg, out)?;
+    }
     write_atomic(&out.join("scores.csv"), &scores)?;
     write_atomic(&out.join("best_heads.csv"), &best)?;
     write_atomic(
@@ -933,6 +1154,44 @@ fn write_tables(agg: &Aggregate, out: &Path) -> Result<()> {
         &serde_json::to_string_pretty(&summary).unwrap_or_default(),
     )?;
     Ok(())
+}
+
+/// `--ged study`'s tables, `ged_study.csv` (every head's mean study GED per node) and
+/// `ged_study_layers.csv` (per layer the mean of the minimum over heads, beside
+/// codescope's identity GED's), and their summary (`summary.json`'s `ged_study`).
+fn write_ged_study(agg: &Aggregate, sg: &GedStudySums, out: &Path) -> Result<serde_json::Value> {
+    let thr = sg.threshold;
+    let mut heads = String::from("graph,threshold,layer,head,ged_study_per_node\n");
+    let mut layers =
+        String::from("graph,threshold,layer,snippets,ged_study_layer_min,ged_identity_layer_min\n");
+    let mut graphs = serde_json::Map::new();
+    for (g, name) in Graph::ALL.iter().map(|g| g.name()).enumerate() {
+        for l in 0..agg.layers {
+            for h in 0..agg.heads {
+                let v = sg.mean(&sg.heads, (g * agg.layers + l) * agg.heads + h);
+                let _ = writeln!(heads, "{name},{thr:.2},{},{},{v:.6}", l + 1, h + 1);
+            }
+        }
+        let rows: Vec<serde_json::Value> = (0..agg.layers)
+            .map(|l| {
+                let i = g * agg.layers + l;
+                let (s, id) = (sg.mean(&sg.layer_min, i), sg.mean(&sg.identity_layer_min, i));
+                let _ = writeln!(layers, "{name},{thr:.2},{},{},{s:.6},{id:.6}", l + 1, sg.scored);
+                serde_json::json!({"layer": l + 1, "ged_study_layer_min": s, "ged_identity_layer_min": id})
+            })
+            .collect();
+        graphs.insert(name.to_string(), rows.into());
+    }
+    write_atomic(&out.join("ged_study.csv"), &heads)?;
+    write_atomic(&out.join("ged_study_layers.csv"), &layers)?;
+    Ok(serde_json::json!({
+        "threshold": super::report::short_threshold(thr),
+        "snippets": sg.scored,
+        "skipped": sg.skipped,
+        "max_tokens": sg.max_tokens,
+        "metric": "macro-average over snippets of networkx's first optimize_graph_edit_distance value / n (the study's), per layer the minimum over heads; beside it the identity GED |P xor G| / n, minimum over heads",
+        "graphs": graphs,
+    }))
 }
 
 /// The readable table at threshold `thr`: per graph, the best head per layer and the best
@@ -1082,6 +1341,48 @@ pub fn table(agg: &Aggregate, thr: f32) -> String {
     // The study's finding over the corpus (no category shares: not aggregated).
     let _ = writeln!(s);
     s.push_str(&super::finding::Finding::of_corpus(agg, t).text());
+    if let Some(sg) = &agg.ged_study {
+        s.push_str(&ged_study_table(agg, sg));
+    }
+    s
+}
+
+/// The printed table of `--ged study`: per graph and layer, the mean study GED per node
+/// (minimum over heads) beside codescope's identity GED (minimum over heads).
+fn ged_study_table(agg: &Aggregate, sg: &GedStudySums) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nstudy GED per node at threshold {:.2} (networkx's first candidate, minimum over heads; \
+         macro-averaged over {} snippets, {} skipped: over {} analysed tokens or matrices not kept)",
+        sg.threshold,
+        sg.scored,
+        sg.skipped,
+        sg.max_tokens
+    );
+    let _ = write!(s, "  layer");
+    for g in Graph::ALL {
+        let _ = write!(s, "  {:>22}", g.name());
+    }
+    let _ = writeln!(s);
+    let _ = write!(s, "       ");
+    for _ in Graph::ALL {
+        let _ = write!(s, "  {:>10} {:>11}", "study", "identity");
+    }
+    let _ = writeln!(s);
+    for l in 0..agg.layers {
+        let _ = write!(s, "  {:>5}", l + 1);
+        for g in 0..Graph::ALL.len() {
+            let i = g * agg.layers + l;
+            let _ = write!(
+                s,
+                "  {:>10.2} {:>11.2}",
+                sg.mean(&sg.layer_min, i),
+                sg.mean(&sg.identity_layer_min, i)
+            );
+        }
+        let _ = writeln!(s);
+    }
     s
 }
 
@@ -1128,5 +1429,28 @@ mod tests {
         }
         let ok: Shard = serde_json::from_str(r#"{"index":2,"count":3}"#).unwrap();
         assert_eq!(ok, Shard::new(2, 3).unwrap());
+    }
+
+    #[test]
+    fn study_ged_sums_out_of_shape_or_range_are_refused_and_merge_adds_up() {
+        let mut a = GedStudySums::new(0.05, 256, 2, 3);
+        assert_eq!(a.check(2, 3, 0), Ok(()));
+        assert!(a.check(2, 4, 0).unwrap_err().contains("another shape"));
+        assert!(a.check(2, 3, 1).unwrap_err().contains("do not add up"));
+        a.skipped = 1;
+        assert_eq!(a.check(2, 3, 1), Ok(()));
+        a.heads[0] = -1;
+        assert!(a.check(2, 3, 1).unwrap_err().contains("outside"));
+        a.heads[0] = 0;
+        a.max_tokens = 0;
+        assert!(a.check(2, 3, 1).unwrap_err().contains("token limit"));
+        a.max_tokens = 256;
+        let mut b = a.zeroed();
+        b.scored = 2;
+        b.layer_min[1] = 7;
+        a.merge(&b).unwrap();
+        assert_eq!((a.scored, a.skipped, a.layer_min[1]), (2, 1, 7));
+        b.layer_min[1] = i128::MAX;
+        assert!(a.merge(&b).is_none(), "an overflow is refused");
     }
 }

@@ -36,11 +36,34 @@ pub(super) fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()>
             m.info.stream_window, a.trace.truncated
         ));
     }
+    let ged_max = match args.ged {
+        Some(_) => analysis::ged::max_tokens()?,
+        None => 0,
+    };
+    let ged = args.ged.map(|analysis::ged::GedVariant::Study| {
+        let g = analysis::ged::compute(&a, threshold, ged_max);
+        if let Err(why) = &g {
+            crate::logging::notice(format_args!("notice: study GED skipped: {why}"));
+        }
+        g
+    });
     if args.json {
-        print(&format!("{}\n", analysis::report::to_json(&a)))
+        let mut doc = analysis::report::to_json(&a);
+        if let Some(g) = &ged {
+            doc["ged_study"] = analysis::report::ged_study_json(&a, g, ged_max);
+        }
+        print(&format!("{doc}\n"))
     } else if args.csv {
-        print(&analysis::report::to_csv(&a))
+        let mut out = analysis::report::to_csv(&a);
+        if let Some(Ok(g)) = &ged {
+            out.push_str(&analysis::report::ged_study_csv(&a, g));
+        }
+        print(&out)
     } else {
-        print(&analysis::report::summary(&inp.name, &a))
+        let mut out = analysis::report::summary(&inp.name, &a);
+        if let Some(g) = &ged {
+            out.push_str(&analysis::report::ged_study_text(&a, g));
+        }
+        print(&out)
     }
 }

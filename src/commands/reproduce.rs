@@ -32,9 +32,14 @@ pub(super) fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
         print(t)?;
     }
     crate::logging::notice(format_args!(
-        "{} shards merged; tables written to {} (scores.csv, best_heads.csv, summary.json)",
+        "{} shards merged; tables written to {} (scores.csv, best_heads.csv, summary.json{})",
         shards.len(),
-        args.out.display()
+        args.out.display(),
+        if agg.ged_study.is_some() {
+            ", ged_study.csv, ged_study_layers.csv"
+        } else {
+            ""
+        }
     ));
     Ok(())
 }
@@ -87,6 +92,10 @@ pub(super) fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result
                 .transpose()?,
             seed: args.seed,
             limit: args.limit,
+            ged_study: match args.ged {
+                Some(analysis::ged::GedVariant::Study) => Some(analysis::ged::max_tokens()?),
+                None => None,
+            },
         })
     };
     let agg = run(settings.random_weights, args.out.clone())?;
@@ -95,8 +104,13 @@ pub(super) fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result
         print(t)?;
     }
     crate::logging::notice(format_args!(
-        "tables written to {} (scores.csv, best_heads.csv, summary.json{})",
+        "tables written to {} (scores.csv, best_heads.csv, summary.json{}{})",
         args.out.display(),
+        if agg.ged_study.is_some() {
+            ", ged_study.csv, ged_study_layers.csv"
+        } else {
+            ""
+        },
         if agg.twins_table.is_some() {
             "; twins.jsonl, twins.csv, twins_layers.csv, twins_summary.json"
         } else {

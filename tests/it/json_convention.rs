@@ -106,6 +106,10 @@ fn every_command_follows_the_json_convention() {
             &json(&["analyze", "--model", m, "--sweep", "--json", s]),
         );
         check("compare", &json(&["compare", "--model", m, "--json", s]));
+        check(
+            "analyze --ged study",
+            &json(&["analyze", "--model", m, "--ged", "study", "--json", s]),
+        );
     }
     check("syntax", &json(&["syntax", "--json", s]));
     // reproduce: summary.json.
@@ -123,11 +127,14 @@ fn every_command_follows_the_json_convention() {
             corpus.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
+            "--ged",
+            "study",
         ],
     );
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    check("reproduce summary.json", &summary);
+    assert!(summary["ged_study"].is_object(), "{summary}");
+    check("reproduce --ged study summary.json", &summary);
     // probe: two identical runs give identical JSON.
     let probe = |tag: &str| {
         run(

@@ -19,6 +19,7 @@ mod decoder_reference;
 mod families_reference;
 mod finding;
 mod fuzz;
+mod ged_study;
 mod gemma3_reference;
 mod gguf_cache;
 mod gguf_models;

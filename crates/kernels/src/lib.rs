@@ -7,7 +7,7 @@
 //! iterator adapters are not inlined. A profile of the test suite found more than
 //! half of its CPU time in such loops (softmax, entropy logarithms, aggregation, counts;
 //! the LM head's log-sum-exp over a 262,144-entry vocabulary; AST-Probe's pairwise loss;
-//! listing the motif graph's O(tokens²) edges).
+//! listing the motif graph's O(tokens²) edges; the study's graph edit distance).
 //! As a separate package they get opt-level 3 (`[profile.dev.package.codescope-kernels]`
 //! in the workspace manifest), like the dependencies, and cost seconds to build.
 //!
@@ -16,6 +16,7 @@
 //! which call or re-export these functions.
 
 pub mod analysis;
+pub mod ged;
 pub mod graph;
 pub mod lm;
 pub mod nn;
