@@ -49,8 +49,8 @@ pub struct Cli {
     pub lang: Option<String>,
 
     /// Colour theme of the explorer (light suits projectors). NO_COLOR is honoured.
-    #[arg(long, value_enum, default_value_t = Theme::Dark)]
-    pub theme: Theme,
+    #[arg(long, value_enum, default_value_t = ThemeChoice::Dark)]
+    pub theme: ThemeChoice,
 
     /// Present a tour, a TOML file of steps (snippet, model, view, caption): ] goes to
     /// the next step, [ back. B adds the current view as a step (the file is created if
@@ -78,7 +78,7 @@ pub struct Cli {
 
 /// Explorer colour theme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Theme {
+pub enum ThemeChoice {
     Dark,
     Light,
 }
@@ -238,8 +238,8 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
     pub scale: f64,
     /// Light (white) or dark background.
-    #[arg(long, value_enum, default_value_t = Theme::Light)]
-    pub theme: Theme,
+    #[arg(long, value_enum, default_value_t = ThemeChoice::Light)]
+    pub theme: ThemeChoice,
     /// Compare mode: draw the snippet against this twin (`rename:neutral`,
     /// `rename:shuffle`, or `twin:FILE`), as `c` in the explorer does.
     #[arg(long, value_name = "REWRITE")]
@@ -271,7 +271,7 @@ impl Cli {
             model: self.model.clone(),
             random_weights: self.random_weights,
             lang,
-            light: self.theme == Theme::Light,
+            light: self.theme == ThemeChoice::Light,
             cache_dir: crate::paths::cache_dir(),
         })
     }

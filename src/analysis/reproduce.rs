@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 
 use super::relations::{threshold_grid, HeadScores};
 use super::reproduce_twins::{self, TwinRecord};
-use super::{Graph, Mode, Options};
+use super::{AnalyzeOptions, Graph, Mode};
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
@@ -537,7 +537,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     bar.set_position(agg.next as u64);
     let start = Instant::now();
     let seconds0 = agg.seconds;
-    let opts = Options {
+    let opts = AnalyzeOptions {
         mode: r.mode,
         threshold: r.threshold,
         sweep: false,
@@ -787,7 +787,7 @@ fn score_snippet(
     model: &LoadedModel,
     index: usize,
     s: &Snippet,
-    opts: &Options,
+    opts: &AnalyzeOptions,
     rewrite: Option<Rewrite>,
 ) -> Result<Scored> {
     let (mut a, twin) = match rewrite {
@@ -800,7 +800,7 @@ fn score_snippet(
                 model,
                 &s.code,
                 s.language,
-                &Options {
+                &AnalyzeOptions {
                     sweep: true,
                     ..*opts
                 },
