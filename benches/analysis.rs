@@ -10,7 +10,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
 use std::sync::Arc;
 
-use codescope::analysis::{from_trace, Mode, Options};
+use codescope::analysis::{from_trace, AnalyzeOptions, Mode};
 use codescope::model::{source, ForwardOptions, LoadedModel};
 use codescope::syntax::{self, Language};
 
@@ -41,7 +41,7 @@ fn bench(c: &mut Criterion) {
                     s,
                     toks,
                     t,
-                    &Options {
+                    &AnalyzeOptions {
                         mode: Mode::Source,
                         threshold: 0.05,
                         sweep,
@@ -75,7 +75,7 @@ fn bench(c: &mut Criterion) {
                         s,
                         toks,
                         t,
-                        &Options {
+                        &AnalyzeOptions {
                             mode: Mode::Source,
                             threshold: 0.05,
                             sweep,

@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use codescope::analysis::{self, compare, Options, RunOptions};
+use codescope::analysis::{self, compare, AnalyzeOptions, RunOptions};
 use codescope::model::{source, ForwardOptions, LoadedModel};
 use codescope::syntax::rewrite::Rewrite;
 use codescope::syntax::{self, Language};
@@ -55,7 +55,7 @@ fn bench(c: &mut Criterion) {
         "{spec}: {} lines, {subwords} subwords",
         text.lines().count()
     );
-    let opts = Options::default();
+    let opts = AnalyzeOptions::default();
     let ro = RunOptions {
         lm: m.info.causal,
         ..Default::default()

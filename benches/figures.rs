@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use codescope::export::figure::{self, Kind, Options};
+use codescope::export::figure::{self, FigureOptions, Kind};
 use codescope::export::png;
 use codescope::model::source::ModelFiles;
 use codescope::model::testutil::{write_tiny_model, Tiny};
@@ -62,11 +62,11 @@ fn bench(c: &mut Criterion) {
     };
     let doc = Doc::new("bench.py", snippet(512), Language::Python);
     let app = codescope::tui::headless::staged(m, doc, (120, 40), true, &scene, None).unwrap();
-    let view = codescope::tui::figures::export_view_with(&app, true).unwrap();
+    let view = codescope::tui::figures::figure_data_with(&app, true).unwrap();
     eprintln!("{} code tokens analysed", view.matrix_tokens.len());
-    let opts = Options {
+    let opts = FigureOptions {
         light: true,
-        ..Options::default()
+        ..FigureOptions::default()
     };
     let buf = codescope::tui::figures::screen_buffer(&app);
     let draw = |k: Kind| match k {

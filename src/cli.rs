@@ -49,8 +49,8 @@ pub struct Cli {
     pub lang: Option<String>,
 
     /// Colour theme of the explorer (light suits projectors). NO_COLOR is honoured.
-    #[arg(long, value_enum, default_value_t = Theme::Dark)]
-    pub theme: Theme,
+    #[arg(long, value_enum, default_value_t = ThemeChoice::Dark)]
+    pub theme: ThemeChoice,
 
     /// Draw the explorer with ASCII only: `+-|` frames, heat maps as coloured cells (or
     /// `.+#@` without colour), no half blocks. On by itself when the locale's character
@@ -84,7 +84,7 @@ pub struct Cli {
 
 /// Explorer colour theme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Theme {
+pub enum ThemeChoice {
     Dark,
     Light,
 }
@@ -244,8 +244,8 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
     pub scale: f64,
     /// Light (white) or dark background.
-    #[arg(long, value_enum, default_value_t = Theme::Light)]
-    pub theme: Theme,
+    #[arg(long, value_enum, default_value_t = ThemeChoice::Light)]
+    pub theme: ThemeChoice,
     /// Compare mode: draw the snippet against this twin (`rename:neutral`,
     /// `rename:shuffle`, or `twin:FILE`), as `c` in the explorer does.
     #[arg(long, value_name = "REWRITE")]
@@ -277,7 +277,7 @@ impl Cli {
             model: self.model.clone(),
             random_weights: self.random_weights,
             lang,
-            light: self.theme == Theme::Light,
+            light: self.theme == ThemeChoice::Light,
             ascii: self.ascii
                 || crate::tui::theme::locale_is_not_utf8(
                     std::env::var("LC_ALL").ok().as_deref(),

@@ -329,20 +329,13 @@ fn push_functions(c: &mut Corpus, origin: &str, text: &str, lang: Language, limi
 /// text)`.
 pub fn functions(text: &str, lang: Language) -> Vec<(usize, String)> {
     let mut parser = tree_sitter::Parser::new();
-    let grammar: tree_sitter::Language = match lang {
-        Language::Python => tree_sitter_python::LANGUAGE.into(),
-        Language::Java => tree_sitter_java::LANGUAGE.into(),
-    };
-    if parser.set_language(&grammar).is_err() {
+    if parser.set_language(&lang.grammar()).is_err() {
         return Vec::new();
     }
     let Some(tree) = parser.parse(text, None) else {
         return Vec::new();
     };
-    let kinds: &[&str] = match lang {
-        Language::Python => &["function_definition"],
-        Language::Java => &["method_declaration", "constructor_declaration"],
-    };
+    let kinds = lang.function_kinds();
     let mut out = Vec::new();
     let mut stack = vec![tree.root_node()];
     while let Some(n) = stack.pop() {

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{Graph, Options, RunOptions, SnippetAnalysis};
+use super::{AnalyzeOptions, Graph, RunOptions, SnippetAnalysis};
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
 use crate::syntax::rewrite::{self, Rewrite, Twin};
@@ -117,7 +117,7 @@ pub fn compare(
     model: &LoadedModel,
     a: Arc<Syntax>,
     twin: Arc<Twin>,
-    opts: &Options,
+    opts: &AnalyzeOptions,
     ro: &RunOptions,
 ) -> Result<Comparison> {
     let sa = super::run(model, a, opts, ro)?;

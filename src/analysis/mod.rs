@@ -106,7 +106,7 @@ pub struct SnippetAnalysis {
     /// Per graph: scores of every head at `threshold`.
     pub relations: BTreeMap<Graph, HeadScores>,
     /// Per graph: scores at every threshold of [`relations::threshold_grid`] (with
-    /// [`Options::sweep`], and when the matrices were dropped for recomputing on demand:
+    /// [`AnalyzeOptions::sweep`], and when the matrices were dropped for recomputing on demand:
     /// then [`SnippetAnalysis::scores_at`] reads them).
     pub sweep: Option<BTreeMap<Graph, Vec<HeadScores>>>,
     /// `[layer][head]` coarse (2x2) and fine (5x5) category matrices.
@@ -215,15 +215,15 @@ impl SnippetAnalysis {
 
 /// Options of [`analyze`].
 #[derive(Debug, Clone, Copy)]
-pub struct Options {
+pub struct AnalyzeOptions {
     pub mode: Mode,
     pub threshold: f32,
     pub sweep: bool,
 }
 
-impl Default for Options {
+impl Default for AnalyzeOptions {
     fn default() -> Self {
-        Options {
+        AnalyzeOptions {
             mode: Mode::Source,
             threshold: 0.05,
             sweep: false,
@@ -290,7 +290,7 @@ pub fn analyze(
     model: &LoadedModel,
     source: &str,
     lang: Language,
-    opts: &Options,
+    opts: &AnalyzeOptions,
 ) -> Result<SnippetAnalysis> {
     let start = Instant::now();
     let syn = Arc::new(parse(source, lang)?);
@@ -307,7 +307,7 @@ pub fn analyze(
 pub fn run(
     model: &LoadedModel,
     syn: Arc<Syntax>,
-    opts: &Options,
+    opts: &AnalyzeOptions,
     ro: &RunOptions,
 ) -> Result<SnippetAnalysis> {
     let start = Instant::now();
@@ -325,7 +325,7 @@ pub fn run(
     let keep = keep_matrices(ro.matrices, info.layers, info.heads, n, len, budget);
     let on_demand = !keep && ro.matrices == Matrices::OnDemand;
     // Recomputing on demand answers other thresholds from the grid.
-    let stream_opts = Options {
+    let stream_opts = AnalyzeOptions {
         sweep: opts.sweep || on_demand,
         ..*opts
     };
@@ -492,7 +492,7 @@ pub fn from_trace(
     syn: Arc<Syntax>,
     tokens: Vec<CodeToken>,
     mut trace: Trace,
-    opts: &Options,
+    opts: &AnalyzeOptions,
 ) -> SnippetAnalysis {
     let start = Instant::now();
     let alignment = align_trace(&trace, &tokens);
@@ -528,7 +528,7 @@ fn assemble(
     mut trace: Trace,
     alignment: Alignment,
     done: stream::Streamed,
-    opts: &Options,
+    opts: &AnalyzeOptions,
 ) -> SnippetAnalysis {
     let ta = done.token_attention;
     let golds = done.golds;

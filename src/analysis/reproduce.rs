@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use super::ged::{Skipped, StudyGed};
 use super::relations::{threshold_grid, HeadScores};
 use super::reproduce_twins::{self, TwinRecord};
-use super::{Graph, Mode, Options};
+use super::{AnalyzeOptions, Graph, Mode};
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
@@ -699,7 +699,7 @@ pub fn run(r: &Run) -> Result<Aggregate> {
     bar.set_position(agg.next as u64);
     let start = Instant::now();
     let seconds0 = agg.seconds;
-    let opts = Options {
+    let opts = AnalyzeOptions {
         mode: r.mode,
         threshold: r.threshold,
         sweep: false,
@@ -994,7 +994,7 @@ fn score_snippet(
     model: &LoadedModel,
     index: usize,
     s: &Snippet,
-    opts: &Options,
+    opts: &AnalyzeOptions,
     rewrite: Option<Rewrite>,
     ged_study: Option<usize>,
 ) -> Result<Scored> {
@@ -1013,7 +1013,7 @@ fn score_snippet(
                 model,
                 &s.code,
                 s.language,
-                &Options {
+                &AnalyzeOptions {
                     sweep: true,
                     ..*opts
                 },

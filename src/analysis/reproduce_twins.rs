@@ -22,7 +22,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Graph, Options, RunOptions};
+use super::{AnalyzeOptions, Graph, RunOptions};
 use crate::corpus::Snippet;
 use crate::error::{Error, Result};
 use crate::model::LoadedModel;
@@ -87,7 +87,7 @@ pub fn score_pair(
     model: &LoadedModel,
     index: usize,
     s: &Snippet,
-    opts: &Options,
+    opts: &AnalyzeOptions,
     rw: Rewrite,
 ) -> Result<(super::SnippetAnalysis, TwinRecord)> {
     let syn = std::sync::Arc::new(super::parse(&s.code, s.language)?);
@@ -98,7 +98,7 @@ pub fn score_pair(
     let a = super::run(
         model,
         syn.clone(),
-        &Options {
+        &AnalyzeOptions {
             sweep: true,
             ..*opts
         },

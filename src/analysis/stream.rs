@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use super::attention::{Aggregator, TokenAttention};
 use super::categories::{self, CategoryMatrix};
 use super::relations::{self, GoldMask, HeadScores, Score};
-use super::{entropy, Graph, Options};
+use super::{entropy, AnalyzeOptions, Graph};
 use crate::error::{Error, Result};
 use crate::syntax::{Alignment, CodeToken, GoldSource};
 
@@ -75,7 +75,7 @@ impl LayerStream {
         len: usize,
         layers: usize,
         heads: usize,
-        opts: &Options,
+        opts: &AnalyzeOptions,
         keep: bool,
     ) -> Self {
         let agg = Aggregator::new(len, alignment);
@@ -275,9 +275,9 @@ mod tests {
         };
         let (layers, heads) = (3, 2);
         let att = attention(layers, heads, len);
-        let opts = Options {
+        let opts = AnalyzeOptions {
             sweep: true,
-            ..Options::default()
+            ..AnalyzeOptions::default()
         };
         let feed = |keep: bool| {
             let mut st =

@@ -24,7 +24,7 @@ pub(super) fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()>
         &m,
         &inp.text,
         lang,
-        &analysis::Options {
+        &analysis::AnalyzeOptions {
             mode: args.mode,
             threshold,
             sweep: args.sweep,

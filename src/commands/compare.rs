@@ -33,7 +33,7 @@ pub(super) fn compare_cmd(settings: &Settings, args: &CompareArgs) -> Result<()>
         ));
     }
     let m = load_model(settings.model.as_deref(), settings.random_weights)?;
-    let opts = analysis::Options {
+    let opts = analysis::AnalyzeOptions {
         mode: args.mode,
         threshold: args.threshold,
         sweep: false,

@@ -60,7 +60,7 @@ pub fn explore(cli: &Cli, s: &Settings) -> Result<()> {
     };
     let mut settings = s.clone();
     settings.model = model;
-    crate::tui::run(crate::tui::Options {
+    crate::tui::run(crate::tui::ExplorerOptions {
         name,
         text,
         lang,

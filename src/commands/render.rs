@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::Path;
 
-use crate::cli::{CompareSide, RenderArgs, Theme as CliTheme};
+use crate::cli::{CompareSide, RenderArgs, ThemeChoice};
 use crate::error::{Error, Result};
 use crate::export::figure::{self, Kind};
 use crate::model::LoadedModel;
@@ -41,10 +41,10 @@ pub fn scene_of(args: &RenderArgs) -> Scene {
 }
 
 /// The figure options of the command line.
-pub fn options_of(args: &RenderArgs) -> figure::Options {
-    figure::Options {
+pub fn options_of(args: &RenderArgs) -> figure::FigureOptions {
+    figure::FigureOptions {
         scale: args.scale,
-        light: args.theme == CliTheme::Light,
+        light: args.theme == ThemeChoice::Light,
         lines: args.lines,
         tokens: args.tokens,
         canvas: args.canvas.0,
@@ -53,7 +53,12 @@ pub fn options_of(args: &RenderArgs) -> figure::Options {
 }
 
 /// Write a figure (or the screen's text) to `out` by its extension, or SVG to stdout.
-pub fn write_out(app: &App, kind: Kind, opts: &figure::Options, out: Option<&Path>) -> Result<()> {
+pub fn write_out(
+    app: &App,
+    kind: Kind,
+    opts: &figure::FigureOptions,
+    out: Option<&Path>,
+) -> Result<()> {
     let io = |p: &Path, e: std::io::Error| Error::io(p.display().to_string(), e);
     let ext = out
         .and_then(|p| p.extension())
@@ -132,7 +137,7 @@ pub fn run(settings: &Settings, args: &RenderArgs) -> Result<()> {
         m,
         Doc::new(inp.name, inp.text, lang),
         args.size,
-        args.theme == CliTheme::Light,
+        args.theme == ThemeChoice::Light,
         &scene,
         compare.as_ref(),
     )?;
@@ -209,7 +214,7 @@ fn render_deck(
         )
         .map_err(at)?;
         // The slide's title is the step's caption (the file and model lead its subtitle).
-        let opts = figure::Options {
+        let opts = figure::FigureOptions {
             title: step.caption.clone().filter(|c| !c.trim().is_empty()),
             ..opts.clone()
         };

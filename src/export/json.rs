@@ -1,8 +1,8 @@
-//! JSON of a [`View`]: the numbers the explorer showed (see the field docs of `View`).
+//! JSON of a [`FigureData`]: the numbers the explorer showed (see the field docs of `FigureData`).
 
-use super::View;
+use super::FigureData;
 
 /// Pretty-printed JSON of `view`.
-pub fn render(view: &View) -> std::io::Result<String> {
+pub fn render(view: &FigureData) -> std::io::Result<String> {
     serde_json::to_string_pretty(view).map_err(std::io::Error::other)
 }

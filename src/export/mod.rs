@@ -2,10 +2,10 @@
 //! of the whole explorer screen), [`png`] (those figures as PNG, rendered in-process
 //! with the bundled fonts) and [`json`] (the numbers on screen).
 //!
-//! Figures are plain functions of a plain [`View`] (what the explorer showed, as
+//! Figures are plain functions of a plain [`FigureData`] (what the explorer showed, as
 //! numbers) and of the figure options, so the explorer's `x` menu, `codescope render`
 //! and the tour deck draw byte-identical files for the same state: both build the
-//! `View` from an explorer state (`tui::export_view`), the renderer from a headless one.
+//! `FigureData` from an explorer state (`tui::figure_data`), the renderer from a headless one.
 //! Exports go to an export directory ([`export_dir`]) outside the working directory.
 
 pub mod figure;
@@ -23,7 +23,7 @@ pub struct Token {
     /// Index into the snippet's code tokens.
     pub index: usize,
     pub text: String,
-    /// Byte span in `View::source`.
+    /// Byte span in `FigureData::source`.
     pub start: usize,
     pub end: usize,
     /// 0-based line and display column (tabs expanded to 4) of the first byte.
@@ -48,7 +48,7 @@ pub struct Token {
 
 /// The knockout mode (`K`), when it was on: the edge set and the per-class summary.
 #[derive(Debug, Clone, Serialize)]
-pub struct KnockoutView {
+pub struct KnockoutData {
     pub edges: String,
     /// `bits` or `one_minus_cos`.
     pub measure: String,
@@ -78,7 +78,7 @@ pub struct Expected {
 
 /// The surprisal view (causal models), when it was shown.
 #[derive(Debug, Clone, Serialize)]
-pub struct SurprisalView {
+pub struct SurprisalData {
     /// Per-subword perplexity of the snippet and its mean bits (scored non-special
     /// subwords).
     pub perplexity: Option<f64>,
@@ -130,7 +130,7 @@ pub struct CompareInfo {
 
 /// Everything one export holds: what the explorer showed, as numbers.
 #[derive(Debug, Clone, Serialize)]
-pub struct View {
+pub struct FigureData {
     /// A title the figures take instead of the file and model (a tour step's caption).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caption: Option<String>,
@@ -175,10 +175,10 @@ pub struct View {
     pub categories: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
     /// The surprisal view, when shown (the code is then coloured by surprisal).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub surprisal: Option<SurprisalView>,
+    pub surprisal: Option<SurprisalData>,
     /// The knockout mode, when on (the code is then coloured by each token's change).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub knockout: Option<KnockoutView>,
+    pub knockout: Option<KnockoutData>,
     /// The selected token's data-flow neighbours (token indices), when the data-flow
     /// highlight (`d`) was on.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -207,7 +207,7 @@ pub struct Pinned {
     /// 1-based layer and head.
     pub layer: usize,
     pub head: usize,
-    /// Its code-token attention `[query][key]` over `View::matrix_tokens`.
+    /// Its code-token attention `[query][key]` over `FigureData::matrix_tokens`.
     pub matrix: Vec<Vec<f32>>,
     /// Its scores per gold graph at the view's threshold.
     pub scores: BTreeMap<String, GraphScore>,
@@ -382,7 +382,7 @@ pub fn write_figures(
     dir: &Path,
     stem: &str,
     figures: &[(figure::Kind, figure::Figure)],
-    view: Option<&View>,
+    view: Option<&FigureData>,
 ) -> crate::Result<Vec<PathBuf>> {
     let io = |p: &Path, e: std::io::Error| crate::Error::io(p.display().to_string(), e);
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;

@@ -1,67 +1,14 @@
 //! Next-token scoring from a causal model's LM head: per-token surprisal and top-k
-//! predictions (docs/METHODS.md §5, memorisation signals).
+//! predictions (docs/METHODS.md §5, memorisation signals), accumulated into the
+//! [`Surprisal`] a [`Trace`](super::Trace) carries (both types live beside `Trace`, in
+//! `trace.rs`).
 //!
 //! Surprisal of token `i` is `-log2 p(token_i | tokens_<i)`, from the logits at position
 //! `i - 1` (log-softmax in f64); the first token has none (`None`). `top_next[i]` are the
 //! `k` most probable tokens to follow position `i`. Logits arrive in row blocks
 //! ([`Scorer::feed`]) so `[n, vocab]` is never held at once.
 
-use serde::Serialize;
-
-use super::trace::Subword;
-
-/// One predicted next token.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Prediction {
-    pub id: u32,
-    /// The vocabulary string; `None` for ids past the tokenizer's vocabulary (padding rows
-    /// of the embedding matrix).
-    pub token: Option<String>,
-    /// Probability under the model.
-    pub p: f32,
-}
-
-/// Per-token surprisal (bits) and next-token predictions of one input.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Surprisal {
-    /// `bits[i] = -log2 p(token i | tokens before i)`; `None` for the first token.
-    pub bits: Vec<Option<f32>>,
-    /// `top_next[i]`: the most probable tokens after position `i`, best first.
-    pub top_next: Vec<Vec<Prediction>>,
-}
-
-impl Surprisal {
-    /// Mean surprisal in bits over the scored non-special tokens.
-    pub fn mean_bits(&self, tokens: &[Subword]) -> Option<f64> {
-        let v: Vec<f64> = self
-            .bits
-            .iter()
-            .zip(tokens)
-            .filter(|(_, t)| !t.special)
-            .filter_map(|(b, _)| b.map(f64::from))
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    }
-
-    /// Perplexity `2^mean_bits` over the scored non-special tokens (the first token of an
-    /// input without BOS is not scored).
-    pub fn perplexity(&self, tokens: &[Subword]) -> Option<f64> {
-        self.mean_bits(tokens).map(f64::exp2)
-    }
-
-    /// Indices of the `k` most surprising non-special tokens, most surprising first.
-    pub fn most_surprising(&self, tokens: &[Subword], k: usize) -> Vec<usize> {
-        let mut idx: Vec<(usize, f32)> = self
-            .bits
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !tokens.get(*i).is_some_and(|t| t.special))
-            .filter_map(|(i, b)| b.map(|b| (i, b)))
-            .collect();
-        idx.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        idx.into_iter().take(k).map(|(i, _)| i).collect()
-    }
-}
+use super::trace::{Prediction, Surprisal};
 
 /// Accumulates [`Surprisal`] from logits row blocks.
 pub struct Scorer {

@@ -106,10 +106,9 @@ use candle_nn::VarBuilder;
 
 use crate::error::{Error, Result};
 pub use intervene::{AblationMode, HeadAblation, Intervention, Knockout};
-pub use lm::{Prediction, Surprisal};
 pub use source::{ModelFiles, Weights};
 pub use tokenizer::{CodeTokenizer, Encoded, TokenizerFiles};
-pub use trace::{Attention, Hidden, ModelInfo, Subword, Trace};
+pub use trace::{Attention, Hidden, ModelInfo, Prediction, Subword, Surprisal, Trace};
 
 /// An architecture family codescope implements (one file each, but Qwen2, Qwen3, Mistral,
 /// StarCoder2, Granite and Phi-3 share Llama's and Gemma 1 and 2 Gemma 3's).

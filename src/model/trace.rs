@@ -3,14 +3,14 @@
 //! No candle type crosses this boundary (docs/ARCHITECTURE.md): analysis, export and the TUI
 //! read `Vec<f32>`-backed arrays. Attention is stored one `Vec` per layer (`[head][q][k]`,
 //! row-major) so a layer can be dropped or recomputed alone; hidden states are
-//! `[layer+1][position][dim]` with index 0 the embedding output.
+//! `[layer+1][position][dim]` with index 0 the embedding output. A causal model's
+//! next-token scores are part of it: [`Surprisal`] with its [`Prediction`]s (computed by
+//! `lm.rs`).
 
 use std::time::Duration;
 
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
-
-use super::lm::Surprisal;
 
 /// What a user needs to know about the loaded model.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -146,6 +146,59 @@ impl Serialize for Hidden {
             seq.serialize_element(&rows)?;
         }
         seq.end()
+    }
+}
+
+/// One predicted next token.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Prediction {
+    pub id: u32,
+    /// The vocabulary string; `None` for ids past the tokenizer's vocabulary (padding rows
+    /// of the embedding matrix).
+    pub token: Option<String>,
+    /// Probability under the model.
+    pub p: f32,
+}
+
+/// Per-token surprisal (bits) and next-token predictions of one input.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Surprisal {
+    /// `bits[i] = -log2 p(token i | tokens before i)`; `None` for the first token.
+    pub bits: Vec<Option<f32>>,
+    /// `top_next[i]`: the most probable tokens after position `i`, best first.
+    pub top_next: Vec<Vec<Prediction>>,
+}
+
+impl Surprisal {
+    /// Mean surprisal in bits over the scored non-special tokens.
+    pub fn mean_bits(&self, tokens: &[Subword]) -> Option<f64> {
+        let v: Vec<f64> = self
+            .bits
+            .iter()
+            .zip(tokens)
+            .filter(|(_, t)| !t.special)
+            .filter_map(|(b, _)| b.map(f64::from))
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }
+
+    /// Perplexity `2^mean_bits` over the scored non-special tokens (the first token of an
+    /// input without BOS is not scored).
+    pub fn perplexity(&self, tokens: &[Subword]) -> Option<f64> {
+        self.mean_bits(tokens).map(f64::exp2)
+    }
+
+    /// Indices of the `k` most surprising non-special tokens, most surprising first.
+    pub fn most_surprising(&self, tokens: &[Subword], k: usize) -> Vec<usize> {
+        let mut idx: Vec<(usize, f32)> = self
+            .bits
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !tokens.get(*i).is_some_and(|t| t.special))
+            .filter_map(|(i, b)| b.map(|b| (i, b)))
+            .collect();
+        idx.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        idx.into_iter().take(k).map(|(i, _)| i).collect()
     }
 }
 

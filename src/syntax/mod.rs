@@ -8,23 +8,30 @@
 //!
 //! Pipeline ([`parse()`]): tree-sitter parse (with a byte limit and a timeout) -> for Java
 //! snippets without a class, an internal wrapper (see [`Syntax::wrapped`]) -> code tokens
-//! with fine category, coarse category, role and depth (`parse.rs`) -> graphs
+//! with fine category, coarse category, role and depth (`parse/`) -> graphs
 //! (`graph.rs`). [`align()`] maps tokenizer subwords onto the tokens; [`paper_text`]
 //! builds the study's input (cleaned, space-joined).
 //!
-//! Rooms (a third language is one new file in `roles/` and `dfg/` plus its entries in
-//! `lang.rs`):
-//! - `lang.rs`: languages, grammars and the node kinds each treats specially;
+//! Rooms (a third language is one new config in `lang/` and one new file in each of
+//! `parse/`, `roles/`, `dfg/`, `clean/` and `rewrite/`, plus its [`Language`] variant):
+//! - `lang/`: languages and their rules: one `LanguageRules` per
+//!   language (`lang/python.rs`, `lang/java.rs`) with the data the engines read (names,
+//!   extensions, grammar, the node kinds each treats specially) and the hooks to the
+//!   language's file of each engine; the engines never match on the language;
 //! - `token.rs`: the code token, categories and the category rules, role types;
-//! - `parse.rs`: limits, tree-sitter runs, wrappers, errors -> [`Syntax`];
+//! - `parse/`: limits, tree-sitter runs, wrappers (each language's in its file), errors
+//!   -> [`Syntax`];
 //! - `arena.rs`: the flattened tree and the LCA / tree-distance queries;
 //! - `roles/{python,java}.rs`: identifier roles per language;
 //! - `graph.rs`: the [`Graph`] names and the [`Graphs`] of a snippet;
 //! - `motif.rs`: the AST motif graph;
-//! - `dfg/{mod,python,java}.rs`: the data-flow graph (engine + per-language rules);
+//! - `dfg/`: the data-flow graphs (`study.rs`, `refined.rs`: the engines; `python.rs`,
+//!   `java.rs`: each language's rules, a `DfgRules`);
 //! - `align.rs`: subword <-> code token alignment; `paper.rs`: paper mode (the study's
 //!   cleaned, space-joined input and its gold graphs on the original tokens);
-//! - `clean.rs`: the study's comment and docstring removal (paper mode, `reproduce`).
+//! - `clean/`: the study's comment and docstring removal (paper mode, `reproduce`), one
+//!   file per language;
+//! - `rewrite/`: renamed twins (each language's scope analysis in its file).
 //!
 //! Invariants (checked by the tests in `tests.rs`):
 //! - every offset is a BYTE offset into [`Syntax::source`] (the text the caller passed,

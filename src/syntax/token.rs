@@ -286,13 +286,13 @@ pub(crate) fn categorize(
         return Category::Literal;
     }
     if lang.is_identifier_kind(kind) {
-        // `var` is a reserved type name since Java 10: a keyword, not a type.
-        if lang == Language::Java && kind == "type_identifier" && text == "var" {
+        // Names a language reserves (Java's `var`, a reserved type name since Java 10).
+        if lang.rules().keyword_identifiers.contains(&(kind, text)) {
             return Category::Keyword;
         }
         return Category::Identifier;
     }
-    if matches!(kind, "@interface" | "non-sealed") {
+    if lang.rules().keyword_kinds.contains(&kind) {
         return Category::Keyword;
     }
     let mut chars = text.chars();
@@ -308,10 +308,7 @@ pub(crate) fn categorize(
     if DELIMITERS.contains(&text) {
         return Category::Delimiter;
     }
-    if lang == Language::Java
-        && matches!(text, "<" | ">")
-        && matches!(parent_kind, "type_arguments" | "type_parameters")
-    {
+    if matches!(text, "<" | ">") && lang.rules().angle_bracket_parents.contains(&parent_kind) {
         return Category::Delimiter;
     }
     Category::Operator

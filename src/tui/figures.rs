@@ -1,4 +1,4 @@
-//! From the explorer's state to exports: the numbers shown ([`export_view`]), the
+//! From the explorer's state to exports: the numbers shown ([`figure_data`]), the
 //! figures of a view, of every panel or of the whole screen ([`figures`]), and writing
 //! them to the export directory ([`write`]). `codescope render` calls the same
 //! functions on a headless explorer, so both give the same bytes for the same state.
@@ -21,12 +21,12 @@ use crate::export::{self, GraphScore};
 pub const OVERVIEW_SIDE: usize = 48;
 
 /// The explorer's current view as export data (`None` before the first analysis).
-pub fn export_view(app: &App) -> Option<export::View> {
-    export_view_with(app, false)
+pub fn figure_data(app: &App) -> Option<export::FigureData> {
+    figure_data_with(app, false)
 }
 
-/// [`export_view`], with the model overview (every head's thumbnail) when `overview`.
-pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
+/// [`figure_data`], with the model overview (every head's thumbnail) when `overview`.
+pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData> {
     let a = app.prepared()?;
     let syn = app.doc.syntax.as_ref()?;
     let ta = &a.token_attention;
@@ -147,7 +147,7 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
     let grid = v.metric.values(a, &app.shown.scores);
     // Compare mode: the head grid shows B − A (as the panel does).
     let diff_grid = app.compare_grid(&grid);
-    Some(export::View {
+    Some(export::FigureData {
         caption: None,
         name: app.doc.name.clone(),
         language: app.doc.lang.name().to_string(),
@@ -188,7 +188,7 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
             values: diff_grid.unwrap_or_else(|| grid.clone()),
         },
         categories,
-        knockout: ko.map(|k| export::KnockoutView {
+        knockout: ko.map(|k| export::KnockoutData {
             edges: k.edges.clone(),
             measure: k.measure.name().into(),
             token_pairs: k.token_pairs,
@@ -205,7 +205,7 @@ pub fn export_view_with(app: &App, overview: bool) -> Option<export::View> {
                 })
                 .collect(),
         }),
-        surprisal: surp.map(|s| export::SurprisalView {
+        surprisal: surp.map(|s| export::SurprisalData {
             perplexity: s.perplexity,
             mean_bits: s.mean_bits,
             max_bits: s.max_bits,
@@ -399,15 +399,15 @@ pub fn kinds(app: &App, what: ExportWhat) -> Vec<Kind> {
 }
 
 /// Figures by kind, and the view they show.
-pub type FiguresAndView = (Vec<(Kind, Figure)>, Option<export::View>);
+pub type FiguresAndData = (Vec<(Kind, Figure)>, Option<export::FigureData>);
 
 /// The figures of `kinds` for the explorer's state, and the view they show (`None` for
 /// the screen alone).
-pub fn figures(app: &App, kinds: &[Kind], opts: &figure::Options) -> Result<FiguresAndView> {
+pub fn figures(app: &App, kinds: &[Kind], opts: &figure::FigureOptions) -> Result<FiguresAndData> {
     let needs_view = kinds.iter().any(|&k| k != Kind::Screen);
     let view = if needs_view {
         let v =
-            export_view_with(app, kinds.contains(&Kind::Overview)).ok_or_else(|| Error::Input {
+            figure_data_with(app, kinds.contains(&Kind::Overview)).ok_or_else(|| Error::Input {
                 name: "export".into(),
                 reason: "nothing to export yet: no analysis".into(),
             })?;
@@ -440,9 +440,9 @@ pub fn screen_buffer(app: &App) -> Buffer {
 /// screen its text too) to the export directory; returns the paths written.
 pub fn write(app: &App, what: ExportWhat) -> Result<Vec<PathBuf>> {
     let kinds = kinds(app, what);
-    let opts = figure::Options {
+    let opts = figure::FigureOptions {
         light: app.theme.light,
-        ..figure::Options::default()
+        ..figure::FigureOptions::default()
     };
     let (figs, view) = figures(app, &kinds, &opts)?;
     let dir = &app.present.export_dir;

@@ -104,7 +104,7 @@ const fn ctrl(c: char) -> Key {
 /// One row of the help: its keys as shown, what they do (short enough for two columns at
 /// 80x24), the README's rows for them (keys, the longer description) and the bindings.
 #[derive(Debug)]
-pub struct Binding {
+pub struct KeyBinding {
     pub keys: &'static str,
     pub help: &'static str,
     pub manual: &'static [(&'static str, &'static str)],
@@ -115,7 +115,7 @@ pub struct Binding {
 #[derive(Debug)]
 pub struct Section {
     pub title: &'static str,
-    pub rows: &'static [Binding],
+    pub rows: &'static [KeyBinding],
 }
 
 use Command as C;
@@ -125,25 +125,25 @@ pub const KEYMAP: &[Section] = &[
     Section {
         title: "Layer and head",
         rows: &[
-            Binding {
+            KeyBinding {
                 keys: "← →",
                 help: "layer (grid: its cursor)",
                 manual: &[("← / →", "previous / next layer (in the head grid: move the grid cursor; in a turned grid, ← → move along heads)")],
                 bind: &[(code(KeyCode::Left), C::Left), (code(KeyCode::Right), C::Right)],
             },
-            Binding {
+            KeyBinding {
                 keys: "↑ ↓",
                 help: "head (grid: its cursor)",
                 manual: &[("↑ / ↓", "previous / next head (in the head grid: move the grid cursor; in a turned grid, ↑ ↓ move along layers)")],
                 bind: &[(code(KeyCode::Up), C::Up), (code(KeyCode::Down), C::Down)],
             },
-            Binding {
+            KeyBinding {
                 keys: "Enter",
                 help: "grid: jump to that head",
                 manual: &[("Enter", "head grid: jump to that head")],
                 bind: &[(code(KeyCode::Enter), C::GridJump)],
             },
-            Binding {
+            KeyBinding {
                 keys: "a",
                 help: "mean over heads on/off",
                 manual: &[("a", "mean over heads on/off")],
@@ -154,49 +154,49 @@ pub const KEYMAP: &[Section] = &[
     Section {
         title: "Token cursor",
         rows: &[
-            Binding {
+            KeyBinding {
                 keys: "h l",
                 help: "previous / next token",
                 manual: &[("h / l", "previous / next token")],
                 bind: &[(ch('h'), C::TokenPrev), (ch('l'), C::TokenNext)],
             },
-            Binding {
+            KeyBinding {
                 keys: "j k",
                 help: "next / previous line",
                 manual: &[("j / k", "next / previous line")],
                 bind: &[(ch('j'), C::LineNext), (ch('k'), C::LinePrev)],
             },
-            Binding {
+            KeyBinding {
                 keys: "w b",
                 help: "next / prev identifier",
                 manual: &[("w / b", "next / previous identifier")],
                 bind: &[(ch('w'), C::IdentNext), (ch('b'), C::IdentPrev)],
             },
-            Binding {
+            KeyBinding {
                 keys: "PgDn PgUp",
                 help: "a page down / up",
                 manual: &[("PgDn / PgUp", "a page down / up")],
                 bind: &[(code(KeyCode::PageDown), C::PageDown), (code(KeyCode::PageUp), C::PageUp)],
             },
-            Binding {
+            KeyBinding {
                 keys: "Home End",
                 help: "first / last token",
                 manual: &[("Home / End", "first / last token")],
                 bind: &[(code(KeyCode::Home), C::FirstToken), (code(KeyCode::End), C::LastToken)],
             },
-            Binding {
+            KeyBinding {
                 keys: "/ n N",
                 help: "search; next / previous",
                 manual: &[("/ n N", "search token text (the prompt starts empty each time), next / previous match of the last pattern")],
                 bind: &[(ch('/'), C::Search), (ch('n'), C::SearchNext), (ch('N'), C::SearchPrev)],
             },
-            Binding {
+            KeyBinding {
                 keys: "f",
                 help: "attention from / to it",
                 manual: &[("f", "attention from / to the selected token")],
                 bind: &[(ch('f'), C::Direction)],
             },
-            Binding {
+            KeyBinding {
                 keys: "d",
                 help: "its data-flow links",
                 manual: &[("d", "the selected identifier's data-flow links, marked on a gold background (NO_COLOR: bold + underlined): the study's data flow, or codescope's refined one while the head-grid score is `dfg_refined` (6)")],
@@ -207,31 +207,31 @@ pub const KEYMAP: &[Section] = &[
     Section {
         title: "Views",
         rows: &[
-            Binding {
+            KeyBinding {
                 keys: "Tab S-Tab",
                 help: "next / previous panel",
                 manual: &[("Tab, Shift-Tab", "panel focus (at 80x24 also which side panel is shown)")],
                 bind: &[(code(KeyCode::Tab), C::NextPanel), (code(KeyCode::BackTab), C::PrevPanel)],
             },
-            Binding {
+            KeyBinding {
                 keys: "g",
                 help: "gold edges on heatmap",
                 manual: &[("g", "gold edges (AST motif, data flow) on the heatmap")],
                 bind: &[(ch('g'), C::Gold)],
             },
-            Binding {
+            KeyBinding {
                 keys: "F",
                 help: "the finding: syn/id F1",
                 manual: &[("F", "the Categories panel shows the study's finding (syn–syn, id–id, syn–id F1 per layer; see The finding) and back")],
                 bind: &[(ch('F'), C::Finding)],
             },
-            Binding {
+            KeyBinding {
                 keys: "+ - 0",
                 help: "zoom in / out / fit",
                 manual: &[("+ - 0", "heatmap zoom in / out / fit (`=` zooms in too)")],
                 bind: &[(ch('+'), C::ZoomIn), (ch('='), C::ZoomIn), (ch('-'), C::ZoomOut), (ch('0'), C::ZoomFit)],
             },
-            Binding {
+            KeyBinding {
                 keys: "s 1-6",
                 help: "head grid score",
                 manual: &[("s, 1-6", "head-grid score: F1 vs AST motif, F1 vs data flow (the study's), syn→id share, id→syn share, entropy, F1 vs `dfg_refined`, codescope's refined data flow (`d`'s links follow it)")],
@@ -245,37 +245,37 @@ pub const KEYMAP: &[Section] = &[
                     (ch('6'), C::Metric(5)),
                 ],
             },
-            Binding {
+            KeyBinding {
                 keys: "t T",
                 help: "threshold -/+ 0.05",
                 manual: &[("t / T", "threshold down / up (0.05 steps)")],
                 bind: &[(ch('t'), C::ThresholdDown), (ch('T'), C::ThresholdUp)],
             },
-            Binding {
+            KeyBinding {
                 keys: "m",
                 help: "input: source / paper",
                 manual: &[("m", "input mode: source / paper (the study's input: comments and docstrings removed, space-joined tokens)")],
                 bind: &[(ch('m'), C::InputMode)],
             },
-            Binding {
+            KeyBinding {
                 keys: "S",
                 help: "surprisal (causal models)",
                 manual: &[("S", "surprisal view (causal models): code coloured by per-token surprisal in bits (a code token's bits are the sum of its subwords' bits, i.e. `-log2 p` of all its subwords given the prefix; the colour scale stops at the 95th percentile, so one long token such as a docstring does not wash out the rest, and the legend gives both that cap and the maximum; NO_COLOR: top decile bold + underlined), the snippet's perplexity (per subword), and what the model expected where the selected token starts (top 5 with p); the LM head runs only while the view is on; encoders say why not")],
                 bind: &[(ch('S'), C::Surprisal)],
             },
-            Binding {
+            KeyBinding {
                 keys: "K",
                 help: "knockout: next edge set (syn-id … dfg, off)",
                 manual: &[("K", "knockout mode ([Causal tests](#causal-tests)): each press knocks the next edge set out — `syn-id`, `id-syn`, `syn-syn`, `id-id`, `ast_motif`, `dfg`, then off — in every layer and head, with a 20-draw matched control, in the background; the code is coloured by each token's change (Δ bits for causal models, 1 − cos for encoders) on a blue–orange scale (NO_COLOR: tokens losing at least half the largest change bold + underlined, gaining as much italic + underlined), the title names the set, the status line gives identifiers and syntactic tokens against the control; an edit re-runs it")],
                 bind: &[(ch('K'), C::Knockout)],
             },
-            Binding {
+            KeyBinding {
                 keys: "p P",
                 help: "probes: train / next task",
                 manual: &[("p / P", "probe panel: train linear probes for the current model, task and language in the background (bars of accuracy against control per layer, cached for the session; then the probe's label for the selected token at the current layer beside the gold one, token-level tasks in source mode) / next task (after the seven tasks: AST-Probe, its per-layer tree F1 against control and the snippet's tree rebuilt at the current layer beside the gold one, `✗` / `≈` marking unmatched constituents; both trees follow the token cursor)")],
                 bind: &[(ch('p'), C::ProbeTrain), (ch('P'), C::ProbeTask)],
             },
-            Binding {
+            KeyBinding {
                 keys: "c C",
                 help: "compare: on/off; the twin",
                 manual: &[
@@ -284,7 +284,7 @@ pub const KEYMAP: &[Section] = &[
                 ],
                 bind: &[(ch('c'), C::Compare), (ch('C'), C::CompareTwin)],
             },
-            Binding {
+            KeyBinding {
                 keys: "v",
                 help: "compare heatmap A/B/B−A",
                 manual: &[("v", "compare mode's heatmap: A, B (on A's tokens), B − A (diverging scale, legend in the info line)")],
@@ -295,55 +295,55 @@ pub const KEYMAP: &[Section] = &[
     Section {
         title: "Input and output",
         rows: &[
-            Binding {
+            KeyBinding {
                 keys: "e",
                 help: "edit (Esc applies)",
                 manual: &[("e", "edit the snippet (Esc applies and re-analyses, Ctrl-D discards)")],
                 bind: &[(ch('e'), C::Edit)],
             },
-            Binding {
+            KeyBinding {
                 keys: "o",
                 help: "open another file",
                 manual: &[("o", "open a file (Tab completes, `~` is home; after an edit, the first `o` says the edit is not saved, the second opens)")],
                 bind: &[(ch('o'), C::Open)],
             },
-            Binding {
+            KeyBinding {
                 keys: "M",
                 help: "switch model",
                 manual: &[("M", "switch model (the presets, whether each is on disk, or any spec typed in)")],
                 bind: &[(ch('M'), C::Models)],
             },
-            Binding {
+            KeyBinding {
                 keys: "R",
                 help: "random weights on/off",
                 manual: &[("R", "random weights on/off: reload the model with its seeded random initialisation (seed from `--random-weights`, else 0) or back with its trained weights; the status bar says `random weights (seed S)` (see [Random-weight baselines](#random-weight-baselines))")],
                 bind: &[(ch('R'), C::RandomWeights)],
             },
-            Binding {
+            KeyBinding {
                 keys: "L",
                 help: "language: python / java",
                 manual: &[("L", "language of the snippet: Python / Java (re-parsed and re-analysed)")],
                 bind: &[(ch('L'), C::Language)],
             },
-            Binding {
+            KeyBinding {
                 keys: "x",
                 help: "export figures (menu)",
                 manual: &[("x", "export menu: this view, every panel, or the whole screen, as slide-grade SVG + PNG (and the numbers as JSON) into the export directory (`--export-dir`, default `~/.local/share/codescope/exports`; the paths are shown)")],
                 bind: &[(ch('x'), C::Export)],
             },
-            Binding {
+            KeyBinding {
                 keys: "?",
                 help: "this help",
                 manual: &[("?", "help (always named on the status bar); when it does not fit, ↑ ↓ PgUp PgDn scroll it (its title says how much is hidden) and any other key closes it")],
                 bind: &[(ch('?'), C::Help)],
             },
-            Binding {
+            KeyBinding {
                 keys: "q Esc C-c",
                 help: "quit",
                 manual: &[("q, Esc, Ctrl-C", "quit (after an edit, the first q or Esc says the edit is not saved; the second quits; Ctrl-C quits at once, in every mode)")],
                 bind: &[(ch('q'), C::Quit), (code(KeyCode::Esc), C::Quit), (ctrl('c'), C::QuitNow)],
             },
-            Binding {
+            KeyBinding {
                 keys: "C-z",
                 help: "suspend (fg resumes)",
                 manual: &[("Ctrl-Z", "suspend: the shell gets the terminal back (the job is stopped, as by Ctrl-Z anywhere); `fg` brings the explorer back as it was")],
@@ -354,25 +354,25 @@ pub const KEYMAP: &[Section] = &[
     Section {
         title: "Presenting",
         rows: &[
-            Binding {
+            KeyBinding {
                 keys: "O",
                 help: "overview of every head",
                 manual: &[("O", "model overview: every head as a thumbnail of its code-token attention with its score; arrows move, Enter opens the head, Esc closes")],
                 bind: &[(ch('O'), C::Overview)],
             },
-            Binding {
+            KeyBinding {
                 keys: "*",
                 help: "pin head beside current",
                 manual: &[("*", "pin the current head: it stays beside the current one in the heatmap panel (`*` again unpins)")],
                 bind: &[(ch('*'), C::Pin)],
             },
-            Binding {
+            KeyBinding {
                 keys: "B",
                 help: "add view to the tour",
                 manual: &[("B", "append the current view as a step to the tour (`--tour FILE`, else `tour.toml` in the export directory): it asks for the step's caption (empty: none; Esc: no step), and the status line says what it recorded (view, layer, head, compare mode)")],
                 bind: &[(ch('B'), C::AddStep)],
             },
-            Binding {
+            KeyBinding {
                 keys: "] [",
                 help: "tour: next / back step",
                 manual: &[("] / [", "tour: next / previous step (its caption on the status line; every step stays explorable)")],
@@ -383,13 +383,13 @@ pub const KEYMAP: &[Section] = &[
     Section {
         title: "Mouse",
         rows: &[
-            Binding {
+            KeyBinding {
                 keys: "click",
                 help: "token, heatmap cell, head",
                 manual: &[("mouse", "click a token to select it; click a heatmap cell to select its query (the status line gives the attention from it to the cell's key); click a head-grid cell to open that head (a header number opens that layer); click a probe row to show that layer; the wheel scrolls the panel under it")],
                 bind: &[],
             },
-            Binding {
+            KeyBinding {
                 keys: "wheel",
                 help: "scroll the panel under it",
                 manual: &[],

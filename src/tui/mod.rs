@@ -47,7 +47,7 @@ use std::sync::{mpsc, Arc};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 
-pub use self::figures::export_view;
+pub use self::figures::figure_data;
 use crate::error::{Error, Result};
 use crate::model::source;
 use crate::syntax::Language;
@@ -59,7 +59,7 @@ use worker::Worker;
 
 /// What the explorer starts with (from the command line).
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct ExplorerOptions {
     /// Snippet name and text.
     pub name: String,
     pub text: String,
@@ -144,7 +144,7 @@ impl Drop for TerminalGuard {
 }
 
 /// Run the explorer until the user quits or a signal arrives.
-pub fn run(opts: Options) -> Result<()> {
+pub fn run(opts: ExplorerOptions) -> Result<()> {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(Error::Input {
             name: opts.name,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::analysis::compare::Comparison;
-use crate::analysis::{Options, SnippetAnalysis};
+use crate::analysis::{AnalyzeOptions, SnippetAnalysis};
 use crate::input::Input;
 use crate::model::ModelInfo;
 use crate::probe::astprobe::view::{SnippetTrees, TreeJob};
@@ -191,7 +191,7 @@ pub struct ParseJob {
 pub struct AnalyseJob {
     pub req: u64,
     pub syntax: Arc<Syntax>,
-    pub opts: Options,
+    pub opts: AnalyzeOptions,
     /// Run the LM head too (causal models, for the surprisal view).
     pub surprisal: bool,
 }
@@ -234,7 +234,7 @@ pub struct CompareJob {
     pub req: u64,
     pub a: Arc<SnippetAnalysis>,
     pub twin: TwinSource,
-    pub opts: Options,
+    pub opts: AnalyzeOptions,
     /// Run the LM head on the twin too (as A was).
     pub surprisal: bool,
     /// A trained probe to label both twins with (its per-layer agreement).

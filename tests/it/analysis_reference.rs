@@ -5,7 +5,7 @@
 //! Every P/R/F1/GED entry must agree within 0.01 (issue #4); in practice they are equal
 //! except where an aggregated weight sits within float noise of the threshold.
 
-use codescope::analysis::{self, Graph, Mode, Options};
+use codescope::analysis::{self, AnalyzeOptions, Graph, Mode};
 use codescope::model::{source, LoadedModel};
 use codescope::syntax::Language;
 use serde_json::Value;
@@ -49,7 +49,7 @@ fn analysis_matches_independent_reference() {
                 &m,
                 &text,
                 lang,
-                &Options {
+                &AnalyzeOptions {
                     mode: Mode::Source,
                     threshold: t,
                     sweep: false,

@@ -154,7 +154,7 @@ fn an_empty_edge_set_reproduces_the_explorers_surprisal_bit_for_bit() {
     let a = analysis::run(
         &m,
         syn,
-        &analysis::Options {
+        &analysis::AnalyzeOptions {
             mode: analysis::Mode::Source,
             threshold: 0.05,
             sweep: false,

@@ -187,7 +187,7 @@ fn text_inputs_through_syntax_alignment_and_analysis() {
             }
         }
         if case % 15 == 0 {
-            let opts = analysis::Options {
+            let opts = analysis::AnalyzeOptions {
                 mode: if r.chance(2) {
                     analysis::Mode::Source
                 } else {

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use codescope::analysis::{self, ged, Graph, Mode, Options};
+use codescope::analysis::{self, ged, AnalyzeOptions, Graph, Mode};
 use codescope::model::{source, LoadedModel};
 use codescope::syntax::Language;
 use proptest::prelude::*;
@@ -157,7 +157,7 @@ fn analyse(m: &LoadedModel, file: &str, mode: Mode, t: f32) -> analysis::Snippet
         m,
         &text,
         lang,
-        &Options {
+        &AnalyzeOptions {
             mode,
             threshold: t,
             sweep: false,

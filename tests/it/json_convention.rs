@@ -285,7 +285,7 @@ fn the_readme_documents_every_field_of_probe_and_export_json() {
     use codescope::tui::theme::ColorMode;
     let mut app = ready_decoder("tiny_qwen2", SHORT, 120, 40, theme(ColorMode::TrueColor));
     typed(&mut app, "lS*");
-    let view = codescope::tui::export_view(&app).unwrap();
+    let view = codescope::tui::figure_data(&app).unwrap();
     assert!(view.surprisal.is_some() && view.pinned.is_some());
     let v: Value = serde_json::from_str(&codescope::export::json::render(&view).unwrap()).unwrap();
     let missing = undocumented(&v, "The explorer's export (`x`");

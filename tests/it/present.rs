@@ -4,7 +4,7 @@
 //! explorer gives the same bytes as the explorer's export for the same state; its
 //! screen equals the explorer's buffer; scenes, tour steps and sessions round-trip.
 
-use codescope::export::figure::{self, Kind, Options};
+use codescope::export::figure::{self, FigureOptions, Kind};
 use codescope::export::{self, png};
 use codescope::present::{self, HeadSpec, Scene, TokenSpec};
 use codescope::syntax::Language;
@@ -106,7 +106,7 @@ fn staged_app() -> codescope::tui::app::App {
 #[test]
 fn every_view_is_slide_grade_and_deterministic() {
     let app = staged_app();
-    let mut view = codescope::tui::figures::export_view_with(&app, true).unwrap();
+    let mut view = codescope::tui::figures::figure_data_with(&app, true).unwrap();
     // Probe results as the panel shows them (a hand-made report; training is tested
     // elsewhere).
     let report = synthetic_report(3, "category");
@@ -133,9 +133,9 @@ fn every_view_is_slide_grade_and_deterministic() {
         tree: None,
     });
     for light in [false, true] {
-        let opts = Options {
+        let opts = FigureOptions {
             light,
-            ..Options::default()
+            ..FigureOptions::default()
         };
         for kind in [
             Kind::Heatmap,
@@ -154,21 +154,21 @@ fn every_view_is_slide_grade_and_deterministic() {
         }
     }
     // The heatmap figure shows both matrices, the gold edges and the scores.
-    let f = figure::render(Kind::Heatmap, &view, &Options::default()).unwrap();
+    let f = figure::render(Kind::Heatmap, &view, &FigureOptions::default()).unwrap();
     assert!(f.svg.contains("(pinned)") && f.svg.contains("(current)"));
     assert!(f.svg.contains("gold edge (AST motif + data flow)"));
     assert!(f.svg.contains("ast_motif P "));
     assert!(f.svg.contains(">word_counts</text>"));
     // The screen figure of the explorer.
     let buf = codescope::tui::figures::screen_buffer(&app);
-    let f = figure::screen::render(&buf, &Options::default());
+    let f = figure::screen::render(&buf, &FigureOptions::default());
     check_slide_grade(Kind::Screen, &f.svg, false);
     // On its 16:9 slide; at its own size 32 px per terminal row.
     assert_eq!((f.width, f.height), (1920.0, 1080.0));
     assert!(png::render(&f).is_ok());
-    let own = Options {
+    let own = FigureOptions {
         canvas: None,
-        ..Options::default()
+        ..FigureOptions::default()
     };
     assert_eq!(figure::screen::render(&buf, &own).height, 40.0 * 32.0);
 }
@@ -177,11 +177,11 @@ fn every_view_is_slide_grade_and_deterministic() {
 fn surprisal_figure_needs_the_view() {
     let mut app = ready_decoder("tiny_qwen2", SHORT, 120, 40, theme(ColorMode::TrueColor));
     typed(&mut app, "l");
-    let off = codescope::tui::export_view(&app).unwrap();
-    assert!(figure::render(Kind::Surprisal, &off, &Options::default()).is_err());
+    let off = codescope::tui::figure_data(&app).unwrap();
+    assert!(figure::render(Kind::Surprisal, &off, &FigureOptions::default()).is_err());
     typed(&mut app, "S");
-    let on = codescope::tui::export_view(&app).unwrap();
-    let f = figure::render(Kind::Surprisal, &on, &Options::default()).unwrap();
+    let on = codescope::tui::figure_data(&app).unwrap();
+    let f = figure::render(Kind::Surprisal, &on, &FigureOptions::default()).unwrap();
     check_slide_grade(Kind::Surprisal, &f.svg, true);
     assert!(f.svg.contains("surprisal view") && f.svg.contains(" bits</title>"));
     assert!(f.svg.contains("expected at the selected token"));
@@ -190,17 +190,17 @@ fn surprisal_figure_needs_the_view() {
 #[test]
 fn crops_to_lines_and_tokens() {
     let app = staged_app();
-    let view = codescope::tui::export_view(&app).unwrap();
+    let view = codescope::tui::figure_data(&app).unwrap();
     // Heights compared at the figures' own size (on a slide both are 1080 px).
-    let own = Options {
+    let own = FigureOptions {
         canvas: None,
-        ..Options::default()
+        ..FigureOptions::default()
     };
     let all = figure::render(Kind::Heatmap, &view, &own).unwrap();
-    let opts = Options {
+    let opts = FigureOptions {
         lines: Some((1, 3)),
         canvas: None,
-        ..Options::default()
+        ..FigureOptions::default()
     };
     let f = figure::render(Kind::Heatmap, &view, &opts).unwrap();
     assert!(f.svg.contains("lines 1-3"));
@@ -213,9 +213,9 @@ fn crops_to_lines_and_tokens() {
     let f = figure::render(
         Kind::Heatmap,
         &view,
-        &Options {
+        &FigureOptions {
             tokens: Some((0, 9)),
-            ..Options::default()
+            ..FigureOptions::default()
         },
     )
     .unwrap();
@@ -224,9 +224,9 @@ fn crops_to_lines_and_tokens() {
         let e = figure::render(
             Kind::Heatmap,
             &view,
-            &Options {
+            &FigureOptions {
                 lines: bad,
-                ..Options::default()
+                ..FigureOptions::default()
             },
         )
         .unwrap_err()
@@ -237,7 +237,7 @@ fn crops_to_lines_and_tokens() {
 
 /// A synthetic 512-token view (no model): identifiers on lines of 8, a smooth
 /// attention pattern with noise.
-fn synthetic_view(n: usize) -> export::View {
+fn synthetic_view(n: usize) -> export::FigureData {
     let mut source = String::new();
     let mut tokens = Vec::new();
     for i in 0..n {
@@ -278,7 +278,7 @@ fn synthetic_view(n: usize) -> export::View {
                 .collect()
         })
         .collect();
-    export::View {
+    export::FigureData {
         caption: None,
         name: "synthetic.py".into(),
         language: "python".into(),
@@ -322,7 +322,7 @@ fn synthetic_view(n: usize) -> export::View {
 #[test]
 fn a_512_token_heatmap_stays_under_a_megabyte() {
     let view = synthetic_view(512);
-    let f = figure::render(Kind::Heatmap, &view, &Options::default()).unwrap();
+    let f = figure::render(Kind::Heatmap, &view, &FigureOptions::default()).unwrap();
     assert!(f.svg.len() < 1_000_000, "{} bytes", f.svg.len());
     assert!(f.svg.contains("data:image/png;base64,"), "a raster");
     assert!(f.svg.contains("every "), "labels every k-th token");
@@ -367,7 +367,7 @@ fn render_equals_the_explorers_export() {
         ),
         (app.view.layer, app.view.head, app.view.cursor)
     );
-    let opts = Options::default();
+    let opts = FigureOptions::default();
     let kinds = [
         Kind::Heatmap,
         Kind::Heads,

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use codescope::analysis::{self, Mode, Options, RunOptions, SnippetAnalysis};
+use codescope::analysis::{self, AnalyzeOptions, Mode, RunOptions, SnippetAnalysis};
 use codescope::model::source::{self, ModelFiles};
 use codescope::model::testutil::{write_tiny_model, Tiny};
 use codescope::model::{ForwardOptions, LoadedModel};
@@ -90,7 +90,7 @@ fn check_model(name: &str, m: &LoadedModel) {
 }
 
 fn check_model_in(name: &str, m: &LoadedModel, mode: Mode) {
-    let opts = Options {
+    let opts = AnalyzeOptions {
         mode,
         threshold: 0.05,
         sweep: true,
@@ -233,7 +233,7 @@ fn the_explorer_recomputes_the_layer_it_shows_when_the_matrices_were_not_kept() 
     let (req, full) = app.shown.data.clone().unwrap();
     assert!(full.token_attention.resident());
     let m = model();
-    let opts = Options {
+    let opts = AnalyzeOptions {
         mode: full.mode,
         threshold: full.threshold,
         sweep: true,

@@ -6,7 +6,7 @@ use crate::tui_common;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use codescope::analysis::{Graph, Mode, Options};
+use codescope::analysis::{AnalyzeOptions, Graph, Mode};
 use codescope::probe::Task;
 use codescope::syntax::Language;
 use codescope::tui::app::{Direction, Focus, Level, Overlay, PanelTask};
@@ -417,7 +417,7 @@ fn worker_thread_latest_wins() {
     let job = |req: u64, text: &str| AnalyseJob {
         req,
         syntax: Arc::new(codescope::analysis::parse(text, Language::Python).unwrap()),
-        opts: Options::default(),
+        opts: AnalyzeOptions::default(),
         surprisal: false,
     };
     w.analyse(job(1, "a = 1\n"));
@@ -458,7 +458,7 @@ fn analysis_without_a_model_fails_cleanly() {
     w.analyse(AnalyseJob {
         req: 7,
         syntax: Arc::new(codescope::analysis::parse("x = 1\n", Language::Python).unwrap()),
-        opts: Options::default(),
+        opts: AnalyzeOptions::default(),
         surprisal: false,
     });
     match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
@@ -476,14 +476,14 @@ fn export_writes_svg_and_json_of_the_view() {
     let mut app = ready(SAMPLE, 120, 40);
     typed(&mut app, "lg");
     press(&mut app, &[KeyCode::Right]);
-    let view = codescope::tui::export_view(&app).unwrap();
+    let view = codescope::tui::figure_data(&app).unwrap();
     assert_eq!((view.layer, view.head), (2, Some(1)));
     assert_eq!(view.matrix.len(), view.matrix_tokens.len());
     assert_eq!(view.tokens[view.selected.unwrap()].text, "re");
     use codescope::export::figure::{self, palette, Kind};
     let dir = tempfile::tempdir().unwrap();
     let kinds = [Kind::Heatmap];
-    let fig = figure::render(Kind::Heatmap, &view, &figure::Options::default()).unwrap();
+    let fig = figure::render(Kind::Heatmap, &view, &figure::FigureOptions::default()).unwrap();
     let paths = codescope::export::write_figures(
         dir.path(),
         "codescope-test",
@@ -794,7 +794,7 @@ fn worker_thread_trains_probes_latest_wins() {
     w.analyse(AnalyseJob {
         req: 5,
         syntax: Arc::new(codescope::analysis::parse("x = 1\n", Language::Python).unwrap()),
-        opts: Options::default(),
+        opts: AnalyzeOptions::default(),
         surprisal: false,
     });
     let mut order = Vec::new();
@@ -998,12 +998,12 @@ fn first_token_without_bos_is_unscored_and_said_so() {
 fn export_carries_surprisal_only_when_shown() {
     let mut app = ready_decoder("tiny_qwen2", SHORT, 120, 40, theme(ColorMode::TrueColor));
     typed(&mut app, "l");
-    let off = codescope::tui::export_view(&app).unwrap();
+    let off = codescope::tui::figure_data(&app).unwrap();
     assert!(off.surprisal.is_none());
     let json = codescope::export::json::render(&off).unwrap();
     assert!(!json.contains("surprisal"));
     typed(&mut app, "S");
-    let on = codescope::tui::export_view(&app).unwrap();
+    let on = codescope::tui::figure_data(&app).unwrap();
     let sv = on.surprisal.as_ref().unwrap();
     assert_eq!(sv.selected_expected.len(), 5);
     let sp = app.prepared().unwrap().surprisal.as_ref().unwrap();
@@ -1015,7 +1015,7 @@ fn export_carries_surprisal_only_when_shown() {
     let svg = codescope::export::figure::render(
         codescope::export::figure::Kind::Surprisal,
         &on,
-        &codescope::export::figure::Options::default(),
+        &codescope::export::figure::FigureOptions::default(),
     )
     .unwrap()
     .svg;

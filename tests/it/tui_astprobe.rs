@@ -298,14 +298,14 @@ fn trees_of_a_trained_probe_are_consistent() {
 /// The probes figure of the AST view carries both trees, their marks and the F1 axis.
 #[test]
 fn ast_view_exports_its_trees() {
-    use codescope::export::figure::{self, Kind, Options};
+    use codescope::export::figure::{self, FigureOptions, Kind};
     let mut app = ready(SAMPLE, 120, 40);
     to_ast(&mut app);
     deliver_ast(&mut app, ast_report(3));
     press(&mut app, &[KeyCode::Right]);
     let trees = stand_in_trees(&app);
     show_trees(&mut app, trees);
-    let view = codescope::tui::figures::export_view_with(&app, false).unwrap();
+    let view = codescope::tui::figures::figure_data_with(&app, false).unwrap();
     let chart = view.probes.as_ref().expect("the probe chart");
     assert_eq!(chart.probe, "ast");
     let t = chart.tree.as_ref().expect("the trees");
@@ -319,9 +319,9 @@ fn ast_view_exports_its_trees() {
         let f = figure::render(
             Kind::Probes,
             &view,
-            &Options {
+            &FigureOptions {
                 light,
-                ..Options::default()
+                ..FigureOptions::default()
             },
         )
         .unwrap();

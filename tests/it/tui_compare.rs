@@ -202,7 +202,7 @@ fn comparison_figures_are_labelled_and_signed() {
     typed(&mut app, "v");
     typed(&mut app, "v");
     assert_eq!(app.compare.heat, HeatSide::Diff);
-    let v = codescope::tui::figures::export_view(&app).unwrap();
+    let v = codescope::tui::figures::figure_data(&app).unwrap();
     let ci = v.compare.as_ref().expect("the export names the comparison");
     assert_eq!(
         (ci.heatmap.as_str(), ci.twin.as_str()),
@@ -227,7 +227,7 @@ fn comparison_figures_are_labelled_and_signed() {
         .values(app.prepared().unwrap(), &app.shown.scores);
     assert_eq!(v.head_grid.values, app.compare_grid(&a_vals).unwrap());
     assert!(v.head_grid.name.contains("B − A"));
-    let opts = figure::Options::default();
+    let opts = figure::FigureOptions::default();
     let heat = figure::render(Kind::Heatmap, &v, &opts).unwrap();
     assert!(heat.svg.contains("attention, B − A"), "figure title");
     assert!(heat.svg.contains("B = rename:neutral"), "the twin is named");
@@ -252,7 +252,7 @@ fn comparison_figures_are_labelled_and_signed() {
     );
     // Back on A: plain attention, no sign.
     typed(&mut app, "v");
-    let v = codescope::tui::figures::export_view(&app).unwrap();
+    let v = codescope::tui::figures::figure_data(&app).unwrap();
     assert_eq!(v.compare.as_ref().unwrap().heatmap, "A");
     let heat = figure::render(Kind::Heatmap, &v, &opts).unwrap();
     assert!(!heat.svg.contains("B − A (√)"));

@@ -496,7 +496,7 @@ fn model_choice_reason_is_shown_whole() {
 /// a step of its own in the worker's progress.
 #[test]
 fn worker_reports_the_lm_head() {
-    use codescope::analysis::Options;
+    use codescope::analysis::AnalyzeOptions;
     use codescope::tui::msg::AnalyseJob;
     use codescope::tui::worker::Worker;
     use std::sync::mpsc;
@@ -511,7 +511,7 @@ fn worker_reports_the_lm_head() {
     w.analyse(AnalyseJob {
         req: 1,
         syntax: Arc::new(codescope::analysis::parse(SHORT, Language::Python).unwrap()),
-        opts: Options::default(),
+        opts: AnalyzeOptions::default(),
         surprisal: true,
     });
     let mut progress = Vec::new();

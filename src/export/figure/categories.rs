@@ -9,7 +9,7 @@ use super::palette::{readable, Palette};
 use super::svg::{text_w, Anchor, Font, Svg};
 use super::{colorbar_v, header, title_of, Figure, Metrics};
 use crate::analysis::categories::{COARSE, FINE};
-use crate::export::View;
+use crate::export::FigureData;
 
 /// Display names of the coarse classes.
 const COARSE_NAMES: [&str; 2] = ["syntactic", "identifier"];
@@ -55,7 +55,7 @@ fn values(map: Option<&Map<String, Value>>, names: &[&str]) -> Vec<Vec<Option<f6
         .collect()
 }
 
-pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
+pub fn draw(view: &FigureData, m: Metrics, pal: Palette) -> Figure {
     let mut svg = Svg::new(m.width(), m.width() * 0.5);
     let head = match view.head {
         Some(h) => format!("layer {} head {h}", view.layer),

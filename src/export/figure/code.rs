@@ -11,7 +11,7 @@ use super::{
     colorbar_h, fmt_value, header, linear_ticks, sqrt_ticks, swatch, title_of, Crop, Figure,
     Metrics,
 };
-use crate::export::View;
+use crate::export::FigureData;
 use crate::model::tokenizer::show_subword;
 
 /// What the token backgrounds show.
@@ -29,7 +29,7 @@ pub enum Shade {
 type Piece = (usize, usize, String, Option<usize>);
 
 /// The source cut into per-line pieces: tokens and the text between them.
-fn pieces(view: &View) -> Vec<Piece> {
+fn pieces(view: &FigureData) -> Vec<Piece> {
     let src = &view.source;
     let mut bounds: Vec<(usize, usize, Option<usize>)> = Vec::new();
     let mut pos = 0;
@@ -93,7 +93,7 @@ pub struct CodeBox {
 
 impl CodeBox {
     /// Display width in columns of each of the crop's lines (tabs expanded).
-    pub fn line_widths(view: &View, crop: &Crop) -> Vec<usize> {
+    pub fn line_widths(view: &FigureData, crop: &Crop) -> Vec<usize> {
         let mut w = vec![0usize; crop.l1 - crop.l0 + 1];
         for p in pieces(view) {
             if (crop.l0..=crop.l1).contains(&p.0) {
@@ -105,7 +105,7 @@ impl CodeBox {
     }
 
     /// The block for the crop's lines, at most `max_w` px wide.
-    pub fn measure(view: &View, crop: &Crop, m: Metrics, max_w: f64) -> CodeBox {
+    pub fn measure(view: &FigureData, crop: &Crop, m: Metrics, max_w: f64) -> CodeBox {
         let font = m.body();
         let cw = CHAR_W * font;
         let gutter = (crop.l1 + 1).to_string().len() + 1;
@@ -132,7 +132,7 @@ impl CodeBox {
 
 /// Per token: its shade in `[0, 1]` (None: no shade) for `shade`, and the value the
 /// colour bar's top stands for.
-fn shades(view: &View, crop: &Crop, shade: Shade) -> (Vec<Option<f32>>, f32) {
+fn shades(view: &FigureData, crop: &Crop, shade: Shade) -> (Vec<Option<f32>>, f32) {
     match shade {
         Shade::Attention => {
             // Compare mode's B − A is signed: `sign · √(|w| / max |w|)`, a diverging ramp.
@@ -201,7 +201,7 @@ fn shades(view: &View, crop: &Crop, shade: Shade) -> (Vec<Option<f32>>, f32) {
 /// Draw the code block at (`x`, `y`) (top left); returns the height used.
 pub fn draw_block(
     svg: &mut Svg,
-    view: &View,
+    view: &FigureData,
     crop: &Crop,
     (m, pal): (Metrics, Palette),
     (x, y): (f64, f64),
@@ -298,7 +298,7 @@ pub fn draw_block(
 /// the height used.
 pub fn draw_key(
     svg: &mut Svg,
-    view: &View,
+    view: &FigureData,
     crop: &Crop,
     (m, pal): (Metrics, Palette),
     (x, y, w): (f64, f64, f64),
@@ -411,7 +411,7 @@ pub fn draw_key(
 /// only to itself and the tokens before the code), five ".00" ticks would read as a broken
 /// scale, so the caption says so and the bar keeps one tick.
 /// Whether the view's attention is compare mode's signed B − A.
-fn signed(view: &View) -> bool {
+fn signed(view: &FigureData) -> bool {
     view.compare.as_ref().is_some_and(|c| c.heatmap == "B−A")
 }
 
@@ -465,7 +465,7 @@ pub fn sampled(f: impl Fn(f32) -> Rgb) -> Vec<Rgb> {
 
 /// The surprisal figure: the code coloured by per-token surprisal, its colour bar, the
 /// perplexity, and what the model expected where the selected token starts.
-pub fn draw_surprisal(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
+pub fn draw_surprisal(view: &FigureData, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
     let Some(sv) = view.surprisal.as_ref() else {
         unreachable!("checked by the caller");
     };
@@ -561,7 +561,7 @@ pub fn draw_surprisal(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Fig
 
 /// The knockout view: the code coloured by each token's change, the colour bar, and the
 /// identifier and syntactic-token means beside the matched control's.
-pub fn draw_knockout(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
+pub fn draw_knockout(view: &FigureData, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
     let Some(k) = view.knockout.as_ref() else {
         unreachable!("checked by the caller");
     };

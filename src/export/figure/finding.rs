@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::palette::Palette;
 use super::svg::{text_w, Anchor, Font, Svg};
 use super::{header, title_of, Figure, Metrics};
-use crate::export::View;
+use crate::export::FigureData;
 
 /// The three columns: the JSON key and the label.
 const COLUMNS: [(&str, &str); 3] = [
@@ -17,7 +17,7 @@ const COLUMNS: [(&str, &str); 3] = [
     ("syntactic_identifier", "syn–id"),
 ];
 
-pub fn draw(view: &View, fd: &Value, m: Metrics, pal: Palette) -> Figure {
+pub fn draw(view: &FigureData, fd: &Value, m: Metrics, pal: Palette) -> Figure {
     let layers = fd["layers"].as_array().cloned().unwrap_or_default();
     let pattern: Vec<u64> = fd["pattern_layers"]
         .as_array()

@@ -9,7 +9,7 @@ use super::{
     colorbar_v, colorbar_v_width, fmt_signed, fmt_value, header, signed_t, signed_ticks, title_of,
     Figure, Metrics,
 };
-use crate::export::View;
+use crate::export::FigureData;
 
 fn is_f1(metric: &str) -> bool {
     metric.starts_with("f1_")
@@ -24,7 +24,7 @@ fn cell_text(metric: &str, v: Option<f64>) -> String {
     }
 }
 
-pub fn draw(view: &View, m: Metrics, pal: Palette) -> Figure {
+pub fn draw(view: &FigureData, m: Metrics, pal: Palette) -> Figure {
     let g = &view.head_grid;
     let layers = g.values.len();
     let heads = g.values.first().map_or(0, |r| r.len());

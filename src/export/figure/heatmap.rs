@@ -14,7 +14,7 @@ use super::{
     colorbar_v, colorbar_v_width, fmt_value, header, settings_line, sqrt_ticks, title_of, Crop,
     Figure, Metrics, GOLD_GRAPHS,
 };
-use crate::export::{GraphScore, View};
+use crate::export::{FigureData, GraphScore};
 use std::collections::BTreeMap;
 
 /// Smallest side of a matrix beside the code (px at scale 1).
@@ -27,7 +27,7 @@ struct Panel<'a> {
     scores: &'a BTreeMap<String, GraphScore>,
 }
 
-pub fn draw(view: &View, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
+pub fn draw(view: &FigureData, crop: &Crop, m: Metrics, pal: Palette) -> Figure {
     let mut svg = Svg::new(m.width(), m.width() * 0.5);
     let mut sub = vec![settings_line(view)];
     let mut detail = Vec::new();

@@ -11,7 +11,7 @@
 use super::palette::{Palette, Rgb};
 use super::svg::{clip, png_rgba, Anchor, Font, Svg, CHAR_W};
 use super::Metrics;
-use crate::export::View;
+use crate::export::FigureData;
 
 /// Largest matrix drawn as vector cells.
 pub const VECTOR_MAX: usize = 120;
@@ -30,7 +30,7 @@ fn gold_ramp(pal: Palette, t: f32) -> Rgb {
 }
 
 /// The analysed positions (matrix rows/columns) inside the token crop.
-pub fn positions(view: &View, t0: usize, t1: usize) -> Vec<usize> {
+pub fn positions(view: &FigureData, t0: usize, t1: usize) -> Vec<usize> {
     view.matrix_tokens
         .iter()
         .enumerate()
@@ -63,7 +63,7 @@ pub struct Axes {
 }
 
 /// Label stride and room for `n` cells of `cell` px.
-pub fn axes(view: &View, ks: &[usize], m: Metrics, cell: f64) -> Axes {
+pub fn axes(view: &FigureData, ks: &[usize], m: Metrics, cell: f64) -> Axes {
     let pitch = m.small() * 1.2;
     let stride = ((pitch / cell).ceil() as usize).max(1);
     let longest = ks
@@ -77,7 +77,7 @@ pub fn axes(view: &View, ks: &[usize], m: Metrics, cell: f64) -> Axes {
     }
 }
 
-fn label_of(view: &View, k: usize) -> String {
+fn label_of(view: &FigureData, k: usize) -> String {
     let t = &view.tokens[view.matrix_tokens[k]];
     clip(&t.text.replace(['\n', '\t'], " "), LABEL_CHARS)
 }
@@ -88,7 +88,7 @@ fn label_of(view: &View, k: usize) -> String {
 #[allow(clippy::too_many_arguments)]
 pub fn draw(
     svg: &mut Svg,
-    view: &View,
+    view: &FigureData,
     matrix: &[Vec<f32>],
     ks: &[usize],
     (m, pal): (Metrics, Palette),

@@ -1,6 +1,6 @@
 //! Slide-grade figures of every view, as SVG (PNG via [`super::png`]).
 //!
-//! Each figure is a pure function of an exported [`View`] and [`Options`]: the same
+//! Each figure is a pure function of an exported [`FigureData`] and [`FigureOptions`]: the same
 //! input gives the same bytes. Sizes are for a 1920-px-wide slide at scale 1 (body text
 //! [`Metrics::body`] = 22 px, nothing smaller than 20 px) and scale together. Every
 //! figure starts with a title block naming the snippet, model, layer, head, threshold,
@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use self::palette::{Palette, Rgb};
 use self::svg::{Font, Svg};
-use super::View;
+use super::FigureData;
 use crate::error::{Error, Result};
 
 /// The views a figure can show.
@@ -93,7 +93,7 @@ impl Kind {
 
 /// How a figure is drawn.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Options {
+pub struct FigureOptions {
     /// Multiplies every size: 1 = 1920 px wide with 22 px body text.
     pub scale: f64,
     /// Light (white) or dark background.
@@ -119,9 +119,9 @@ pub const SLIDE: (f64, f64) = (1920.0, 1080.0);
 /// many lines around the selected token (the caption says which lines).
 pub const SLIDE_LINES: usize = 28;
 
-impl Default for Options {
+impl Default for FigureOptions {
     fn default() -> Self {
-        Options {
+        FigureOptions {
             scale: 1.0,
             light: false,
             lines: None,
@@ -135,7 +135,7 @@ impl Default for Options {
 /// `fig` on the canvas of `opts`: scaled down to fit (never up), centred, on the
 /// background `bg`. The figure stays whole inside (a nested `<svg>` with its own
 /// view box), so what it says is unchanged.
-pub fn on_canvas(fig: Figure, opts: &Options, bg: Rgb) -> Figure {
+pub fn on_canvas(fig: Figure, opts: &FigureOptions, bg: Rgb) -> Figure {
     let Some((cw, ch)) = opts.canvas else {
         return fig;
     };
@@ -238,14 +238,14 @@ impl Metrics {
 
 /// Draw figure `kind` of `view` (every kind but [`Kind::Screen`], which is drawn from
 /// the explorer's screen buffer by [`screen::render`]).
-pub fn render(kind: Kind, view: &View, opts: &Options) -> Result<Figure> {
+pub fn render(kind: Kind, view: &FigureData, opts: &FigureOptions) -> Result<Figure> {
     let crop = Crop::resolve(view, opts)?;
     let m = Metrics::new(opts.scale);
     let pal = Palette::new(opts.light);
     let titled;
     let view = match &opts.title {
         Some(t) => {
-            titled = View {
+            titled = FigureData {
                 caption: Some(t.clone()),
                 ..view.clone()
             };
@@ -324,7 +324,7 @@ pub struct Crop {
 impl Crop {
     /// The crop of `opts` checked against `view` (an empty or out-of-range crop is an
     /// error that says what the snippet has).
-    pub fn resolve(view: &View, opts: &Options) -> Result<Crop> {
+    pub fn resolve(view: &FigureData, opts: &FigureOptions) -> Result<Crop> {
         let lines = view.source.lines().count().max(1);
         let n = view.tokens.len();
         let bad = |what: &str, reason: String| Error::Input {
@@ -420,7 +420,7 @@ impl Crop {
 }
 
 /// The last line a token spans (multi-line strings).
-fn token_last_line(view: &View, t: usize) -> usize {
+fn token_last_line(view: &FigureData, t: usize) -> usize {
     let tok = &view.tokens[t];
     tok.line + tok.text.matches('\n').count()
 }
@@ -571,7 +571,7 @@ pub fn wrap(s: &str, n: usize) -> Vec<String> {
 }
 
 /// The figure title: snippet, language, model and architecture.
-pub fn title_of(view: &View) -> String {
+pub fn title_of(view: &FigureData) -> String {
     match &view.caption {
         Some(c) => c.clone(),
         None => file_and_model(view),
@@ -580,7 +580,7 @@ pub fn title_of(view: &View) -> String {
 
 /// `file (language) · model (architecture)`: a figure's title, or the start of its
 /// subtitle when a caption is the title.
-pub fn file_and_model(view: &View) -> String {
+pub fn file_and_model(view: &FigureData) -> String {
     let base = std::path::Path::new(&view.name)
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -614,7 +614,7 @@ pub fn short_model(model: &str) -> String {
 }
 
 /// `layer 2/6 · head 1/12` (or `mean of 12 heads`).
-pub fn layer_head(view: &View) -> String {
+pub fn layer_head(view: &FigureData) -> String {
     let head = match view.head {
         Some(h) => format!("head {h}/{}", view.heads),
         None => format!("mean of {} heads", view.heads),
@@ -626,7 +626,7 @@ pub fn layer_head(view: &View) -> String {
 pub const GOLD_GRAPHS: &str = "AST motif + data flow";
 
 /// The settings line every attention figure carries.
-pub fn settings_line(view: &View) -> String {
+pub fn settings_line(view: &FigureData) -> String {
     let gold = if view.gold_overlay {
         format!("gold: {GOLD_GRAPHS}")
     } else {

@@ -7,9 +7,9 @@
 use super::palette::Palette;
 use super::svg::{png_rgba, Anchor, Font, Svg};
 use super::{colorbar_v, colorbar_v_width, fmt_value, header, title_of, Figure, Metrics};
-use crate::export::{Overview, View};
+use crate::export::{FigureData, Overview};
 
-pub fn draw(view: &View, o: &Overview, m: Metrics, pal: Palette) -> Figure {
+pub fn draw(view: &FigureData, o: &Overview, m: Metrics, pal: Palette) -> Figure {
     let layers = o.heads.len();
     let heads = o.heads.first().map_or(0, |r| r.len());
     let mut svg = Svg::new(m.width(), m.width() * 0.5);

@@ -12,12 +12,12 @@
 use super::palette::Palette;
 use super::svg::{text_w, Anchor, Font, Svg};
 use super::{fmt_value, header, swatch, title_of, Figure, Metrics};
-use crate::export::{ProbeChart, ProbeTrees, TreeLine, View};
+use crate::export::{FigureData, ProbeChart, ProbeTrees, TreeLine};
 
 /// Most rows of each tree drawn (a window around the selected token's leaf).
 pub const TREE_ROWS: usize = 48;
 
-pub fn draw(view: &View, p: &ProbeChart, m: Metrics, pal: Palette) -> Figure {
+pub fn draw(view: &FigureData, p: &ProbeChart, m: Metrics, pal: Palette) -> Figure {
     let ast = p.probe == "ast";
     let mut svg = Svg::new(m.width(), m.width() * 0.5);
     let mut sub = vec![if ast {

@@ -19,7 +19,7 @@ use ratatui::style::{Color, Modifier};
 
 use super::palette::{hex, Rgb};
 use super::svg::{esc, Svg, CHAR_W};
-use super::{Figure, Metrics, Options};
+use super::{Figure, FigureOptions, Metrics};
 
 /// The buffer as text: one line per row, cells hidden by wide symbols skipped,
 /// trailing spaces trimmed.
@@ -184,7 +184,7 @@ struct TextStyle {
 
 /// Draw `buf` as a figure. `light` picks the default colours for `Reset` cells (the
 /// explorer theme's text and background).
-pub fn render(buf: &Buffer, opts: &Options) -> Figure {
+pub fn render(buf: &Buffer, opts: &FigureOptions) -> Figure {
     let m = Metrics::new(opts.scale);
     let cols = buf.area.width.max(1) as usize;
     let rows = buf.area.height as usize;
@@ -433,7 +433,7 @@ mod tests {
         b.set_string(0, 0, "ab ", Style::default());
         b.set_string(0, 1, "│▀x", Style::default().fg(Color::Rgb(1, 2, 3)));
         assert_eq!(text(&b), "ab\n│▀x\n");
-        let f = render(&b, &Options::default());
+        let f = render(&b, &FigureOptions::default());
         assert!(
             f.svg.contains(r##"fill="#010203""##),
             "the ▀ top half is a rect"
@@ -441,6 +441,6 @@ mod tests {
         assert!(f.svg.contains("<path d=\"M"), "the │ is a stroke");
         assert!(f.svg.contains(">x</text>") && f.svg.contains(">ab</text>"));
         assert_eq!(f.width, 1920.0);
-        assert_eq!(f, render(&b, &Options::default()));
+        assert_eq!(f, render(&b, &FigureOptions::default()));
     }
 }

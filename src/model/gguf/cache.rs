@@ -18,7 +18,7 @@
 //!   mtime now, full digest in the background) and memory-mapped: the tensors are views
 //!   of the mapping ([`crate::model::mapped`], in the binary) or, without codescope's
 //!   allocator, read into buffers in parallel.
-//! - [`Mode`]: on by default in the binary for models up to [`AUTO_MAX_BYTES`] of f32.
+//! - [`CacheMode`]: on by default in the binary for models up to [`AUTO_MAX_BYTES`] of f32.
 //! - `codescope cache clean` removes every entry; `codescope models` lists them.
 
 use std::collections::HashMap;
@@ -315,7 +315,7 @@ pub(crate) fn buffer(n: usize) -> Vec<f32> {
 static PENDING: Mutex<Vec<(JoinHandle<()>, u64)>> = Mutex::new(Vec::new());
 /// When entries are read and written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub enum CacheMode {
     /// Never (the library's default: tests and benchmarks write nothing unasked).
     Off,
     /// Read entries; write one for a model whose f32 weights take at most
@@ -325,38 +325,38 @@ pub enum Mode {
     Always,
 }
 
-/// The largest dequantized model [`Mode::Auto`] caches: 4 GiB of f32, about a billion
+/// The largest dequantized model [`CacheMode::Auto`] caches: 4 GiB of f32, about a billion
 /// parameters (Gemma 3 270M takes 1.1 GB; a 7B model's 28 GB is left to `Always`).
 pub const AUTO_MAX_BYTES: u64 = 4 << 30;
 
 static MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 /// Use the cache as `mode` says from now on.
-pub fn set_mode(mode: Mode) {
+pub fn set_mode(mode: CacheMode) {
     let v = match mode {
-        Mode::Off => 0,
-        Mode::Auto => 1,
-        Mode::Always => 2,
+        CacheMode::Off => 0,
+        CacheMode::Auto => 1,
+        CacheMode::Always => 2,
     };
     MODE.store(v, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// The mode in force.
-pub fn mode() -> Mode {
+pub fn mode() -> CacheMode {
     match MODE.load(std::sync::atomic::Ordering::Relaxed) {
-        0 => Mode::Off,
-        1 => Mode::Auto,
-        _ => Mode::Always,
+        0 => CacheMode::Off,
+        1 => CacheMode::Auto,
+        _ => CacheMode::Always,
     }
 }
 
 /// `CODESCOPE_GGUF_CACHE`'s value as a mode: unset or empty → `Auto`, `0` → `Off`, `1` →
 /// `Always`; anything else is an error naming the setting.
-pub fn mode_from_env(value: Option<&str>) -> std::result::Result<Mode, String> {
+pub fn mode_from_env(value: Option<&str>) -> std::result::Result<CacheMode, String> {
     match value.map(str::trim) {
-        None | Some("") => Ok(Mode::Auto),
-        Some("0") => Ok(Mode::Off),
-        Some("1") => Ok(Mode::Always),
+        None | Some("") => Ok(CacheMode::Auto),
+        Some("0") => Ok(CacheMode::Off),
+        Some("1") => Ok(CacheMode::Always),
         Some(v) => Err(format!(
             "CODESCOPE_GGUF_CACHE must be 0 (off) or 1 (every GGUF model), not '{v}'; unset, models up to {} GiB of f32 weights are cached",
             AUTO_MAX_BYTES >> 30
@@ -366,15 +366,15 @@ pub fn mode_from_env(value: Option<&str>) -> std::result::Result<Mode, String> {
 
 /// Whether entries are looked up.
 pub fn enabled() -> bool {
-    mode() != Mode::Off
+    mode() != CacheMode::Off
 }
 
 /// Whether an entry is written for a model whose f32 weights take `bytes`.
 pub fn stores(bytes: u64) -> bool {
     match mode() {
-        Mode::Off => false,
-        Mode::Auto => bytes <= AUTO_MAX_BYTES,
-        Mode::Always => true,
+        CacheMode::Off => false,
+        CacheMode::Auto => bytes <= AUTO_MAX_BYTES,
+        CacheMode::Always => true,
     }
 }
 

@@ -128,7 +128,7 @@ pub struct AstProbe {
     pub max_tokens: usize,
     /// Per-coordinate root mean square of the training tokens (the divisor).
     rms: Vec<f32>,
-    weights: train::Weights,
+    weights: train::ProbeWeights,
     c_labels: Arc<Vec<String>>,
     u_labels: Arc<Vec<String>>,
 }

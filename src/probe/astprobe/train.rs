@@ -90,7 +90,7 @@ impl Default for FitOptions {
 /// The fitted parameters, row-major: `proj` `[dim, rank]`, `vc` `[rank, nc]`,
 /// `vu` `[rank, nu]`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Weights {
+pub struct ProbeWeights {
     pub dim: usize,
     pub rank: usize,
     pub nc: usize,
@@ -102,7 +102,7 @@ pub struct Weights {
 
 /// What the probe predicts for one snippet.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Prediction {
+pub struct TreePrediction {
     /// `n - 1` squared distances `d̂`.
     pub d: Vec<f32>,
     /// `n - 1` argmax c ids.
@@ -420,7 +420,7 @@ pub fn fit(
     nu: usize,
     opts: &FitOptions,
     cancel: &dyn Fn() -> bool,
-) -> Result<(Weights, usize)> {
+) -> Result<(ProbeWeights, usize)> {
     let sh = Dims {
         dim,
         rank: opts.rank,
@@ -508,7 +508,7 @@ pub fn fit(
         params = best;
     }
     Ok((
-        Weights {
+        ProbeWeights {
             dim,
             rank: sh.rank,
             nc: sh.nc,
@@ -536,9 +536,9 @@ fn argmax_rows(z: &[f32], k: usize) -> Vec<u32> {
         .collect()
 }
 
-impl Weights {
+impl ProbeWeights {
     /// Predict `(d̂, c, u)` for the standardised token vectors `x` (`[n, dim]`, `n >= 1`).
-    pub fn predict(&self, x: &[f32]) -> Result<Prediction> {
+    pub fn predict(&self, x: &[f32]) -> Result<TreePrediction> {
         let (dim, r) = (self.dim.max(1), self.rank);
         let n = x.len() / dim;
         if self.proj.len() != dim * r || x.len() != n * dim {
@@ -584,7 +584,7 @@ impl Weights {
             1.0,
             false,
         );
-        Ok(Prediction {
+        Ok(TreePrediction {
             d,
             c: argmax_rows(&zc, self.nc),
             u,

@@ -2,11 +2,77 @@
 //! updates, loops, branches, `switch`, `try`, `instanceof` patterns, lambdas.
 
 use super::super::arena::Arena;
-use super::refined::{Refined, ScopeKind, FIELD};
+use super::super::roles::java::java_is_target;
+use super::super::token::Role;
+use super::refined::{ClassScope, Index, Loc, Member, Rebind, Refined, ScopeKind, FIELD};
 use super::study::Study;
-use super::DfgKind;
+use super::{DfgKind, DfgRules};
+
+/// Java's rules of both data-flow walks.
+pub(crate) static RULES: DfgRules = DfgRules {
+    study_visit: |w, n| w.java(n),
+    study_leaf_types,
+    refined_start: |_, _| {},
+    refined_visit: |d, n| d.visit_java(n),
+    class_scope: ClassScope::Fields,
+    field_loc: |d, n| d.java_field_loc(n),
+    def_locs: |d, n, role, s| d.java_def_locs(n, role, s),
+    decorators_are_uses: false,
+    bind_container: |kind| kind == "parenthesized_expression",
+    member: Member {
+        kind: "field_access",
+        object: "object",
+        member: "field",
+    },
+    index: Index {
+        kind: "array_access",
+        base: "array",
+    },
+    rebind: Rebind::Reaching,
+};
 
 impl Refined<'_> {
+    /// The field key of `this.x`'s `x` (the nearest class).
+    fn java_field_loc(&mut self, n: u32) -> Option<Loc> {
+        let a = self.a;
+        let p = a.parent(n)?;
+        let tok = a.token(n)?;
+        if a.kind(p) != "field_access" || a.field(n) != Some("field") {
+            return None;
+        }
+        let obj = a.child_by_field(p, "object")?;
+        if a.kind(obj) != "this" {
+            return None;
+        }
+        let c = self.nearest_class()?;
+        Some((c, self.sym(tok) | FIELD))
+    }
+
+    /// Where a definition of leaf `n` (symbol `s`) binds: fields in the nearest class,
+    /// assigned variables where they were declared, declared variables and parameters in
+    /// the innermost scope; other names nowhere.
+    fn java_def_locs(&mut self, n: u32, role: Role, s: u32) -> Option<Vec<Loc>> {
+        let a = self.a;
+        let inner = self.inner();
+        match role {
+            Role::Attribute => {
+                if a.parent_kind(n) == "field_access" {
+                    self.field_loc(n).map(|l| vec![l])
+                } else {
+                    Some(match self.nearest_class() {
+                        Some(c) => vec![(c, s | FIELD)],
+                        None => vec![(inner, s)],
+                    })
+                }
+            }
+            Role::Variable if java_is_target(a, n) => {
+                Some(vec![self.resolve(s).unwrap_or((inner, s))])
+            }
+            Role::Variable | Role::Parameter => Some(vec![(inner, s)]),
+            _ => None,
+        }
+    }
+
     pub(super) fn visit_java(&mut self, n: u32) {
         let a = self.a;
         match a.kind(n) {
@@ -312,7 +378,7 @@ impl Refined<'_> {
 /// `identifier`s, `class` included (so each is a value, and `class` chains from one such
 /// literal to the next); `int.class` and `Foo[].class` were `class_literal`s as now.
 /// One pass in preorder (a parent before its children).
-pub(super) fn study_leaf_types(a: &Arena) -> Vec<Option<&'static str>> {
+fn study_leaf_types(a: &Arena) -> Vec<Option<&'static str>> {
     let n = a.nodes.len();
     let mut in_name_literal = vec![false; n];
     let mut out = vec![None; n];

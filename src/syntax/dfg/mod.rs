@@ -10,8 +10,9 @@
 //!   loops that may not run, fields through `self`/`this` (`refined.rs` + the
 //!   `impl Refined` blocks; its rules are listed on [`refined::Refined`]).
 //!
-//! Each language file holds that language's rules for both graphs, so a third language
-//! is one more file here.
+//! Each language file holds that language's rules for both graphs, gathered in its
+//! [`DfgRules`] (which its language's config points to), so a third language is one more
+//! file here; the engines read the rules and never match on the language.
 //!
 //! Both walks recurse once per tree level; they run on a thread with a large stack when
 //! the tree is big, and stop descending at a fixed depth (see `study.rs`).
@@ -20,14 +21,52 @@ use serde::{Deserialize, Serialize};
 
 use super::arena::Arena;
 use super::lang::Language;
-use super::token::CodeToken;
+use super::token::{CodeToken, Role};
 use super::SyntaxError;
 
-mod java;
-mod python;
+pub(crate) mod java;
+pub(crate) mod python;
 mod refined;
 mod state;
 mod study;
+
+use refined::{ClassScope, Index, Loc, Member, Rebind, Refined};
+use study::Study;
+
+/// One language's rules for both walks, reached through the language's config
+/// ([`LanguageRules::dfg`](super::lang::LanguageRules::dfg)): what is data (node kinds,
+/// field names, how scopes see each other) as fields, what is code as functions of the
+/// language's file (`python.rs`, `java.rs`). The engines (`study.rs`, `refined.rs`) read
+/// these and never the language.
+pub(crate) struct DfgRules {
+    /// The study's walk on a non-leaf node (`DFG_python`, `DFG_java`).
+    study_visit: fn(&mut Study<'_>, u32),
+    /// Per node, the type the study's grammar gave a leaf where it differs from today's
+    /// (`None` elsewhere; an empty list: none differ).
+    study_leaf_types: fn(&Arena) -> Vec<Option<&'static str>>,
+    /// Scopes to open before the refined walk of `root` (Python: the class around pasted
+    /// methods).
+    refined_start: fn(&mut Refined<'_>, u32),
+    /// The refined walk on a non-leaf node.
+    refined_visit: fn(&mut Refined<'_>, u32),
+    /// How a bare name sees the class scopes around it.
+    class_scope: ClassScope,
+    /// The field key of a member leaf reached through the receiver (`self.x`, `this.x`).
+    field_loc: fn(&mut Refined<'_>, u32) -> Option<Loc>,
+    /// Where a definition of leaf `n` (symbol `s`) with `role` is bound; `None`: nowhere
+    /// (a name that is no variable of the flow).
+    def_locs: fn(&mut Refined<'_>, u32, Role, u32) -> Option<Vec<Loc>>,
+    /// A decorator's name is a use of the variable it names.
+    decorators_are_uses: bool,
+    /// Nodes that only regroup assignment targets (`a, b = ...`).
+    bind_container: fn(&str) -> bool,
+    /// The member access node (`a.f`).
+    member: Member,
+    /// The index access node (`a[i]`).
+    index: Index,
+    /// Where a write into part of a variable (`a[i] = v`) rebinds it.
+    rebind: Rebind,
+}
 
 /// Kind of a data-flow edge `i -> j` (GraphCodeBERT's two relations).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

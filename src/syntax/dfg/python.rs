@@ -1,13 +1,106 @@
 //! Python rules of the data-flow graph: definitions, parameters, assignments, loops,
 //! branches, comprehensions, `with`/`except`/`match` bindings, `global`/`nonlocal`.
 
-use super::super::roles::python::python_is_method;
+use super::super::roles::python::{python_is_method, PY_TARGET_CONTAINERS};
 use super::super::token::Role;
-use super::refined::{Refined, ScopeKind, PUNCT};
+use super::refined::{ClassScope, Index, Loc, Member, Rebind, Refined, ScopeKind, FIELD, PUNCT};
 use super::study::Study;
-use super::DfgKind;
+use super::{DfgKind, DfgRules};
+
+/// Python's rules of both data-flow walks.
+pub(crate) static RULES: DfgRules = DfgRules {
+    study_visit: |w, n| w.python(n),
+    study_leaf_types: |_| Vec::new(),
+    refined_start: |d, n| d.py_start(n),
+    refined_visit: |d, n| d.visit_python(n),
+    class_scope: ClassScope::OwnBody,
+    field_loc: |d, n| d.py_field_loc(n),
+    def_locs: |d, n, role, s| d.py_def_locs(n, role, s),
+    decorators_are_uses: true,
+    bind_container,
+    member: Member {
+        kind: "attribute",
+        object: "object",
+        member: "attribute",
+    },
+    index: Index {
+        kind: "subscript",
+        base: "value",
+    },
+    rebind: Rebind::Local,
+};
+
+/// Assignment-target containers (shared with role inference) plus `as` targets.
+fn bind_container(kind: &str) -> bool {
+    kind == "as_pattern_target" || PY_TARGET_CONTAINERS.contains(&kind)
+}
 
 impl Refined<'_> {
+    /// Before the walk of `root`: the class scope of wrapped pasted methods, or of bare
+    /// ones.
+    fn py_start(&mut self, root: u32) {
+        if self.a.parent_kind(root) == "class_definition" {
+            // Wrapped pasted methods: the wrapper's class scope.
+            self.push(ScopeKind::Class, None);
+        } else if self.py_bare_methods(root) {
+            // Methods without their class (a corpus snippet is one dedented method): the
+            // class they came from, so `self.x = a` reaches `return self.x`.
+            self.push(ScopeKind::Class, None);
+            self.bare_methods_of = Some(root);
+        }
+    }
+
+    /// The field key of `self.x`'s `x` (the receiver of the nearest method scope).
+    fn py_field_loc(&mut self, n: u32) -> Option<Loc> {
+        let a = self.a;
+        let p = a.parent(n)?;
+        let tok = a.token(n)?;
+        if a.kind(p) != "attribute" || a.field(n) != Some("attribute") {
+            return None;
+        }
+        let obj = a.child_by_field(p, "object")?;
+        let obj_tok = self.ident(obj)?;
+        let obj_sym = self.sym(obj_tok);
+        // The nearest method scope decides what the receiver is.
+        for i in (0..self.scopes.len()).rev() {
+            match self.scopes[i].kind {
+                ScopeKind::Class => return None,
+                _ => {
+                    if let Some(r) = self.scopes[i].receiver {
+                        if r != obj_sym || i == 0 {
+                            return None;
+                        }
+                        let c = i - 1;
+                        if self.scopes[c].kind != ScopeKind::Class {
+                            return None;
+                        }
+                        let key = self.sym(tok) | FIELD;
+                        return Some((c, key));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Where a definition of leaf `n` (symbol `s`) binds: attributes through `self` as
+    /// fields, class-body names both as names and fields, no binding for type names,
+    /// keyword-argument names, labels and decorators.
+    fn py_def_locs(&mut self, n: u32, role: Role, s: u32) -> Option<Vec<Loc>> {
+        let inner = self.inner();
+        let in_class = self.scopes[inner].kind == ScopeKind::Class;
+        match role {
+            Role::Attribute if self.a.parent_kind(n) == "attribute" => {
+                self.field_loc(n).map(|l| vec![l])
+            }
+            Role::Attribute | Role::Method | Role::Function if in_class => {
+                Some(vec![(inner, s), (inner, s | FIELD)])
+            }
+            Role::Type | Role::KeywordArgument | Role::Label | Role::Decorator => None,
+            _ => Some(vec![self.bare_def_loc(s)]),
+        }
+    }
+
     pub(super) fn visit_python(&mut self, n: u32) {
         let a = self.a;
         match a.kind(n) {

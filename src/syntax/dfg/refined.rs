@@ -1,7 +1,8 @@
 //! The engine of codescope's refined data-flow graph (`dfg_refined`): scopes, name
 //! resolution, reads and writes, branch and loop merging. The per-language rules (which
-//! node binds what) are the `impl Refined` blocks of `python.rs` and `java.rs`; the
-//! rules themselves are listed on [`Refined`].
+//! node binds what) are the `impl Refined` blocks of `python.rs` and `java.rs`, reached
+//! through the language's [`DfgRules`]; the engine reads those and never the language.
+//! The rules themselves are listed on [`Refined`].
 //!
 //! Invariants: edges link identifier tokens only, sorted, deduplicated, no self edges.
 
@@ -9,11 +10,10 @@ use std::collections::HashMap;
 
 use super::super::arena::Arena;
 use super::super::lang::Language;
-use super::super::roles::java::java_is_target;
 use super::super::token::{Binding, Category, CodeToken, IdentRole, Role};
 use super::state::{Diff, Key, States};
 use super::study::VISIT_BUDGET_PER_NODE;
-use super::DfgKind;
+use super::{DfgKind, DfgRules};
 
 /// Deepest syntax nesting the walker follows; deeper subtrees add no edges.
 const MAX_DFG_DEPTH: usize = 1500;
@@ -28,17 +28,42 @@ pub(super) fn run(
     root: u32,
 ) -> Vec<(usize, usize, DfgKind)> {
     let mut d = Refined::new(a, tokens, lang);
-    if lang == Language::Python && a.parent_kind(root) == "class_definition" {
-        // Wrapped pasted methods: the wrapper's class scope.
-        d.push(ScopeKind::Class, None);
-    } else if lang == Language::Python && d.py_bare_methods(root) {
-        // Methods without their class (a corpus snippet is one dedented method): the
-        // class they came from, so `self.x = a` reaches `return self.x`.
-        d.push(ScopeKind::Class, None);
-        d.bare_methods_of = Some(root);
-    }
+    (d.rules.refined_start)(&mut d, root);
     d.visit(root);
     d.finish()
+}
+
+/// How a bare name sees the class scopes around it ([`DfgRules`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ClassScope {
+    /// Python: a class body's names are visible in the body itself only, not from its
+    /// methods (they reach fields through the receiver).
+    OwnBody,
+    /// Java: a class scope holds its fields, visible as fields from everything inside it.
+    Fields,
+}
+
+/// Where a write into part of a variable (`a[i] = v`, `a.f = v`) rebinds it
+/// ([`DfgRules`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Rebind {
+    /// Python: where a new binding of the name goes ([`Refined::bare_def_loc`]).
+    Local,
+    /// Java: the declaration the name resolves to, else the innermost scope.
+    Reaching,
+}
+
+/// A member access node ([`DfgRules`]): its kind, the fields of its object and member.
+pub(super) struct Member {
+    pub(super) kind: &'static str,
+    pub(super) object: &'static str,
+    pub(super) member: &'static str,
+}
+
+/// An index access node ([`DfgRules`]): its kind and the field of the indexed value.
+pub(super) struct Index {
+    pub(super) kind: &'static str,
+    pub(super) base: &'static str,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +124,8 @@ pub(super) struct Refined<'a> {
     pub(super) a: &'a Arena,
     pub(super) tokens: &'a [CodeToken],
     pub(super) roles: Vec<Option<IdentRole>>,
-    pub(super) lang: Language,
+    /// The language's rules.
+    pub(super) rules: &'static DfgRules,
     pub(super) syms: HashMap<&'a str, u32>,
     pub(super) scopes: Vec<Scope>,
     /// Reaching definitions of every scope's variables (key: scope uid, symbol).
@@ -119,11 +145,6 @@ pub(super) struct Refined<'a> {
     pub(super) depth: usize,
 }
 
-/// Assignment-target containers (shared with role inference) plus `as` targets.
-fn py_bind_container(kind: &str) -> bool {
-    kind == "as_pattern_target" || super::super::roles::python::PY_TARGET_CONTAINERS.contains(&kind)
-}
-
 pub(super) const PUNCT: [&str; 5] = [",", "(", ")", "[", "]"];
 
 impl<'a> Refined<'a> {
@@ -132,7 +153,7 @@ impl<'a> Refined<'a> {
             a,
             tokens,
             roles: tokens.iter().map(CodeToken::ident_role).collect(),
-            lang,
+            rules: lang.rules().dfg,
             syms: HashMap::new(),
             scopes: vec![Scope {
                 kind: ScopeKind::Module,
@@ -278,9 +299,9 @@ impl<'a> Refined<'a> {
             return self.bound((t, s)).then_some((t, s));
         }
         for (i, sc) in self.scopes.iter().enumerate().rev() {
-            match (self.lang, sc.kind) {
-                (Language::Python, ScopeKind::Class) if i != inner => continue,
-                (Language::Java, ScopeKind::Class) => {
+            match (self.rules.class_scope, sc.kind) {
+                (ClassScope::OwnBody, ScopeKind::Class) if i != inner => continue,
+                (ClassScope::Fields, ScopeKind::Class) => {
                     if self.bound((i, s | FIELD)) {
                         return Some((i, s | FIELD));
                     }
@@ -307,50 +328,7 @@ impl<'a> Refined<'a> {
     /// Field key of an attribute leaf `n` reached through the receiver (`self.x`,
     /// `this.x`), as (class scope, key).
     pub(super) fn field_loc(&mut self, n: u32) -> Option<Loc> {
-        let a = self.a;
-        let p = a.parent(n)?;
-        let tok = a.token(n)?;
-        match self.lang {
-            Language::Python => {
-                if a.kind(p) != "attribute" || a.field(n) != Some("attribute") {
-                    return None;
-                }
-                let obj = a.child_by_field(p, "object")?;
-                let obj_tok = self.ident(obj)?;
-                let obj_sym = self.sym(obj_tok);
-                // The nearest method scope decides what the receiver is.
-                for i in (0..self.scopes.len()).rev() {
-                    match self.scopes[i].kind {
-                        ScopeKind::Class => return None,
-                        _ => {
-                            if let Some(r) = self.scopes[i].receiver {
-                                if r != obj_sym || i == 0 {
-                                    return None;
-                                }
-                                let c = i - 1;
-                                if self.scopes[c].kind != ScopeKind::Class {
-                                    return None;
-                                }
-                                let key = self.sym(tok) | FIELD;
-                                return Some((c, key));
-                            }
-                        }
-                    }
-                }
-                None
-            }
-            Language::Java => {
-                if a.kind(p) != "field_access" || a.field(n) != Some("field") {
-                    return None;
-                }
-                let obj = a.child_by_field(p, "object")?;
-                if a.kind(obj) != "this" {
-                    return None;
-                }
-                let c = self.nearest_class()?;
-                Some((c, self.sym(tok) | FIELD))
-            }
-        }
+        (self.rules.field_loc)(self, n)
     }
 
     // --- events ----------------------------------------------------------------------
@@ -421,42 +399,8 @@ impl<'a> Refined<'a> {
         kind: DfgKind,
     ) {
         let s = self.sym(tok);
-        let inner = self.inner();
-        let in_class = self.scopes[inner].kind == ScopeKind::Class;
-        let a = self.a;
-        let locs: Vec<Loc> = match (self.lang, role) {
-            (Language::Python, Role::Attribute) if a.parent_kind(n) == "attribute" => {
-                match self.field_loc(n) {
-                    Some(l) => vec![l],
-                    None => return,
-                }
-            }
-            (Language::Python, Role::Attribute | Role::Method | Role::Function) if in_class => {
-                vec![(inner, s), (inner, s | FIELD)]
-            }
-            (
-                Language::Python,
-                Role::Type | Role::KeywordArgument | Role::Label | Role::Decorator,
-            ) => return,
-            (Language::Python, _) => vec![self.bare_def_loc(s)],
-            (Language::Java, Role::Attribute) => {
-                if a.parent_kind(n) == "field_access" {
-                    match self.field_loc(n) {
-                        Some(l) => vec![l],
-                        None => return,
-                    }
-                } else {
-                    match self.nearest_class() {
-                        Some(c) => vec![(c, s | FIELD)],
-                        None => vec![(inner, s)],
-                    }
-                }
-            }
-            (Language::Java, Role::Variable) if java_is_target(a, n) => {
-                vec![self.resolve(s).unwrap_or((inner, s))]
-            }
-            (Language::Java, Role::Variable | Role::Parameter) => vec![(inner, s)],
-            (Language::Java, _) => return,
+        let Some(locs) = (self.rules.def_locs)(self, n, role, s) else {
+            return;
         };
         self.write(tok, &locs, aug, sources, kind);
     }
@@ -482,10 +426,7 @@ impl<'a> Refined<'a> {
         if self.a.is_leaf(n) {
             self.leaf(n);
         } else {
-            match self.lang {
-                Language::Python => self.visit_python(n),
-                Language::Java => self.visit_java(n),
-            }
+            (self.rules.refined_visit)(self, n);
         }
         self.depth -= 1;
     }
@@ -509,7 +450,7 @@ impl<'a> Refined<'a> {
         match role.binding {
             Binding::Use => match role.role {
                 Role::Variable | Role::Function => self.use_bare(tok),
-                Role::Decorator if self.lang == Language::Python => self.use_bare(tok),
+                Role::Decorator if self.rules.decorators_are_uses => self.use_bare(tok),
                 Role::Attribute | Role::Method => {
                     if let Some(loc) = self.field_loc(n) {
                         self.read(tok, Some(loc), loc);
@@ -532,48 +473,35 @@ impl<'a> Refined<'a> {
             return;
         }
         let k = a.kind(l);
-        match (self.lang, k) {
-            (Language::Python, c) if py_bind_container(c) => {
-                for &ch in a.children(l) {
-                    self.bind(ch, sources, aug);
+        let rules = self.rules;
+        if (rules.bind_container)(k) {
+            for &ch in a.children(l) {
+                self.bind(ch, sources, aug);
+            }
+        } else if k == rules.member.kind {
+            let obj = a.child_by_field(l, rules.member.object);
+            let field = a.child_by_field(l, rules.member.member);
+            let through_receiver = field.is_some_and(|f| self.field_loc(f).is_some());
+            if through_receiver {
+                self.visit_opt(obj);
+                if let Some(f) = field {
+                    self.define_leaf(f, aug, sources, DfgKind::ComputedFrom);
+                }
+            } else if let Some(o) = obj {
+                self.mutate(o, sources);
+            }
+        } else if k == rules.index.kind {
+            let base = a.child_by_field(l, rules.index.base);
+            for &ch in a.children(l) {
+                if Some(ch) != base {
+                    self.visit(ch);
                 }
             }
-            (Language::Java, "parenthesized_expression") => {
-                for &ch in a.children(l) {
-                    self.bind(ch, sources, aug);
-                }
+            if let Some(b) = base {
+                self.mutate(b, sources);
             }
-            (Language::Python, "attribute") | (Language::Java, "field_access") => {
-                let (of, ff) = if k == "attribute" {
-                    ("object", "attribute")
-                } else {
-                    ("object", "field")
-                };
-                let obj = a.child_by_field(l, of);
-                let field = a.child_by_field(l, ff);
-                let through_receiver = field.is_some_and(|f| self.field_loc(f).is_some());
-                if through_receiver {
-                    self.visit_opt(obj);
-                    if let Some(f) = field {
-                        self.define_leaf(f, aug, sources, DfgKind::ComputedFrom);
-                    }
-                } else if let Some(o) = obj {
-                    self.mutate(o, sources);
-                }
-            }
-            (Language::Python, "subscript") | (Language::Java, "array_access") => {
-                let base_field = if k == "subscript" { "value" } else { "array" };
-                let base = a.child_by_field(l, base_field);
-                for &ch in a.children(l) {
-                    if Some(ch) != base {
-                        self.visit(ch);
-                    }
-                }
-                if let Some(b) = base {
-                    self.mutate(b, sources);
-                }
-            }
-            _ => self.visit(l),
+        } else {
+            self.visit(l);
         }
     }
 
@@ -585,16 +513,13 @@ impl<'a> Refined<'a> {
             if let Some(tok) = self.ident(obj) {
                 self.use_bare(tok);
                 let s = self.sym(tok);
-                let loc = match self.lang {
-                    Language::Python => self.bare_def_loc(s),
-                    Language::Java => self.resolve(s).unwrap_or((self.inner(), s)),
+                let loc = match self.rules.rebind {
+                    Rebind::Local => self.bare_def_loc(s),
+                    Rebind::Reaching => self.resolve(s).unwrap_or((self.inner(), s)),
                 };
                 self.write(tok, &[loc], false, sources, DfgKind::ComputedFrom);
             }
-        } else if matches!(
-            a.kind(obj),
-            "attribute" | "subscript" | "field_access" | "array_access"
-        ) {
+        } else if a.kind(obj) == self.rules.member.kind || a.kind(obj) == self.rules.index.kind {
             self.bind(obj, sources, true);
         } else {
             self.visit(obj);

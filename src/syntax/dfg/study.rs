@@ -41,7 +41,7 @@ use super::super::lang::Language;
 use super::super::token::CodeToken;
 use super::super::SyntaxError;
 use super::state::States;
-use super::DfgKind;
+use super::{DfgKind, DfgRules};
 
 /// Deepest tree level the walk follows.
 pub(super) const MAX_DEPTH: usize = 1500;
@@ -51,7 +51,8 @@ pub(super) const VISIT_BUDGET_PER_NODE: usize = 64;
 /// The walk's state.
 pub(super) struct Study<'a> {
     pub a: &'a Arena,
-    pub lang: Language,
+    /// The language's rules (its walk, its leaf types).
+    rules: &'static DfgRules,
     /// Per token: the symbol of its study text.
     sym: Vec<u32>,
     /// Per token: its node type equals its text (keywords, punctuation): no part.
@@ -156,15 +157,13 @@ impl<'a> Study<'a> {
                 node_of[node.token as usize] = n as u32;
             }
         }
-        let java_types = match lang {
-            Language::Java => super::java::study_leaf_types(a),
-            Language::Python => Vec::new(),
-        };
+        let rules = lang.rules().dfg;
+        let leaf_types = (rules.study_leaf_types)(a);
         for (t, tok) in tokens.iter().enumerate() {
             let text = lines.study_text(tok.start, tok.end);
             let kind = match node_of[t] {
                 NONE => tok.kind.as_str(),
-                n => java_types
+                n => leaf_types
                     .get(n as usize)
                     .copied()
                     .flatten()
@@ -194,7 +193,7 @@ impl<'a> Study<'a> {
         }
         Study {
             a,
-            lang,
+            rules,
             sym,
             skip,
             ident,
@@ -276,10 +275,7 @@ impl<'a> Study<'a> {
                 self.leaf(t);
             }
         } else {
-            match self.lang {
-                Language::Python => self.python(n),
-                Language::Java => self.java(n),
-            }
+            (self.rules.study_visit)(self, n);
         }
         self.depth -= 1;
     }

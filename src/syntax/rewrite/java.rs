@@ -127,7 +127,7 @@ fn text<'a>(src: &'a [u8], n: Node) -> &'a str {
 
 /// Resolve the snippet's names in `root` (the program node); `region` is the snippet's
 /// byte range inside the parsed text (the synthetic wrapper lies outside it).
-pub(super) fn resolve(root: Node, src: &[u8], region: (usize, usize)) -> Resolved {
+pub(crate) fn resolve(root: Node, src: &[u8], region: (usize, usize)) -> Resolved {
     let mut b = Binder {
         src,
         region,

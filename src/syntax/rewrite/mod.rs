@@ -37,8 +37,8 @@
 //! same kinds is aligned token by token (a hand rename); other tokens stay unaligned.
 
 mod diff;
-mod java;
-mod python;
+pub(crate) mod java;
+pub(crate) mod python;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -227,15 +227,7 @@ pub struct Renaming {
     pub occurrences: usize,
 }
 
-/// The wrappers `parse.rs` puts around bare Java members/statements and pasted Python
-/// methods (see [`Syntax::wrapped`]); the rewrite parses the same way.
-const JAVA_WRAPPERS: [(&str, &str); 2] = [
-    ("class __W {\n", "\n}\n"),
-    ("class __W { void __m() {\n", "\n}}\n"),
-];
-const PYTHON_WRAPPERS: [(&str, &str); 2] = [("class __W:\n", "\n"), ("class __W:\n    ", "\n")];
-
-/// A tree-sitter parse of a snippet, wrapped as `parse.rs` wrapped it.
+/// A tree-sitter parse of a snippet, wrapped as `parse/` wrapped it.
 struct Parsed {
     text: String,
     wrapper: (&'static str, &'static str),
@@ -285,12 +277,10 @@ fn parse_like(syn: &Syntax) -> Option<Parsed> {
     if !syn.wrapped {
         return parse_tree(&syn.source, syn.language, ("", ""));
     }
-    let candidates: &[(&'static str, &'static str)] = match syn.language {
-        Language::Java => &JAVA_WRAPPERS,
-        Language::Python => &PYTHON_WRAPPERS,
-    };
+    // The wrappers `parse/` puts around bare Java members and statements and pasted
+    // Python methods (see [`Syntax::wrapped`]); the rewrite parses the same way.
     let mut best: Option<(usize, Parsed)> = None;
-    for &w in candidates {
+    for &w in syn.language.rules().wrappers {
         let p = parse_tree(&syn.source, syn.language, w)?;
         let e = tree_errors(&p.tree);
         if best.as_ref().is_none_or(|(b, _)| e < *b) {
@@ -304,10 +294,7 @@ fn parse_like(syn: &Syntax) -> Option<Parsed> {
 fn resolve(syn: &Syntax, parsed: &Parsed) -> Resolved {
     let region = parsed.region(syn.source.len());
     let root = parsed.tree.root_node();
-    match syn.language {
-        Language::Python => python::resolve(root, parsed.text.as_bytes(), region),
-        Language::Java => java::resolve(root, parsed.text.as_bytes(), region),
-    }
+    (syn.language.rules().rewrite_scopes)(root, parsed.text.as_bytes(), region)
 }
 
 fn prefix(role: Role) -> &'static str {
@@ -561,10 +548,7 @@ pub fn check(a: &Syntax, b: &Syntax) -> Result<(), RewriteError> {
         } else if x.role != y.role {
             Some("role")
         } else if x.text != y.text
-            && !matches!(
-                x.kind.as_str(),
-                "identifier" | "type_identifier" | "field_identifier" | "string"
-            )
+            && !(a.language.is_identifier_kind(&x.kind) || x.kind == "string")
         {
             Some("text")
         } else {

@@ -142,7 +142,7 @@ const COMPREHENSIONS: [&str; 4] = [
 /// Resolve the snippet's names in `root` (the module node). `region` is the byte range of
 /// the snippet inside the parsed text (a wrapper around pasted methods lies outside it);
 /// `wrapped_class` says the snippet's methods sit in a synthetic class.
-pub(super) fn resolve(root: Node, src: &[u8], region: (usize, usize)) -> Resolved {
+pub(crate) fn resolve(root: Node, src: &[u8], region: (usize, usize)) -> Resolved {
     let mut b = Binder {
         src,
         scopes: vec![Scope {

@@ -3,6 +3,7 @@
 
 use super::super::arena::Arena;
 use super::super::token::{IdentRole, Role};
+use super::RoleContext;
 
 /// Is this Java node (a field access / identifier) written to?
 pub(crate) fn java_is_target(a: &Arena, n: u32) -> bool {
@@ -20,6 +21,17 @@ pub(crate) fn java_is_target(a: &Arena, n: u32) -> bool {
 /// so that no identifier climbs a long `a.b.c...` name.
 pub(crate) struct Context {
     top_scoped: Vec<u32>,
+}
+
+/// The role context of a tree ([`LanguageRules::roles`](crate::syntax::lang::LanguageRules::roles)).
+pub(crate) fn context(a: &Arena) -> Box<dyn RoleContext> {
+    Box::new(Context::new(a))
+}
+
+impl RoleContext for Context {
+    fn role(&self, a: &Arena, n: u32) -> IdentRole {
+        role(a, self, n)
+    }
 }
 
 impl Context {

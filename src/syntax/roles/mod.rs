@@ -13,25 +13,23 @@ use super::token::IdentRole;
 pub(crate) mod java;
 pub(crate) mod python;
 
-/// The role context of one tree.
-pub(crate) enum Context {
-    Python(python::Context),
-    Java(java::Context),
+/// One language's role inference over one tree: its per-node facts, and the rule that
+/// reads them ([`LanguageRules::roles`](super::lang::LanguageRules::roles) builds it).
+pub(crate) trait RoleContext {
+    /// The role of identifier leaf `n`.
+    fn role(&self, a: &Arena, n: u32) -> IdentRole;
 }
+
+/// The role context of one tree.
+pub(crate) struct Context(Box<dyn RoleContext>);
 
 impl Context {
     pub fn new(a: &Arena, lang: Language) -> Self {
-        match lang {
-            Language::Python => Context::Python(python::Context::new(a)),
-            Language::Java => Context::Java(java::Context::new(a)),
-        }
+        Context((lang.rules().roles)(a))
     }
 
     /// The role of identifier leaf `n`.
     pub fn role(&self, a: &Arena, n: u32) -> IdentRole {
-        match self {
-            Context::Python(cx) => python::role(a, cx, n),
-            Context::Java(cx) => java::role(a, cx, n),
-        }
+        self.0.role(a, n)
     }
 }

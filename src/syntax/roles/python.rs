@@ -3,6 +3,7 @@
 
 use super::super::arena::{Arena, NONE};
 use super::super::token::{IdentRole, Role};
+use super::RoleContext;
 
 /// Kinds that only regroup assignment targets (`a, b = ...`, `[a, *b] = ...`).
 pub(crate) const PY_TARGET_CONTAINERS: [&str; 9] = [
@@ -41,6 +42,17 @@ enum TypeClimb {
     Def,
     /// The left side (a `type` node) of a `type X = ...` alias.
     Alias(u32),
+}
+
+/// The role context of a tree ([`LanguageRules::roles`](crate::syntax::lang::LanguageRules::roles)).
+pub(crate) fn context(a: &Arena) -> Box<dyn RoleContext> {
+    Box::new(Context::new(a))
+}
+
+impl RoleContext for Context {
+    fn role(&self, a: &Arena, n: u32) -> IdentRole {
+        role(a, self, n)
+    }
 }
 
 impl Context {

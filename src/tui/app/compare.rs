@@ -255,7 +255,7 @@ impl App {
                 req,
                 a,
                 twin: key.1,
-                opts: crate::analysis::Options {
+                opts: crate::analysis::AnalyzeOptions {
                     mode: self.view.mode,
                     threshold: self.threshold(),
                     sweep: false,

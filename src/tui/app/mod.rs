@@ -52,7 +52,7 @@ use super::layout;
 use super::msg::{AnalyseJob, Effect, LabelKey, LayerKey, Msg, ParseJob, TreeKey, WorkerMsg};
 use super::theme::Theme;
 use crate::analysis::relations::THRESHOLD_STEPS;
-use crate::analysis::{Graph, HeadScores, Mode, Options, SnippetAnalysis, TokenSurprisal};
+use crate::analysis::{AnalyzeOptions, Graph, HeadScores, Mode, SnippetAnalysis, TokenSurprisal};
 use crate::input::Input;
 use crate::probe::astprobe::view::{SnippetTrees, TreeJob};
 use crate::probe::label::LabelJob;
@@ -533,7 +533,7 @@ impl App {
         vec![Effect::Analyse(AnalyseJob {
             req,
             syntax,
-            opts: Options {
+            opts: AnalyzeOptions {
                 mode: self.view.mode,
                 threshold: self.threshold(),
                 sweep: false,

@@ -21,6 +21,9 @@ use super::arena::{Builder, TreeInfo};
 use super::graph;
 use super::lang::Language;
 use super::roles;
+
+pub(super) mod java;
+pub(super) mod python;
 use super::token::{categorize, Category, CodeToken, ParseIssue};
 use super::{Syntax, SyntaxError};
 
@@ -137,11 +140,6 @@ pub fn parse_with(source: &str, lang: Language, limits: &Limits) -> Result<Synta
 // Parsing and wrapping
 // ---------------------------------------------------------------------------------------
 
-const CLASS_WRAP: (&str, &str) = ("class __W {\n", "\n}\n");
-const METHOD_WRAP: (&str, &str) = ("class __W { void __m() {\n", "\n}}\n");
-const PY_CLASS_WRAP: (&str, &str) = ("class __W:\n", "\n");
-const PY_CLASS_WRAP_INDENT: (&str, &str) = ("class __W:\n    ", "\n");
-
 /// Run tree-sitter on `text`, cancelling at `deadline`.
 fn run_parser(
     parser: &mut tree_sitter::Parser,
@@ -172,7 +170,8 @@ fn run_parser(
     })
 }
 
-/// Parse the source, trying Java wrappers when it has no top-level type declaration.
+/// Parse the source, trying the wrappers its language offers for it (`wrappers_for`:
+/// bare Java members and statements, pasted Python methods).
 /// Returns (parsed text, byte offset of the source inside it, tree, wrapped).
 fn choose_parse(
     parser: &mut tree_sitter::Parser,
@@ -182,42 +181,10 @@ fn choose_parse(
     limits: &Limits,
 ) -> Result<(String, usize, tree_sitter::Tree, bool), SyntaxError> {
     let original = run_parser(parser, source, deadline, limits)?;
-    let candidates: Vec<(&str, &str)> = match lang {
-        _ if source.trim().is_empty() => Vec::new(),
-        Language::Java if !java_has_top_level_decl(&original) => vec![CLASS_WRAP, METHOD_WRAP],
-        Language::Python if python_looks_like_methods(&original, source) => {
-            // Methods pasted out of a class: give them their class back, so `self` is a
-            // receiver. The first line's indentation decides the wrapper's. A first line
-            // at column 0 is re-indented (by 4, the first line only) just when the source
-            // does not parse as it is and the other lines are indented deeper than that
-            // (a def copied without its indentation, body still indented): for a method
-            // dedented as a whole, as corpus extraction gives it, the one-line indent
-            // would leave the body outside the def and break its data flow.
-            let indent = |l: &str| {
-                l.chars()
-                    .take_while(|c| *c == ' ' || *c == '\t')
-                    .map(|c| if c == '\t' { 8 } else { 1 })
-                    .sum::<usize>()
-            };
-            let first = source.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-            // The indentation of every statement after the first line (not of every line:
-            // a dedented method whose signature spans lines has a continuation line
-            // indented deeper than its body).
-            let lines: Vec<&str> = source.split('\n').collect();
-            let body: Vec<usize> = statement_rows(&original)
-                .into_iter()
-                .skip(1)
-                .filter_map(|r| lines.get(r).map(|l| indent(l)))
-                .collect();
-            if indent(first) > 0 {
-                vec![PY_CLASS_WRAP]
-            } else if body.first().is_some_and(|&b| b > 4) && body.iter().all(|&b| b >= 4) {
-                vec![PY_CLASS_WRAP_INDENT]
-            } else {
-                Vec::new()
-            }
-        }
-        _ => Vec::new(),
+    let candidates = if source.trim().is_empty() {
+        Vec::new()
+    } else {
+        (lang.rules().wrappers_for)(&original, source)
     };
     let mut best: Option<(usize, String, usize, tree_sitter::Tree)> = None;
     for (pre, post) in candidates {
@@ -236,89 +203,6 @@ fn choose_parse(
         Some((errs, text, prefix, tree)) if errs <= original_errs => Ok((text, prefix, tree, true)),
         _ => Ok((source.to_string(), 0, original, false)),
     }
-}
-
-/// Python source made only of function definitions, at least one of which takes
-/// `self` or `cls` first: methods copied out of a class.
-fn python_looks_like_methods(tree: &tree_sitter::Tree, source: &str) -> bool {
-    let root = tree.root_node();
-    let mut c = root.walk();
-    let mut any_method = false;
-    for n in root.named_children(&mut c) {
-        let func = match n.kind() {
-            "comment" => continue,
-            "function_definition" => n,
-            "decorated_definition" => match n.child_by_field_name("definition") {
-                Some(d) => d,
-                None => return false,
-            },
-            _ => return false,
-        };
-        let first = func
-            .child_by_field_name("parameters")
-            .and_then(|p| p.named_child(0))
-            .map(|p| match p.kind() {
-                "typed_parameter" => p.named_child(0).unwrap_or(p),
-                _ => p,
-            });
-        if let Some(p) = first {
-            let name = source.get(p.start_byte()..p.end_byte()).unwrap_or("");
-            any_method |= matches!(name, "self" | "cls");
-        }
-    }
-    any_method
-}
-
-/// Rows where a Python statement starts (a named child of the module or of a block,
-/// comments excluded), in source order; one row once.
-fn statement_rows(tree: &tree_sitter::Tree) -> Vec<usize> {
-    let mut rows = Vec::new();
-    let mut cursor = tree.walk();
-    // Kinds of the current node's ancestors (tree-sitter's `parent()` costs the depth).
-    let mut stack: Vec<&str> = Vec::new();
-    loop {
-        let node = cursor.node();
-        if node.is_named()
-            && node.kind() != "comment"
-            && matches!(stack.last(), Some(&("module" | "block")))
-            && rows.last() != Some(&node.start_position().row)
-        {
-            rows.push(node.start_position().row);
-        }
-        if cursor.goto_first_child() {
-            stack.push(node.kind());
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return rows;
-            }
-            stack.pop();
-        }
-    }
-}
-
-/// Does a Java tree declare a type (or package/imports) at top level? Then it is a file.
-fn java_has_top_level_decl(tree: &tree_sitter::Tree) -> bool {
-    let root = tree.root_node();
-    let mut c = root.walk();
-    let found = root.children(&mut c).any(|n| {
-        matches!(
-            n.kind(),
-            "class_declaration"
-                | "interface_declaration"
-                | "enum_declaration"
-                | "record_declaration"
-                | "annotation_type_declaration"
-                | "package_declaration"
-                | "import_declaration"
-                | "module_declaration"
-        )
-    });
-    found
 }
 
 /// Number of ERROR and MISSING nodes.

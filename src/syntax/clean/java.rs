@@ -1,0 +1,62 @@
+//! Java's comment removal: the study's regular expression (see the module docs of
+//! `clean`).
+
+use super::{drop_blank_lines, CleanError};
+
+/// The study's Java comment removal; it never fails.
+pub(crate) fn remove(source: &str) -> Result<String, CleanError> {
+    Ok(java(source))
+}
+
+fn java(source: &str) -> String {
+    let b = source.as_bytes();
+    let mut out = String::with_capacity(source.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < b.len() {
+        let end = match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                // `//.*?$`: up to the first line break (not included).
+                Some(source[i..].find('\n').map_or(b.len(), |k| i + k))
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                source[i + 2..].find("*/").map(|k| i + 2 + k + 2)
+            }
+            q @ (b'\'' | b'"') => literal_end(b, i, q),
+            _ => None,
+        };
+        match end {
+            Some(e) => {
+                if b[i] == b'/' {
+                    out.push_str(&source[copied..i]);
+                    out.push(' ');
+                    copied = e;
+                }
+                i = e;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&source[copied..]);
+    drop_blank_lines(&out)
+}
+
+/// `'(?:\\.|[^\\'])*'` (DOTALL) from `i`: the end of the literal, if it is closed.
+fn literal_end(b: &[u8], i: usize, q: u8) -> Option<usize> {
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'\\' => {
+                if j + 1 >= b.len() {
+                    return None;
+                }
+                // `.` under DOTALL: any character (a multi-byte one is skipped byte by
+                // byte below, which is the same).
+                j += 2;
+            }
+            c if c == q => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
+    None
+}
