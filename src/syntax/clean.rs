@@ -613,6 +613,11 @@ fn toks_push_other(push: &mut Push<'_>, text: String, start: (usize, usize), end
 }
 
 fn python(source: &str) -> Result<String, CleanError> {
+    Ok(drop_blank_lines(&python_rebuild(source)?))
+}
+
+/// The token-by-token rebuild of the Python removal, before its blank-line filter.
+fn python_rebuild(source: &str) -> Result<String, CleanError> {
     let toks = tokenize(source)?;
     let mut out = String::with_capacity(source.len());
     let mut prev = Kind::Indent;
@@ -637,7 +642,103 @@ fn python(source: &str) -> Result<String, CleanError> {
         last_col = t.end.1;
         last_line = t.end.0;
     }
-    Ok(drop_blank_lines(&out))
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// AST-Probe's variants
+// ---------------------------------------------------------------------------------------
+
+/// AST-Probe's comment and docstring removal (martin-wey/ast-probe `src/data/utils.py`,
+/// run by its `code2ast` before parsing; `probe --probe ast --protocol paper`).
+///
+/// Python, `remove_comments_and_docstrings_python`: the same tokenize walk as the
+/// study's (GraphCodeBERT's) function, its one difference the final filter,
+/// `'\n'.join(l for l in out.splitlines() if l.strip())`: `splitlines` also breaks at
+/// `\r`, `\x0b`, `\x0c`, `\x1c`-`\x1e`, `\x85`, U+2028 and U+2029.
+///
+/// Java, `remove_comments_and_docstrings_java_js`: the regular expression
+/// `(".*?"|'.*?')|(/\*.*?\*/|//[^\r\n]*$)` (`re.MULTILINE | re.DOTALL`): a quoted
+/// run from a quote to the next same quote (no escapes) is kept, a comment is removed
+/// (replaced by nothing; a `//` comment ending in `\r\n` is not one, `$` being before
+/// `\n` only), and no line is dropped.
+///
+/// # Errors
+/// Python text on which `tokenize` raises ([`CleanError`]); Java never fails.
+pub fn remove_comments_and_docstrings_astprobe(
+    source: &str,
+    lang: Language,
+) -> Result<String, CleanError> {
+    match lang {
+        Language::Python => Ok(drop_blank_splitlines(&python_rebuild(source)?)),
+        Language::Java => Ok(java_astprobe(source)),
+    }
+}
+
+/// `'\n'.join(l for l in text.splitlines() if l.strip())` (blank lines being dropped,
+/// `\r\n` may count as two breaks).
+fn drop_blank_splitlines(text: &str) -> String {
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\n' | '\r'
+                | '\u{b}'
+                | '\u{c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.split(breaks) {
+        if line.chars().all(py_space) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// The Java regular expression of [`remove_comments_and_docstrings_astprobe`], as
+/// Python's `re` runs it (leftmost match, first alternative that matches there).
+fn java_astprobe(source: &str) -> String {
+    let b = source.as_bytes();
+    let find = |from: usize, pat: &str| source[from..].find(pat).map(|k| from + k);
+    let mut out = String::with_capacity(source.len());
+    let (mut i, mut copied) = (0, 0);
+    while i < b.len() {
+        // (end of the match, whether it is a comment)
+        let m = match b[i] {
+            q @ (b'"' | b'\'') => {
+                let q = if q == b'"' { "\"" } else { "'" };
+                find(i + 1, q).map(|e| (e + 1, false))
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => find(i + 2, "*/").map(|e| (e + 2, true)),
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let e = source[i..].find(['\r', '\n']).map_or(b.len(), |k| i + k);
+                (e == b.len() || b[e] == b'\n').then_some((e, true))
+            }
+            _ => None,
+        };
+        match m {
+            Some((e, comment)) => {
+                if comment {
+                    out.push_str(&source[copied..i]);
+                    copied = e;
+                }
+                i = e;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&source[copied..]);
+    out
 }
 
 #[cfg(test)]
@@ -701,6 +802,32 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(
                 remove_comments_and_docstrings(input, Language::Java).as_deref(),
+                Ok(*want),
+                "{input:?}"
+            );
+        }
+    }
+
+    /// Inputs and outputs of AST-Probe's own functions (`src/data/utils.py`, Python
+    /// 3.11), verbatim.
+    #[test]
+    fn astprobe_variants_match_its_functions() {
+        #[rustfmt::skip]
+        let cases: &[(Language, &str, &str)] = &[
+            (Language::Python, "def f():\n    \"\"\"doc\"\"\"\n    return 1  # c\n", "def f():\n    return 1  "),
+            (Language::Python, "x = 1\x0cy = 2\n", "x = 1 y = 2"),
+            (Language::Python, "print(\"a\")\r\nx = 1\r\n", "print(\"a\")\nx = 1"),
+            (Language::Python, "s = 'a\u{2028}b'\n", "s = 'a\nb'"),
+            (Language::Java, "int f() { // c\n  return 1; /* b */ }\n", "int f() { \n  return 1;  }\n"),
+            (Language::Java, "String s = \"a // no\"; // yes\n\n\nint x;", "String s = \"a // no\"; \n\n\nint x;"),
+            (Language::Java, "String t = \"esc \\\" // cut\";\n", "String t = \"esc \\\" \n"),
+            (Language::Java, "char c = '\"'; // q\nint y; /* open\n", "char c = '\"'; \nint y; /* open\n"),
+            (Language::Java, "a = 1; // crlf\r\nb = 2; // lf\n", "a = 1; // crlf\r\nb = 2; \n"),
+            (Language::Java, "x = \"unterminated // c\n", "x = \"unterminated \n"),
+        ];
+        for (lang, input, want) in cases {
+            assert_eq!(
+                remove_comments_and_docstrings_astprobe(input, *lang).as_deref(),
                 Ok(*want),
                 "{input:?}"
             );
