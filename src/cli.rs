@@ -687,9 +687,10 @@ pub struct ProbeArgs {
     /// scripts build them (paper-mode input, its candidate pairs and class counts, its pair
     /// features and 80/20 ShuffleSplit by pair; --split, --pair-features, --max-pairs and
     /// --graph do not apply; not with --probe ast); or `paper`, with --probe ast only, the
-    /// AST-Probe paper's pipeline: the model reads each snippet with comments and
-    /// docstrings removed as the paper's code removes them, and the gold trees are the
-    /// paper's (2022 grammars' shapes, Java rooted at the method; docs/METHODS.md 4).
+    /// AST-Probe paper's pipeline: comments and docstrings removed as the paper's code
+    /// removes them, the model reading the code tokens left joined by single spaces, and
+    /// the paper's gold trees (2022 grammars' shapes, Java rooted at the method;
+    /// docs/METHODS.md 4).
     #[arg(long, value_enum, default_value_t = crate::probe::Protocol::Codescope,
           conflicts_with_all = ["shard", "dump"])]
     pub protocol: crate::probe::Protocol,
@@ -735,7 +736,7 @@ pub struct ProbeArgs {
     #[arg(long, hide = true)]
     pub dump: Option<PathBuf>,
     /// With --probe ast: also write the gold tree of every usable snippet to FILE (JSON:
-    /// per snippet its origin, the text the model read, the leaves and their d, c, u).
+    /// per snippet its origin, the text the tree is of, the leaves and their d, c, u).
     #[arg(long, value_name = "FILE")]
     pub gold: Option<PathBuf>,
     /// Print the JSON report.

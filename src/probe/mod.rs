@@ -99,8 +99,8 @@ pub enum Protocol {
     /// [`ProbeKind::Ast`].
     Study,
     /// AST-Probe's paper pipeline ([`ProbeKind::Ast`] only): the model reads each
-    /// snippet after the paper's comment and docstring removal, and the gold trees are
-    /// the paper's (2022 grammars' shapes, Java rooted at the method;
+    /// snippet's code tokens after the paper's comment and docstring removal, joined by
+    /// single spaces, and the gold trees are the paper's (2022 grammars' shapes, Java rooted at the method;
     /// [`astprobe::paper_syntaxes`], [`astprobe::paper_gold_encoding`]). Features are
     /// cached apart.
     Paper,
@@ -336,7 +336,7 @@ pub fn features(
     let (mode, suffix) = match spec.protocol {
         Protocol::Codescope => (crate::analysis::Mode::Source, ""),
         Protocol::Study => (crate::analysis::Mode::Paper, "-paper"),
-        // The preprocessed text (the syntaxes are of it), read as it is.
+        // Unused: the model reads the preprocessed text's tokens joined by spaces.
         Protocol::Paper => (crate::analysis::Mode::Source, "-astpaper"),
     };
     let dir = spec
@@ -353,7 +353,7 @@ pub fn features(
     for (i, syn) in syntaxes.iter().enumerate() {
         spec.check_cancel()?;
         let h = match syn {
-            Some(syn) => match crate::analysis::hidden::hidden_states_in(spec.model, syn, mode) {
+            Some(syn) => match paper_or(spec, syn, mode) {
                 Ok(h) => h,
                 Err(e) => {
                     tracing::warn!(snippet = i, error = %e, "probe: snippet skipped");
@@ -379,6 +379,19 @@ pub fn features(
         }
     }
     Ok(f)
+}
+
+/// A snippet's features: under [`Protocol::Paper`] of its code tokens joined by single
+/// spaces (AST-Probe's model input), else of the text `mode` feeds.
+fn paper_or(
+    spec: &RunSpec,
+    syn: &crate::syntax::Syntax,
+    mode: crate::analysis::Mode,
+) -> Result<dataset::SnippetHidden> {
+    match spec.protocol {
+        Protocol::Paper => crate::analysis::hidden::hidden_states_joined(spec.model, syn),
+        _ => crate::analysis::hidden::hidden_states_in(spec.model, syn, mode),
+    }
 }
 
 fn empty(layers: usize) -> dataset::SnippetHidden {

@@ -489,3 +489,15 @@ fn paper_protocol_matches_the_papers_pipeline() {
         assert!(before_all < n / 2, "{before_all}");
     }
 }
+
+/// `--protocol paper` feeds the code tokens joined by single spaces, as the paper's
+/// `match_tokenized_to_untokenized_roberta` tokenizes them (each after a space).
+#[test]
+fn paper_protocol_input_is_the_tokens_joined_by_spaces() {
+    let syn = syntax::parse("def f(a):\n    return a  # c\n", Language::Python).unwrap();
+    let (text, toks) = codescope::analysis::hidden::joined_tokens(&syn.tokens);
+    assert_eq!(text, "def f ( a ) : return a");
+    for (t, o) in toks.iter().zip(&syn.tokens) {
+        assert_eq!(&text[t.start..t.end], o.text);
+    }
+}

@@ -217,7 +217,8 @@ pub fn gold_encoding(syn: &Syntax, covered: &[usize], max_tokens: usize) -> Opti
 
 /// The paper's preprocessing of every snippet (`--protocol paper`): its comment and
 /// docstring removal ([`crate::syntax::remove_comments_and_docstrings_astprobe`]), then
-/// codescope's parse of the text left, which is what the model reads. `None` where the
+/// codescope's parse of the text left, whose code tokens the model reads (joined by
+/// single spaces, [`crate::analysis::hidden::hidden_states_joined`]). `None` where the
 /// removal fails (Python's `tokenize` raises: the paper's dataset filter drops such
 /// snippets) or nothing parses.
 pub fn paper_syntaxes(snippets: &[crate::corpus::Snippet]) -> Vec<Option<Syntax>> {
@@ -275,7 +276,9 @@ pub struct GoldTree {
     /// Where it comes from (`path:line`).
     pub origin: String,
     pub language: crate::syntax::Language,
-    /// The text the model read (under `--protocol paper` the preprocessed text).
+    /// The text the tree is of: the snippet (default protocol, which the model reads as
+    /// it is), or the paper's preprocessed text (`--protocol paper`; the model reads
+    /// `tokens` joined by single spaces).
     pub text: String,
     /// The leaves: the code tokens, in source order.
     pub tokens: Vec<String>,
