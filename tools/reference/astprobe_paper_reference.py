@@ -23,8 +23,9 @@ so the wrapper's `public class Main {` and `}` are not leaves.
 
 Grammars: AST-Probe's README clones tree-sitter-python and tree-sitter-java at their
 default branch (no version pinned; py-tree-sitter 0.20.0 in requirements.txt) for the
-ASE 2022 paper. Here: Python, the study's compiled grammar of the same time
-(/work/shared/study/my-languages.so, `--python-so`); Java, tree-sitter-java v0.20.0
+ASE 2022 paper. Here: Python, the grammar the study compiled at the same time
+(`attention/build/my-languages.so` of stg-tud/code-LLM-critical-evaluation, see
+tools/reference/study/README.md; `--python-so FILE`); Java, tree-sitter-java v0.20.0
 (2022-05-30, commit ac14b4b1884102839455d32543ab6d53ae089ab7; npm has no 0.20.0, so its
 src/ from the git tag), compiled by py-tree-sitter 0.20.1's `Language.build_library`
 (`--java-src DIR`, the grammar checkout).
@@ -34,7 +35,7 @@ Set-up and run (~5 s):
   git clone https://github.com/martin-wey/ast-probe /work/ref/ast-probe
   git clone https://github.com/tree-sitter/tree-sitter-java /tmp/tsj && git -C /tmp/tsj checkout v0.20.0
   VENV/bin/python tools/reference/astprobe_paper_reference.py --ast-probe /work/ref/ast-probe \\
-      --java-src /tmp/tsj --out tests/fixtures/astprobe_paper.json
+      --python-so STUDY/my-languages.so --java-src /tmp/tsj --out tests/fixtures/astprobe_paper.json
 
 (tqdm and requests are imported by the reference's data/utils.py, never used here.)
 
@@ -189,7 +190,7 @@ def paper_case(bt, c2a, parser, code, lang):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ast-probe", required=True, help="checkout of martin-wey/ast-probe")
-    ap.add_argument("--python-so", default="/work/shared/study/my-languages.so")
+    ap.add_argument("--python-so", required=True, help="the study's my-languages.so (Python, about 2022)")
     ap.add_argument("--java-src", required=True, help="tree-sitter-java checkout at v0.20.0")
     ap.add_argument("--build-dir", default="/tmp")
     ap.add_argument("--stdlib", default=sysconfig.get_paths()["stdlib"])
