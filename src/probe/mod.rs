@@ -8,6 +8,9 @@
 //! [`ProbeResult`] per (task, layer). With [`Protocol::Study`] the features are those of
 //! the paper-mode text (cached apart) and [`study::build_task`] replaces the dataset and
 //! the split: the study's DirectProbe datasets, its pair features, its `ShuffleSplit`.
+//! With [`Protocol::Paper`] (AST-Probe only) the snippets are first preprocessed as the
+//! AST-Probe paper's code does ([`astprobe::paper_syntaxes`]), the model reads their code
+//! tokens joined by spaces (cached apart) and the gold trees are the paper's.
 //!
 //! Control task (Hewitt & Liang 2019): every distinct key string (token text; for pairs
 //! the two texts) gets a fixed label drawn from the task's empirical label distribution

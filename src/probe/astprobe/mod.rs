@@ -14,6 +14,8 @@
 //!
 //! Data (codescope's choices where the reference differs):
 //! - the code tokens are codescope's (docs/METHODS.md 1, source mode, docstrings kept);
+//!   with [`AstOptions::paper`] (`--protocol paper`) the text, the model input and the
+//!   trees are the paper's instead ([`paper_syntaxes`], [`paper_gold_encoding`]);
 //!   vectors are the layer's mean over each token's subwords, each coordinate divided
 //!   by its root mean square over the training tokens (Gemma's residual stream has
 //!   coordinates in the hundreds; the reference fed raw vectors). Not centred: the
