@@ -103,9 +103,9 @@ pub enum Protocol {
     Study,
     /// AST-Probe's paper pipeline ([`ProbeKind::Ast`] only): the model reads each
     /// snippet's code tokens after the paper's comment and docstring removal, joined by
-    /// single spaces, and the gold trees are the paper's (2022 grammars' shapes, Java rooted at the method;
-    /// [`astprobe::paper_syntaxes`], [`astprobe::paper_gold_encoding`]). Features are
-    /// cached apart.
+    /// single spaces, and the gold trees are the paper's (2022 grammars' shapes, Java
+    /// rooted at the method; [`astprobe::paper_syntaxes`],
+    /// [`astprobe::paper_gold_encoding`]). Features are cached apart.
     Paper,
 }
 
@@ -432,7 +432,9 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
                 let (tr, te) = split(&data.examples, spec.split, spec.test_fraction, spec.seed);
                 (data, tr, te, spec.pair_features)
             }
-            Protocol::Study | Protocol::Paper => {
+            // AST-Probe only (`check_protocol`), which has no tasks.
+            Protocol::Paper => continue,
+            Protocol::Study => {
                 let Some(t) = study::build_task(task, &syntaxes, &feats, spec.seed) else {
                     tracing::warn!(
                         task = task.name(),
