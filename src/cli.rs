@@ -714,10 +714,14 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = crate::probe::directprobe::DEFAULT_MAX_TEST,
           value_parser = points)]
     pub dp_max_test: usize,
-    /// Whose pair datasets: codescope's (default) or `study`, the study's DirectProbe
-    /// datasets as its scripts build them (paper-mode input, its candidate pairs and class
-    /// counts, its pair features and 80/20 ShuffleSplit by pair; --split,
-    /// --pair-features, --max-pairs and --graph do not apply; docs/METHODS.md 4).
+    /// Whose recipe: codescope's (default); `study`, the study's DirectProbe datasets as its
+    /// scripts build them (paper-mode input, its candidate pairs and class counts, its pair
+    /// features and 80/20 ShuffleSplit by pair; --split, --pair-features, --max-pairs and
+    /// --graph do not apply; not with --probe ast); or `paper`, with --probe ast only, the
+    /// AST-Probe paper's pipeline: comments and docstrings removed as the paper's code
+    /// removes them, the model reading the code tokens left joined by single spaces, and
+    /// the paper's gold trees (2022 grammars' shapes, Java rooted at the method;
+    /// docs/METHODS.md 4).
     #[arg(long, value_enum, default_value_t = crate::probe::Protocol::Codescope,
           conflicts_with_all = ["shard", "dump"])]
     pub protocol: crate::probe::Protocol,
@@ -762,6 +766,10 @@ pub struct ProbeArgs {
     /// scikit-learn reference, tools/reference/probe_sklearn.py).
     #[arg(long, hide = true)]
     pub dump: Option<PathBuf>,
+    /// With --probe ast: also write the gold tree of every usable snippet to FILE (JSON:
+    /// per snippet its origin, the text the tree is of, the leaves and their d, c, u).
+    #[arg(long, value_name = "FILE")]
+    pub gold: Option<PathBuf>,
     /// Print the JSON report.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,

@@ -39,6 +39,38 @@ pub fn hidden_states_in(model: &LoadedModel, syn: &Syntax, mode: Mode) -> Result
     token_hidden(&trace, &tokens)
 }
 
+/// [`hidden_states`] of the snippet's code tokens joined by single spaces: the input of
+/// AST-Probe's model (its `match_tokenized_to_untokenized_roberta` tokenizes each code
+/// token, all but the first with a leading space; `probe --probe ast --protocol paper`).
+pub fn hidden_states_joined(model: &LoadedModel, syn: &Syntax) -> Result<SnippetHidden> {
+    let (text, tokens) = joined_tokens(&syn.tokens);
+    let discard = |_: usize, _: Vec<f32>| Ok(());
+    let trace = model.trace(
+        &text,
+        &ForwardOptions {
+            hidden: true,
+            on_attention: Some(&discard),
+            ..Default::default()
+        },
+    )?;
+    token_hidden(&trace, &tokens)
+}
+
+/// The tokens' texts joined by single spaces, and the tokens with their spans in it.
+pub fn joined_tokens(tokens: &[CodeToken]) -> (String, Vec<CodeToken>) {
+    let mut text = String::new();
+    let mut out = tokens.to_vec();
+    for (k, t) in out.iter_mut().enumerate() {
+        if k > 0 {
+            text.push(' ');
+        }
+        t.start = text.len();
+        text.push_str(&tokens[k].text);
+        t.end = text.len();
+    }
+    (text, out)
+}
+
 /// Aggregate a trace's hidden states (traced with `hidden: true`) to the code tokens
 /// `tokens` (spans in the trace's text), as [`hidden_states`] does.
 pub fn token_hidden(trace: &Trace, tokens: &[CodeToken]) -> Result<SnippetHidden> {

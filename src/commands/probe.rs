@@ -4,6 +4,18 @@ use super::*;
 
 pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
     use crate::probe;
+    if let Some(reason) = args.protocol.mismatch(args.probe) {
+        return Err(Error::Input {
+            name: "--protocol".into(),
+            reason: reason.into(),
+        });
+    }
+    if args.gold.is_some() && args.probe != probe::ProbeKind::Ast {
+        return Err(Error::Input {
+            name: "--gold".into(),
+            reason: "the gold trees are AST-Probe's: it needs --probe ast".into(),
+        });
+    }
     let lang = settings.lang;
     let (name, mut snippets) = match args.corpus.as_deref() {
         None => (
@@ -43,6 +55,20 @@ pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
     else {
         return Ok(());
     };
+    if let Some(path) = &args.gold {
+        let doc = serde_json::json!({
+            "protocol": args.protocol,
+            "snippets": report.ast_gold,
+        });
+        let text =
+            serde_json::to_string(&doc).map_err(|e| Error::io(path, std::io::Error::other(e)))?;
+        crate::fsio::write_atomic(path, format!("{text}\n").as_bytes())?;
+        crate::logging::notice(format_args!(
+            "gold trees of {} snippets written to {}",
+            report.ast_gold.len(),
+            path.display()
+        ));
+    }
     let random = match args.random_baseline {
         Some(seed) => {
             crate::logging::notice(format_args!("the random-weight baseline (seed {seed})"));

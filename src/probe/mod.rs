@@ -8,6 +8,9 @@
 //! [`ProbeResult`] per (task, layer). With [`Protocol::Study`] the features are those of
 //! the paper-mode text (cached apart) and [`study::build_task`] replaces the dataset and
 //! the split: the study's DirectProbe datasets, its pair features, its `ShuffleSplit`.
+//! With [`Protocol::Paper`] (AST-Probe only) the snippets are first preprocessed as the
+//! AST-Probe paper's code does ([`astprobe::paper_syntaxes`]), the model reads their code
+//! tokens joined by spaces (cached apart) and the gold trees are the paper's.
 //!
 //! Control task (Hewitt & Liang 2019): every distinct key string (token text; for pairs
 //! the two texts) gets a fixed label drawn from the task's empirical label distribution
@@ -96,8 +99,33 @@ pub enum Protocol {
     Codescope,
     /// The study's DirectProbe datasets ([`study`]): paper-mode features, its candidate
     /// pairs, class counts, pair features and `ShuffleSplit` by pair. `--split`,
-    /// `--pair-features`, `--max-pairs` and `--graph` do not apply.
+    /// `--pair-features`, `--max-pairs` and `--graph` do not apply. Not with
+    /// [`ProbeKind::Ast`].
     Study,
+    /// AST-Probe's paper pipeline ([`ProbeKind::Ast`] only): the model reads each
+    /// snippet's code tokens after the paper's comment and docstring removal, joined by
+    /// single spaces, and the gold trees are the paper's (2022 grammars' shapes, Java
+    /// rooted at the method; [`astprobe::paper_syntaxes`],
+    /// [`astprobe::paper_gold_encoding`]). Features are cached apart.
+    Paper,
+}
+
+impl Protocol {
+    /// Why `self` does not go with probe `kind` (a one-line message naming the right
+    /// protocol), if it does not.
+    pub fn mismatch(self, kind: ProbeKind) -> Option<&'static str> {
+        match (self, kind) {
+            (Protocol::Paper, k) if k != ProbeKind::Ast => Some(
+                "`paper` is AST-Probe's paper pipeline and needs --probe ast (the study's \
+                 DirectProbe datasets are --protocol study)",
+            ),
+            (Protocol::Study, ProbeKind::Ast) => Some(
+                "`study` is the study's DirectProbe datasets, not AST-Probe; for the AST-Probe \
+                 paper's preprocessing and trees use --protocol paper",
+            ),
+            _ => None,
+        }
+    }
 }
 
 fn is_codescope(p: &Protocol) -> bool {
@@ -194,6 +222,10 @@ pub struct ProbeReport {
     /// AST-Probe results per layer (`--probe ast`; omitted from the JSON when empty).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ast: Vec<astprobe::AstResult>,
+    /// AST-Probe's gold tree of every usable snippet (`--probe ast`), for
+    /// `probe --gold FILE`. Not serialized in the report.
+    #[serde(skip)]
+    pub ast_gold: Vec<astprobe::GoldTree>,
     /// The fitted task probes (not the control ones), one per result, for labelling
     /// new snippets (the explorer's per-token prediction). Not serialized.
     #[serde(skip)]
@@ -308,6 +340,8 @@ pub fn features(
     let (mode, suffix) = match spec.protocol {
         Protocol::Codescope => (crate::analysis::Mode::Source, ""),
         Protocol::Study => (crate::analysis::Mode::Paper, "-paper"),
+        // Unused: the model reads the preprocessed text's tokens joined by spaces.
+        Protocol::Paper => (crate::analysis::Mode::Source, "-astpaper"),
     };
     let dir = spec
         .cache_root
@@ -323,7 +357,7 @@ pub fn features(
     for (i, syn) in syntaxes.iter().enumerate() {
         spec.check_cancel()?;
         let h = match syn {
-            Some(syn) => match crate::analysis::hidden::hidden_states_in(spec.model, syn, mode) {
+            Some(syn) => match paper_or(spec, syn, mode) {
                 Ok(h) => h,
                 Err(e) => {
                     tracing::warn!(snippet = i, error = %e, "probe: snippet skipped");
@@ -351,6 +385,19 @@ pub fn features(
     Ok(f)
 }
 
+/// A snippet's features: under [`Protocol::Paper`] of its code tokens joined by single
+/// spaces (AST-Probe's model input), else of the text `mode` feeds.
+fn paper_or(
+    spec: &RunSpec,
+    syn: &crate::syntax::Syntax,
+    mode: crate::analysis::Mode,
+) -> Result<dataset::SnippetHidden> {
+    match spec.protocol {
+        Protocol::Paper => crate::analysis::hidden::hidden_states_joined(spec.model, syn),
+        _ => crate::analysis::hidden::hidden_states_in(spec.model, syn, mode),
+    }
+}
+
 fn empty(layers: usize) -> dataset::SnippetHidden {
     dataset::SnippetHidden {
         tokens: Vec::new(),
@@ -361,7 +408,8 @@ fn empty(layers: usize) -> dataset::SnippetHidden {
 /// Run every task at every layer. Tasks without examples on both sides of the split are
 /// skipped (and absent from the report).
 pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeReport> {
-    let syntaxes = dataset::parse_all(spec.snippets);
+    check_protocol(spec)?;
+    let syntaxes = syntaxes(spec);
     let feats = features(spec, &syntaxes, progress)?;
     let layers: Vec<usize> = match &spec.layers {
         Some(v) => v.iter().copied().filter(|&l| l < feats.layers).collect(),
@@ -385,6 +433,8 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
                 let (tr, te) = split(&data.examples, spec.split, spec.test_fraction, spec.seed);
                 (data, tr, te, spec.pair_features)
             }
+            // AST-Probe only (`check_protocol`), which has no tasks.
+            Protocol::Paper => continue,
             Protocol::Study => {
                 let Some(t) = study::build_task(task, &syntaxes, &feats, spec.seed) else {
                     tracing::warn!(
@@ -406,8 +456,9 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
     let mut results = Vec::new();
     let mut probes = Vec::new();
     let mut ast = Vec::new();
+    let mut ast_gold = Vec::new();
     if spec.kind == ProbeKind::Ast {
-        run_ast(
+        ast_gold = run_ast(
             spec,
             &syntaxes,
             &feats,
@@ -548,8 +599,37 @@ pub fn run(spec: &RunSpec, progress: &mut dyn FnMut(Progress)) -> Result<ProbeRe
         results,
         structural: structural_results,
         ast,
+        ast_gold,
         probes,
     })
+}
+
+/// The protocol must suit the probe ([`Protocol::mismatch`]).
+fn check_protocol(spec: &RunSpec) -> Result<()> {
+    match spec.protocol.mismatch(spec.kind) {
+        Some(reason) => Err(crate::error::Error::Input {
+            name: "--protocol".into(),
+            reason: reason.into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The snippets' syntaxes: of their text, or under [`Protocol::Paper`] of the paper's
+/// preprocessed text.
+fn syntaxes(spec: &RunSpec) -> Vec<Option<crate::syntax::Syntax>> {
+    match spec.protocol {
+        Protocol::Paper => astprobe::paper_syntaxes(spec.snippets),
+        _ => dataset::parse_all(spec.snippets),
+    }
+}
+
+/// AST-Probe's options for `spec` (the paper's gold trees under [`Protocol::Paper`]).
+fn ast_options(spec: &RunSpec) -> astprobe::AstOptions {
+    astprobe::AstOptions {
+        paper: spec.protocol == Protocol::Paper,
+        ..spec.train.ast
+    }
 }
 
 /// AST-Probe at every layer of `layers` (see [`astprobe`]).
@@ -561,15 +641,16 @@ fn run_ast(
     results: &mut Vec<ProbeResult>,
     ast: &mut Vec<astprobe::AstResult>,
     progress: &mut dyn FnMut(Progress),
-) -> Result<()> {
-    let base = spec.train.ast;
+) -> Result<Vec<astprobe::GoldTree>> {
+    let base = ast_options(spec);
     let prep = astprobe::prepare(syntaxes, feats, spec.test_fraction, spec.seed, &base);
+    let gold = astprobe::gold_trees(&prep, syntaxes, feats, spec.snippets);
     if prep.train.is_empty() || prep.test.is_empty() {
         tracing::warn!(
             usable = prep.trees.len(),
             "probe: too few parsed snippets for AST-Probe, skipped"
         );
-        return Ok(());
+        return Ok(gold);
     }
     let cancel = || spec.cancel.is_some_and(|f| f());
     for &l in layers {
@@ -603,7 +684,7 @@ fn run_ast(
             result: row,
         });
     }
-    Ok(())
+    Ok(gold)
 }
 
 /// Write the probing data of `spec` for outside tools (`tools/reference/probe_sklearn.py`)
@@ -621,7 +702,8 @@ pub fn dump(
     dir: &std::path::Path,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<usize> {
-    let syntaxes = dataset::parse_all(spec.snippets);
+    check_protocol(spec)?;
+    let syntaxes = syntaxes(spec);
     let feats = features(spec, &syntaxes, progress)?;
     cache::save(&dir.join("features"), &feats)?;
     let texts: Vec<_> = spec
@@ -646,7 +728,7 @@ pub fn dump(
             &feats,
             spec.test_fraction,
             spec.seed,
-            &spec.train.ast,
+            &ast_options(spec),
         );
         let trees: Vec<_> = prep
             .trees
@@ -721,7 +803,7 @@ pub fn table(r: &ProbeReport) -> String {
             "pair (the study's ShuffleSplit, random_state 0)",
             "the study's (distance h_a-h_b, others [h_a;h_b])",
         ),
-        Protocol::Codescope => (
+        Protocol::Codescope | Protocol::Paper => (
             match r.split {
                 Split::Snippet => "snippet",
                 Split::Pair => "pair (leaky)",
@@ -742,8 +824,17 @@ pub fn table(r: &ProbeReport) -> String {
         r.corpus.source,
         r.corpus.snippets,
     );
-    if r.protocol == Protocol::Study {
-        let _ = writeln!(out, "protocol: the study's datasets (paper-mode input)");
+    match r.protocol {
+        Protocol::Study => {
+            let _ = writeln!(out, "protocol: the study's datasets (paper-mode input)");
+        }
+        Protocol::Paper => {
+            let _ = writeln!(
+                out,
+                "protocol: the AST-Probe paper's (comments and docstrings removed, 2022 grammar trees)"
+            );
+        }
+        Protocol::Codescope => {}
     }
     let mut last = String::new();
     for x in r

@@ -29,8 +29,10 @@
 //!   `java.rs`: each language's rules, a `DfgRules`);
 //! - `align.rs`: subword <-> code token alignment; `paper.rs`: paper mode (the study's
 //!   cleaned, space-joined input and its gold graphs on the original tokens);
-//! - `clean/`: the study's comment and docstring removal (paper mode, `reproduce`), one
-//!   file per language;
+//! - `clean/`: the study's comment and docstring removal (paper mode, `reproduce`), and
+//!   AST-Probe's (`probe --probe ast --protocol paper`), one file per language;
+//! - `astprobe_tree.rs`: AST-Probe's tree of a text as the paper's pipeline builds it, in
+//!   the 2022 grammars' shapes;
 //! - `rewrite/`: renamed twins (each language's scope analysis in its file).
 //!
 //! Invariants (checked by the tests in `tests.rs`):
@@ -50,6 +52,7 @@
 
 mod align;
 mod arena;
+mod astprobe_tree;
 mod clean;
 mod dfg;
 mod graph;
@@ -67,7 +70,10 @@ mod tests;
 use std::fmt::Write as _;
 
 pub use align::{align, Alignment, SubwordSpan};
-pub use clean::{remove_comments_and_docstrings, CleanError};
+pub use astprobe_tree::{astprobe_tree, AstProbeTree, ASTPROBE_JAVA_WRAP};
+pub use clean::{
+    remove_comments_and_docstrings, remove_comments_and_docstrings_astprobe, CleanError,
+};
 pub use dfg::DfgKind;
 pub use graph::{Graph, Graphs, MAX_GRAPH_EDGES};
 pub use lang::Language;

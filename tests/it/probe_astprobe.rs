@@ -315,3 +315,190 @@ fn skipped(syntaxes: &[Option<syntax::Syntax>]) -> usize {
         })
         .count()
 }
+
+#[derive(serde::Deserialize)]
+struct PaperCase {
+    origin: String,
+    language: Option<String>,
+    code: Option<String>,
+    n: usize,
+    text_sha: String,
+    tokens_sha: String,
+    encoding_sha: String,
+    text: Option<String>,
+    tokens: Option<Vec<String>>,
+    d: Option<Vec<u32>>,
+    c: Option<Vec<String>>,
+    u: Option<Vec<String>>,
+}
+
+#[derive(serde::Deserialize)]
+struct PaperSkip {
+    origin: String,
+}
+
+#[derive(serde::Deserialize)]
+struct PaperFixture {
+    cases: Vec<PaperCase>,
+    skipped: Vec<PaperSkip>,
+}
+
+/// The fixture's hash: the first 12 hex digits of SHA-256.
+fn sha12(s: &str) -> String {
+    use sha2::Digest;
+    let h = sha2::Sha256::digest(s.as_bytes());
+    h.iter().take(6).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The fixture's hashed forms of leaves and encoding (Python's compact `json.dumps`).
+fn hashes(tokens: &[String], e: &Encoding) -> (String, String) {
+    let d: Vec<i64> = e.d.iter().map(|&v| v as i64).collect();
+    (
+        sha12(&serde_json::to_string(tokens).unwrap()),
+        sha12(&serde_json::to_string(&serde_json::json!([tokens, d, e.c, e.u])).unwrap()),
+    )
+}
+
+/// `--protocol paper` against the paper's own code (`convert_sample_to_features` of
+/// martin-wey/ast-probe on the 2022 grammars, `tools/reference/astprobe_paper_reference.py`)
+/// on the ORIGINAL text of every bundled snippet (looked up by origin, so the corpus
+/// cutting is checked too), of standard-library functions with docstrings and comments,
+/// and of hand-made Java methods with comments: the preprocessed text, the leaves and
+/// (d, c, u) are the same on every case. codescope's default protocol (text as written,
+/// today's tree shapes, Java rooted at the wrapper's class body) agrees on far fewer.
+#[test]
+fn paper_protocol_matches_the_papers_pipeline() {
+    // ASTPAPER_FIXTURE=FILE: another output of the reference script (e.g. more stdlib).
+    let path = std::env::var("ASTPAPER_FIXTURE").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/astprobe_paper.json"
+        )
+        .into()
+    });
+    let text = std::fs::read_to_string(path).unwrap();
+    let fx: PaperFixture = serde_json::from_str(&text).unwrap();
+    let bundled: std::collections::HashMap<String, codescope::corpus::Snippet> =
+        bundled::snippets(None)
+            .into_iter()
+            .map(|s| (s.origin.clone(), s))
+            .collect();
+    let in_fixture = fx
+        .cases
+        .iter()
+        .map(|c| &c.origin)
+        .chain(fx.skipped.iter().map(|s| &s.origin))
+        .filter(|o| bundled.contains_key(*o))
+        .count();
+    if std::env::var("ASTPAPER_FIXTURE").is_err() {
+        assert_eq!(in_fixture, bundled.len(), "every bundled snippet is a case");
+    }
+    let (mut before_leaves, mut before_all, mut after) = (0, 0, 0);
+    let mut before_by_lang = std::collections::BTreeMap::<String, (usize, usize)>::new();
+    let mut failures = Vec::new();
+    for case in &fx.cases {
+        let (code, lang) = match (&case.code, &case.language) {
+            (Some(code), Some(l)) => (code.clone(), Language::from_name(l).unwrap()),
+            _ => {
+                let s = &bundled[&case.origin];
+                (s.code.clone(), s.language)
+            }
+        };
+        // Before: the default protocol on the text as written.
+        let syn = syntax::parse(&code, lang).unwrap();
+        let all: Vec<usize> = (0..syn.tokens.len()).collect();
+        if let Some(e) = astprobe::gold_encoding(&syn, &all, usize::MAX) {
+            let toks: Vec<String> = syn.tokens.iter().map(|t| t.text.clone()).collect();
+            let (t, a) = hashes(&toks, &e);
+            before_leaves += usize::from(t == case.tokens_sha);
+            before_all += usize::from(a == case.encoding_sha);
+            let b = before_by_lang.entry(lang.to_string()).or_default();
+            b.0 += usize::from(a == case.encoding_sha);
+            b.1 += 1;
+        }
+        // After: the paper protocol.
+        let snippet = codescope::corpus::Snippet {
+            origin: case.origin.clone(),
+            language: lang,
+            code,
+            code_tokens: None,
+        };
+        let syn = astprobe::paper_syntaxes(std::slice::from_ref(&snippet))
+            .pop()
+            .flatten()
+            .unwrap_or_else(|| panic!("{}: no syntax", case.origin));
+        if let Some(want) = &case.text {
+            assert_eq!(&syn.source, want, "{}: preprocessed text", case.origin);
+        }
+        let all: Vec<usize> = (0..syn.tokens.len()).collect();
+        let Some(e) = astprobe::paper_gold_encoding(&syn, &all, usize::MAX) else {
+            failures.push(format!("{}: no paper encoding", case.origin));
+            continue;
+        };
+        let toks: Vec<String> = syn.tokens.iter().map(|t| t.text.clone()).collect();
+        if let (Some(t), Some(d), Some(c), Some(u)) = (&case.tokens, &case.d, &case.c, &case.u) {
+            assert_eq!(&toks, t, "{}: leaves", case.origin);
+            let want = Encoding {
+                d: d.iter().map(|&v| v as f64).collect(),
+                c: c.clone(),
+                u: u.clone(),
+            };
+            assert_eq!(e, want, "{}: (d, c, u)", case.origin);
+        }
+        let (t, a) = hashes(&toks, &e);
+        let ok = sha12(&syn.source) == case.text_sha
+            && toks.len() == case.n
+            && t == case.tokens_sha
+            && a == case.encoding_sha;
+        if ok {
+            after += 1;
+        } else {
+            // ASTPAPER_DEBUG=DIR: codescope's [tokens, d, c, u] of each differing case, to
+            // compare with the reference script's.
+            if let Ok(dir) = std::env::var("ASTPAPER_DEBUG") {
+                let d: Vec<i64> = e.d.iter().map(|&v| v as i64).collect();
+                let doc = serde_json::json!([toks, d, e.c, e.u]);
+                let name = case.origin.replace(['/', ':'], "_");
+                std::fs::write(format!("{dir}/{name}.json"), doc.to_string()).unwrap();
+            }
+            failures.push(format!(
+                "{}: text {} leaves {} ({} of {}) encoding {}\n{}",
+                case.origin,
+                sha12(&syn.source) == case.text_sha,
+                t == case.tokens_sha,
+                toks.len(),
+                case.n,
+                a == case.encoding_sha,
+                syn.source
+            ));
+        }
+    }
+    let n = fx.cases.len();
+    eprintln!(
+        "AST-Probe paper pipeline, {n} cases: default protocol same leaves {before_leaves}, \
+         same leaves and (d, c, u) {before_all} ({before_by_lang:?}); --protocol paper {after}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!(after, n);
+    if std::env::var("ASTPAPER_FIXTURE").is_err() {
+        assert!(n > 300, "{n}");
+        assert!(before_all < n / 2, "{before_all}");
+    }
+}
+
+/// `--protocol paper` feeds the code tokens joined by single spaces, as the paper's
+/// `match_tokenized_to_untokenized_roberta` tokenizes them (each after a space).
+#[test]
+fn paper_protocol_input_is_the_tokens_joined_by_spaces() {
+    let syn = syntax::parse("def f(a):\n    return a  # c\n", Language::Python).unwrap();
+    let (text, toks) = codescope::analysis::hidden::joined_tokens(&syn.tokens);
+    assert_eq!(text, "def f ( a ) : return a");
+    for (t, o) in toks.iter().zip(&syn.tokens) {
+        assert_eq!(&text[t.start..t.end], o.text);
+    }
+}

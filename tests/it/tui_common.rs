@@ -279,6 +279,7 @@ pub fn synthetic_report(layers: usize, task: &str) -> codescope::probe::ProbeRep
         results,
         structural: Vec::new(),
         ast: Vec::new(),
+        ast_gold: Vec::new(),
         probes: Vec::new(),
     }
 }

@@ -14,6 +14,8 @@
 //!
 //! Data (codescope's choices where the reference differs):
 //! - the code tokens are codescope's (docs/METHODS.md 1, source mode, docstrings kept);
+//!   with [`AstOptions::paper`] (`--protocol paper`) the text, the model input and the
+//!   trees are the paper's instead ([`paper_syntaxes`], [`paper_gold_encoding`]);
 //!   vectors are the layer's mean over each token's subwords, each coordinate divided
 //!   by its root mean square over the training tokens (Gemma's residual stream has
 //!   coordinates in the hundreds; the reference fed raw vectors). Not centred: the
@@ -72,6 +74,10 @@ pub struct AstOptions {
     pub max_tokens: usize,
     /// Share of the training snippets held out for early stopping.
     pub val_fraction: f64,
+    /// The paper's gold trees (`--protocol paper`): [`paper_gold_encoding`] instead of
+    /// [`gold_encoding`]; the snippets' syntaxes must be those of the paper's
+    /// preprocessed text ([`paper_syntaxes`]).
+    pub paper: bool,
 }
 
 impl Default for AstOptions {
@@ -80,6 +86,7 @@ impl Default for AstOptions {
             fit: train::FitOptions::default(),
             max_tokens: MAX_TOKENS,
             val_fraction: 0.1,
+            paper: false,
         }
     }
 }
@@ -210,6 +217,113 @@ pub fn gold_encoding(syn: &Syntax, covered: &[usize], max_tokens: usize) -> Opti
     tree::encode(syn, &covered[..covered.len().min(max_tokens)])
 }
 
+/// The paper's preprocessing of every snippet (`--protocol paper`): its comment and
+/// docstring removal ([`crate::syntax::remove_comments_and_docstrings_astprobe`]), then
+/// codescope's parse of the text left, whose code tokens the model reads (joined by
+/// single spaces, [`crate::analysis::hidden::hidden_states_joined`]). `None` where the
+/// removal fails (Python's `tokenize` raises: the paper's dataset filter drops such
+/// snippets) or nothing parses.
+pub fn paper_syntaxes(snippets: &[crate::corpus::Snippet]) -> Vec<Option<Syntax>> {
+    snippets
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            match crate::syntax::remove_comments_and_docstrings_astprobe(&s.code, s.language) {
+                Ok(text) => crate::syntax::parse(&text, s.language)
+                    .ok()
+                    .filter(|x| !x.tokens.is_empty()),
+                Err(e) => {
+                    tracing::debug!(snippet = i, error = %e, "AST-Probe paper protocol: snippet dropped");
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// The paper's gold encoding of a snippet (`--protocol paper`): AST-Probe's own tree of
+/// the preprocessed text `syn.source` ([`crate::syntax::astprobe_tree`]: the 2022
+/// grammars' shapes, Java rooted at the method) over its first `max_tokens` covered
+/// tokens. `None` for snippets with parse errors, fewer than two tokens, or whose leaves
+/// are not exactly codescope's tokens (a comment the preprocessing left, a string piece
+/// outside a string).
+pub fn paper_gold_encoding(syn: &Syntax, covered: &[usize], max_tokens: usize) -> Option<Encoding> {
+    if !syn.errors.is_empty() {
+        return None;
+    }
+    let tree = crate::syntax::astprobe_tree(&syn.source, syn.language).ok()??;
+    let same = tree.leaves.len() == syn.tokens.len()
+        && tree
+            .leaves
+            .iter()
+            .zip(&syn.tokens)
+            .all(|(&(s, e), t)| s == t.start && e == t.end);
+    if !same {
+        tracing::debug!(
+            leaves = tree.leaves.len(),
+            tokens = syn.tokens.len(),
+            "AST-Probe paper protocol: the paper's leaves are not the code tokens, snippet dropped"
+        );
+        return None;
+    }
+    // Leaf k is token k.
+    tree::encode_astprobe(&tree, &covered[..covered.len().min(max_tokens)])
+}
+
+/// One snippet's gold tree as `probe --gold FILE` writes it.
+#[derive(Debug, Clone, Serialize)]
+pub struct GoldTree {
+    /// Index of the snippet in the corpus.
+    pub snippet: usize,
+    /// Where it comes from (`path:line`).
+    pub origin: String,
+    pub language: crate::syntax::Language,
+    /// The text the tree is of: the snippet (default protocol, which the model reads as
+    /// it is), or the paper's preprocessed text (`--protocol paper`; the model reads
+    /// `tokens` joined by single spaces).
+    pub text: String,
+    /// The leaves: the code tokens, in source order.
+    pub tokens: Vec<String>,
+    /// Height of the lowest common ancestor of leaves `i` and `i + 1`.
+    pub d: Vec<u32>,
+    /// Its label (`<sep>` joins a fused unary chain, `<empty>` a binarisation node).
+    pub c: Vec<String>,
+    /// The unary chain above each leaf (`<empty>` for none).
+    pub u: Vec<String>,
+}
+
+/// The gold trees of a prepared corpus, for `probe --gold FILE`.
+pub fn gold_trees(
+    prep: &Prepared,
+    syntaxes: &[Option<Syntax>],
+    features: &Features,
+    snippets: &[crate::corpus::Snippet],
+) -> Vec<GoldTree> {
+    prep.trees
+        .iter()
+        .filter_map(|t| {
+            let syn = syntaxes[t.snippet].as_ref()?;
+            let covered = &features.snippets[t.snippet].tokens[..t.n];
+            Some(GoldTree {
+                snippet: t.snippet,
+                origin: snippets
+                    .get(t.snippet)
+                    .map(|s| s.origin.clone())
+                    .unwrap_or_default(),
+                language: syn.language,
+                text: syn.source.clone(),
+                tokens: covered
+                    .iter()
+                    .map(|&k| syn.tokens[k].text.clone())
+                    .collect(),
+                d: t.gold.d.iter().map(|&v| v as u32).collect(),
+                c: t.gold.c.clone(),
+                u: t.gold.u.clone(),
+            })
+        })
+        .collect()
+}
+
 /// Draw from `values` (with repeats, i.e. the empirical distribution) keyed by `key`.
 fn keyed<'a, T>(values: &'a [T], key: &str, seed: u64) -> &'a T {
     let h = mix(hash_str(key) ^ mix(seed ^ 0xA57_C0DE));
@@ -229,7 +343,12 @@ pub fn prepare(
     for (s, syn) in syntaxes.iter().enumerate() {
         let Some(syn) = syn else { continue };
         let covered = &features.snippets[s].tokens;
-        let Some(gold) = gold_encoding(syn, covered, opts.max_tokens) else {
+        let gold = if opts.paper {
+            paper_gold_encoding(syn, covered, opts.max_tokens)
+        } else {
+            gold_encoding(syn, covered, opts.max_tokens)
+        };
+        let Some(gold) = gold else {
             continue;
         };
         let n = gold.len();

@@ -29,7 +29,7 @@
 
 use std::collections::HashMap;
 
-use crate::syntax::Syntax;
+use crate::syntax::{AstProbeTree, Syntax};
 
 /// Joins the labels of a fused unary chain.
 pub const SEP: &str = "<sep>";
@@ -74,11 +74,20 @@ struct Node {
 /// The syntax tree of `syn` restricted to `tokens` (syntax-token indices in source
 /// order): its nodes and the root's index; `None` without tokens.
 fn restricted(syn: &Syntax, tokens: &[usize]) -> Option<(Vec<Node>, usize)> {
+    restricted_by(tokens, |t| syn.ancestors(t))
+}
+
+/// The tree whose leaf `t` has the ancestors `ancestors(t)` (parent first, root last)
+/// restricted to the leaves `tokens` (in source order).
+fn restricted_by(
+    tokens: &[usize],
+    ancestors: impl Fn(usize) -> Vec<(u32, &'static str)>,
+) -> Option<(Vec<Node>, usize)> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut index: HashMap<u32, usize> = HashMap::new();
     let mut root = None;
     for &t in tokens {
-        let chain = syn.ancestors(t);
+        let chain = ancestors(t);
         let &(top, top_kind) = chain.last()?;
         let mut parent = *index.entry(top).or_insert_with(|| {
             nodes.push(Node {
@@ -121,17 +130,30 @@ pub fn encode(syn: &Syntax, tokens: &[usize]) -> Option<Encoding> {
     if tokens.len() < 2 {
         return None;
     }
-    let (nodes, root) = restricted(syn, tokens)?;
+    encode_nodes(restricted(syn, tokens)?, tokens.len())
+}
+
+/// The `(d, c, u)` encoding of AST-Probe's own tree ([`crate::syntax::astprobe_tree`], the
+/// paper's pipeline) restricted to its leaves `leaves` (indices, in source order); `None`
+/// with fewer than two.
+pub fn encode_astprobe(tree: &AstProbeTree, leaves: &[usize]) -> Option<Encoding> {
+    if leaves.len() < 2 {
+        return None;
+    }
+    encode_nodes(restricted_by(leaves, |k| tree.ancestors(k))?, leaves.len())
+}
+
+fn encode_nodes((nodes, root): (Vec<Node>, usize), n: usize) -> Option<Encoding> {
     let mut e = Encoder {
         nodes: &nodes,
         out: Encoding {
-            d: Vec::with_capacity(tokens.len() - 1),
-            c: Vec::with_capacity(tokens.len() - 1),
-            u: Vec::with_capacity(tokens.len()),
+            d: Vec::with_capacity(n - 1),
+            c: Vec::with_capacity(n - 1),
+            u: Vec::with_capacity(n),
         },
     };
     e.node(root, String::new());
-    debug_assert_eq!(e.out.u.len(), tokens.len());
+    debug_assert_eq!(e.out.u.len(), n);
     Some(e.out)
 }
 

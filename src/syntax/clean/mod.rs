@@ -59,6 +59,27 @@ pub fn remove_comments_and_docstrings(source: &str, lang: Language) -> Result<St
     (lang.rules().clean)(source)
 }
 
+/// AST-Probe's comment and docstring removal (martin-wey/ast-probe `src/data/utils.py`,
+/// run by its `code2ast` before parsing; `probe --probe ast --protocol paper`).
+///
+/// Python, `remove_comments_and_docstrings_python`: the same tokenize walk as the
+/// study's (GraphCodeBERT's) function, its one difference the final filter,
+/// `'\n'.join(l for l in out.splitlines() if l.strip())`: `splitlines` also breaks at
+/// `\r`, `\x0b`, `\x0c`, `\x1c`-`\x1e`, `\x85`, U+2028 and U+2029.
+///
+/// Java, `remove_comments_and_docstrings_java_js`: a regular expression that knows no
+/// escapes, removes comments without leaving a space and drops no line
+/// (`clean/java.rs`).
+///
+/// # Errors
+/// Python text on which `tokenize` raises ([`CleanError`]); Java never fails.
+pub fn remove_comments_and_docstrings_astprobe(
+    source: &str,
+    lang: Language,
+) -> Result<String, CleanError> {
+    (lang.rules().clean_astprobe)(source)
+}
+
 /// Python's `str.isspace()` (Rust's `char::is_whitespace` plus the four information
 /// separators).
 pub(crate) fn py_space(c: char) -> bool {
@@ -141,6 +162,32 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(
                 remove_comments_and_docstrings(input, Language::Java).as_deref(),
+                Ok(*want),
+                "{input:?}"
+            );
+        }
+    }
+
+    /// Inputs and outputs of AST-Probe's own functions (`src/data/utils.py`, Python
+    /// 3.11), verbatim.
+    #[test]
+    fn astprobe_variants_match_its_functions() {
+        #[rustfmt::skip]
+        let cases: &[(Language, &str, &str)] = &[
+            (Language::Python, "def f():\n    \"\"\"doc\"\"\"\n    return 1  # c\n", "def f():\n    return 1  "),
+            (Language::Python, "x = 1\x0cy = 2\n", "x = 1 y = 2"),
+            (Language::Python, "print(\"a\")\r\nx = 1\r\n", "print(\"a\")\nx = 1"),
+            (Language::Python, "s = 'a\u{2028}b'\n", "s = 'a\nb'"),
+            (Language::Java, "int f() { // c\n  return 1; /* b */ }\n", "int f() { \n  return 1;  }\n"),
+            (Language::Java, "String s = \"a // no\"; // yes\n\n\nint x;", "String s = \"a // no\"; \n\n\nint x;"),
+            (Language::Java, "String t = \"esc \\\" // cut\";\n", "String t = \"esc \\\" \n"),
+            (Language::Java, "char c = '\"'; // q\nint y; /* open\n", "char c = '\"'; \nint y; /* open\n"),
+            (Language::Java, "a = 1; // crlf\r\nb = 2; // lf\n", "a = 1; // crlf\r\nb = 2; \n"),
+            (Language::Java, "x = \"unterminated // c\n", "x = \"unterminated \n"),
+        ];
+        for (lang, input, want) in cases {
+            assert_eq!(
+                remove_comments_and_docstrings_astprobe(input, *lang).as_deref(),
                 Ok(*want),
                 "{input:?}"
             );

@@ -477,6 +477,47 @@ fn toks_push_other(push: &mut Push<'_>, text: String, start: (usize, usize), end
 /// The study's Python comment and docstring removal: CPython 3.11's tokenize, then the
 /// rebuild (see the module docs of `clean`).
 pub(crate) fn remove(source: &str) -> Result<String, CleanError> {
+    Ok(drop_blank_lines(&rebuild(source)?))
+}
+
+/// AST-Probe's Python removal (`remove_comments_and_docstrings_python`): the same walk,
+/// then `'\n'.join(l for l in out.splitlines() if l.strip())`.
+pub(crate) fn remove_astprobe(source: &str) -> Result<String, CleanError> {
+    Ok(drop_blank_splitlines(&rebuild(source)?))
+}
+
+/// `'\n'.join(l for l in text.splitlines() if l.strip())` (blank lines being dropped,
+/// `\r\n` may count as two breaks).
+fn drop_blank_splitlines(text: &str) -> String {
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\n' | '\r'
+                | '\u{b}'
+                | '\u{c}'
+                | '\u{1c}'
+                | '\u{1d}'
+                | '\u{1e}'
+                | '\u{85}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.split(breaks) {
+        if line.chars().all(py_space) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// The token-by-token rebuild of the Python removal, before its blank-line filter.
+fn rebuild(source: &str) -> Result<String, CleanError> {
     let toks = tokenize(source)?;
     let mut out = String::with_capacity(source.len());
     let mut prev = Kind::Indent;
@@ -501,5 +542,5 @@ pub(crate) fn remove(source: &str) -> Result<String, CleanError> {
         last_col = t.end.1;
         last_line = t.end.0;
     }
-    Ok(drop_blank_lines(&out))
+    Ok(out)
 }

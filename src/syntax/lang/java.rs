@@ -65,5 +65,6 @@ pub(super) static RULES: LanguageRules = LanguageRules {
     roles: roles::java::context,
     dfg: &dfg::java::RULES,
     clean: clean::java::remove,
+    clean_astprobe: |s| Ok(clean::java::remove_astprobe(s)),
     rewrite_scopes: rewrite::java::resolve,
 };

@@ -90,6 +90,9 @@ pub(crate) struct LanguageRules {
     pub dfg: &'static DfgRules,
     /// The study's comment and docstring removal (`clean/<language>.rs`).
     pub clean: fn(&str) -> Result<String, CleanError>,
+    /// AST-Probe's comment and docstring removal (`clean/<language>.rs`; `probe --probe
+    /// ast --protocol paper`).
+    pub clean_astprobe: fn(&str) -> Result<String, CleanError>,
     /// The renaming twin's scope analysis (`rewrite/<language>.rs`): the tree's root, its
     /// text, the snippet's byte region in it.
     pub rewrite_scopes: fn(tree_sitter::Node<'_>, &[u8], (usize, usize)) -> Resolved,

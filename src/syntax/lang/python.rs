@@ -50,6 +50,7 @@ pub(super) static RULES: LanguageRules = LanguageRules {
     roles: roles::python::context,
     dfg: &dfg::python::RULES,
     clean: clean::python::remove,
+    clean_astprobe: clean::python::remove_astprobe,
     rewrite_scopes: rewrite::python::resolve,
 };
 
