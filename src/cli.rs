@@ -58,6 +58,11 @@ pub struct Cli {
     #[arg(long)]
     pub ascii: bool,
 
+    /// Analyse only these lines of FILE (1-based, inclusive, e.g. 120-160: one method of a
+    /// long class); `r` in the explorer changes them, an empty answer brings the whole file.
+    #[arg(long, value_name = "A-B", value_parser = parse_range, conflicts_with = "resume")]
+    pub lines: Option<(usize, usize)>,
+
     /// Present a tour, a TOML file of steps (snippet, model, view, caption): ] goes to
     /// the next step, [ back. B adds the current view as a step (the file is created if
     /// it does not exist).
@@ -868,6 +873,18 @@ pub fn parse(args: &[std::ffi::OsString]) -> std::result::Result<Cli, clap::Erro
                     .with_cmd(&sc.bin_name(format!("codescope {sub}"))));
                 }
             }
+        }
+    }
+    if let Some((sub, _)) = m.subcommand() {
+        if m.value_source("lines") == Some(clap::parser::ValueSource::CommandLine) {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--lines before a command is the explorer's; `codescope {sub}` does not take it there{}\n",
+                    if sub == "render" { " (its own --lines goes after the command)" } else { "" }
+                ),
+            )
+            .with_cmd(&cmd));
         }
     }
     Cli::from_arg_matches(&m)

@@ -58,6 +58,22 @@ pub fn explore(cli: &Cli, s: &Settings) -> Result<()> {
             None => sample(s),
         }
     };
+    let (name, text) = match cli.lines {
+        None => (name, text),
+        Some(range) => {
+            let (part, (a, b)) =
+                crate::tui::data::region(&text, range).map_err(|reason| Error::Input {
+                    name: "--lines".into(),
+                    reason,
+                })?;
+            start.region = Some(crate::tui::app::Region {
+                name: name.clone(),
+                text,
+                lines: (a, b),
+            });
+            (format!("{name} lines {a}-{b}"), part)
+        }
+    };
     let mut settings = s.clone();
     settings.model = model;
     crate::tui::run(crate::tui::ExplorerOptions {

@@ -97,6 +97,63 @@ impl Layout {
     }
 }
 
+/// `A-B` (or one line `A`) as typed at the `r` prompt or given as `--lines`.
+pub fn parse_lines(s: &str) -> Result<(usize, usize), String> {
+    let (a, b) = s.split_once('-').unwrap_or((s, s));
+    let n = |x: &str| {
+        x.trim().parse::<usize>().map_err(|_| {
+            format!(
+                "`{}` is not a range of lines like 5-20",
+                crate::error::printable(s, false)
+            )
+        })
+    };
+    let (a, b) = (n(a)?, n(b)?);
+    if b < a {
+        return Err(format!("lines {a}-{b}: the end comes before the start"));
+    }
+    Ok((a, b))
+}
+
+/// Lines `a` to `b` (1-based, inclusive) of `text` as a snippet of their own: `b` is
+/// clipped to the last line, and the common indentation of the non-blank lines is taken
+/// off (a method cut out of a class parses as a method). Returns the text and the lines
+/// it covers; an error names what is wrong with the range.
+pub fn region(text: &str, (a, b): (usize, usize)) -> Result<(String, (usize, usize)), String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    if a == 0 || b < a {
+        return Err(format!("lines {a}-{b}: a range like 5-20, counting from 1"));
+    }
+    if a > n {
+        return Err(format!("lines {a}-{b}: the snippet has {n} lines"));
+    }
+    let b = b.min(n);
+    let part = &lines[a - 1..b];
+    let indent = |l: &str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    let common = part
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| &l[..indent(l)])
+        .reduce(|x, y| {
+            let k = x.bytes().zip(y.bytes()).take_while(|(p, q)| p == q).count();
+            &x[..k]
+        })
+        .unwrap_or("");
+    let mut out = String::new();
+    for l in part {
+        out.push_str(
+            l.strip_prefix(common)
+                .unwrap_or(l.trim_start_matches([' ', '\t'])),
+        );
+        out.push('\n');
+    }
+    if out.trim().is_empty() {
+        return Err(format!("lines {a}-{b} are blank"));
+    }
+    Ok((out, (a, b)))
+}
+
 impl Doc {
     /// A document not parsed yet (the explorer asks for the parse off the UI thread).
     pub fn new(name: impl Into<String>, text: impl Into<String>, lang: Language) -> Self {
@@ -253,6 +310,28 @@ impl Metric {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_region_is_its_lines_with_their_common_indent_taken_off() {
+        let text = "class A {\n    int f(int x) {\n        return x;\n\n    }\n}\n";
+        let (part, lines) = region(text, (2, 5)).unwrap();
+        assert_eq!(part, "int f(int x) {\n    return x;\n\n}\n");
+        assert_eq!(lines, (2, 5));
+        // The end is clipped to the last line; one line is a range too.
+        assert_eq!(region(text, (6, 99)).unwrap(), ("}\n".to_string(), (6, 6)));
+        assert_eq!(parse_lines("3").unwrap(), (3, 3));
+        assert_eq!(parse_lines(" 2 - 7 ").unwrap(), (2, 7));
+        assert!(parse_lines("7-2").unwrap_err().contains("before the start"));
+        assert!(parse_lines("a-b").unwrap_err().contains("range of lines"));
+        assert!(region(text, (0, 2))
+            .unwrap_err()
+            .contains("counting from 1"));
+        assert!(region(text, (9, 12)).unwrap_err().contains("has 6 lines"));
+        assert!(region(text, (4, 4)).unwrap_err().contains("blank"));
+        // Tabs and spaces mixed: only the shared prefix goes.
+        let (p, _) = region("\tdef f():\n\t    return 1\n", (1, 2)).unwrap();
+        assert_eq!(p, "def f():\n    return 1\n");
+    }
 
     #[test]
     fn layout_lines_and_columns() {

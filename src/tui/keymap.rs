@@ -58,6 +58,8 @@ pub enum Command {
     CompareHeat,
     Edit,
     Open,
+    /// r: analyse only some lines of the file.
+    Region,
     Models,
     RandomWeights,
     Language,
@@ -306,6 +308,12 @@ pub const KEYMAP: &[Section] = &[
                 help: "open another file",
                 manual: &[("o", "open a file (Tab completes, `~` is home; after an edit, the first `o` says the edit is not saved, the second opens)")],
                 bind: &[(ch('o'), C::Open)],
+            },
+            KeyBinding {
+                keys: "r",
+                help: "analyse lines A-B only",
+                manual: &[("r", "analyse only lines A-B of the file (typed `A-B`; empty: the whole file again), e.g. one method of a long class that does not fit the model's window; `--lines A-B` starts there")],
+                bind: &[(ch('r'), C::Region)],
             },
             KeyBinding {
                 keys: "M",

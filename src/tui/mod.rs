@@ -79,6 +79,8 @@ pub struct Start {
     /// Start on this step of the tour (its snippet and model are the explorer's).
     pub step: Option<usize>,
     pub session: Option<crate::present::session::Session>,
+    /// `--lines`: only these lines of the file are the snippet (the whole file kept).
+    pub region: Option<app::Region>,
 }
 
 /// A tour file read with its snippets (a missing file is a new, empty tour).
@@ -177,6 +179,7 @@ pub fn run(opts: ExplorerOptions) -> Result<()> {
     app.model.random_seed = opts.settings.random_weights.unwrap_or(0);
     app.present.export_dir = opts.start.export_dir.clone();
     app.present.tour = opts.start.tour.clone();
+    app.region = opts.start.region.clone();
     if let Some(i) = opts.start.step {
         app.start_on_step(i);
     }

@@ -1311,3 +1311,51 @@ fn the_model_picker_scrolls_to_its_choice() {
         "{s}"
     );
 }
+
+/// `r` analyses only some lines of the file: they become the snippet (dedented), the
+/// code panel names them, a bad range says why and changes nothing, and an empty answer
+/// brings the whole file back.
+#[test]
+fn r_analyses_a_region_of_the_file_and_empty_brings_the_whole_back() {
+    let whole = "import os\n\n\ndef area(w, h):\n    return w * h\n\n\ndef twice(x):\n    y = x + x\n    return y\n";
+    let mut app = ready(whole, 120, 40);
+    let n_whole = app.prepared().unwrap().tokens.len();
+    typed(&mut app, "r");
+    assert!(screen(&app).contains("lines A-B:"), "{}", screen(&app));
+    typed(&mut app, "8-10");
+    press(&mut app, &[KeyCode::Enter]);
+    assert_eq!(app.doc.text, "def twice(x):\n    y = x + x\n    return y\n");
+    assert!(app.doc.name.ends_with("lines 8-10"), "{}", app.doc.name);
+    let a = app.prepared().expect("the region is analysed");
+    assert!(a.tokens.len() < n_whole);
+    assert!(a.tokens.iter().all(|t| !t.text.contains("area")));
+    let s = screen(&app);
+    assert!(s.contains("lines 8-10"), "{s}");
+    // A method indented in its class parses as a method: dedented.
+    let r = app.region.clone().unwrap();
+    assert_eq!((r.text.as_str(), r.lines), (whole, (8, 10)));
+    // A bad range: a warning, the region stays.
+    typed(&mut app, "r");
+    press(&mut app, &[KeyCode::Backspace; 8]);
+    typed(&mut app, "40-50");
+    press(&mut app, &[KeyCode::Enter]);
+    assert!(
+        screen(&app).contains("the snippet has 10 lines"),
+        "{}",
+        screen(&app)
+    );
+    assert!(app.doc.name.ends_with("lines 8-10"));
+    // Another range of the whole file (not of the region).
+    typed(&mut app, "r");
+    press(&mut app, &[KeyCode::Backspace; 8]);
+    typed(&mut app, "4-5");
+    press(&mut app, &[KeyCode::Enter]);
+    assert_eq!(app.doc.text, "def area(w, h):\n    return w * h\n");
+    // Empty: the whole file again, analysed.
+    typed(&mut app, "r");
+    press(&mut app, &[KeyCode::Backspace; 8]);
+    press(&mut app, &[KeyCode::Enter]);
+    assert_eq!(app.doc.text, whole);
+    assert!(app.region.is_none());
+    assert_eq!(app.prepared().unwrap().tokens.len(), n_whole);
+}

@@ -595,3 +595,47 @@ fn tty_ascii_draws_with_ascii_only() {
         assert_eq!(wait_file(&exit, 30), "0");
     }
 }
+
+/// `--lines A-B` starts the explorer on those lines of the file (the code panel names
+/// them); a range past the end is a one-line error (exit 1), a reversed one a usage error,
+/// and `--lines` before a command is refused rather than ignored.
+#[test]
+fn tty_lines_starts_on_a_region() {
+    let d = tempfile::tempdir().unwrap();
+    let text = format!("import os\n\n\n{AREA}");
+    std::fs::write(d.path().join("area.py"), &text).unwrap();
+    let tmux = Tmux::new("lines");
+    let exit = start_cmd(
+        &tmux,
+        d.path(),
+        &sandbox(d.path()),
+        &format!("--lines 4-99 --model '{}' area.py", model()),
+    );
+    tmux.wait_for("the analysis", 120, analysed);
+    let s = tmux.screen();
+    let last = text.lines().count();
+    assert!(s.contains(&format!("area.py lines 4-{last}")), "{s}");
+    assert!(!s.contains("import os"), "{s}");
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0");
+    let cmd = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_codescope"))
+            .env("CODESCOPE_LOG_FILE", d.path().join("log"))
+            .current_dir(d.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = cmd(&["--lines", "90-99", "area.py"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("the snippet has {last} lines")),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(cmd(&["--lines", "9-2", "area.py"]).status.code(), Some(2));
+    let o = cmd(&["--lines", "1-2", "syntax", "area.py"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is the explorer's"));
+}

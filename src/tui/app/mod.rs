@@ -77,6 +77,18 @@ pub enum PromptKind {
     Twin,
     /// The caption of the tour step `B` adds.
     Caption,
+    /// The lines to analyse (`r`): `A-B`, empty for the whole file.
+    Region,
+}
+
+/// The whole file while only some of its lines are analysed (`r`, `--lines`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    /// The whole file's name and text.
+    pub name: String,
+    pub text: String,
+    /// The lines analysed (1-based, inclusive).
+    pub lines: (usize, usize),
 }
 
 /// What is drawn over the panels.
@@ -139,6 +151,8 @@ pub struct App {
     pub knockout: knockout::KnockoutMode,
     /// Exports, the overview, the pinned head, tours and sessions.
     pub present: Present,
+    /// Only some lines of the file are analysed: the whole file and which lines.
+    pub region: Option<Region>,
     /// Last terminal size seen.
     pub size: (u16, u16),
     pub quit: bool,
@@ -175,6 +189,7 @@ impl App {
                 export_dir: crate::export::export_dir(None),
                 ..Present::default()
             },
+            region: None,
             size: (120, 40),
             quit: false,
             armed: None,
@@ -1135,6 +1150,14 @@ impl App {
                     "the edited snippet is not saved (x exports it); press o again to open another file",
                 );
             }
+            Command::Region => {
+                let current = self
+                    .region
+                    .as_ref()
+                    .map(|r| format!("{}-{}", r.lines.0, r.lines.1))
+                    .unwrap_or_default();
+                self.overlay = Overlay::Prompt(PromptKind::Region, LineInput::new(&current))
+            }
             Command::Open => {
                 // The line above the prompt shows its completions from now on.
                 self.status.message = None;
@@ -1232,6 +1255,54 @@ impl App {
                 Vec::new()
             }
             PromptKind::Caption => self.add_step(text),
+            PromptKind::Region => {
+                if text.trim().is_empty() {
+                    return self.set_region(None);
+                }
+                match crate::tui::data::parse_lines(&text) {
+                    Ok(r) => self.set_region(Some(r)),
+                    Err(e) => {
+                        self.status.warn(e);
+                        Vec::new()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Analyse only lines `A-B` of the file (`None`: the whole file again). The lines
+    /// become the snippet (their common indentation taken off); the whole file is kept, so
+    /// another range or the whole can follow.
+    pub fn set_region(&mut self, lines: Option<(usize, usize)>) -> Vec<Effect> {
+        let (name, text) = match &self.region {
+            Some(r) => (r.name.clone(), r.text.clone()),
+            None => (self.doc.name.clone(), self.doc.text.clone()),
+        };
+        let lang = self.doc.lang;
+        let Some(range) = lines else {
+            if self.region.take().is_none() {
+                self.status.info("the whole file is analysed already");
+                return Vec::new();
+            }
+            self.status.info(format!("the whole of {name} again"));
+            return self.set_doc(Doc::new(name, text, lang));
+        };
+        match crate::tui::data::region(&text, range) {
+            Err(e) => {
+                self.status.warn(e);
+                Vec::new()
+            }
+            Ok((part, (a, b))) => {
+                self.status.info(format!(
+                    "analysing lines {a}-{b} of {name} (r: other lines, empty: the whole file)"
+                ));
+                self.region = Some(Region {
+                    name: name.clone(),
+                    text,
+                    lines: (a, b),
+                });
+                self.set_doc(Doc::new(format!("{name} lines {a}-{b}"), part, lang))
+            }
         }
     }
 

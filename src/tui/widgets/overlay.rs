@@ -118,6 +118,7 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
         PromptKind::Search => " search /",
         PromptKind::Twin => " twin file: ",
         PromptKind::Caption => " caption of the new step: ",
+        PromptKind::Region => " lines A-B: ",
     };
     let last = app.view.search.as_deref().map(|s| clip(s, 16));
     let hint = match (kind, last) {
@@ -130,6 +131,9 @@ pub fn prompt(app: &App, f: &mut Frame, status: Rect, kind: PromptKind, input: &
         (PromptKind::Search, None) => "  (Enter: find · Esc: cancel)".to_string(),
         (PromptKind::Caption, _) => {
             "  (Enter: add the step · empty: no caption · Esc: cancel)".to_string()
+        }
+        (PromptKind::Region, _) => {
+            "  (Enter: analyse those lines · empty: the whole file · Esc: cancel)".to_string()
         }
     };
     let hint = if label.len() + hint.chars().count() + 12 > status.width as usize {
