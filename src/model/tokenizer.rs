@@ -67,6 +67,11 @@ pub struct Encoded {
 #[derive(Clone)]
 pub struct CodeTokenizer {
     inner: Inner,
+    /// UniXcoder's mode prefix: the ids of `<encoder-only>` and `</s>`, when the
+    /// vocabulary has that mode token (only UniXcoder's does). Its authors' encoder input
+    /// is `<s> <encoder-only> </s> tokens </s>` (their `unixcoder.py`), and so is the
+    /// study's (its attention `merge_tokens_and_attention`, start index 3).
+    mode_prefix: Option<(u32, u32)>,
 }
 
 #[derive(Clone)]
@@ -108,8 +113,12 @@ impl CodeTokenizer {
             .with_truncation(None)
             .map_err(|e| tk_err("disabling truncation", e))?;
         inner.with_padding(None);
+        let mode_prefix = inner
+            .token_to_id(UNIXCODER_MODE)
+            .zip(inner.token_to_id("</s>"));
         Ok(CodeTokenizer {
             inner: Inner::Hf(Box::new(inner)),
+            mode_prefix,
         })
     }
 
@@ -126,6 +135,7 @@ impl CodeTokenizer {
         if let Some(spm) = super::gguf_tokenizer::fast_from_gguf(file.metadata(), stored)? {
             return Ok(CodeTokenizer {
                 inner: Inner::Spm(std::sync::Arc::new(spm)),
+                mode_prefix: None,
             });
         }
         Self::from_tokenizer(super::gguf_tokenizer::from_gguf(file.metadata())?)
@@ -174,7 +184,7 @@ impl CodeTokenizer {
         let toks = enc.get_tokens();
         let offs = enc.get_offsets();
         let special = enc.get_special_tokens_mask();
-        Ok((0..ids.len())
+        let mut out: Vec<Subword> = (0..ids.len())
             .map(|i| {
                 let is_special = special[i] == 1;
                 let (start, end) = if is_special { (0, 0) } else { offs[i] };
@@ -186,7 +196,21 @@ impl CodeTokenizer {
                     special: is_special,
                 }
             })
-            .collect())
+            .collect();
+        // UniXcoder: its mode tokens after the leading `<s>`.
+        if let (Some((mode, sep)), Some(first)) = (self.mode_prefix, out.first()) {
+            if first.special {
+                let special = |id: u32, text: &str| Subword {
+                    id,
+                    text: text.to_string(),
+                    start: 0,
+                    end: 0,
+                    special: true,
+                };
+                out.splice(1..1, [special(mode, UNIXCODER_MODE), special(sep, "</s>")]);
+            }
+        }
+        Ok(out)
     }
 
     /// Tokenize `text` with special tokens and fit it into `window` tokens.
@@ -223,6 +247,9 @@ impl CodeTokenizer {
         })
     }
 }
+
+/// UniXcoder's encoder-only mode token ([`CodeTokenizer`]'s mode prefix).
+pub const UNIXCODER_MODE: &str = "<encoder-only>";
 
 /// Build the `tokenizers` tokenizer as the files describe it (settings untouched).
 pub fn build(files: &TokenizerFiles, dir: &Path) -> Result<Tokenizer> {

@@ -321,3 +321,76 @@ fn bert_prefix_in_checkpoint_names_is_stripped() {
         trace(&plain, CODE).attention.layers
     );
 }
+
+/// UniXcoder's input form: a vocabulary with its `<encoder-only>` mode token gets
+/// `<s> <encoder-only> </s> code </s>` (its authors' and the study's encoder input), the
+/// mode tokens special (so no code token aligns to them), through `trace` and `analyze`;
+/// any other vocabulary is encoded as before.
+#[test]
+fn a_unixcoder_vocabulary_gets_its_mode_prefix() {
+    use crate::cli_sources::{ok, sandboxed};
+    let root = tempfile::tempdir().unwrap();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_roberta");
+    let uni = root.path().join("tiny_unixcoder");
+    std::fs::create_dir(&uni).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, uni.join(p.file_name().unwrap())).unwrap();
+    }
+    // Give a vocabulary entry UniXcoder's mode token (its id stays in the embedding).
+    let vocab: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(uni.join("vocab.json")).unwrap()).unwrap();
+    // `<mask>`: a vocabulary entry the sample never produces and BPE merges never need.
+    let victim = "<mask>".to_string();
+    let id = vocab[&victim].as_u64().unwrap();
+    let mut renamed = vocab.clone();
+    renamed.remove(&victim);
+    renamed.insert("<encoder-only>".into(), id.into());
+    std::fs::write(
+        uni.join("vocab.json"),
+        serde_json::to_string(&renamed).unwrap(),
+    )
+    .unwrap();
+    let sample = root.path().join("s.py");
+    std::fs::write(&sample, "def f(x):\n    return x + 1\n").unwrap();
+    let trace = |m: &std::path::Path| -> serde_json::Value {
+        let o = sandboxed(root.path())
+            .args(["trace", "--json", "--model"])
+            .arg(m)
+            .arg(&sample)
+            .output()
+            .unwrap();
+        serde_json::from_str(&ok(&o)).unwrap()
+    };
+    let (plain, with) = (trace(&src), trace(&uni));
+    let ids = |v: &serde_json::Value| -> Vec<u64> {
+        v["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_u64().unwrap())
+            .collect()
+    };
+    let (a, b) = (ids(&plain), ids(&with));
+    assert_eq!(b.len(), a.len() + 2, "{a:?} {b:?}");
+    let sep = *a.last().unwrap();
+    assert_eq!((b[0], b[1], b[2]), (a[0], id, sep), "{b:?}");
+    assert_eq!(&b[3..], &a[1..]);
+    let toks = with["tokens"].as_array().unwrap();
+    assert!(toks[1]["special"].as_bool().unwrap() && toks[2]["special"].as_bool().unwrap());
+    assert_eq!(toks[1]["text"], "<encoder-only>");
+    // The analysis covers the same code tokens either way.
+    let analyze = |m: &std::path::Path| -> serde_json::Value {
+        let o = sandboxed(root.path())
+            .args(["analyze", "--json", "--model"])
+            .arg(m)
+            .arg(&sample)
+            .output()
+            .unwrap();
+        serde_json::from_str(&ok(&o)).unwrap()
+    };
+    assert_eq!(
+        analyze(&src)["analysed_tokens"],
+        analyze(&uni)["analysed_tokens"]
+    );
+}
