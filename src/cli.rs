@@ -495,9 +495,20 @@ pub struct KnockoutArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["file", "data"])))]
 pub struct AblateArgs {
     /// Input file, or `-` for stdin.
-    pub file: String,
+    pub file: Option<String>,
+    /// A corpus instead of one file (as for reproduce): per head, the mean effect over
+    /// snippets on identifiers and on syntactic tokens, with a bootstrap 95% interval.
+    #[arg(long, conflicts_with = "file")]
+    pub data: Option<String>,
+    /// With --data: use at most this many snippets.
+    #[arg(long, requires = "data")]
+    pub limit: Option<usize>,
+    /// With --data: seed of the bootstrap.
+    #[arg(long, default_value_t = 0, requires = "data")]
+    pub seed: u64,
     /// Replace each head's output by zeros or by its mean over the snippet's positions.
     #[arg(long, value_parser = ["zero", "mean"], default_value = "zero")]
     pub ablation: String,

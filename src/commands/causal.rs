@@ -60,13 +60,47 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
 
 pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> Result<()> {
     use crate::analysis::causal;
-    let inp = input::read(&args.file)?;
-    let lang = settings.language_for(&args.file, &inp.text);
-    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
     let mode = match args.ablation.as_str() {
         "mean" => crate::model::AblationMode::Mean,
         _ => crate::model::AblationMode::Zero,
     };
+    if let Some(data) = &args.data {
+        let path = if data == "stdlib" {
+            python_stdlib()?
+        } else {
+            std::path::PathBuf::from(data)
+        };
+        let corpus = crate::corpus::load(&path, settings.lang, args.limit)?;
+        if corpus.snippets.is_empty() {
+            return Err(Error::Input {
+                name: path.display().to_string(),
+                reason: "holds no usable snippet".into(),
+            });
+        }
+        let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+        let mut progress = |done: usize, total: usize| {
+            tracing::info!(done, total, "ablation corpus progress");
+        };
+        let r = causal::ablate_corpus(
+            &m,
+            &corpus.snippets,
+            mode,
+            args.mode,
+            args.seed,
+            &mut progress,
+        )?;
+        let name = crate::error::printable(data, false).into_owned();
+        return print_out(
+            &args.out,
+            || r.to_json(&m.info, &name),
+            || r.to_csv(),
+            || r.summary_text(&name),
+        );
+    }
+    let file = args.file.as_deref().unwrap_or("-");
+    let inp = input::read(file)?;
+    let lang = settings.language_for(file, &inp.text);
+    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
     let p = causal::Prepared::new(&m, &inp.text, lang, args.mode, true)?;
     let r = causal::ablate(&m, &p, mode, &mut |_, _, _| false)?;
     print_out(

@@ -659,3 +659,78 @@ fn compare_and_probe_run_on_the_encoder_decoders() {
         );
     }
 }
+
+/// `ablate --data`: per head and class, the mean over snippets of each snippet's own
+/// effect (what `ablate FILE` gives for it), with a bootstrap interval that holds the
+/// mean (a single value's interval is that value); JSON, CSV and the text table.
+#[test]
+fn a_corpus_ablation_averages_each_snippets_grid() {
+    let env = Env::new();
+    let dir = env.root.join("corpus");
+    std::fs::create_dir_all(&dir).unwrap();
+    let other = "def twice(x):\n    y = x + x\n    return y\n";
+    std::fs::write(dir.join("a.py"), CODE).unwrap();
+    std::fs::write(dir.join("b.py"), other).unwrap();
+    let one = |f: &str| run_json(&env, "tiny_llama", &dir.join(f), &["ablate"]);
+    let (a, b) = (one("a.py"), one("b.py"));
+    let corpus = |args: &[&str]| {
+        let o = env
+            .cmd()
+            .args(["--model", &fixture("tiny_llama"), "ablate"])
+            .args(args)
+            .arg("--data")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        ok(&o)
+    };
+    let v: Value = serde_json::from_str(&corpus(&["--json"])).unwrap();
+    assert_eq!(
+        (v["snippets"].as_u64(), v["failed"].as_u64()),
+        (Some(2), Some(0))
+    );
+    assert_eq!(v["measure"], "bits");
+    let heads = v["heads"].as_array().unwrap();
+    let per_a = a["heads"].as_array().unwrap();
+    assert_eq!(
+        heads.len(),
+        per_a.len() * 2,
+        "identifier and syntactic per head"
+    );
+    for (k, h) in heads.iter().enumerate() {
+        let (ha, hb) = (&per_a[k / 2], &b["heads"][k / 2]);
+        assert_eq!((&h["layer"], &h["head"]), (&ha["layer"], &ha["head"]));
+        let class = ["identifier", "syntactic"][k % 2];
+        assert_eq!(h["class"], class);
+        let vals: Vec<f64> = [ha, hb].iter().filter_map(|x| x[class].as_f64()).collect();
+        assert_eq!(h["snippets"].as_u64(), Some(vals.len() as u64));
+        let want = vals.iter().sum::<f64>() / vals.len() as f64;
+        let mean = h["mean"].as_f64().unwrap();
+        assert!(
+            (mean - want).abs() < 1e-5 * want.abs().max(1.0),
+            "{h} vs {want}"
+        );
+        let (lo, hi) = (h["lo"].as_f64().unwrap(), h["hi"].as_f64().unwrap());
+        assert!(lo <= mean + 1e-9 && mean <= hi + 1e-9, "{h}");
+        assert!(
+            lo >= vals.iter().cloned().fold(f64::MAX, f64::min) - 1e-9,
+            "{h}"
+        );
+    }
+    let csv = corpus(&["--csv"]);
+    assert!(csv.starts_with("layer,head,class,snippets,mean,lo,hi\n"));
+    assert_eq!(csv.lines().count(), heads.len() + 1);
+    let text = corpus(&[]);
+    assert!(
+        text.contains("identifier: the heads that matter most"),
+        "{text}"
+    );
+    assert!(text.contains("2 snippets (0 failed)"), "{text}");
+    // One of file and --data is needed.
+    let o = env
+        .cmd()
+        .args(["--model", &fixture("tiny_llama"), "ablate"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
