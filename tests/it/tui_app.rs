@@ -1351,11 +1351,18 @@ fn r_analyses_a_region_of_the_file_and_empty_brings_the_whole_back() {
     typed(&mut app, "4-5");
     press(&mut app, &[KeyCode::Enter]);
     assert_eq!(app.doc.text, "def area(w, h):\n    return w * h\n");
+    // An edit of the lines shown is not carried into the whole file, and it says so.
+    typed(&mut app, "e");
+    app.type_keys("# note\n");
+    let fx = app.update(key(KeyCode::Esc));
+    serve(&mut app, fx);
+    assert!(app.doc.edited);
     // Empty: the whole file again, analysed.
     typed(&mut app, "r");
     press(&mut app, &[KeyCode::Backspace; 8]);
     press(&mut app, &[KeyCode::Enter]);
     assert_eq!(app.doc.text, whole);
+    assert!(screen(&app).contains("not kept"), "{}", screen(&app));
     assert!(app.region.is_none());
     assert_eq!(app.prepared().unwrap().tokens.len(), n_whole);
 }

@@ -1279,12 +1279,19 @@ impl App {
             None => (self.doc.name.clone(), self.doc.text.clone()),
         };
         let lang = self.doc.lang;
+        // An edit of the lines shown is not carried into the whole file.
+        let dropped = if self.region.is_some() && self.doc.edited {
+            " (the edit of the lines shown is not kept)"
+        } else {
+            ""
+        };
         let Some(range) = lines else {
             if self.region.take().is_none() {
                 self.status.info("the whole file is analysed already");
                 return Vec::new();
             }
-            self.status.info(format!("the whole of {name} again"));
+            self.status
+                .info(format!("the whole of {name} again{dropped}"));
             return self.set_doc(Doc::new(name, text, lang));
         };
         match crate::tui::data::region(&text, range) {
@@ -1294,7 +1301,7 @@ impl App {
             }
             Ok((part, (a, b))) => {
                 self.status.info(format!(
-                    "analysing lines {a}-{b} of {name} (r: other lines, empty: the whole file)"
+                    "analysing lines {a}-{b} of {name} (r: other lines, empty: the whole file){dropped}"
                 ));
                 self.region = Some(Region {
                     name: name.clone(),
