@@ -270,6 +270,7 @@ fn event_loop(
     let mut pending: Vec<Effect> = app.start();
     let mut saved = app.doc.text.clone();
     let mut full_screen_logged = false;
+    let mut layer_logged: Option<u64> = None;
     loop {
         // Carry out effects; exports and labels feed their result back as a message.
         let mut follow = Vec::new();
@@ -338,6 +339,17 @@ fn event_loop(
             saved = app.doc.text.clone();
         }
         terminal.draw(|f| widgets::draw(app, f)).map_err(io)?;
+        // The timing of the first layer of each analysis on screen (docs/performance.md).
+        if let Some(pt) = app.partial().filter(|pt| layer_logged != Some(pt.req)) {
+            layer_logged = Some(pt.req);
+            let since_start_ms = crate::logging::started().elapsed().as_millis() as u64;
+            tracing::info!(
+                req = pt.req,
+                layers_in = pt.have(),
+                since_start_ms,
+                "first analysis layer on screen"
+            );
+        }
         if !full_screen_logged && app.prepared().is_some() && !app.stale() {
             full_screen_logged = true;
             let ms = crate::logging::started().elapsed().as_millis() as u64;
