@@ -27,7 +27,10 @@
 //! the budget (`CODESCOPE_ATTENTION_BUDGET_MB`), else none, optionally with the hidden
 //! state entering each layer so that the viewer recomputes the layer it shows
 //! ([`SnippetAnalysis::layer_matrices`]). [`from_trace`] feeds a finished trace's layers
-//! through the same code: all give identical numbers.
+//! through the same code: all give identical numbers. Each layer's results also go to
+//! [`RunOptions::on_layer`] as soon as they exist (the explorer shows them while the pass
+//! runs), and causal models can keep the final norm's output ([`RunOptions::keep_final`])
+//! for the LM head to run on alone later ([`SnippetAnalysis::with_lm_head`]).
 //!
 //! This is where `syntax` and `model` meet, through byte spans only. Nothing here holds a
 //! tensor: inputs are a [`Syntax`] and a [`Trace`], outputs plain data. The subword

@@ -10,6 +10,13 @@
 //! as failures; the worker keeps serving. (Shape of gitui's `asyncjob`: one slot per job
 //! kind, a generation counter to recognise superseded work.)
 //!
+//! An analysis sends each layer's code-token attention and head scores as soon as the
+//! forward pass has computed it ([`WorkerMsg::AnalysedLayer`], nothing once superseded),
+//! then the finished analysis. `S` (surprisal) on the analysis shown runs only the LM head
+//! over the final hidden state it kept ([`SnippetAnalysis::with_lm_head`]) when the job
+//! carries it and it is of the same snippet, input mode and model; otherwise the whole
+//! pass with the head.
+//!
 //! The explorer's analyses keep their code-token matrices when they fit the attention
 //! budget; for longer inputs they keep the hidden state entering each layer instead, and
 //! layer jobs recompute the matrices of the layer on screen ([`Effect::Layer`]: one
@@ -471,6 +478,12 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
         .as_ref()
         .filter(|b| job.surprisal && reusable(b, m, &job));
     let t0 = Instant::now();
+    tracing::info!(
+        req,
+        lm_head_only = base.is_some(),
+        since_start_ms = crate::logging::started().elapsed().as_millis() as u64,
+        "explorer analysis started"
+    );
     // The layers as they come: what they share is made once, at the first.
     let frame: Mutex<Option<Arc<PartialFrame>>> = Mutex::new(None);
     let on_layer = |d: analysis::LayerDone<'_>| {
