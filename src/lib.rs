@@ -53,8 +53,11 @@
 //! effects; at its end `settle` keeps the cursor in view using the pure layout
 //! ([`tui::layout`]) -> the runtime carries out the effects (an edit: `Effect::Parse` to
 //! the I/O thread, whose `Msg::Parsed` leads to `Effect::Analyse` for the model worker,
-//! which runs [`analysis::run`] and answers `WorkerMsg::Analysed`) -> once the batch is
-//! applied, [`tui::widgets::draw`] renders `&App` into the frame.
+//! which runs [`analysis::run`], sends each finished layer as `WorkerMsg::AnalysedLayer`
+//! (from [`analysis::RunOptions::on_layer`]; the heat map and head grid show them as they
+//! come) and answers `WorkerMsg::Analysed`; `S` on an analysis that kept its final hidden
+//! state runs only the LM head, [`analysis::SnippetAnalysis::with_lm_head`]) -> once the
+//! batch is applied, [`tui::widgets::draw`] renders `&App` into the frame.
 //!
 //! Untrusted model files, indexes and hubs are handled in [`model`] (`source`, `gguf`,
 //! `pickle`, `weights`, `integrity`, `limits`; README "Trust and limits").

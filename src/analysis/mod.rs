@@ -27,7 +27,10 @@
 //! the budget (`CODESCOPE_ATTENTION_BUDGET_MB`), else none, optionally with the hidden
 //! state entering each layer so that the viewer recomputes the layer it shows
 //! ([`SnippetAnalysis::layer_matrices`]). [`from_trace`] feeds a finished trace's layers
-//! through the same code: all give identical numbers.
+//! through the same code: all give identical numbers. Each layer's results also go to
+//! [`RunOptions::on_layer`] as soon as they exist (the explorer shows them while the pass
+//! runs), and causal models can keep the final norm's output ([`RunOptions::keep_final`])
+//! for the LM head to run on alone later ([`SnippetAnalysis::with_lm_head`]).
 //!
 //! This is where `syntax` and `model` meet, through byte spans only. Nothing here holds a
 //! tensor: inputs are a [`Syntax`] and a [`Trace`], outputs plain data. The subword
@@ -86,6 +89,7 @@ impl Mode {
 }
 
 /// Everything the pipeline derives from one snippet.
+#[derive(Clone)]
 pub struct SnippetAnalysis {
     pub mode: Mode,
     pub threshold: f32,
@@ -130,6 +134,10 @@ pub struct SnippetAnalysis {
     /// What recomputes a layer's matrices when they were not kept
     /// ([`Matrices::OnDemand`] on a long input).
     pub layer_inputs: Option<Arc<LayerInputs>>,
+    /// Causal models analysed without the LM head ([`RunOptions::keep_final`]): the
+    /// final norm's output, over which the head alone gives the surprisal later
+    /// ([`SnippetAnalysis::with_lm_head`]).
+    pub final_hidden: Option<Arc<FinalHidden>>,
     /// Paper mode: why the study's comment and docstring removal could not be applied
     /// (the study dropped such snippets; the analysis kept the text as written).
     pub input_note: Option<String>,
@@ -206,6 +214,29 @@ impl SnippetAnalysis {
         Ok(out)
     }
 
+    /// This analysis with its surprisal and next-token predictions from the LM head of
+    /// `model` (the one that made it), run over the kept final hidden state alone
+    /// ([`LoadedModel::surprisal_from_final`]): no layer runs again, and the bits are
+    /// those a pass with the head gives. An error when the analysis kept no final
+    /// hidden state (an encoder, or it was made with the head or by another front end).
+    pub fn with_lm_head(
+        &self,
+        model: &LoadedModel,
+        cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+    ) -> Result<SnippetAnalysis> {
+        let start = Instant::now();
+        let fh = self
+            .final_hidden
+            .as_ref()
+            .ok_or_else(|| Error::Compute("this analysis kept no final hidden state".into()))?;
+        let s = model.surprisal_from_final(&fh.ids, &fh.hidden, cancel)?;
+        let mut a = self.clone();
+        a.trace.surprisal = Some(s);
+        a.surprisal = TokenSurprisal::new(&a.trace, &a.alignment);
+        a.elapsed = start.elapsed();
+        Ok(a)
+    }
+
     /// Whether the analysed position `k` is an identifier.
     pub fn is_ident(&self, k: usize) -> bool {
         let t = self.token_attention.tokens[k];
@@ -264,6 +295,43 @@ pub struct LayerInputs {
     pub agg: attention::Aggregator,
 }
 
+/// The final norm's output of an analysis' forward pass ([`RunOptions::keep_final`]):
+/// what the LM head alone turns into surprisal.
+pub struct FinalHidden {
+    /// The ids the model ran.
+    pub ids: Vec<u32>,
+    /// `[pos * hidden + d]`.
+    pub hidden: Vec<f32>,
+}
+
+/// One layer of an analysis in progress, handed to [`RunOptions::on_layer`] as soon as
+/// the forward pass has computed it: the same numbers the finished analysis will hold
+/// for this layer.
+pub struct LayerDone<'a> {
+    pub layer: usize,
+    pub layers: usize,
+    pub heads: usize,
+    /// Analysed position → index into `codes` (as [`TokenAttention::tokens`]).
+    pub tokens: &'a [usize],
+    /// The input's code tokens ([`SnippetAnalysis::tokens`]).
+    pub codes: &'a [CodeToken],
+    /// This layer's code-token attention `[head][i][j]`.
+    pub attention: &'a [f32],
+    /// Per graph: the gold graph restricted to the analysed tokens.
+    pub golds: &'a BTreeMap<Graph, GoldMask>,
+    /// The analysis threshold, that of `scores`.
+    pub threshold: f32,
+    /// Per graph: every head's score at `threshold`.
+    pub scores: BTreeMap<Graph, Vec<Score>>,
+    /// Per head: the coarse (2x2) category matrix.
+    pub coarse: Vec<CategoryMatrix>,
+    /// Per head: mean row entropy (bits).
+    pub entropy: &'a [f64],
+    /// Every layer's matrices are kept (the finished analysis is
+    /// [`TokenAttention::resident`]).
+    pub keep: bool,
+}
+
 /// What the pipeline computes beyond the attention analyses, and how to stop it.
 #[derive(Clone, Copy, Default)]
 pub struct RunOptions<'a> {
@@ -277,6 +345,13 @@ pub struct RunOptions<'a> {
     pub cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
     /// Which code-token matrices to keep (and so how long the input may be).
     pub matrices: Matrices,
+    /// Causal models analysed without the LM head: keep the final norm's output
+    /// ([`SnippetAnalysis::final_hidden`], `n x hidden` floats) so that the head can run
+    /// on it alone later (the explorer's `S`).
+    pub keep_final: bool,
+    /// Called with each layer's results as soon as the forward pass has computed it, in
+    /// layer order (the explorer shows layers as they come).
+    pub on_layer: Option<&'a (dyn Fn(LayerDone<'_>) + Sync)>,
 }
 
 /// Parse a snippet; the syntax layer's refusals become [`Error::Syntax`].
@@ -348,16 +423,37 @@ pub fn run(
         "analysing layer by layer"
     );
     let ids = on_demand.then(|| enc.ids.clone());
+    let final_ids = (ro.keep_final && info.causal && !ro.lm).then(|| enc.ids.clone());
     let st = std::sync::Mutex::new(st);
-    let sink =
-        |l: usize, att: Vec<f32>| st.lock().unwrap_or_else(|e| e.into_inner()).layer(l, &att);
+    let codes = &input.tokens;
+    let sink = |l: usize, att: Vec<f32>| {
+        let mut st = st.lock().unwrap_or_else(|e| e.into_inner());
+        st.layer(l, &att)?;
+        drop(att);
+        if let Some(f) = ro.on_layer {
+            f(st.done(l, codes));
+        }
+        Ok(())
+    };
+    let last = std::sync::Mutex::new(None);
+    let keep_last = |h: Vec<f32>| *last.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
     let fwd = ForwardOptions {
         hidden: ro.hidden || on_demand,
         cancel: ro.cancel,
         on_attention: Some(&sink),
+        on_final: final_ids
+            .is_some()
+            .then_some(&keep_last as &(dyn Fn(Vec<f32>) + Sync)),
         ..Default::default()
     };
     let mut trace = model.trace_encoded(&input.text, enc, &fwd, ro.lm && info.causal)?;
+    let final_hidden = match (
+        final_ids,
+        last.into_inner().unwrap_or_else(|e| e.into_inner()),
+    ) {
+        (Some(ids), Some(hidden)) => Some(Arc::new(FinalHidden { ids, hidden })),
+        _ => None,
+    };
     let done = st
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
@@ -390,6 +486,7 @@ pub fn run(
         a.features = features;
         a.layer_inputs = layer_inputs;
     }
+    a.final_hidden = final_hidden;
     a.elapsed = start.elapsed();
     Ok(a)
 }
@@ -520,6 +617,18 @@ pub fn from_trace(
     a
 }
 
+/// The explorer's gold overlay over `n` analysed tokens: an AST motif or data-flow edge
+/// `i -> j` ([`SnippetAnalysis::gold_any`]).
+pub fn gold_any(golds: &BTreeMap<Graph, GoldMask>, n: usize) -> Vec<bool> {
+    let mut any = vec![false; n * n];
+    for g in [Graph::AstMotif, Graph::Dfg] {
+        for (o, &b) in any.iter_mut().zip(&golds[&g].mask) {
+            *o |= b;
+        }
+    }
+    any
+}
+
 /// The [`SnippetAnalysis`] from the layer-by-layer results and what the trace adds
 /// (surprisal, hidden states); the trace's subword tensors are dropped.
 fn assemble(
@@ -532,12 +641,7 @@ fn assemble(
 ) -> SnippetAnalysis {
     let ta = done.token_attention;
     let golds = done.golds;
-    let mut gold_any = vec![false; ta.n() * ta.n()];
-    for g in [Graph::AstMotif, Graph::Dfg] {
-        for (o, &b) in gold_any.iter_mut().zip(&golds[&g].mask) {
-            *o |= b;
-        }
-    }
+    let gold_any = gold_any(&golds, ta.n());
     let coarse_of = |rows: &[CategoryMatrix]| -> Vec<CategoryMatrix> {
         rows.iter().map(CategoryMatrix::coarse_of_fine).collect()
     };
@@ -581,6 +685,7 @@ fn assemble(
         surprisal,
         features,
         layer_inputs: None,
+        final_hidden: None,
         input_note: None,
         elapsed: Duration::ZERO,
     }

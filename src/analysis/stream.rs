@@ -192,6 +192,37 @@ impl LayerStream {
         Ok(())
     }
 
+    /// What layer `l` (the last one fed) gave, for a viewer that shows layers as they
+    /// come ([`super::RunOptions::on_layer`]); `codes` are the input's code tokens.
+    pub fn done<'a>(&'a self, l: usize, codes: &'a [CodeToken]) -> super::LayerDone<'a> {
+        let n = self.n();
+        let per = self.heads * n * n;
+        let start = if self.keep { l * per } else { 0 };
+        let scores = self
+            .golds
+            .keys()
+            .enumerate()
+            .map(|(g, graph)| (*graph, self.scores[l].iter().map(|h| h[g][0]).collect()))
+            .collect();
+        super::LayerDone {
+            layer: l,
+            layers: self.layers,
+            heads: self.heads,
+            tokens: &self.agg.tokens,
+            codes,
+            attention: &self.data[start..start + per],
+            golds: &self.golds,
+            threshold: self.ts[0],
+            scores,
+            coarse: self.fine[l]
+                .iter()
+                .map(CategoryMatrix::coarse_of_fine)
+                .collect(),
+            entropy: &self.entropy[l],
+            keep: self.keep,
+        }
+    }
+
     /// The results once every layer has been fed.
     pub fn finish(self) -> Result<Streamed> {
         if self.scores.len() != self.layers {

@@ -160,9 +160,18 @@ impl<'o, 'c> Pass<'o, 'c> {
         if self.opts.partial.is_some_and(|p| !p.logits) {
             return Ok(self.capture);
         }
-        let last = norm(x)?;
-        if self.opts.hidden && self.opts.partial.is_none() {
-            self.capture.push_hidden(&last)?;
+        // A partial pass from the last layer's end was handed the final norm's output.
+        let last = match &self.opts.partial {
+            Some(p) if p.first >= self.layers => x.clone(),
+            _ => norm(x)?,
+        };
+        if self.opts.partial.is_none() {
+            if self.opts.hidden {
+                self.capture.push_hidden(&last)?;
+            }
+            if let Some(keep) = self.opts.on_final {
+                keep(last.flatten_all()?.to_vec1::<f32>()?);
+            }
         }
         if let Some(sink) = sink {
             if self.opts.cancelled(self.layers) {

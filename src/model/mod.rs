@@ -290,12 +290,19 @@ pub struct ForwardOptions<'a> {
     /// layer's residual stream through the final norm and the LM head, handed to this
     /// sink layer by layer after the pass (see [`intervene::LensSink`]).
     pub lens: Option<&'a intervene::LensSink<'a>>,
+    /// Decoders: the final norm's output (the last hidden state, `[pos * hidden + d]`) of
+    /// a full pass goes to this sink, whether or not the LM head runs, so that the head
+    /// can run later on it alone ([`LoadedModel::surprisal_from_final`]): `n x hidden`
+    /// floats, where [`ForwardOptions::hidden`] keeps every layer's.
+    pub on_final: Option<&'a (dyn Fn(Vec<f32>) + Sync)>,
 }
 
 /// A partial forward: layers `first..end` only, starting from `input`, the hidden state
 /// a full pass recorded at index `first` (`[n, hidden]`: the residual stream entering
 /// layer `first`). Neither the final norm nor the LM head runs, and no hidden state is
-/// kept (unless [`Partial::logits`] asks for the head). Layer `first`'s attention recomputed this way is bit-identical to the full
+/// kept (unless [`Partial::logits`] asks for the head). With `first` the layer count the
+/// recorded state is the final norm's output: no layer and no norm run, only the LM head
+/// ([`LoadedModel::surprisal_from_final`]). Layer `first`'s attention recomputed this way is bit-identical to the full
 /// pass's: the same kernels run on the same input.
 #[derive(Clone, Copy)]
 pub struct Partial<'a> {
@@ -726,6 +733,55 @@ impl LoadedModel {
         out.into_inner()
             .unwrap_or_else(|e| e.into_inner())
             .ok_or_else(|| Error::Compute(format!("layer {} produced no attention", layer + 1)))
+    }
+
+    /// Surprisal and the top [`TOP_NEXT`] next-token predictions of `ids` from the LM head
+    /// alone (causal models), run over `last`, the final norm's output that a full pass
+    /// over `ids` handed to [`ForwardOptions::on_final`]: no layer runs again. The same
+    /// head on the same values, so the same bits as [`LoadedModel::trace_lm`]'s.
+    /// `cancel` is asked once, with the layer count, before the head.
+    pub fn surprisal_from_final(
+        &self,
+        ids: &[u32],
+        last: &[f32],
+        cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+    ) -> Result<Surprisal> {
+        let (n, dim, layers) = (ids.len(), self.info.hidden_size, self.info.layers);
+        if !self.info.causal {
+            return Err(Error::Compute(
+                "this model has no language-model head (surprisal needs a causal model)".into(),
+            ));
+        }
+        if last.len() != n * dim {
+            return Err(Error::Compute(format!(
+                "the kept final hidden state has {} values, not {n} x {dim}",
+                last.len()
+            )));
+        }
+        let opts = ForwardOptions {
+            cancel,
+            partial: Some(Partial {
+                first: layers,
+                end: layers,
+                input: last,
+                logits: true,
+            }),
+            ..Default::default()
+        };
+        let start = Instant::now();
+        let mut scorer = lm::Scorer::new(ids, self.backbone.vocab_size(), TOP_NEXT);
+        self.backbone.forward_lm(ids, &opts, &mut |start, block| {
+            scorer.feed(start, block);
+            Ok(())
+        })?;
+        let s = scorer.finish(|id| self.tokenizer.id_to_token(id));
+        tracing::info!(
+            positions = n,
+            vocab = self.backbone.vocab_size(),
+            ms = start.elapsed().as_millis() as u64,
+            "LM head over the kept final hidden state"
+        );
+        Ok(s)
     }
 
     /// Run pre-tokenized ids (benchmarks, probes).

@@ -11,7 +11,6 @@ use super::app::{App, Config};
 use super::data::Doc;
 use super::msg::{Effect, Msg, WorkerMsg};
 use super::theme::{ColorMode, Theme};
-use crate::analysis;
 use crate::error::{Error, Result};
 use crate::export::figure::Kind;
 use crate::model::LoadedModel;
@@ -85,19 +84,16 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                 }),
                 Effect::Parse(job) => super::io::parse(&job),
                 Effect::ReadFile(path) => super::io::read_file(&path),
-                Effect::Analyse(job) => {
-                    let ro = super::worker::run_options(&job, None);
-                    match analysis::run(m.model, job.syntax.clone(), &job.opts, &ro) {
-                        Ok(a) => Msg::Worker(WorkerMsg::Analysed {
-                            req: job.req,
-                            data: Arc::new(a),
-                        }),
-                        Err(e) => Msg::Worker(WorkerMsg::AnalyseFailed {
-                            req: job.req,
-                            error: e.to_string(),
-                        }),
-                    }
-                }
+                Effect::Analyse(job) => match super::worker::analyse_job(m.model, &job) {
+                    Ok(a) => Msg::Worker(WorkerMsg::Analysed {
+                        req: job.req,
+                        data: Arc::new(a),
+                    }),
+                    Err(e) => Msg::Worker(WorkerMsg::AnalyseFailed {
+                        req: job.req,
+                        error: e.to_string(),
+                    }),
+                },
                 Effect::Probe(job) => {
                     let snippets = crate::probe::bundled::snippets(Some(job.lang));
                     // The probe panel's job, as the worker runs it.

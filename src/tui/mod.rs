@@ -273,6 +273,8 @@ fn event_loop(
     let mut pending: Vec<Effect> = app.start();
     let mut saved = app.doc.text.clone();
     let mut full_screen_logged = false;
+    let mut layer_logged: Option<u64> = None;
+    let mut surprisal_logged: Option<u64> = None;
     loop {
         // Carry out effects; exports and labels feed their result back as a message.
         let mut follow = Vec::new();
@@ -306,7 +308,17 @@ fn event_loop(
                 Effect::Complete(typed) => io_thread.complete(typed),
                 Effect::CheckPresets(names) => io_thread.check_presets(names),
                 Effect::LoadModel(spec, random) => worker.load(spec, random),
-                Effect::Analyse(job) => worker.analyse(job),
+                Effect::Analyse(job) => {
+                    let since_start_ms = crate::logging::started().elapsed().as_millis() as u64;
+                    let lm_head_only = job.base.is_some();
+                    tracing::info!(
+                        req = job.req,
+                        lm_head_only,
+                        since_start_ms,
+                        "analysis asked"
+                    );
+                    worker.analyse(job)
+                }
                 Effect::Layer(key, a) => worker.layer(key, a),
                 Effect::Compare(job) => worker.compare(job),
                 Effect::Probe(job) => worker.probe(job),
@@ -341,6 +353,24 @@ fn event_loop(
             saved = app.doc.text.clone();
         }
         terminal.draw(|f| widgets::draw(app, f)).map_err(io)?;
+        // The timing of the first layer of each analysis on screen (docs/performance.md).
+        if let Some(pt) = app.partial().filter(|pt| layer_logged != Some(pt.req)) {
+            layer_logged = Some(pt.req);
+            let since_start_ms = crate::logging::started().elapsed().as_millis() as u64;
+            tracing::info!(
+                req = pt.req,
+                layers_in = pt.have(),
+                since_start_ms,
+                "first analysis layer on screen"
+            );
+        }
+        if let Some(p) = app.shown.data.as_ref().filter(|(r, p)| {
+            surprisal_logged != Some(*r) && p.surprisal.is_some() && app.surprisal_shown().is_some()
+        }) {
+            surprisal_logged = Some(p.0);
+            let since_start_ms = crate::logging::started().elapsed().as_millis() as u64;
+            tracing::info!(req = p.0, since_start_ms, "surprisal on screen");
+        }
         if !full_screen_logged && app.prepared().is_some() && !app.stale() {
             full_screen_logged = true;
             let ms = crate::logging::started().elapsed().as_millis() as u64;

@@ -7,12 +7,13 @@
 //! the snippet's tree with a trained AST-Probe, exporting.
 //! Their results come back as [`Msg`]s. `App::update` itself only computes.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::analysis::compare::Comparison;
-use crate::analysis::{AnalyzeOptions, SnippetAnalysis};
+use crate::analysis::{AnalyzeOptions, CategoryMatrix, Graph, Score, SnippetAnalysis};
 use crate::input::Input;
 use crate::model::ModelInfo;
 use crate::probe::astprobe::view::{SnippetTrees, TreeJob};
@@ -106,6 +107,14 @@ pub enum WorkerMsg {
         req: u64,
         data: Arc<SnippetAnalysis>,
     },
+    /// Analysis of request `req` is under way: one more layer's results (layers come in
+    /// order, each once, all before [`WorkerMsg::Analysed`]), with what every layer of
+    /// the request shares.
+    AnalysedLayer {
+        req: u64,
+        frame: Arc<PartialFrame>,
+        layer: Arc<PartialLayer>,
+    },
     /// Analysis of request `req` failed.
     AnalyseFailed { req: u64, error: String },
     /// One layer's code-token attention recomputed ([`Effect::Layer`]), or why not.
@@ -148,6 +157,9 @@ impl std::fmt::Debug for WorkerMsg {
             WorkerMsg::ModelLoaded { label, .. } => write!(f, "ModelLoaded({label})"),
             WorkerMsg::ModelFailed { label, error } => write!(f, "ModelFailed({label}: {error})"),
             WorkerMsg::Analysed { req, .. } => write!(f, "Analysed({req})"),
+            WorkerMsg::AnalysedLayer { req, layer, .. } => {
+                write!(f, "AnalysedLayer({req}, {})", layer.layer)
+            }
             WorkerMsg::AnalyseFailed { req, error } => write!(f, "AnalyseFailed({req}: {error})"),
             WorkerMsg::Layer { key, result } => write!(
                 f,
@@ -177,6 +189,87 @@ impl std::fmt::Debug for WorkerMsg {
     }
 }
 
+/// What the layers of an analysis in progress share: its analysed code tokens (fixed
+/// before the first layer), the gold overlay, the model's dimensions.
+#[derive(Debug, Clone)]
+pub struct PartialFrame {
+    pub layers: usize,
+    pub heads: usize,
+    /// The analysed tokens' text (row and column labels of the heat map).
+    pub labels: Vec<String>,
+    /// Syntax token index → analysed position.
+    pub pos: Vec<Option<usize>>,
+    /// `n x n`: an AST motif or data-flow edge `i -> j` (the gold overlay).
+    pub gold_any: Vec<bool>,
+    /// The analysis keeps every layer's matrices; when not (a long input) only the
+    /// latest layer's are sent.
+    pub resident: bool,
+    /// The threshold of the head scores.
+    pub threshold: f32,
+}
+
+impl PartialFrame {
+    /// Number of analysed tokens (matrix size).
+    pub fn n(&self) -> usize {
+        self.labels.len()
+    }
+}
+
+/// One finished layer of an analysis in progress ([`WorkerMsg::AnalysedLayer`]): the
+/// numbers the finished analysis will hold for it.
+#[derive(Debug, Clone)]
+pub struct PartialLayer {
+    pub layer: usize,
+    /// Its code-token attention `[head][i][j]` (the explorer drops older layers' when
+    /// the analysis does not keep every layer's).
+    pub attention: Option<Arc<Vec<f32>>>,
+    /// Per graph: every head's score at the frame's threshold.
+    pub scores: BTreeMap<Graph, Vec<Score>>,
+    /// Per head: the coarse category matrix (syn→id, id→syn).
+    pub coarse: Vec<CategoryMatrix>,
+    /// Per head: mean entropy (bits).
+    pub entropy: Vec<f64>,
+}
+
+impl PartialLayer {
+    /// From the pipeline's layer report.
+    pub fn of(d: &crate::analysis::LayerDone<'_>) -> Self {
+        PartialLayer {
+            layer: d.layer,
+            attention: Some(Arc::new(d.attention.to_vec())),
+            scores: d.scores.clone(),
+            coarse: d.coarse.clone(),
+            entropy: d.entropy.to_vec(),
+        }
+    }
+}
+
+impl PartialFrame {
+    /// From the pipeline's (first) layer report.
+    pub fn of(d: &crate::analysis::LayerDone<'_>) -> Self {
+        let n = d.tokens.len();
+        let mut pos = vec![None; d.codes.len()];
+        for (k, &t) in d.tokens.iter().enumerate() {
+            if let Some(p) = pos.get_mut(t) {
+                *p = Some(k);
+            }
+        }
+        PartialFrame {
+            layers: d.layers,
+            heads: d.heads,
+            labels: d
+                .tokens
+                .iter()
+                .map(|&i| crate::tui::widgets::one_line(&d.codes[i].text))
+                .collect(),
+            pos,
+            gold_any: crate::analysis::gold_any(d.golds, n),
+            resident: d.keep,
+            threshold: d.threshold,
+        }
+    }
+}
+
 /// A parse request (latest wins; runs off the UI thread).
 #[derive(Debug, Clone)]
 pub struct ParseJob {
@@ -194,6 +287,10 @@ pub struct AnalyseJob {
     pub opts: AnalyzeOptions,
     /// Run the LM head too (causal models, for the surprisal view).
     pub surprisal: bool,
+    /// With `surprisal`: the analysis shown of this very snippet and model, made without
+    /// the head; when it kept its final hidden state the head runs on that alone
+    /// ([`SnippetAnalysis::with_lm_head`]) instead of the whole forward pass.
+    pub base: Option<Arc<SnippetAnalysis>>,
 }
 
 /// A knockout request (the explorer's `K`; latest wins): the edge set knocked out in

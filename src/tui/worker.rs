@@ -10,6 +10,13 @@
 //! as failures; the worker keeps serving. (Shape of gitui's `asyncjob`: one slot per job
 //! kind, a generation counter to recognise superseded work.)
 //!
+//! An analysis sends each layer's code-token attention and head scores as soon as the
+//! forward pass has computed it ([`WorkerMsg::AnalysedLayer`], nothing once superseded),
+//! then the finished analysis. `S` (surprisal) on the analysis shown runs only the LM head
+//! over the final hidden state it kept ([`SnippetAnalysis::with_lm_head`]) when the job
+//! carries it and it is of the same snippet, input mode and model; otherwise the whole
+//! pass with the head.
+//!
 //! The explorer's analyses keep their code-token matrices when they fit the attention
 //! budget; for longer inputs they keep the hidden state entering each layer instead, and
 //! layer jobs recompute the matrices of the layer on screen ([`Effect::Layer`]: one
@@ -33,7 +40,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::msg::{AnalyseJob, CompareJob, KnockoutJob, LayerKey, ProbeJob, TwinSource, WorkerMsg};
+use super::msg::{
+    AnalyseJob, CompareJob, KnockoutJob, LayerKey, PartialFrame, PartialLayer, ProbeJob,
+    TwinSource, WorkerMsg,
+};
 use crate::analysis::{self, Matrices, Mode, RunOptions, SnippetAnalysis};
 use crate::model::{source, LoadedModel};
 
@@ -462,6 +472,42 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
         return;
     };
     let layers = m.info.layers;
+    // `S` on an analysis that kept its final hidden state: the LM head alone.
+    let base = job
+        .base
+        .as_ref()
+        .filter(|b| job.surprisal && reusable(b, m, &job));
+    let t0 = Instant::now();
+    tracing::info!(
+        req,
+        lm_head_only = base.is_some(),
+        since_start_ms = crate::logging::started().elapsed().as_millis() as u64,
+        "explorer analysis started"
+    );
+    // The layers as they come: what they share is made once, at the first.
+    let frame: Mutex<Option<Arc<PartialFrame>>> = Mutex::new(None);
+    let on_layer = |d: analysis::LayerDone<'_>| {
+        if stale() {
+            return;
+        }
+        let frame = frame
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(|| Arc::new(PartialFrame::of(&d)))
+            .clone();
+        tracing::info!(
+            req,
+            layer = d.layer,
+            ms = t0.elapsed().as_millis() as u64,
+            since_start_ms = crate::logging::started().elapsed().as_millis() as u64,
+            "analysis layer sent"
+        );
+        send(WorkerMsg::AnalysedLayer {
+            req,
+            frame,
+            layer: Arc::new(PartialLayer::of(&d)),
+        });
+    };
     let res = with_heartbeat(req, send, stale, |progress| {
         let cancel = |layer: usize| {
             let s = stale();
@@ -477,13 +523,25 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
             }
             s
         };
+        if let Some(b) = base {
+            return b.with_lm_head(m, Some(&cancel));
+        }
         analysis::run(
             m,
             job.syntax.clone(),
             &job.opts,
-            &run_options(&job, Some(&cancel)),
+            &RunOptions {
+                on_layer: Some(&on_layer),
+                ..run_options(&job, Some(&cancel))
+            },
         )
     });
+    tracing::info!(
+        req,
+        lm_head_only = base.is_some(),
+        ms = t0.elapsed().as_millis() as u64,
+        "explorer analysis done"
+    );
     if stale() {
         return; // superseded: drop whatever came out
     }
@@ -502,7 +560,8 @@ fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: 
 /// How the explorer analyses a snippet (the worker, the headless explorer and the
 /// tests' runtime alike): source mode keeps code-token hidden states (what a trained
 /// probe labels); matrices are kept, or recomputed per layer on demand for inputs whose
-/// matrices exceed the attention budget.
+/// matrices exceed the attention budget; causal models analysed without the LM head
+/// keep the final hidden state, so that `S` runs the head alone ([`analyse_job`]).
 pub fn run_options<'a>(
     job: &AnalyseJob,
     cancel: Option<&'a (dyn Fn(usize) -> bool + Sync)>,
@@ -512,6 +571,33 @@ pub fn run_options<'a>(
         hidden: job.opts.mode == Mode::Source,
         cancel,
         matrices: Matrices::OnDemand,
+        keep_final: true,
+        on_layer: None,
+    }
+}
+
+/// Whether `S`'s job can run the LM head alone over the final hidden state its base
+/// analysis kept: the same snippet, input mode and model.
+fn reusable(b: &SnippetAnalysis, m: &LoadedModel, job: &AnalyseJob) -> bool {
+    b.final_hidden.is_some()
+        && b.surprisal.is_none()
+        && b.mode == job.opts.mode
+        && b.trace.model.run_key() == m.info.run_key()
+        && (Arc::ptr_eq(&b.syntax, &job.syntax)
+            || (b.syntax.source == job.syntax.source && b.syntax.language == job.syntax.language))
+}
+
+/// An analysis job served synchronously, as the worker serves it (the headless explorer
+/// and the tests' runtime): `S`'s LM head alone over the base analysis' final hidden
+/// state when it can, else the pipeline with [`run_options`].
+pub fn analyse_job(m: &LoadedModel, job: &AnalyseJob) -> crate::error::Result<SnippetAnalysis> {
+    match job
+        .base
+        .as_ref()
+        .filter(|b| job.surprisal && reusable(b, m, job))
+    {
+        Some(b) => b.with_lm_head(m, None),
+        None => analysis::run(m, job.syntax.clone(), &job.opts, &run_options(job, None)),
     }
 }
 
@@ -640,6 +726,7 @@ pub fn compare(
         hidden: job.opts.mode == Mode::Source,
         cancel,
         matrices: Matrices::All,
+        ..Default::default()
     };
     send(WorkerMsg::Progress {
         req: 0,

@@ -60,5 +60,6 @@ mod tui_e2e;
 mod tui_input;
 mod tui_knockout;
 mod tui_snapshots;
+mod tui_stream;
 mod tui_tty;
 mod twins;

@@ -419,6 +419,7 @@ fn worker_thread_latest_wins() {
         syntax: Arc::new(codescope::analysis::parse(text, Language::Python).unwrap()),
         opts: AnalyzeOptions::default(),
         surprisal: false,
+        base: None,
     };
     w.analyse(job(1, "a = 1\n"));
     w.analyse(job(2, "b = 2\n"));
@@ -460,6 +461,7 @@ fn analysis_without_a_model_fails_cleanly() {
         syntax: Arc::new(codescope::analysis::parse("x = 1\n", Language::Python).unwrap()),
         opts: AnalyzeOptions::default(),
         surprisal: false,
+        base: None,
     });
     match rx.recv_timeout(Duration::from_secs(30)).unwrap() {
         WorkerMsg::AnalyseFailed { req, error } => {
@@ -796,6 +798,7 @@ fn worker_thread_trains_probes_latest_wins() {
         syntax: Arc::new(codescope::analysis::parse("x = 1\n", Language::Python).unwrap()),
         opts: AnalyzeOptions::default(),
         surprisal: false,
+        base: None,
     });
     let mut order = Vec::new();
     while order.len() < 2 {

@@ -5,7 +5,6 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use codescope::analysis;
 use codescope::model::source::ModelFiles;
 use codescope::model::testutil::{write_tiny_model, Tiny};
 use codescope::model::LoadedModel;
@@ -150,13 +149,7 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                     result: codescope::probe::astprobe::view::tree_job(&job),
                 })),
                 Effect::Analyse(job) => {
-                    let mut a = analysis::run(
-                        model,
-                        job.syntax.clone(),
-                        &job.opts,
-                        &codescope::tui::worker::run_options(&job, None),
-                    )
-                    .unwrap();
+                    let mut a = codescope::tui::worker::analyse_job(model, &job).unwrap();
                     a.elapsed = Duration::from_millis(42);
                     let data = Arc::new(a);
                     next.extend(

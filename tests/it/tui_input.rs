@@ -513,6 +513,7 @@ fn worker_reports_the_lm_head() {
         syntax: Arc::new(codescope::analysis::parse(SHORT, Language::Python).unwrap()),
         opts: AnalyzeOptions::default(),
         surprisal: true,
+        base: None,
     });
     let mut progress = Vec::new();
     loop {

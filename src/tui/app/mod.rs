@@ -25,6 +25,7 @@ mod compare;
 pub mod knockout;
 mod model;
 mod mouse;
+mod partial;
 mod presenting;
 mod probe;
 mod prompt;
@@ -38,6 +39,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 pub use self::compare::{CompareMode, HeatSide, TwinChoice};
 pub use self::model::{ModelState, Picker, PickerItem};
+pub use self::partial::Partial;
 pub use self::presenting::{
     overview_area, overview_geom, ExportWhat, OverviewCursor, OverviewGeom, Pending, Present,
     Thumbs, TourState,
@@ -130,6 +132,8 @@ pub struct Shown {
     pub layer: Option<(u64, usize, Arc<Vec<f32>>)>,
     /// The layer last asked for ([`Effect::Layer`]), so it is asked once.
     pub layer_asked: Option<LayerKey>,
+    /// The layers of an analysis in progress received so far ([`App::partial`]).
+    pub partial: Option<Partial>,
 }
 
 /// The explorer's whole state.
@@ -267,9 +271,9 @@ impl App {
     /// The current code-token attention matrix (one head or the head mean), `n x n`.
     pub fn matrix(&self) -> Option<Arc<Vec<f32>>> {
         if self.view.mean {
-            let (_, l, m) = self.shown.mean.as_ref()?;
-            let p = self.prepared()?;
-            (*l == self.view.layer.min(p.layers().saturating_sub(1))).then(|| m.clone())
+            let (r, l, m) = self.shown.mean.as_ref()?;
+            let (req, p) = self.shown.data.as_ref()?;
+            (r == req && *l == self.view.layer.min(p.layers().saturating_sub(1))).then(|| m.clone())
         } else {
             self.with_matrix(|m, _| Arc::new(m.to_vec()))
         }
@@ -278,7 +282,7 @@ impl App {
     /// The current matrix as a slice callback, without copying a single head (in compare
     /// mode, the heat side's: B or B − A on A's tokens).
     pub fn with_matrix<R>(&self, f: impl FnOnce(&[f32], usize) -> R) -> Option<R> {
-        let p = self.prepared()?;
+        let (req, p) = self.shown.data.as_ref()?;
         if let Some((m, _)) = self.compare_matrix() {
             return Some(f(&m, p.n()));
         }
@@ -286,8 +290,8 @@ impl App {
         let n = ta.n();
         let l = self.view.layer.min(ta.layers.saturating_sub(1));
         if self.view.mean {
-            let (_, ml, m) = self.shown.mean.as_ref()?;
-            (*ml == l).then(|| f(m, n))
+            let (r, ml, m) = self.shown.mean.as_ref()?;
+            (r == req && *ml == l).then(|| f(m, n))
         } else {
             let h = self.view.head.min(ta.heads.saturating_sub(1));
             self.head_matrix(l, h).map(|m| f(m, n))
@@ -461,7 +465,20 @@ impl App {
                 self.view.surprisal = true;
                 if self.prepared().is_some_and(|p| p.surprisal.is_none()) {
                     self.status.info(SURPRISAL_PENDING);
-                    return self.request_analysis();
+                    // The analysis shown, when it is the document's: the LM head can run
+                    // over the final hidden state it kept instead of a whole pass.
+                    let base = self
+                        .prepared()
+                        .filter(|p| p.final_hidden.is_some())
+                        .filter(|_| !self.stale())
+                        .cloned();
+                    let mut fx = self.request_analysis();
+                    for e in &mut fx {
+                        if let Effect::Analyse(job) = e {
+                            job.base = base.clone();
+                        }
+                    }
+                    return fx;
                 }
             }
         }
@@ -554,6 +571,7 @@ impl App {
                 sweep: false,
             },
             surprisal: self.view.surprisal,
+            base: None,
         })]
     }
 
@@ -565,6 +583,7 @@ impl App {
         self.shown.mean = None;
         self.shown.layer = None;
         self.shown.layer_asked = None;
+        self.shown.partial = None;
         self.view.code_scroll = (0, 0);
         self.request_parse_or_analysis()
     }
@@ -647,11 +666,17 @@ impl App {
                 self.view.follow_code(&self.doc, cg.text_rows, cg.text_w);
             }
         }
-        if let (Some(r), Some(p)) = (g.panel(Focus::Heatmap), self.prepared().cloned()) {
-            if let Some(hg) = layout::heat_geom(self, r, p.n()) {
+        // The heat map's tokens: those of the layers coming in, else the analysis shown.
+        let heat = match (self.partial(), self.prepared()) {
+            (Some(pt), _) => Some((pt.frame.n(), pt.frame.pos.get(self.view.cursor))),
+            (None, Some(p)) => Some((p.n(), p.pos.get(self.view.cursor))),
+            _ => None,
+        }
+        .map(|(n, sel)| (n, sel.copied().flatten()));
+        if let (Some(r), Some((n, sel))) = (g.panel(Focus::Heatmap), heat) {
+            if let Some(hg) = layout::heat_geom(self, r, n) {
                 self.view.heat_fit = hg.fit;
-                let sel = p.pos.get(self.view.cursor).copied().flatten();
-                self.view.follow_heat(p.n(), sel, hg.cols_avail, hg.px_rows);
+                self.view.follow_heat(n, sel, hg.cols_avail, hg.px_rows);
             }
         }
         if let Some(gg) = g
@@ -664,7 +689,9 @@ impl App {
             self.shown.layer_asked = Some(key);
             fx.push(Effect::Layer(key, a));
         }
-        if self.view.mean {
+        if self.partial().is_some() {
+            self.settle_partial_mean();
+        } else if self.view.mean {
             if let Some((req, p)) = &self.shown.data {
                 let l = self.view.layer.min(p.layers().saturating_sub(1));
                 if !matches!(&self.shown.mean, Some((r, ml, _)) if r == req && *ml == l) {
@@ -774,6 +801,7 @@ impl App {
                     self.shown.mean = None;
                     self.shown.layer = None;
                     self.shown.layer_asked = None;
+                    self.shown.partial = None;
                 }
                 self.model.loaded = Some((label, info));
                 self.model.notice = notice;
@@ -822,11 +850,26 @@ impl App {
                 self.shown.mean = None;
                 self.shown.layer = None;
                 self.shown.layer_asked = None;
+                // The finished analysis replaces the layers shown while it ran (and
+                // every layer is in now).
+                self.shown.partial = None;
+                if self
+                    .status
+                    .message
+                    .as_ref()
+                    .is_some_and(|(_, m)| m.contains(partial::COMING))
+                {
+                    self.status.message = None;
+                }
                 self.status.busy = None;
+            }
+            WorkerMsg::AnalysedLayer { req, frame, layer } => {
+                self.partial_layer(req, frame, (*layer).clone());
             }
             WorkerMsg::AnalyseFailed { req, error } => {
                 if req == self.shown.doc_req {
                     self.status.busy = None;
+                    self.shown.partial = None;
                     // Without a model, say why there is none rather than that there is none.
                     match (&self.model.failed, self.model.loaded.is_none()) {
                         (Some(why), true) => self
@@ -1023,6 +1066,8 @@ impl App {
             return fx;
         }
         let (layers, heads) = self.dims();
+        // Layers of the analysis in progress are coming in.
+        let filling = self.partial().is_some();
         let v = &mut self.view;
         let in_grid = v.focus == Focus::Heads;
         match c {
@@ -1051,6 +1096,15 @@ impl App {
             Command::PrevPanel => v.set_focus(v.focus.step(-1)),
             Command::Left if in_grid => v.grid.0 = v.grid.0.saturating_sub(1),
             Command::Right if in_grid => v.grid.0 = (v.grid.0 + 1).min(layers.saturating_sub(1)),
+            // While layers come in, a layer not in yet is said to be coming.
+            Command::GridJump if in_grid && filling => {
+                let to = v.grid;
+                if !self.layer_coming(to.0) {
+                    let v = &mut self.view;
+                    (v.layer, v.head) = to;
+                    v.mean = false;
+                }
+            }
             Command::Up if in_grid => v.grid.1 = v.grid.1.saturating_sub(1),
             Command::Down if in_grid => v.grid.1 = (v.grid.1 + 1).min(heads.saturating_sub(1)),
             Command::GridJump if in_grid => {
@@ -1059,6 +1113,12 @@ impl App {
             }
             Command::GridJump => {}
             Command::Left => v.layer = v.layer.saturating_sub(1),
+            Command::Right if filling => {
+                let to = (self.view.layer + 1).min(layers.saturating_sub(1));
+                if !self.layer_coming(to) {
+                    self.view.layer = to;
+                }
+            }
             Command::Right => v.layer = (v.layer + 1).min(layers.saturating_sub(1)),
             Command::Up => {
                 v.mean = false;

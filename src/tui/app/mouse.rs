@@ -153,6 +153,11 @@ impl App {
     }
 
     fn click_heat(&mut self, r: ratatui::layout::Rect, x: u16, y: u16) {
+        if self.partial().is_some() {
+            self.status
+                .info("the heat map is still filling in, layer by layer");
+            return;
+        }
         let Some(p) = self.prepared().cloned() else {
             return;
         };

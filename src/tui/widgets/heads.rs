@@ -79,19 +79,27 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let Some(p) = app.prepared() else {
-        f.render_widget(
-            Paragraph::new(Span::styled("waiting for the analysis…", t.dim())),
-            inner,
-        );
-        return;
+    // The layers of the analysis in progress (the rest `·`), else the analysis shown.
+    let partial = app.partial();
+    let values = match (partial, app.prepared()) {
+        (Some(pt), _) => pt.values(m),
+        (None, Some(p)) => m.values(p, &app.shown.scores),
+        (None, None) => {
+            f.render_widget(
+                Paragraph::new(Span::styled("waiting for the analysis…", t.dim())),
+                inner,
+            );
+            return;
+        }
     };
     let Some(g) = layout::grid_geom(app, area) else {
         return;
     };
-    let values = m.values(p, &app.shown.scores);
     // Compare mode: the twin's score minus the original's, on a diverging scale.
-    let diff = app.compare_grid(&values);
+    let diff = partial
+        .is_none()
+        .then(|| app.compare_grid(&values))
+        .flatten();
     let signed = diff.is_some();
     let values = diff.unwrap_or(values);
     let (layers, heads) = (values.len(), values.first().map_or(0, |r| r.len()));
@@ -249,12 +257,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             None => foot[0].push_str("n/a"),
         },
         Metric::F1Motif | Metric::F1Dfg | Metric::F1DfgRefined => {
-            if let Some(s) = m
-                .graph()
-                .and_then(|gr| app.shown.scores.get(&gr))
-                .and_then(|s| s.scores.get(gl))
-                .and_then(|r| r.get(gh))
-            {
+            let score = m.graph().and_then(|gr| match partial {
+                Some(pt) => pt.layers.get(gl)?.scores.get(&gr)?.get(gh).copied(),
+                None => app.shown.scores.get(&gr)?.scores.get(gl)?.get(gh).copied(),
+            });
+            if let Some(s) = score {
                 foot[0].push_str(&format!(
                     "F1 {:.2} P {:.2} R {:.2}",
                     s.f1, s.precision, s.recall
@@ -277,6 +284,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             g.h0 + 1,
             g.h0 + g.hvis
         ));
+    }
+    if let Some(pt) = partial {
+        foot.push(pt.so_far());
     }
     if focused {
         foot.push("Enter: open".into());

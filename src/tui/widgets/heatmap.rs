@@ -123,30 +123,47 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect, pinned: Option<(usize, usize)
     if app.view.gold {
         title.push(Span::styled(" · gold: AST motif + data flow", t.warn()));
     }
+    // The analysis in progress: how many of its layers are in.
+    let partial = app.partial();
+    if let Some(pt) = partial.filter(|_| pinned.is_none()) {
+        title.push(Span::styled(format!(" · {}", pt.so_far()), t.warn()));
+    }
     let block = panel(app, Focus::Heatmap, super::fit_title(title, area.width));
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let Some((_, p)) = app.shown.data.as_ref() else {
-        f.render_widget(
-            Paragraph::new(Span::styled(
-                clip(
-                    app.status.busy.as_deref().unwrap_or("no analysis yet"),
-                    inner.width as usize,
-                ),
-                t.dim(),
-            )),
-            inner,
-        );
-        return;
+    // The tokens: those of the layers coming in, else the analysis shown's.
+    let cursor = app.view.cursor;
+    let (n, labels, sel, gold_any) = match (partial, app.shown.data.as_ref()) {
+        (Some(pt), _) => (
+            pt.frame.n(),
+            pt.frame.labels.clone(),
+            pt.frame.pos.get(cursor).copied().flatten(),
+            &pt.frame.gold_any[..],
+        ),
+        (None, Some((_, p))) => (
+            p.n(),
+            p.token_attention
+                .tokens
+                .iter()
+                .map(|&i| one_line(&p.tokens[i].text))
+                .collect::<Vec<String>>(),
+            p.pos.get(cursor).copied().flatten(),
+            &p.gold_any[..],
+        ),
+        (None, None) => {
+            f.render_widget(
+                Paragraph::new(Span::styled(
+                    clip(
+                        app.status.busy.as_deref().unwrap_or("no analysis yet"),
+                        inner.width as usize,
+                    ),
+                    t.dim(),
+                )),
+                inner,
+            );
+            return;
+        }
     };
-    let n = p.n();
-    let ta = &p.token_attention;
-    let labels: Vec<String> = ta
-        .tokens
-        .iter()
-        .map(|&i| one_line(&p.tokens[i].text))
-        .collect();
-    let sel = p.pos.get(app.view.cursor).copied().flatten();
     let Some(g) = layout::heat_geom(app, area, n) else {
         return;
     };
@@ -155,7 +172,7 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect, pinned: Option<(usize, usize)
     // The origin that keeps the selected token in view was settled by `App::update`.
     let ((r0, c0), vis_r, vis_c) = visible(app, &g, cells);
 
-    let gold = app.view.gold.then_some(&p.gold_any[..]);
+    let gold = app.view.gold.then_some(gold_any);
     let mut draw_matrix = |a: &[f32], n: usize| {
         let vmax = a
             .iter()
@@ -310,6 +327,37 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect, pinned: Option<(usize, usize)
         }
         f.render_widget(Paragraph::new(lines), inner);
     };
+    let waiting = |f: &mut Frame, text: String| {
+        f.render_widget(Paragraph::new(Span::styled(text, t.dim())), inner);
+    };
+    let Some((_, p)) = app.shown.data.as_ref().filter(|_| partial.is_none()) else {
+        // Layers coming in: the current one if it is in, else that it is coming.
+        let Some(pt) = partial else { return };
+        match pinned {
+            Some((l, h)) => {
+                if let Some(m) = app.partial_head(l, h) {
+                    draw_matrix(m, n);
+                }
+            }
+            None => {
+                if app.with_partial_matrix(draw_matrix).is_none() {
+                    let l = app.view.layer;
+                    let text = if l >= pt.have() {
+                        format!("layer {} is coming ({})…", l + 1, pt.so_far())
+                    } else {
+                        format!(
+                            "layer {}'s attention shows once the analysis is done ({n} code \
+                             tokens: too many to keep every layer's)",
+                            l + 1
+                        )
+                    };
+                    waiting(f, text);
+                }
+            }
+        }
+        return;
+    };
+    let ta = &p.token_attention;
     match pinned {
         Some((l, h)) => {
             if let Some(m) = app.head_matrix(l, h) {

@@ -1,4 +1,5 @@
-//! The status bar: model, `layer l/L`, `head h/H`, threshold, input mode, direction,
+//! The status bar: model, `layer l/L` (with how many layers are in while an analysis
+//! comes in layer by layer), `head h/H`, threshold, input mode, direction,
 //! the surprisal view (causal models: its perplexity when on, the key when off), compute
 //! time (line 1); worker progress, the last message and notices (line 2).
 
@@ -90,7 +91,14 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     // Items in order; optional ones (flagged) are dropped from the right when narrow.
     let mut items: Vec<(String, bool)> = vec![
         (format!(" {model}"), false),
-        (format!("layer {}", frac(app.view.layer, layers)), false),
+        (
+            match app.partial() {
+                // The analysis in progress: how many of its layers are in.
+                Some(pt) => format!("layer {} ({} in)", frac(app.view.layer, layers), pt.have()),
+                None => format!("layer {}", frac(app.view.layer, layers)),
+            },
+            false,
+        ),
         (head, false),
         (format!("t {:.2}", app.threshold()), false),
         (app.view.mode.name().to_string(), false),
