@@ -285,13 +285,15 @@ fn help_scrolls_when_it_does_not_fit() {
     typed(&mut app, "?");
     let s = screen(&app);
     assert!(s.contains("↓") && s.contains("more"), "{s}");
-    assert!(!s.contains("compare heatmap A/B/B−A"), "{s}");
+    // The last keys (the mouse, at the end of the table) are cut off at first ...
+    assert!(!s.contains("scroll the panel under it"), "{s}");
     for _ in 0..40 {
         press(&mut app, &[KeyCode::Down]);
     }
+    // ... and the arrows bring them on screen.
     let s = screen(&app);
     assert!(
-        s.contains("compare heatmap A/B/B−A") && s.contains("↑"),
+        s.contains("scroll the panel under it") && s.contains("↑"),
         "{s}"
     );
     assert!(matches!(app.overlay, codescope::tui::app::Overlay::Help));
