@@ -10,8 +10,8 @@
 //! Rooms: [`source`] (where a model comes from: presets, specs, caches, hub, PyPI),
 //! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama,
 //! Qwen2, Qwen3, Mistral, StarCoder2, Granite and Phi-3, `gemma3` for Gemma 1, 2 and 3;
-//! for the encoder–decoders' encoder stacks `t5`, and `bart` for BART and PLBART, with
-//! their shared parts in [`encdec`]) sharing [`rope`], [`kernels`] and the decoder steps
+//! for the encoder–decoders `t5`, and `bart` for BART and PLBART, their encoder stack or
+//! with [`Stack`] their decoder's, with their shared parts in [`encdec`]) sharing [`rope`], [`kernels`] and the decoder steps
 //! (`decoder`);
 //! [`gguf`] + [`gguf_tokenizer`] and [`pth`] read the containers candle's loaders do not
 //! cover safely; [`lm`] scores the LM head; [`trace`] holds the plain-data result;
@@ -137,11 +137,11 @@ pub enum Family {
     Granite,
     /// Phi-3: fused projections, partial rotary.
     Phi3,
-    /// T5 encoder–decoders (CodeT5, CodeT5+ 220M/770M): the encoder stack.
+    /// T5 encoder–decoders (CodeT5, CodeT5+ 220M/770M): the encoder stack, or the decoder's with `--stack`.
     T5,
-    /// BART encoder–decoders: the encoder stack.
+    /// BART encoder–decoders: the encoder stack, or the decoder's.
     Bart,
-    /// PLBART (BART's computation, its own config defaults): the encoder stack.
+    /// PLBART (BART's computation, its own config defaults): as BART.
     PlBart,
 }
 
