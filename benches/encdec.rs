@@ -80,6 +80,7 @@ fn main() {
     .expect("RoBERTa");
     let codet5 = t5::T5::load(
         serde_json::from_value(t5_cfg.clone()).expect("config"),
+        codescope::model::Stack::Encoder,
         vb(Family::T5, &t5_cfg),
     )
     .expect("T5");

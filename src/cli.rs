@@ -38,6 +38,14 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "SEED")]
     pub random_weights: Option<u64>,
 
+    /// Which attention of an encoder–decoder (T5/CodeT5, BART, PLBART) to analyse: the
+    /// encoder's self-attention (the default, as the study), the decoder's causal
+    /// self-attention with the snippet teacher-forced (with the LM head: sequence-to-
+    /// sequence surprisal), or the decoder's cross-attention over the encoder (README
+    /// "Encoder–decoders").
+    #[arg(long, global = true, value_parser = crate::model::Stack::NAMES)]
+    pub stack: Option<String>,
+
     /// Write logs here (default: codescope.log in the cache directory). Logs never go
     /// to the terminal.
     #[arg(long, global = true, env = "CODESCOPE_LOG_FILE")]
@@ -281,6 +289,11 @@ impl Cli {
         Ok(Settings {
             model: self.model.clone(),
             random_weights: self.random_weights,
+            stack: self
+                .stack
+                .as_deref()
+                .and_then(crate::model::Stack::from_name)
+                .unwrap_or_default(),
             lang,
             light: self.theme == ThemeChoice::Light,
             ascii: self.ascii
@@ -830,12 +843,12 @@ fn parse_dfg_graph(s: &str) -> Result<crate::syntax::Graph, String> {
 /// given on its command line (an environment variable such as `CODESCOPE_MODEL` stays
 /// harmless).
 pub const IGNORED_GLOBALS: [(&str, &[&str]); 6] = [
-    ("syntax", &["model", "random_weights"]),
-    ("rewrite", &["model", "random_weights"]),
-    ("models", &["model", "random_weights", "lang"]),
-    ("fetch", &["random_weights", "lang"]),
-    ("cache", &["model", "random_weights", "lang"]),
-    ("merge", &["model", "random_weights", "lang"]),
+    ("syntax", &["model", "random_weights", "stack"]),
+    ("rewrite", &["model", "random_weights", "stack"]),
+    ("models", &["model", "random_weights", "lang", "stack"]),
+    ("fetch", &["random_weights", "lang", "stack"]),
+    ("cache", &["model", "random_weights", "lang", "stack"]),
+    ("merge", &["model", "random_weights", "lang", "stack"]),
 ];
 
 /// The clap command with [`IGNORED_GLOBALS`] hidden where they do nothing: each such

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use crate::model::{LoadOptions, Stack};
 use crate::syntax::Language;
 
 /// Global settings, validated.
@@ -14,6 +15,9 @@ pub struct Settings {
     pub model: Option<String>,
     /// `--random-weights SEED`: the model's weights replaced by a seeded random init.
     pub random_weights: Option<u64>,
+    /// `--stack`: which attention of an encoder–decoder is analysed (the encoder's by
+    /// default).
+    pub stack: Stack,
     /// `--lang` (`None`: from the file name or content).
     pub lang: Option<Language>,
     /// The explorer's light theme (`--theme light`).
@@ -26,6 +30,14 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// How the run loads its model, with `random_weights` (the run's, or a baseline's).
+    pub fn load_options(&self, random_weights: Option<u64>) -> LoadOptions {
+        LoadOptions {
+            random_weights,
+            stack: self.stack,
+        }
+    }
+
     /// The language of an input named `file`: `--lang`, else its extension, else the
     /// look of its `text` ([`Language::from_text`]: a Java file named `.txt` is Java).
     pub fn language_for(&self, file: &str, text: &str) -> Language {

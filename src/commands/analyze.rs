@@ -19,7 +19,10 @@ pub(super) fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()>
     let threshold = args.threshold;
     let inp = input::read(&args.file)?;
     let lang = settings.language_for(&args.file, &inp.text);
-    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(settings.random_weights),
+    )?;
     let a = analysis::analyze(
         &m,
         &inp.text,

@@ -26,7 +26,10 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
                 reason: "holds no usable snippet".into(),
             });
         }
-        let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+        let m = load_model(
+            settings.model.as_deref(),
+            settings.load_options(settings.random_weights),
+        )?;
         let mut progress = |done: usize, total: usize| {
             tracing::info!(done, total, "knockout corpus progress");
         };
@@ -48,7 +51,10 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
     }
     let inp = input::read(file)?;
     let lang = settings.language_for(file, &inp.text);
-    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(settings.random_weights),
+    )?;
     let r = causal::knockout(&m, &inp.text, lang, &opts)?;
     print_out(
         &args.out,
@@ -77,7 +83,10 @@ pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> 
                 reason: "holds no usable snippet".into(),
             });
         }
-        let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+        let m = load_model(
+            settings.model.as_deref(),
+            settings.load_options(settings.random_weights),
+        )?;
         let mut progress = |done: usize, total: usize| {
             tracing::info!(done, total, "ablation corpus progress");
         };
@@ -100,7 +109,10 @@ pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> 
     let file = args.file.as_deref().unwrap_or("-");
     let inp = input::read(file)?;
     let lang = settings.language_for(file, &inp.text);
-    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(settings.random_weights),
+    )?;
     let p = causal::Prepared::new(&m, &inp.text, lang, args.mode, true)?;
     let r = causal::ablate(&m, &p, mode, &mut |_, _, _| false)?;
     print_out(
@@ -115,7 +127,10 @@ pub(super) fn lens_cmd(settings: &Settings, args: &crate::cli::LensArgs) -> Resu
     use crate::analysis::causal;
     let inp = input::read(&args.file)?;
     let lang = settings.language_for(&args.file, &inp.text);
-    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(settings.random_weights),
+    )?;
     let r = causal::lens(&m, &inp.text, lang, args.mode)?;
     let tok = |id: u32| {
         m.tokenizer

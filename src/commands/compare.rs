@@ -32,7 +32,10 @@ pub(super) fn compare_cmd(settings: &Settings, args: &CompareArgs) -> Result<()>
             a.errors.len()
         ));
     }
-    let m = load_model(settings.model.as_deref(), settings.random_weights)?;
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(settings.random_weights),
+    )?;
     let opts = analysis::AnalyzeOptions {
         mode: args.mode,
         threshold: args.threshold,

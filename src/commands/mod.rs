@@ -45,7 +45,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Reproduce(args)) => reproduce::reproduce_cmd(s, args),
         Some(Command::Compare(args)) => compare::compare_cmd(s, args),
         Some(Command::Rewrite(args)) => compare::rewrite_cmd(s, args),
-        Some(Command::Trace(args)) => trace::trace_cmd(s.model.as_deref(), s.random_weights, args),
+        Some(Command::Trace(args)) => trace::trace_cmd(s, args),
         Some(Command::Probe(args)) => probe::probe_cmd(s, args),
         Some(Command::Knockout(args)) => causal::knockout_cmd(s, args),
         Some(Command::Ablate(args)) => causal::ablate_cmd(s, args),
@@ -57,19 +57,16 @@ pub fn run(cli: Cli) -> Result<()> {
 }
 
 /// Resolve and load the model, saying on stderr which one and why (the default model is
-/// announced with the reason it was chosen). `random_weights: Some(seed)`: the model's
-/// seeded random initialisation instead of its weights (`--random-weights`).
-pub fn load_model(spec: Option<&str>, random_weights: Option<u64>) -> Result<LoadedModel> {
-    load_labelled(spec, random_weights).map(|(m, _)| m)
+/// announced with the reason it was chosen). `lo`: random weights (`--random-weights`)
+/// and the stack (`--stack`), from [`Settings::load_options`].
+pub fn load_model(spec: Option<&str>, lo: model::LoadOptions) -> Result<LoadedModel> {
+    load_labelled(spec, lo).map(|(m, _)| m)
 }
 
 /// [`load_model`], with the name the model goes by in titles.
-pub fn load_labelled(
-    spec: Option<&str>,
-    random_weights: Option<u64>,
-) -> Result<(LoadedModel, String)> {
+pub fn load_labelled(spec: Option<&str>, lo: model::LoadOptions) -> Result<(LoadedModel, String)> {
     let choice = announced(spec);
-    Ok((source::open(&choice, random_weights)?, choice.spec))
+    Ok((source::open(&choice, &lo)?, choice.spec))
 }
 
 /// The model to use ([`source::choose`]), the default one announced on stderr with the

@@ -121,7 +121,10 @@ fn probe_once(
     random_weights: Option<u64>,
 ) -> Result<Option<crate::probe::ProbeReport>> {
     use crate::probe;
-    let m = load_model(settings.model.as_deref(), random_weights)?;
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(random_weights),
+    )?;
     // Hidden layers are 0 (embeddings) to the model's layer count.
     if let Some(&bad) = args.layers.iter().find(|&&l| l > m.info.layers) {
         return Err(Error::Input {

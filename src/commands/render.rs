@@ -117,12 +117,19 @@ pub fn run(settings: &Settings, args: &RenderArgs) -> Result<()> {
             name: "--tour".into(),
             reason: "say where the deck goes with --out DIR".into(),
         })?;
-        return render_deck(spec, settings.random_weights, tour, out, args);
+        return render_deck(
+            spec,
+            settings.load_options(settings.random_weights),
+            tour,
+            out,
+            args,
+        );
     }
     let file = args.file.as_deref().unwrap_or("-");
     let inp = crate::input::read(file)?;
     let lang = settings.language_for(&inp.name, &inp.text);
-    let (model, label) = super::load_labelled(spec, settings.random_weights)?;
+    let (model, label) =
+        super::load_labelled(spec, settings.load_options(settings.random_weights))?;
     let m = Model {
         model: &model,
         label: &label,
@@ -157,7 +164,7 @@ fn heat_side(s: CompareSide) -> HeatSide {
 /// `index.html` that shows them in order with their captions.
 fn render_deck(
     spec: Option<&str>,
-    random_weights: Option<u64>,
+    lo: crate::model::LoadOptions,
     path: &Path,
     out: &Path,
     args: &RenderArgs,
@@ -191,7 +198,7 @@ fn render_deck(
         };
         let key = specs[i].clone().unwrap_or_default();
         if !models.contains_key(&key) {
-            let loaded = super::load_labelled(specs[i].as_deref(), random_weights).map_err(at)?;
+            let loaded = super::load_labelled(specs[i].as_deref(), lo).map_err(at)?;
             models.insert(key.clone(), loaded);
         }
         let (model, label) = &models[&key];

@@ -72,7 +72,10 @@ pub(super) fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result
         });
     }
     let run = |random_weights: Option<u64>, out: std::path::PathBuf| -> Result<_> {
-        let m = load_model(settings.model.as_deref(), random_weights)?;
+        let m = load_model(
+            settings.model.as_deref(),
+            settings.load_options(random_weights),
+        )?;
         analysis::reproduce::run(&analysis::reproduce::Run {
             model: &m,
             snippets: &corpus.snippets,

@@ -3,9 +3,12 @@
 
 use super::*;
 
-pub(super) fn trace_cmd(spec: Option<&str>, random: Option<u64>, args: &TraceArgs) -> Result<()> {
+pub(super) fn trace_cmd(settings: &Settings, args: &TraceArgs) -> Result<()> {
     let inp = input::read(&args.file)?;
-    let m = load_model(spec, random)?;
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(settings.random_weights),
+    )?;
     let opts = ForwardOptions {
         hidden: args.hidden,
         cancel: None,

@@ -17,6 +17,7 @@ pub struct Scorer {
     k: usize,
     bits: Vec<Option<f32>>,
     top: Vec<Vec<(u32, f32)>>,
+    wrap: bool,
 }
 
 impl Scorer {
@@ -28,7 +29,16 @@ impl Scorer {
             k,
             bits: vec![None; ids.len()],
             top: vec![Vec::new(); ids.len()],
+            wrap: false,
         }
+    }
+
+    /// The last row predicts the FIRST token (an encoder–decoder's decoder stack, whose
+    /// first position, reported last, reads the start token and predicts `ids[0]`): it
+    /// scores `ids[0]` and keeps no top-k (nothing follows the last token).
+    pub fn wrap_first(mut self) -> Self {
+        self.wrap = true;
+        self
     }
 
     /// Logits rows `start..start + block.len() / vocab`, row-major. Rows are scored in
@@ -36,7 +46,7 @@ impl Scorer {
     pub fn feed(&mut self, start: usize, block: &[f32]) {
         use codescope_kernels::lm::{log_sum_exp, top_k};
         use rayon::prelude::*;
-        let (ids, k) = (&self.ids, self.k);
+        let (ids, k, wrap) = (&self.ids, self.k, self.wrap);
         // Per row: the next token's surprisal, the top-k (id, probability).
         type Row = (Option<f32>, Vec<(u32, f32)>);
         let scored: Vec<Row> = block
@@ -46,7 +56,13 @@ impl Scorer {
                 let Some(lse) = log_sum_exp(row) else {
                     return (None, Vec::new());
                 };
-                let bits = ids.get(start + r + 1).map(|&next| {
+                let p = start + r;
+                let next = if wrap && p + 1 == ids.len() {
+                    ids.first()
+                } else {
+                    ids.get(p + 1)
+                };
+                let bits = next.map(|&next| {
                     let lp = row[next as usize] as f64 - lse;
                     (-lp / std::f64::consts::LN_2) as f32
                 });
@@ -57,13 +73,18 @@ impl Scorer {
                 (bits, top)
             })
             .collect();
+        let n = self.bits.len();
         for (r, (bits, top)) in scored.into_iter().enumerate() {
             let p = start + r;
-            if p + 1 < self.bits.len() {
+            if p + 1 < n {
                 self.bits[p + 1] = bits;
-            }
-            if p < self.top.len() {
                 self.top[p] = top;
+            } else if p + 1 == n {
+                if self.wrap {
+                    self.bits[0] = bits;
+                } else {
+                    self.top[p] = top;
+                }
             }
         }
     }

@@ -10,8 +10,8 @@
 //! Rooms: [`source`] (where a model comes from: presets, specs, caches, hub, PyPI),
 //! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama,
 //! Qwen2, Qwen3, Mistral, StarCoder2, Granite and Phi-3, `gemma3` for Gemma 1, 2 and 3;
-//! for the encoder–decoders' encoder stacks `t5`, and `bart` for BART and PLBART, with
-//! their shared parts in [`encdec`]) sharing [`rope`], [`kernels`] and the decoder steps
+//! for the encoder–decoders `t5`, and `bart` for BART and PLBART, their encoder stack or
+//! with [`Stack`] their decoder's, with their shared parts in [`encdec`]) sharing [`rope`], [`kernels`] and the decoder steps
 //! (`decoder`);
 //! [`gguf`] + [`gguf_tokenizer`] and [`pth`] read the containers candle's loaders do not
 //! cover safely; [`lm`] scores the LM head; [`trace`] holds the plain-data result;
@@ -105,6 +105,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 use crate::error::{Error, Result};
+pub use encdec::Stack;
 pub use intervene::{AblationMode, HeadAblation, Intervention, Knockout};
 pub use source::{ModelFiles, Weights};
 pub use tokenizer::{CodeTokenizer, Encoded, TokenizerFiles};
@@ -136,11 +137,11 @@ pub enum Family {
     Granite,
     /// Phi-3: fused projections, partial rotary.
     Phi3,
-    /// T5 encoder–decoders (CodeT5, CodeT5+ 220M/770M): the encoder stack.
+    /// T5 encoder–decoders (CodeT5, CodeT5+ 220M/770M): the encoder stack, or the decoder's with `--stack`.
     T5,
-    /// BART encoder–decoders: the encoder stack.
+    /// BART encoder–decoders: the encoder stack, or the decoder's.
     Bart,
-    /// PLBART (BART's computation, its own config defaults): the encoder stack.
+    /// PLBART (BART's computation, its own config defaults): as BART.
     PlBart,
 }
 
@@ -260,6 +261,28 @@ pub fn stream_window_within(
     model_window
         .min(n.max(16))
         .max(window_within(model_window, layers, heads, mb))
+}
+
+/// How a model is loaded besides its files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// `Some(seed)`: the family's seeded random initialisation instead of the weights
+    /// (`--random-weights`).
+    pub random_weights: Option<u64>,
+    /// Which stack of an encoder–decoder runs (`--stack`; the encoder by default, the
+    /// only one other families accept).
+    pub stack: Stack,
+}
+
+/// The refusal of `--stack decoder|cross` for a family without a decoder.
+fn no_decoder(stack: Stack, family: &str) -> Error {
+    Error::Setting {
+        name: format!("--stack {}", stack.name()),
+        reason: format!(
+            "{family} has no encoder–decoder stacks; only the encoder–decoder families \
+             (t5, bart, plbart) have a decoder and cross-attention"
+        ),
+    }
 }
 
 /// Receives LM-head logits in row blocks: `(first row, rows * vocab floats)`.
@@ -536,10 +559,25 @@ impl LoadedModel {
     /// by the family's seeded random initialisation ([`random`]): config, architecture and
     /// tokenizer as usual.
     pub fn load_with(files: &ModelFiles, random_weights: Option<u64>) -> Result<Self> {
+        Self::load_opts(
+            files,
+            &LoadOptions {
+                random_weights,
+                ..Default::default()
+            },
+        )
+    }
+
+    /// [`LoadedModel::load_with`] with every [`LoadOptions`] (`--stack` too).
+    pub fn load_opts(files: &ModelFiles, lo: &LoadOptions) -> Result<Self> {
+        let (random_weights, stack) = (lo.random_weights, lo.stack);
         let start = Instant::now();
         // A cached model codescope fetched must still be what it fetched.
         integrity::check_on_open(&files.dir)?;
         let (backbone, arch, tokenizer) = if let Weights::Gguf(path) = &files.weights {
+            if stack != Stack::Encoder {
+                return Err(no_decoder(stack, "a GGUF model"));
+            }
             load_gguf(files, path, random_weights)?
         } else {
             let (cfg, model_type) = read_config(&files.config)?;
@@ -549,6 +587,7 @@ impl LoadedModel {
                 &files.config,
                 &files.weights,
                 random_weights,
+                stack,
                 || weights::backend(&files.weights),
             )?;
             let tokenizer = CodeTokenizer::load(&files.tokenizer, &files.dir)?;
@@ -670,6 +709,10 @@ impl LoadedModel {
         let start = Instant::now();
         let (cap, surprisal) = if lm {
             let mut scorer = lm::Scorer::new(&enc.ids, self.backbone.vocab_size(), TOP_NEXT);
+            if self.info.stack == Some(Stack::Decoder.name()) {
+                // The decoder's first position predicts the first subword (encdec docs).
+                scorer = scorer.wrap_first();
+            }
             let cap = self
                 .backbone
                 .forward_lm(&enc.ids, opts, &mut |start, block| {
@@ -830,6 +873,7 @@ fn build_backbone(
     config_path: &Path,
     weights: &Weights,
     random_weights: Option<u64>,
+    stack: Stack,
     backend: impl FnOnce() -> Result<Box<dyn candle_nn::var_builder::SimpleBackend>>,
 ) -> Result<(Box<dyn Backbone>, &'static str)> {
     let bad_config = |reason: String| Error::BadConfig {
@@ -857,6 +901,9 @@ fn build_backbone(
             found: model_type.to_string(),
             supported: supported_architectures(),
         })?;
+    if stack != Stack::Encoder && !matches!(family, Family::T5 | Family::Bart | Family::PlBart) {
+        return Err(no_decoder(stack, family.name()));
+    }
     let vb = || -> Result<VarBuilder<'static>> {
         let inner = backend()?;
         let b: Box<dyn candle_nn::var_builder::SimpleBackend> = match random_weights {
@@ -918,13 +965,19 @@ fn build_backbone(
         Family::T5 => {
             let tcfg: t5::T5Config = parse(cfg, bad_config)?;
             tcfg.validate().map_err(bad_config)?;
-            Box::new(t5::T5::load(tcfg, vb()?).map_err(corrupt)?)
+            if stack != Stack::Encoder {
+                tcfg.validate_decoder().map_err(bad_config)?;
+            }
+            Box::new(t5::T5::load(tcfg, stack, vb()?).map_err(corrupt)?)
         }
         Family::Bart | Family::PlBart => {
             let bcfg: bart::BartConfig = parse(cfg, bad_config)?;
             bcfg.validate().map_err(bad_config)?;
+            if stack != Stack::Encoder {
+                bcfg.validate_decoder().map_err(bad_config)?;
+            }
             let plbart = family == Family::PlBart;
-            Box::new(bart::Bart::load(bcfg, plbart, vb()?).map_err(corrupt)?)
+            Box::new(bart::Bart::load(bcfg, plbart, stack, vb()?).map_err(corrupt)?)
         }
     };
     // A model without layers (or heads, ...) loads but has nothing to show: the
@@ -1063,6 +1116,7 @@ fn gguf_backbone(
         &file.path,
         &weights,
         random_weights,
+        Stack::Encoder,
         || {
             let (tensors, cached) = gguf_tensors(file, &cfg, entry, fresh)?;
             // Scanning a cached entry for NaNs would read all of it (1.1 GB for Gemma 3)

@@ -1,5 +1,7 @@
-//! The T5 encoder (CodeT5, CodeT5+ 220M / 770M; T5 v1.0 and v1.1), its self-attention
-//! captured: the stack the study analysed ([`super::encdec::ENCODER`]).
+//! T5 (CodeT5, CodeT5+ 220M / 770M; T5 v1.0 and v1.1): the encoder's self-attention
+//! captured, the stack the study analysed ([`super::encdec::ENCODER`]), or with
+//! `--stack decoder|cross` the decoder's self- or cross-attention, the snippet
+//! teacher-forced ([`super::encdec`]).
 //!
 //! Mirrors Hugging Face transformers' `modeling_t5.py` (`T5Stack` with `is_decoder =
 //! False`, eager attention) in f32:
@@ -22,13 +24,28 @@
 //! are relative, so no table bounds the input: the window is the config's `n_positions`
 //! (512 for CodeT5, the length the study used), 512 when absent. Checkpoint names are
 //! those of `T5ForConditionalGeneration` / `T5EncoderModel` (`shared.weight`,
-//! `encoder.block.N.layer.{0,1}...`); decoder and LM-head weights are ignored.
+//! `encoder.block.N.layer.{0,1}...`); the encoder stack ignores the decoder and LM-head
+//! weights.
+//!
+//! The decoder (`T5Stack` with `is_decoder = True`): the same embeddings (`shared`), per
+//! block `x += o(causal self-attention(norm(x)))`, `x += o(cross-attention(norm(x),
+//! encoder output))`, `x += ff(norm(x))` (`layer.0`, `layer.1.EncDecAttention`,
+//! `layer.2`); the self-attention's bias is decoder block 0's `relative_attention_bias`
+//! looked up by the ONE-directional bucket of `key - query` (`bidirectional=False`:
+//! all buckets for keys at or before the query, [`causal_bucket`]) plus the causal mask;
+//! the cross-attention has no position bias; `decoder.final_layer_norm` after the last
+//! block. The LM head is `lm_head.weight` when the checkpoint has one, else `shared`
+//! (tied), applied to the last hidden state times `d_model ** -0.5` when the config says
+//! so (`scale_decoder_outputs`, written by transformers 5; else `tie_word_embeddings`,
+//! default true: T5 v1.0 and CodeT5 scale, v1.1 and CodeT5+ do not).
 
 use candle_nn::VarBuilder;
 use serde::Deserialize;
 
-use super::encdec::{find_prefix, host, Act, Linear};
-use super::{kernels, Backbone, Capture, ForwardOptions};
+use super::encdec::{
+    find_prefix, forward_stack, fuse_rows, host, shift_right, Act, Linear, Seq2Seq, Stack,
+};
+use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
 /// The fields of a T5 `config.json` the encoder needs.
@@ -50,6 +67,22 @@ pub struct T5Config {
     pub feed_forward_proj: String,
     #[serde(default)]
     pub n_positions: Option<usize>,
+    /// Decoder blocks (absent: `num_layers`, transformers' symmetry).
+    #[serde(default)]
+    pub num_decoder_layers: Option<usize>,
+    /// The decoder's first input token (absent: `pad_token_id`, else 0).
+    #[serde(default)]
+    pub decoder_start_token_id: Option<u32>,
+    #[serde(default)]
+    pub pad_token_id: Option<u32>,
+    /// transformers 4.x: whether the LM head is tied to `shared`, which also decides the
+    /// `d_model ** -0.5` rescale of the decoder output (absent: true).
+    #[serde(default)]
+    pub tie_word_embeddings: Option<bool>,
+    /// transformers 5.x writes the rescale out (it forces `tie_word_embeddings` true);
+    /// when present it decides.
+    #[serde(default)]
+    pub scale_decoder_outputs: Option<bool>,
 }
 
 fn default_buckets() -> usize {
@@ -110,6 +143,31 @@ impl T5Config {
             .map_err(|e| format!("feed_forward_proj '{s}': {e}"))
     }
 
+    /// Refuse a config whose decoder cannot run (the decoder stacks): its one-directional
+    /// buckets put half of them in the exact range and need a larger maximum distance.
+    pub fn validate_decoder(&self) -> std::result::Result<(), String> {
+        let max_exact = self.relative_attention_num_buckets / 2;
+        if self.relative_attention_max_distance <= max_exact {
+            return Err(format!(
+                "relative_attention_num_buckets {} and relative_attention_max_distance {} \
+                 give the decoder no bucket layout (need a distance above half the buckets)",
+                self.relative_attention_num_buckets, self.relative_attention_max_distance
+            ));
+        }
+        Ok(())
+    }
+
+    /// The decoder's blocks.
+    pub fn decoder_layers(&self) -> usize {
+        self.num_decoder_layers.unwrap_or(self.num_layers)
+    }
+
+    /// Whether the decoder output is scaled by `d_model ** -0.5` before the LM head.
+    fn scales_decoder_output(&self) -> bool {
+        self.scale_decoder_outputs
+            .unwrap_or(self.tie_word_embeddings.unwrap_or(true))
+    }
+
     /// Number of tokens (special ones included) the model takes.
     pub fn window(&self) -> usize {
         self.n_positions.unwrap_or(DEFAULT_WINDOW)
@@ -129,6 +187,20 @@ pub fn relative_bucket(rel: i64, num_buckets: usize, max_distance: usize) -> usi
     let log_ratio = ((max_distance as f64) / (max_exact as f64)).ln() as f32;
     let scaled = (rp as f32 / max_exact as f32).ln() / log_ratio * (half - max_exact) as f32;
     base + (max_exact + scaled as usize).min(half - 1)
+}
+
+/// `_relative_position_bucket(relative_position, bidirectional=False, ...)` of
+/// transformers (the decoder's self-attention) for one offset `rel = key - query`: keys
+/// after the query share bucket 0 (the causal mask hides them).
+pub fn causal_bucket(rel: i64, num_buckets: usize, max_distance: usize) -> usize {
+    let rp = (-rel).max(0) as usize;
+    let max_exact = num_buckets / 2;
+    if rp < max_exact {
+        return rp;
+    }
+    let log_ratio = ((max_distance as f64) / (max_exact as f64)).ln() as f32;
+    let scaled = (rp as f32 / max_exact as f32).ln() / log_ratio * (num_buckets - max_exact) as f32;
+    (max_exact + scaled as usize).min(num_buckets - 1)
 }
 
 /// T5's RMS-style norm in place: `w * x / sqrt(mean(x²) + eps)`.
@@ -175,19 +247,35 @@ struct Block {
     ff: FeedForward,
 }
 
-impl Block {
-    fn load(cfg: &T5Config, gated: bool, vb: VarBuilder) -> candle_core::Result<Self> {
+/// A decoder block's cross-attention (`layer.1.EncDecAttention`, no position bias).
+struct CrossAttention {
+    norm: RmsNorm,
+    q: Linear,
+    /// Fused K|V `[2 * heads * d_kv, d_model]` over the encoder output.
+    kv: Linear,
+    o: Linear,
+}
+
+impl CrossAttention {
+    fn load(cfg: &T5Config, vb: VarBuilder) -> candle_core::Result<Self> {
         let (d, inner) = (cfg.d_model, cfg.num_heads * cfg.d_kv);
-        let sa = vb.pp("layer").pp(0);
-        let att = sa.pp("SelfAttention");
-        let qkv = Linear::fuse(vec![
-            Linear::load(d, inner, false, att.pp("q"))?,
-            Linear::load(d, inner, false, att.pp("k"))?,
-            Linear::load(d, inner, false, att.pp("v"))?,
-        ]);
-        let ffl = vb.pp("layer").pp(1);
-        let dense = ffl.pp("DenseReluDense");
-        let ff = if gated {
+        let att = vb.pp("EncDecAttention");
+        Ok(CrossAttention {
+            norm: RmsNorm::load(d, cfg.layer_norm_epsilon, vb.pp("layer_norm"))?,
+            q: Linear::load(d, inner, false, att.pp("q"))?,
+            kv: Linear::fuse(vec![
+                Linear::load(d, inner, false, att.pp("k"))?,
+                Linear::load(d, inner, false, att.pp("v"))?,
+            ]),
+            o: Linear::load(inner, d, false, att.pp("o"))?,
+        })
+    }
+}
+
+impl FeedForward {
+    fn load(cfg: &T5Config, gated: bool, dense: VarBuilder) -> candle_core::Result<Self> {
+        let d = cfg.d_model;
+        Ok(if gated {
             FeedForward::Gated {
                 wi: Linear::fuse(vec![
                     Linear::load(d, cfg.d_ff, false, dense.pp("wi_0"))?,
@@ -201,18 +289,62 @@ impl Block {
                 wi: Linear::load(d, cfg.d_ff, false, dense.pp("wi"))?,
                 wo: Linear::load(cfg.d_ff, d, false, dense.pp("wo"))?,
             }
-        };
+        })
+    }
+
+    /// `x + wo(ff(h))` for the normed rows `h` of the residual `x`.
+    fn apply(&self, h: &[f32], x: &[f32], n: usize, act: Act) -> Vec<f32> {
+        match self {
+            FeedForward::Plain { wi, wo } => {
+                let mut a = wi.apply(h, n, None);
+                act.apply(&mut a);
+                wo.apply(&a, n, Some(x))
+            }
+            FeedForward::Gated { wi, wo, inter } => {
+                let gu = wi.apply(h, n, None);
+                let a = gated(&gu, n, *inter, act);
+                wo.apply(&a, n, Some(x))
+            }
+        }
+    }
+}
+
+impl Block {
+    /// Block `vb` (`layer.0` self-attention; the feed-forward in `layer.{ff}`: 1 in the
+    /// encoder, 2 in the decoder, after its cross-attention).
+    fn load(cfg: &T5Config, gated: bool, ff: usize, vb: VarBuilder) -> candle_core::Result<Self> {
+        let (d, inner) = (cfg.d_model, cfg.num_heads * cfg.d_kv);
+        let sa = vb.pp("layer").pp(0);
+        let att = sa.pp("SelfAttention");
+        let qkv = Linear::fuse(vec![
+            Linear::load(d, inner, false, att.pp("q"))?,
+            Linear::load(d, inner, false, att.pp("k"))?,
+            Linear::load(d, inner, false, att.pp("v"))?,
+        ]);
+        let ffl = vb.pp("layer").pp(ff);
         Ok(Block {
             attn_norm: RmsNorm::load(d, cfg.layer_norm_epsilon, sa.pp("layer_norm"))?,
             qkv,
             o: Linear::load(inner, d, false, att.pp("o"))?,
             ff_norm: RmsNorm::load(d, cfg.layer_norm_epsilon, ffl.pp("layer_norm"))?,
-            ff,
+            ff: FeedForward::load(cfg, gated, ffl.pp("DenseReluDense"))?,
         })
     }
 }
 
-/// A loaded T5 encoder.
+/// The decoder (`--stack decoder|cross`): blocks with their cross-attention, block 0's
+/// one-directional position bias shared by all, the final norm and the LM head.
+struct Decoder {
+    blocks: Vec<(Block, CrossAttention)>,
+    /// `decoder.block.0...relative_attention_bias` `[num_buckets, heads]`.
+    rel_bias: Vec<f32>,
+    final_norm: RmsNorm,
+    /// `lm_head.weight` `[vocab, d_model]` when the checkpoint has one; else `shared`.
+    lm_head: Option<Vec<f32>>,
+    start: u32,
+}
+
+/// A loaded T5: its encoder, and with the decoder stacks its decoder.
 pub struct T5 {
     cfg: T5Config,
     act: Act,
@@ -222,12 +354,15 @@ pub struct T5 {
     rel_bias: Vec<f32>,
     blocks: Vec<Block>,
     final_norm: RmsNorm,
+    stack: Stack,
+    decoder: Option<Decoder>,
 }
 
 impl T5 {
     /// Build from a `VarBuilder` with the checkpoint's names (`shared.weight`,
-    /// `encoder.*`; the `transformer.` prefix of some exports is accepted too).
-    pub fn load(cfg: T5Config, vb: VarBuilder) -> Result<Self> {
+    /// `encoder.*`, and for the decoder stacks `decoder.*` and `lm_head.weight` when the
+    /// head is not tied; the `transformer.` prefix of some exports is accepted too).
+    pub fn load(cfg: T5Config, stack: Stack, vb: VarBuilder) -> Result<Self> {
         let (gated, act) = cfg.feed_forward().map_err(Error::Compute)?;
         let missing = || {
             Error::Compute(
@@ -264,9 +399,14 @@ impl T5 {
                 )?,
         )?;
         let blocks = (0..cfg.num_layers)
-            .map(|i| Block::load(&cfg, gated, enc.pp("block").pp(i)))
+            .map(|i| Block::load(&cfg, gated, 1, enc.pp("block").pp(i)))
             .collect::<candle_core::Result<Vec<_>>>()?;
         let final_norm = RmsNorm::load(d, cfg.layer_norm_epsilon, enc.pp("final_layer_norm"))?;
+        let decoder = if stack == Stack::Encoder {
+            None
+        } else {
+            Some(Self::load_decoder(&cfg, gated, &vb)?)
+        };
         Ok(T5 {
             cfg,
             act,
@@ -274,7 +414,84 @@ impl T5 {
             rel_bias,
             blocks,
             final_norm,
+            stack,
+            decoder,
         })
+    }
+
+    fn load_decoder(cfg: &T5Config, gated: bool, vb: &VarBuilder) -> Result<Decoder> {
+        let dec = vb.pp("decoder");
+        if !dec.contains_tensor("block.0.layer.0.SelfAttention.q.weight") {
+            return Err(Error::Compute(
+                "no tensor 'decoder.block.0.layer.0.SelfAttention.q.weight': the checkpoint \
+                 has no decoder (an encoder-only export); use --stack encoder"
+                    .into(),
+            ));
+        }
+        let rel_bias = host(
+            &dec.pp("block")
+                .pp(0)
+                .pp("layer")
+                .pp(0)
+                .pp("SelfAttention")
+                .pp("relative_attention_bias")
+                .get(
+                    (cfg.relative_attention_num_buckets, cfg.num_heads),
+                    "weight",
+                )?,
+        )?;
+        let blocks = (0..cfg.decoder_layers())
+            .map(|i| {
+                let b = dec.pp("block").pp(i);
+                Ok((
+                    Block::load(cfg, gated, 2, b.clone())?,
+                    CrossAttention::load(cfg, b.pp("layer").pp(1))?,
+                ))
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        let final_norm = RmsNorm::load(
+            cfg.d_model,
+            cfg.layer_norm_epsilon,
+            dec.pp("final_layer_norm"),
+        )?;
+        let lm_head = if vb.contains_tensor("lm_head.weight") {
+            Some(host(
+                &vb.get((cfg.vocab_size, cfg.d_model), "lm_head.weight")?,
+            )?)
+        } else {
+            None
+        };
+        Ok(Decoder {
+            blocks,
+            rel_bias,
+            final_norm,
+            lm_head,
+            start: cfg.decoder_start_token_id.or(cfg.pad_token_id).unwrap_or(0),
+        })
+    }
+
+    /// The decoder's position bias in Toeplitz form `[heads, 2n - 1]` (see
+    /// [`T5::position_bias`]), keys after the query masked with minus infinity.
+    fn decoder_position_bias(&self, rel_bias: &[f32], n: usize) -> Vec<f32> {
+        let heads = self.cfg.num_heads;
+        let span = (2 * n).saturating_sub(1);
+        let mut out = vec![0.0f32; heads * span];
+        for t in 0..span {
+            let rel = t as i64 - (n as i64 - 1);
+            let b = causal_bucket(
+                rel,
+                self.cfg.relative_attention_num_buckets,
+                self.cfg.relative_attention_max_distance,
+            );
+            for h in 0..heads {
+                out[h * span + t] = if rel > 0 {
+                    f32::NEG_INFINITY
+                } else {
+                    rel_bias[b * heads + h]
+                };
+            }
+        }
+        out
     }
 
     /// The position bias of every head in Toeplitz form `[heads, 2n - 1]`: entry
@@ -309,7 +526,10 @@ impl T5 {
 
 impl Backbone for T5 {
     fn layers(&self) -> usize {
-        self.cfg.num_layers
+        match self.stack {
+            Stack::Encoder => self.cfg.num_layers,
+            _ => self.cfg.decoder_layers(),
+        }
     }
     fn heads(&self) -> usize {
         self.cfg.num_heads
@@ -324,11 +544,45 @@ impl Backbone for T5 {
         self.cfg.vocab_size
     }
     fn stack(&self) -> Option<&'static str> {
-        Some(super::encdec::ENCODER)
+        Some(self.stack.name())
+    }
+    fn causal(&self) -> bool {
+        self.stack == Stack::Decoder
     }
 
     fn forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
-        super::check_ids(ids, self.window(), self.cfg.vocab_size)?;
+        match self.stack {
+            Stack::Encoder => self.encoder_forward(ids, opts),
+            s => forward_stack(self, s, ids, opts, None),
+        }
+    }
+
+    fn forward_lm(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        sink: &mut LogitsSink,
+    ) -> Result<Capture> {
+        match self.stack {
+            Stack::Decoder => forward_stack(self, Stack::Decoder, ids, opts, Some(sink)),
+            Stack::Encoder => Err(Error::Compute(
+                "the encoder stack has no language-model head (surprisal needs a causal \
+                 model, or --stack decoder for an encoder–decoder)"
+                    .into(),
+            )),
+            Stack::Cross => Err(Error::Compute(
+                "surprisal comes from the decoder stack's LM head: use --stack decoder, not \
+                 --stack cross"
+                    .into(),
+            )),
+        }
+    }
+}
+
+impl T5 {
+    /// The encoder's forward pass with capture (the encoder stack).
+    fn encoder_forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
+        super::check_ids(ids, self.cfg.window(), self.cfg.vocab_size)?;
         let (heads, dk) = (self.cfg.num_heads, self.cfg.d_kv);
         let n = ids.len();
         let layers = self.blocks.len();
@@ -367,18 +621,7 @@ impl Backbone for T5 {
             capture.keep_attention(opts, li, probs)?;
             x = block.o.apply(&ctx, n, Some(&x));
             let h = block.ff_norm.apply(&x);
-            x = match &block.ff {
-                FeedForward::Plain { wi, wo } => {
-                    let mut a = wi.apply(&h, n, None);
-                    self.act.apply(&mut a);
-                    wo.apply(&a, n, Some(&x))
-                }
-                FeedForward::Gated { wi, wo, inter } => {
-                    let gu = wi.apply(&h, n, None);
-                    let a = gated(&gu, n, *inter, self.act);
-                    wo.apply(&a, n, Some(&x))
-                }
-            };
+            x = block.ff.apply(&h, &x, n, self.act);
             super::check_layer_host(&x, li)?;
             if opts.hidden {
                 if li + 1 == layers {
@@ -391,6 +634,112 @@ impl Backbone for T5 {
             }
         }
         Ok(capture)
+    }
+}
+
+impl Seq2Seq for T5 {
+    fn decoder_layers(&self) -> usize {
+        self.cfg.decoder_layers()
+    }
+    fn decoder_heads(&self) -> usize {
+        self.cfg.num_heads
+    }
+    fn d_model(&self) -> usize {
+        self.cfg.d_model
+    }
+    fn vocab(&self) -> usize {
+        self.cfg.vocab_size
+    }
+    fn window(&self) -> usize {
+        self.cfg.window()
+    }
+
+    fn encode(&self, ids: &[u32]) -> Result<Vec<f32>> {
+        let drop = |_: usize, _: Vec<f32>| Ok(());
+        let opts = ForwardOptions {
+            hidden: true,
+            on_attention: Some(&drop),
+            ..Default::default()
+        };
+        let cap = self.encoder_forward(ids, &opts)?;
+        cap.hidden
+            .and_then(|mut h| h.layers.pop())
+            .ok_or_else(|| Error::Compute("the encoder returned no output".into()))
+    }
+
+    fn decoder_input(&self, ids: &[u32]) -> Vec<u32> {
+        let start = self.decoder.as_ref().map_or(0, |d| d.start);
+        shift_right(ids, start)
+    }
+
+    fn decoder_embed(&self, dec: &[u32]) -> Vec<f32> {
+        self.embed(dec)
+    }
+
+    fn decoder_layer(&self, layer: usize, x: &mut Vec<f32>, enc: &[f32], cross: bool) -> Vec<f32> {
+        let dec = self
+            .decoder
+            .as_ref()
+            .expect("the decoder stacks load the decoder");
+        let (heads, dk) = (self.cfg.num_heads, self.cfg.d_kv);
+        let n = x.len() / self.cfg.d_model;
+        let (block, ca) = &dec.blocks[layer];
+        // The bias of block 0, shared by every block (recomputed per layer: `2n - 1`
+        // values per head).
+        let bias = self.decoder_position_bias(&dec.rel_bias, n);
+        let h = block.attn_norm.apply(x);
+        let qkv = block.qkv.apply(&h, n, None);
+        let mut ctx = vec![0.0f32; n * heads * dk];
+        let mut self_probs =
+            kernels::attention_probs_rel_bias(&qkv, n, heads, dk, 1.0, &bias, &mut ctx);
+        // Masked keys got exp(-87) from the kernel's clamped exp: make them exactly 0.
+        for (r, row) in self_probs.chunks_exact_mut(n).enumerate() {
+            row[r % n + 1..].iter_mut().for_each(|p| *p = 0.0);
+        }
+        *x = block.o.apply(&ctx, n, Some(x));
+        let h = ca.norm.apply(x);
+        let q = ca.q.apply(&h, n, None);
+        let kv = ca.kv.apply(enc, n, None);
+        let fused = fuse_rows(&q, &kv, n);
+        let mut ctx = vec![0.0f32; n * heads * dk];
+        let cross_probs =
+            kernels::attention_probs(&fused, n, heads, dk, 1.0, false, None, &mut ctx);
+        *x = ca.o.apply(&ctx, n, Some(x));
+        let h = block.ff_norm.apply(x);
+        *x = block.ff.apply(&h, x, n, self.act);
+        if cross {
+            cross_probs
+        } else {
+            self_probs
+        }
+    }
+
+    fn decoder_final(&self, x: &[f32]) -> Vec<f32> {
+        let dec = self
+            .decoder
+            .as_ref()
+            .expect("the decoder stacks load the decoder");
+        dec.final_norm.apply(x)
+    }
+
+    fn lm_logits(&self, last: &[f32], rows: usize) -> Vec<f32> {
+        let dec = self
+            .decoder
+            .as_ref()
+            .expect("the decoder stacks load the decoder");
+        let d = self.cfg.d_model;
+        let w = dec.lm_head.as_deref().unwrap_or(&self.embed);
+        let scaled: Vec<f32>;
+        let x = if self.cfg.scales_decoder_output() {
+            let s = (d as f64).powf(-0.5) as f32;
+            scaled = last.iter().map(|v| v * s).collect();
+            &scaled
+        } else {
+            last
+        };
+        let mut out = vec![0.0f32; rows * self.cfg.vocab_size];
+        kernels::linear(x, rows, d, w, self.cfg.vocab_size, None, None, &mut out);
+        out
     }
 }
 

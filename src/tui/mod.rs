@@ -189,9 +189,13 @@ pub fn run(opts: ExplorerOptions) -> Result<()> {
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let wtx = tx.clone();
-    let worker = Worker::spawn(opts.settings.cache_dir.clone(), move |m| {
-        let _ = wtx.send(Msg::Worker(m));
-    });
+    let worker = Worker::spawn_with_stack(
+        opts.settings.cache_dir.clone(),
+        opts.settings.stack,
+        move |m| {
+            let _ = wtx.send(Msg::Worker(m));
+        },
+    );
     let iotx = tx.clone();
     let io_thread = io::IoThread::spawn(move |m| {
         let _ = iotx.send(m);

@@ -86,6 +86,8 @@ impl Slot {
 struct Shared {
     /// Where probe features are cached (codescope's cache directory).
     cache_root: std::path::PathBuf,
+    /// The stack of an encoder–decoder that models load with (`--stack`).
+    stack: crate::model::Stack,
     slot: Mutex<Slot>,
     cv: Condvar,
     /// Per kind, the newest request id; a running job of that kind whose id is older is
@@ -129,8 +131,18 @@ impl Worker {
         cache_root: std::path::PathBuf,
         send: impl Fn(WorkerMsg) + Send + Sync + 'static,
     ) -> Self {
+        Self::spawn_with_stack(cache_root, crate::model::Stack::default(), send)
+    }
+
+    /// [`Worker::spawn`] whose models load with `stack` (`--stack`).
+    pub fn spawn_with_stack(
+        cache_root: std::path::PathBuf,
+        stack: crate::model::Stack,
+        send: impl Fn(WorkerMsg) + Send + Sync + 'static,
+    ) -> Self {
         let shared = Arc::new(Shared {
             cache_root,
+            stack,
             slot: Mutex::new(Slot::default()),
             cv: Condvar::new(),
             newest: Default::default(),
@@ -268,7 +280,11 @@ fn run(shared: &Shared, send: &Sender) {
         match job {
             Job::Load(spec, random) => {
                 let label = spec.clone().unwrap_or_else(|| "default model".into());
-                let r = catch_unwind(AssertUnwindSafe(|| load(spec, random, send)));
+                let lo = crate::model::LoadOptions {
+                    random_weights: random,
+                    stack: shared.stack,
+                };
+                let r = catch_unwind(AssertUnwindSafe(|| load(spec, lo, send)));
                 match r {
                     Ok(Some(m)) => model = Some(m),
                     Ok(None) => {}
@@ -397,13 +413,8 @@ pub fn knockout_job(
 }
 
 /// Load `spec` (or the default model, falling back to [`FALLBACK_MODEL`]).
-fn load(spec: Option<String>, random: Option<u64>, send: &Sender) -> Option<LoadedModel> {
-    let (res, notice) = with_heartbeat(
-        0,
-        send,
-        || false,
-        |progress| load_with(spec, random, progress),
-    );
+fn load(spec: Option<String>, lo: crate::model::LoadOptions, send: &Sender) -> Option<LoadedModel> {
+    let (res, notice) = with_heartbeat(0, send, || false, |progress| load_with(spec, lo, progress));
     match res {
         Ok((m, label)) => {
             send(WorkerMsg::ModelLoaded {
@@ -425,7 +436,7 @@ type Loaded = std::result::Result<(LoadedModel, String), (String, String)>;
 
 fn load_with(
     spec: Option<String>,
-    random: Option<u64>,
+    lo: crate::model::LoadOptions,
     progress: &(dyn Fn(String) + Sync),
 ) -> (Loaded, Option<String>) {
     if spec.is_none() {
@@ -440,14 +451,14 @@ fn load_with(
     let label = choice.spec.clone();
     progress(format!("loading model {label}…"));
     let t = Instant::now();
-    let res = match source::open(&choice, random) {
+    let res = match source::open(&choice, &lo) {
         Err(e) if default && label != FALLBACK_MODEL => {
             tracing::warn!(%label, error = %e, "default model failed, falling back");
             progress(format!("{label} failed; loading {FALLBACK_MODEL}…"));
             notice = Some(format!(
                 "fell back to {FALLBACK_MODEL}: {label} failed: {e}"
             ));
-            source::open(&source::choose(Some(FALLBACK_MODEL)), random)
+            source::open(&source::choose(Some(FALLBACK_MODEL)), &lo)
                 .map(|m| (m, FALLBACK_MODEL.to_string()))
         }
         r => r.map(|m| (m, label.clone())),
@@ -874,6 +885,7 @@ mod tests {
     fn the_job_slot_is_latest_wins_per_kind_in_priority_order() {
         let shared = Shared {
             cache_root: std::path::PathBuf::new(),
+            stack: Default::default(),
             slot: Mutex::new(Slot::default()),
             cv: Condvar::new(),
             newest: Default::default(),

@@ -560,11 +560,13 @@ fn options_a_command_ignores_are_not_offered_or_taken() {
     let flag = |a: &str| match a {
         "random_weights" => "--random-weights",
         "model" => "--model",
+        "stack" => "--stack",
         _ => "--lang",
     };
     let value = |a: &str| match a {
         "random_weights" => "3",
         "model" => "minilm",
+        "stack" => "decoder",
         _ => "python",
     };
     for (sub, ignored) in codescope::cli::IGNORED_GLOBALS {

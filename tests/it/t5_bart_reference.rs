@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use codescope::model::random::{generate, InitRules};
 use codescope::model::source::{ModelFiles, Weights};
-use codescope::model::{Family, ForwardOptions, LoadedModel};
+use codescope::model::{Family, ForwardOptions, LoadOptions, LoadedModel, Stack};
 
 use crate::cli_sources::{fails, fixture, ok, sandboxed};
 
@@ -442,4 +442,286 @@ fn t5_encoder_model_checkpoint_loads_as_the_same_encoder() {
     );
     assert_eq!(a.attention.layers, b.attention.layers);
     assert_eq!(a.hidden.unwrap().layers, b.hidden.unwrap().layers);
+}
+
+fn decoder_reference(name: &str) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(dir(name).join("decoder_reference.json")).unwrap(),
+    )
+    .unwrap()
+}
+
+fn load_stack(name: &str, stack: Stack) -> LoadedModel {
+    let files = ModelFiles::from_dir(&dir(name), name.into()).unwrap();
+    LoadedModel::load_opts(
+        &files,
+        &LoadOptions {
+            random_weights: None,
+            stack,
+        },
+    )
+    .unwrap()
+}
+
+/// `|got - want|`, relative above 1, checked under 1e-4; the worst kept in `worst`.
+fn close(got: f64, want: f64, worst: &mut f64, what: impl Fn() -> String) {
+    let d = (got - want).abs() / want.abs().max(1.0);
+    *worst = worst.max(d);
+    assert!(d < 1e-4, "{}: {got} vs {want}", what());
+}
+
+/// The decoder stack (teacher-forced self-attention, hidden states, logits, the labels'
+/// surprisal) and the cross stack against transformers' `model(input_ids=ids,
+/// labels=ids)`, which builds the decoder input itself (T5's `_shift_right`, BART's and
+/// PLBART's `shift_tokens_right`). codescope reports decoder position `p` at the index of
+/// the subword it reads, `(p + n - 1) % n`.
+#[test]
+fn t5_bart_plbart_decoder_and_cross_stacks_match_transformers() {
+    for (name, arch) in [
+        ("tiny_t5", "t5"),
+        ("tiny_t5_v11", "t5"),
+        ("tiny_bart", "bart"),
+        ("tiny_plbart", "plbart"),
+    ] {
+        let r = decoder_reference(name);
+        let text = r["text"].as_str().unwrap();
+        let want_ids: Vec<u32> = r["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
+        let n = want_ids.len();
+        let at = |i: usize| (i + 1) % n;
+        let m = load_stack(name, Stack::Decoder);
+        assert_eq!(m.info.architecture, arch);
+        assert_eq!(m.info.stack, Some("decoder"));
+        assert!(m.info.causal);
+        assert_eq!((m.info.layers, m.info.heads), (1, 4), "{name}");
+        let opts = ForwardOptions {
+            hidden: true,
+            ..Default::default()
+        };
+        let t = m.trace_lm(text, &opts).unwrap();
+        let ids: Vec<u32> = t.tokens.iter().map(|s| s.id).collect();
+        assert_eq!(ids, want_ids, "{name} ids");
+        let (mut wa, mut wh, mut wl, mut wb, mut wc) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for h in 0..4 {
+            for i in 0..n {
+                for j in 0..n {
+                    let w = r["decoder_attention"][0][h][at(i)][at(j)].as_f64().unwrap();
+                    let got = t.attention.get(0, h, i, j) as f64;
+                    close(got, w, &mut wa, || {
+                        format!("{name} decoder attention {h} {i} {j}")
+                    });
+                    // Causal: a decoder position sees no later one (exactly 0).
+                    if at(j) > at(i) {
+                        assert_eq!(got, 0.0, "{name} {h} {i} {j}");
+                    }
+                }
+            }
+        }
+        let hid = t.hidden.as_ref().unwrap();
+        assert_eq!(hid.layers.len(), 2);
+        for l in 0..2 {
+            for i in 0..n {
+                for (d, &x) in hid.vector(l, i).iter().enumerate() {
+                    let w = r["decoder_hidden_states"][l][at(i)][d].as_f64().unwrap();
+                    close(x as f64, w, &mut wh, || {
+                        format!("{name} hidden {l} {i} {d}")
+                    });
+                }
+            }
+        }
+        let logits = m.logits_ids(&ids).unwrap();
+        let vocab = m.vocab_size();
+        assert_eq!(logits.len(), n * vocab);
+        for i in 0..n {
+            for v in 0..vocab {
+                let w = r["logits"][at(i)][v].as_f64().unwrap();
+                let got = logits[i * vocab + v] as f64;
+                close(got, w, &mut wl, || format!("{name} logits {i} {v}"));
+            }
+        }
+        // Every label is scored, the first from the decoder's first position.
+        let s = t.surprisal.as_ref().unwrap();
+        for (i, b) in s.bits.iter().enumerate() {
+            let w = r["label_bits"][i].as_f64().unwrap();
+            close(b.unwrap() as f64, w, &mut wb, || format!("{name} bits {i}"));
+        }
+        assert!(s.top_next[n - 1].is_empty());
+        assert_eq!(s.top_next[0].len(), 5);
+        // A layer recomputed from its recorded input is the full pass's, bit for bit.
+        let full = m.forward_ids(&ids, &opts).unwrap();
+        let again = m
+            .layer_attention(&ids, 0, &full.hidden.as_ref().unwrap().layers[0])
+            .unwrap();
+        assert!(again
+            .iter()
+            .zip(&full.attention.layers[0])
+            .all(|(a, b)| a.to_bits() == b.to_bits()));
+
+        let c = load_stack(name, Stack::Cross);
+        assert_eq!(c.info.stack, Some("cross"));
+        assert!(!c.info.causal);
+        let t = c.trace(text, &ForwardOptions::default()).unwrap();
+        for h in 0..4 {
+            for i in 0..n {
+                for j in 0..n {
+                    let w = r["cross_attention"][0][h][at(i)][j].as_f64().unwrap();
+                    let got = t.attention.get(0, h, i, j) as f64;
+                    close(got, w, &mut wc, || {
+                        format!("{name} cross attention {h} {i} {j}")
+                    });
+                }
+            }
+        }
+        assert!(c.trace_lm(text, &ForwardOptions::default()).is_err());
+        eprintln!(
+            "{name}: {n} tokens; max diff (relative above 1): decoder attention {wa:.2e}, \
+             cross attention {wc:.2e}, decoder hidden {wh:.2e}, logits {wl:.2e}, label bits {wb:.2e}"
+        );
+    }
+}
+
+#[test]
+fn t5_decoder_buckets_are_one_directional() {
+    use codescope::model::t5::causal_bucket;
+    // transformers' _relative_position_bucket(bidirectional=False) for 32 buckets, 128
+    // (torch 2.x): 16 exact offsets, then logarithmic, clamped at 31; later keys share
+    // bucket 0.
+    let want = [
+        (0, 0),
+        (1, 0),
+        (50, 0),
+        (-1, 1),
+        (-15, 15),
+        (-16, 16),
+        (-20, 17),
+        (-32, 21),
+        (-64, 26),
+        (-127, 31),
+        (-128, 31),
+        (-1000, 31),
+    ];
+    for (rel, b) in want {
+        assert_eq!(causal_bucket(rel, 32, 128), b, "offset {rel}");
+    }
+}
+
+#[test]
+fn t5_bart_decoder_stacks_through_the_cli() {
+    let root = tempfile::tempdir().unwrap();
+    let sample = root.path().join("sample.py");
+    std::fs::write(&sample, "def add(a, b):\n    return a + b\n").unwrap();
+    let sample = sample.display().to_string();
+    for (name, arch) in [("tiny_t5", "t5"), ("tiny_plbart", "plbart")] {
+        let m = fixture(name);
+        let out = ok(&run(
+            root.path(),
+            &[
+                "trace", "--stack", "decoder", "--json", "--model", &m, &sample,
+            ],
+        ));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["model"]["architecture"], arch);
+        assert_eq!(v["model"]["stack"], "decoder");
+        let n = v["tokens"].as_array().unwrap().len();
+        assert_eq!(v["attention"].as_array().unwrap().len(), 1);
+        assert_eq!(v["attention"][0].as_array().unwrap().len(), 4);
+        assert_eq!(v["attention"][0][3].as_array().unwrap().len(), n);
+        assert_eq!(v["attention"][0][3][0].as_array().unwrap().len(), n);
+        // The global option also goes after the subcommand; surprisal for every subword.
+        let out = ok(&run(
+            root.path(),
+            &[
+                "trace",
+                "--json",
+                "--surprisal",
+                "--model",
+                &m,
+                &sample,
+                "--stack",
+                "decoder",
+            ],
+        ));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let bits = v["surprisal"].as_array().unwrap();
+        assert_eq!(bits.len(), n);
+        assert!(
+            bits.iter().all(|b| b.as_f64().is_some_and(|b| b > 0.0)),
+            "{bits:?}"
+        );
+        let out = ok(&run(
+            root.path(),
+            &[
+                "trace",
+                "--stack",
+                "decoder",
+                "--surprisal",
+                "--model",
+                &m,
+                &sample,
+            ],
+        ));
+        assert!(
+            out.contains(&format!("({arch}, decoder stack, 1 layers x 4 heads")),
+            "{out}"
+        );
+        let out = ok(&run(
+            root.path(),
+            &[
+                "analyze", "--stack", "cross", "--json", "--model", &m, &sample,
+            ],
+        ));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["model"]["stack"], "cross");
+        let out = ok(&run(
+            root.path(),
+            &["analyze", "--stack", "decoder", "--model", &m, &sample],
+        ));
+        assert!(out.contains(&format!("({arch}, decoder stack")), "{out}");
+    }
+    // The cross stack has no LM head; a decoder-only or encoder-only model has no stacks.
+    let line = fails(&run(
+        root.path(),
+        &[
+            "trace",
+            "--stack",
+            "cross",
+            "--surprisal",
+            "--model",
+            &fixture("tiny_t5"),
+            &sample,
+        ],
+    ));
+    assert!(line.contains("--stack decoder"), "{line}");
+    for (other, family) in [("tiny_gpt2", "gpt2"), ("tiny_roberta", "roberta")] {
+        for stack in ["decoder", "cross"] {
+            let line = fails(&run(
+                root.path(),
+                &[
+                    "trace",
+                    "--stack",
+                    stack,
+                    "--model",
+                    &fixture(other),
+                    &sample,
+                ],
+            ));
+            assert!(
+                line.contains(&format!("--stack {stack}"))
+                    && line.contains(family)
+                    && line.contains("t5, bart, plbart"),
+                "{line}"
+            );
+        }
+    }
+    // Commands without a model refuse the option.
+    let o = run(root.path(), &["syntax", "--stack", "decoder", &sample]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--stack does nothing"),
+        "{err}"
+    );
 }

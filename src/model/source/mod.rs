@@ -149,10 +149,10 @@ pub fn choose(spec: Option<&str>) -> Choice {
     }
 }
 
-/// Resolve and load a chosen model (`random_weights`: as `--random-weights`).
-pub fn open(choice: &Choice, random_weights: Option<u64>) -> Result<crate::model::LoadedModel> {
+/// Resolve and load a chosen model (`lo`: `--random-weights`, `--stack`).
+pub fn open(choice: &Choice, lo: &crate::model::LoadOptions) -> Result<crate::model::LoadedModel> {
     let files = resolve(&choice.spec)?;
-    crate::model::LoadedModel::load_with(&files, random_weights)
+    crate::model::LoadedModel::load_opts(&files, lo)
 }
 
 /// Whether a preset is on local disk (no network used).

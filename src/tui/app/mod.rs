@@ -455,10 +455,18 @@ impl App {
         match &self.model.loaded {
             None => self.status.warn("no model is loaded yet"),
             Some((label, info)) if !info.causal => {
-                let text = format!(
-                    "surprisal needs a causal model; {label} ({}) is an encoder (M: switch model)",
-                    info.architecture
-                );
+                let text = if info.stack.is_some() {
+                    format!(
+                        "surprisal needs a causal model or an encoder–decoder's --stack \
+                         decoder; {label} ({}) has no LM head here (M: switch model)",
+                        info.architecture_note()
+                    )
+                } else {
+                    format!(
+                        "surprisal needs a causal model; {label} ({}) is an encoder (M: switch model)",
+                        info.architecture
+                    )
+                };
                 self.status.warn(text);
             }
             Some(_) => {
