@@ -87,6 +87,7 @@ pub mod lm;
 pub mod mapped;
 pub mod pickle;
 pub mod pth;
+pub mod quant;
 pub mod random;
 pub mod rope;
 pub mod source;
@@ -106,6 +107,7 @@ use candle_nn::VarBuilder;
 
 use crate::error::{Error, Result};
 pub use intervene::{AblationMode, HeadAblation, Intervention, Knockout};
+use quant::{QuantStore, WeightsMode};
 pub use source::{ModelFiles, Weights};
 pub use tokenizer::{CodeTokenizer, Encoded, TokenizerFiles};
 pub use trace::{Attention, Hidden, ModelInfo, Prediction, Subword, Surprisal, Trace};
@@ -542,7 +544,7 @@ impl LoadedModel {
                 &files.config,
                 &files.weights,
                 random_weights,
-                || weights::backend(&files.weights),
+                || Ok((weights::backend(&files.weights)?, QuantStore::default())),
             )?;
             let tokenizer = CodeTokenizer::load(&files.tokenizer, &files.dir)?;
             (backbone, arch, tokenizer)
@@ -774,7 +776,7 @@ fn build_backbone(
     config_path: &Path,
     weights: &Weights,
     random_weights: Option<u64>,
-    backend: impl FnOnce() -> Result<Box<dyn candle_nn::var_builder::SimpleBackend>>,
+    backend: impl FnOnce() -> Result<(Box<dyn candle_nn::var_builder::SimpleBackend>, QuantStore)>,
 ) -> Result<(Box<dyn Backbone>, &'static str)> {
     let bad_config = |reason: String| Error::BadConfig {
         path: config_path.into(),
@@ -801,8 +803,9 @@ fn build_backbone(
             found: model_type.to_string(),
             supported: supported_architectures(),
         })?;
+    let quant = std::cell::RefCell::new(QuantStore::default());
     let vb = || -> Result<VarBuilder<'static>> {
-        let inner = backend()?;
+        let (inner, q) = backend()?;
         let b: Box<dyn candle_nn::var_builder::SimpleBackend> = match random_weights {
             None => inner,
             Some(seed) => {
@@ -811,6 +814,10 @@ fn build_backbone(
                 Box::new(random::RandomInit { inner, rules, seed })
             }
         };
+        // Random weights replace every tensor the VarBuilder gives: none stays quantized.
+        if random_weights.is_none() {
+            *quant.borrow_mut() = q;
+        }
         Ok(VarBuilder::from_backend(b, DType::F32, Device::Cpu))
     };
     let backbone: Box<dyn Backbone> = match family {
@@ -849,7 +856,8 @@ fn build_backbone(
             let lcfg = llama::parse_config(family, cfg).map_err(bad_config)?;
             let flavor = llama::Flavor::of(family).expect("a Llama-family model");
             lcfg.validate_for(flavor).map_err(bad_config)?;
-            Box::new(llama::Llama::load(lcfg, family, vb()?).map_err(corrupt)?)
+            let vb = vb()?;
+            Box::new(llama::Llama::load(lcfg, family, vb, &quant.borrow()).map_err(corrupt)?)
         }
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => {
             // A multimodal `gemma3` config nests the text model's settings.
@@ -857,7 +865,8 @@ fn build_backbone(
             let generation = gemma3::Generation::of(family).expect("a Gemma model");
             let gcfg = gemma3::parse_config(generation, text).map_err(bad_config)?;
             gcfg.validate_for(generation).map_err(bad_config)?;
-            Box::new(gemma3::Gemma3::load(gcfg, generation, vb()?).map_err(corrupt)?)
+            let vb = vb()?;
+            Box::new(gemma3::Gemma3::load(gcfg, generation, vb, &quant.borrow()).map_err(corrupt)?)
         }
         Family::T5 => {
             let tcfg: t5::T5Config = parse(cfg, bad_config)?;
@@ -926,8 +935,13 @@ fn load_gguf(
             t
         });
         let t0 = Instant::now();
-        let want_fresh = cache::stores(file.f32_bytes()).then_some(&mut fresh);
-        let backbone = gguf_backbone(&file, entry.as_deref(), want_fresh, random_weights);
+        // Native weights never come from or go into the f32 cache (its merge table is
+        // still read when an entry exists).
+        let mode = quant::mode();
+        let f32_weights = mode == WeightsMode::F32 || random_weights.is_some();
+        let want_fresh = (f32_weights && cache::stores(file.f32_bytes())).then_some(&mut fresh);
+        let from_cache = entry.as_deref().filter(|_| f32_weights);
+        let backbone = gguf_backbone(&file, mode, from_cache, want_fresh, random_weights);
         tracing::info!(ms = t0.elapsed().as_millis() as u64, "GGUF backbone built");
         let tokenizer = tk
             .join()
@@ -979,20 +993,30 @@ fn gguf_tensors(
     Ok((tensors, false))
 }
 
-/// Load the backbone of a GGUF file (weights dequantized to f32 at load, never from or
-/// into the cache; see [`gguf`]). Returns the opened file too (its metadata holds the
-/// tokenizer).
+/// Load the backbone of a GGUF file, its weights held as [`quant::mode`] says (never from
+/// or into the dequantized-weight cache; see [`gguf`]). Returns the opened file too (its
+/// metadata holds the tokenizer).
 pub fn load_gguf_backbone(
     path: &Path,
 ) -> Result<(Box<dyn Backbone>, &'static str, gguf::GgufFile)> {
+    load_gguf_backbone_as(path, quant::mode())
+}
+
+/// [`load_gguf_backbone`] with the weights held as `mode` says.
+pub fn load_gguf_backbone_as(
+    path: &Path,
+    mode: WeightsMode,
+) -> Result<(Box<dyn Backbone>, &'static str, gguf::GgufFile)> {
     let file = gguf::GgufFile::open(path)?;
-    let (backbone, arch) = gguf_backbone(&file, None, None, None)?;
+    let (backbone, arch) = gguf_backbone(&file, mode, None, None, None)?;
     Ok((backbone, arch, file))
 }
 
-/// The backbone of an opened GGUF file (see [`gguf_tensors`] for the cache arguments).
+/// The backbone of an opened GGUF file (see [`gguf_tensors`] for the cache arguments,
+/// which only the f32 mode uses; random weights are always built in f32).
 fn gguf_backbone(
     file: &gguf::GgufFile,
+    mode: WeightsMode,
     entry: Option<&Path>,
     fresh: Option<&mut Fresh>,
     random_weights: Option<u64>,
@@ -1000,6 +1024,7 @@ fn gguf_backbone(
     let cfg = file.hf_config()?;
     let model_type = cfg["model_type"].as_str().unwrap_or_default().to_string();
     let weights = Weights::Gguf(file.path.clone());
+    let native = mode != WeightsMode::F32 && random_weights.is_none();
     // GGUF metadata has no initializer_range: the rules take 0.02 (module `random`).
     build_backbone(
         &cfg,
@@ -1008,6 +1033,19 @@ fn gguf_backbone(
         &weights,
         random_weights,
         || {
+            if native {
+                let t0 = Instant::now();
+                let kernels = mode == WeightsMode::Kernels;
+                let (tensors, q) = file.hf_tensors_native(&cfg, kernels)?;
+                tracing::info!(
+                    ms = t0.elapsed().as_millis() as u64,
+                    quantized_bytes = q.bytes(),
+                    "GGUF weights kept quantized"
+                );
+                let backend: Box<dyn candle_nn::var_builder::SimpleBackend> =
+                    Box::new(weights::Finite(tensors));
+                return Ok((backend, q));
+            }
             let (tensors, cached) = gguf_tensors(file, &cfg, entry, fresh)?;
             // Scanning a cached entry for NaNs would read all of it (1.1 GB for Gemma 3)
             // before the first forward: its values passed this scan when it was written.
@@ -1016,7 +1054,7 @@ fn gguf_backbone(
             } else {
                 Box::new(weights::Finite(tensors))
             };
-            Ok(backend)
+            Ok((backend, QuantStore::default()))
         },
     )
 }

@@ -25,8 +25,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, Tensor};
 use rayon::prelude::*;
+
+use crate::model::quant::QuantStore;
 
 use crate::model::limits::MAX_LAYERS;
 pub use reader::{Array, Header, Metadata, TensorEntry, Value};
@@ -368,6 +373,69 @@ impl GgufFile {
 
     /// Every tensor dequantized to f32 under its HF checkpoint name.
     pub fn hf_tensors(&self, cfg: &serde_json::Value) -> Result<HashMap<String, Tensor>> {
+        Ok(self.hf_tensors_held(cfg, false, false)?.0)
+    }
+
+    /// The tensors as `--weights native` holds them ([`crate::model::quant`]): each
+    /// layer's projection and MLP weights, the token embedding and the LM head kept in
+    /// their block-quantized type (checked for non-finite values block by block, without
+    /// an f32 copy of the tensor); the rest (norms, biases, and any tensor stored as
+    /// f32 / f16 or whose rows are not whole blocks) dequantized to f32 as
+    /// [`GgufFile::hf_tensors`] does.
+    pub fn hf_tensors_native(
+        &self,
+        cfg: &serde_json::Value,
+        kernels: bool,
+    ) -> Result<(HashMap<String, Tensor>, QuantStore)> {
+        self.hf_tensors_held(cfg, true, kernels)
+    }
+
+    /// Bytes the tensors take as `--weights native` holds them (see
+    /// [`GgufFile::hf_tensors_native`]): quantized bytes for those kept quantized, f32
+    /// for the rest.
+    pub fn native_bytes(&self) -> u64 {
+        let arch = self.architecture().unwrap_or_default();
+        self.header
+            .tensors
+            .iter()
+            .map(|t| {
+                let f32_bytes = t.dims.iter().map(|&d| d as u64).product::<u64>() * 4;
+                match hf_name(&arch, &t.name) {
+                    Some(hf) if kept_quantized(&hf, t) => t.bytes,
+                    Some(_) => f32_bytes,
+                    None => 0,
+                }
+            })
+            .sum()
+    }
+
+    /// The largest f32 matrices `--weights native` dequantizes for one product: the two
+    /// largest layer tensors kept quantized (a fused product dequantizes its parts side
+    /// by side), or the LM head's slice when that is larger (an upper bound for
+    /// `--weights kernels` too).
+    pub fn transient_bytes(&self) -> u64 {
+        let arch = self.architecture().unwrap_or_default();
+        let mut sizes: Vec<u64> = self
+            .header
+            .tensors
+            .iter()
+            .filter(|t| {
+                hf_name(&arch, &t.name)
+                    .is_some_and(|hf| kept_quantized(&hf, t) && hf.starts_with("model.layers."))
+            })
+            .map(|t| t.dims.iter().map(|&d| d as u64).product::<u64>() * 4)
+            .collect();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        let layer: u64 = sizes.iter().take(2).sum();
+        layer.max(crate::model::quant::HEAD_SLICE_BYTES)
+    }
+
+    fn hf_tensors_held(
+        &self,
+        cfg: &serde_json::Value,
+        native: bool,
+        kernels: bool,
+    ) -> Result<(HashMap<String, Tensor>, QuantStore)> {
         let arch = self.architecture()?;
         let heads = cfg["num_attention_heads"].as_u64().unwrap_or(1) as usize;
         let kv = cfg["num_key_value_heads"].as_u64().unwrap_or(1) as usize;
@@ -375,37 +443,231 @@ impl GgufFile {
             path: self.path.clone(),
             reason: format!("tensor {name}: {}", crate::error::candle_message(&e)),
         };
+        // Llama's Q/K rows, permuted by llama.cpp: the heads to undo it over.
+        let permuted = |name: &str| -> Option<usize> {
+            if arch != "llama" {
+                return None;
+            }
+            if name.ends_with("attn_q.weight") {
+                Some(heads)
+            } else if name.ends_with("attn_k.weight") {
+                Some(kv)
+            } else {
+                None
+            }
+        };
+        enum Held {
+            F32(String, Tensor),
+            Quant(String, Arc<QTensor>),
+        }
         // Largest first, so the two cores finish together.
         let mut entries: Vec<&TensorEntry> = self.header.tensors.iter().collect();
         entries.sort_by_key(|t| std::cmp::Reverse(t.bytes));
-        let out: Vec<(String, Tensor)> = entries
+        let out: Vec<Held> = entries
             .par_iter()
             .map(|t| {
                 let name = t.name.as_str();
                 let Some(hf) = hf_name(&arch, name) else {
                     return Ok(None);
                 };
+                if native && kept_quantized(&hf, t) {
+                    let q = self.quantized(t, &hf, permuted(name))?;
+                    return Ok(Some(Held::Quant(hf, Arc::new(q))));
+                }
                 let w = self.dequantize(t)?;
                 let edit = || -> candle_core::Result<Tensor> {
                     if (arch == "gemma3" || arch == "gemma") && name.ends_with("norm.weight") {
                         // llama.cpp stores Gemma's `1 + w`; HF checkpoints hold `w`.
                         return w.affine(1.0, -1.0);
                     }
-                    if arch == "llama" && name.ends_with("attn_q.weight") {
-                        return reverse_permute(&w, heads);
-                    }
-                    if arch == "llama" && name.ends_with("attn_k.weight") {
-                        return reverse_permute(&w, kv);
+                    if let Some(h) = permuted(name) {
+                        return reverse_permute(&w, h);
                     }
                     Ok(w.clone())
                 };
                 let w = edit().map_err(|e| corrupt(name, e))?;
-                Ok(Some((hf, w)))
+                Ok(Some(Held::F32(hf, w)))
             })
-            .filter_map(|r: Result<Option<(String, Tensor)>>| r.transpose())
+            .filter_map(|r: Result<Option<Held>>| r.transpose())
             .collect::<Result<Vec<_>>>()?;
-        Ok(out.into_iter().collect())
+        let mut f32s = HashMap::new();
+        let mut quant = HashMap::new();
+        for h in out {
+            match h {
+                Held::F32(n, t) => {
+                    f32s.insert(n, t);
+                }
+                Held::Quant(n, q) => {
+                    quant.insert(n, q);
+                }
+            }
+        }
+        Ok((f32s, QuantStore::new(quant, kernels)))
     }
+
+    /// A tensor as a `QTensor` of its own type (Llama's Q/K rows un-permuted over
+    /// `permute` heads, moving whole rows of blocks), refused when a value is not finite.
+    fn quantized(&self, t: &TensorEntry, hf: &str, permute: Option<usize>) -> Result<QTensor> {
+        let corrupt = |reason: String| Error::CorruptWeights {
+            path: self.path.clone(),
+            reason,
+        };
+        let raw = aligned(self.raw(t));
+        let n: usize = t.dims.iter().product();
+        match non_finite_blocks(t.dtype, &raw, n) {
+            Some(0) => {}
+            Some(bad) => {
+                return Err(corrupt(format!(
+                    "{hf} holds {bad} non-finite values (NaN or infinity)"
+                )))
+            }
+            None => return Err(corrupt(format!("tensor {}: bytes do not fit", t.name))),
+        }
+        let permuted: Vec<u64>;
+        let bytes: &[u8] = match permute {
+            Some(heads) => {
+                let rows = t.dims[0];
+                if heads == 0 || rows % (2 * heads) != 0 {
+                    return Err(corrupt(format!(
+                        "tensor {}: {rows} rows do not split into {heads} heads",
+                        t.name
+                    )));
+                }
+                let row = raw.len() / rows;
+                let (d, d2) = (rows / heads, rows / heads / 2);
+                let mut v = vec![0u64; raw.len().div_ceil(8)];
+                // SAFETY: v holds at least raw.len() bytes; u64 has no invalid bit patterns.
+                let out =
+                    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, raw.len()) };
+                // New row h·d + j·d2 + i is old row h·d + 2i + j ([`reverse_permute`]).
+                for h in 0..heads {
+                    for j in 0..2 {
+                        for i in 0..d2 {
+                            let (new, old) = (h * d + j * d2 + i, h * d + 2 * i + j);
+                            out[new * row..(new + 1) * row]
+                                .copy_from_slice(&raw[old * row..(old + 1) * row]);
+                        }
+                    }
+                }
+                permuted = v;
+                // SAFETY: reading back the bytes just written.
+                unsafe { std::slice::from_raw_parts(permuted.as_ptr() as *const u8, raw.len()) }
+            }
+            None => &raw,
+        };
+        candle_core::quantized::ggml_file::qtensor_from_ggml(
+            t.dtype,
+            bytes,
+            t.dims.clone(),
+            &Device::Cpu,
+        )
+        .map_err(|e| {
+            corrupt(format!(
+                "tensor {}: {}",
+                t.name,
+                crate::error::candle_message(&e)
+            ))
+        })
+    }
+}
+
+/// Whether `--weights native` keeps the tensor `t` (HF name `hf`) quantized: a layer's
+/// projection or MLP weight, the token embedding or the LM head, of a block-quantized
+/// type, 2-D, its rows whole blocks.
+fn kept_quantized(hf: &str, t: &TensorEntry) -> bool {
+    use candle_core::quantized::GgmlDType as T;
+    let role = hf == "model.embed_tokens.weight"
+        || hf == "lm_head.weight"
+        || (hf.starts_with("model.layers.") && hf.ends_with("_proj.weight"));
+    let block = !matches!(t.dtype, T::F32 | T::F16 | T::BF16);
+    role && block && t.dims.len() == 2 && t.dims[1] % t.dtype.block_size() == 0
+}
+
+/// The bytes of `raw`, borrowed when 8-byte aligned, else an aligned copy (candle
+/// reinterprets the bytes as blocks; llama.cpp's alignment may be as small as 1).
+enum Aligned<'a> {
+    Borrowed(&'a [u8]),
+    Copied(Vec<u64>, usize),
+}
+
+fn aligned(raw: &[u8]) -> Aligned<'_> {
+    if (raw.as_ptr() as usize) % 8 == 0 {
+        return Aligned::Borrowed(raw);
+    }
+    let mut v = vec![0u64; raw.len().div_ceil(8)];
+    // SAFETY: v holds at least raw.len() bytes; u64 has no invalid bit patterns.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, raw.len()) };
+    bytes.copy_from_slice(raw);
+    Aligned::Copied(v, raw.len())
+}
+
+impl std::ops::Deref for Aligned<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Aligned::Borrowed(b) => b,
+            // SAFETY: the first `len` bytes of the copy, written by `aligned`.
+            Aligned::Copied(v, len) => unsafe {
+                std::slice::from_raw_parts(v.as_ptr() as *const u8, *len)
+            },
+        }
+    }
+}
+
+/// How many of the `n` values of a block-quantized tensor are not finite, dequantized a
+/// chunk of blocks at a time (no f32 copy of the tensor); `None` when the bytes do not
+/// fit or the type is not block-quantized.
+fn non_finite_blocks(
+    dtype: candle_core::quantized::GgmlDType,
+    raw: &[u8],
+    n: usize,
+) -> Option<usize> {
+    use candle_core::quantized::k_quants::*;
+    use candle_core::quantized::GgmlDType as T;
+    match dtype {
+        T::Q4_0 => count_blocks::<BlockQ4_0>(raw, n),
+        T::Q4_1 => count_blocks::<BlockQ4_1>(raw, n),
+        T::Q5_0 => count_blocks::<BlockQ5_0>(raw, n),
+        T::Q5_1 => count_blocks::<BlockQ5_1>(raw, n),
+        T::Q8_0 => count_blocks::<BlockQ8_0>(raw, n),
+        T::Q8_1 => count_blocks::<BlockQ8_1>(raw, n),
+        T::Q2K => count_blocks::<BlockQ2K>(raw, n),
+        T::Q3K => count_blocks::<BlockQ3K>(raw, n),
+        T::Q4K => count_blocks::<BlockQ4K>(raw, n),
+        T::Q5K => count_blocks::<BlockQ5K>(raw, n),
+        T::Q6K => count_blocks::<BlockQ6K>(raw, n),
+        T::Q8K => count_blocks::<BlockQ8K>(raw, n),
+        _ => None,
+    }
+}
+
+fn count_blocks<B: candle_core::quantized::k_quants::GgmlType>(
+    raw: &[u8],
+    n: usize,
+) -> Option<usize> {
+    let per = B::BLCK_SIZE;
+    if per == 0 || n == 0 || n % per != 0 {
+        return None;
+    }
+    let count = n / per;
+    let size = std::mem::size_of::<B>();
+    if raw.len() < count.checked_mul(size)?
+        || (raw.as_ptr() as usize) % std::mem::align_of::<B>() != 0
+    {
+        return None;
+    }
+    // SAFETY: as in `blocks`: `count` aligned blocks of plain data lie in `raw`.
+    let xs = unsafe { std::slice::from_raw_parts(raw.as_ptr() as *const B, count) };
+    const CHUNK: usize = 4096;
+    Some(
+        xs.par_chunks(CHUNK)
+            .map(|x| {
+                let mut y = vec![0f32; x.len() * per];
+                B::to_float(x, &mut y);
+                codescope_kernels::analysis::count_non_finite(&y)
+            })
+            .sum(),
+    )
 }
 
 /// `n` values of a block-quantized tensor dequantized with candle's own per-block
@@ -415,7 +677,7 @@ impl GgufFile {
 /// blocks (Gemma 3's embedding is 60% of its weights: one thread used to dequantize it
 /// while the other finished the rest). `None` for the types it does not cover (f32, f16,
 /// bf16; candle's path then runs) or bytes that do not fit.
-fn dequantize_blocks(
+pub(crate) fn dequantize_blocks(
     dtype: candle_core::quantized::GgmlDType,
     raw: &[u8],
     n: usize,
@@ -437,6 +699,54 @@ fn dequantize_blocks(
         T::Q8K => blocks::<BlockQ8K>(raw, n),
         _ => None,
     }
+}
+
+/// [`dequantize_blocks`] into `out` (its length the value count); false for the types it
+/// does not cover or bytes that do not fit.
+pub(crate) fn dequantize_into(
+    dtype: candle_core::quantized::GgmlDType,
+    raw: &[u8],
+    out: &mut [f32],
+) -> bool {
+    use candle_core::quantized::k_quants::*;
+    use candle_core::quantized::GgmlDType as T;
+    match dtype {
+        T::Q4_0 => blocks_into::<BlockQ4_0>(raw, out),
+        T::Q4_1 => blocks_into::<BlockQ4_1>(raw, out),
+        T::Q5_0 => blocks_into::<BlockQ5_0>(raw, out),
+        T::Q5_1 => blocks_into::<BlockQ5_1>(raw, out),
+        T::Q8_0 => blocks_into::<BlockQ8_0>(raw, out),
+        T::Q8_1 => blocks_into::<BlockQ8_1>(raw, out),
+        T::Q2K => blocks_into::<BlockQ2K>(raw, out),
+        T::Q3K => blocks_into::<BlockQ3K>(raw, out),
+        T::Q4K => blocks_into::<BlockQ4K>(raw, out),
+        T::Q5K => blocks_into::<BlockQ5K>(raw, out),
+        T::Q6K => blocks_into::<BlockQ6K>(raw, out),
+        T::Q8K => blocks_into::<BlockQ8K>(raw, out),
+        _ => false,
+    }
+}
+
+fn blocks_into<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], ys: &mut [f32]) -> bool {
+    let (per, n) = (B::BLCK_SIZE, ys.len());
+    if per == 0 || n == 0 || n % per != 0 {
+        return false;
+    }
+    let count = n / per;
+    let size = std::mem::size_of::<B>();
+    if count.checked_mul(size).is_none_or(|b| raw.len() < b)
+        || (raw.as_ptr() as usize) % std::mem::align_of::<B>() != 0
+    {
+        return false;
+    }
+    // SAFETY: `count` blocks of `B` lie in `raw` (checked), aligned for `B` (checked);
+    // the block types are plain data (integers and f16 bit patterns), valid for any bytes.
+    let xs = unsafe { std::slice::from_raw_parts(raw.as_ptr() as *const B, count) };
+    const CHUNK: usize = 4096;
+    ys.par_chunks_mut(CHUNK * per)
+        .zip(xs.par_chunks(CHUNK))
+        .for_each(|(y, x)| B::to_float(x, y));
+    true
 }
 
 fn blocks<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], n: usize) -> Option<Vec<f32>> {
