@@ -86,6 +86,7 @@ pub mod llama;
 pub mod lm;
 pub mod mapped;
 pub mod pickle;
+pub mod plan;
 pub mod pth;
 pub mod quant;
 pub mod random;
@@ -534,6 +535,8 @@ impl LoadedModel {
         let start = Instant::now();
         // A cached model codescope fetched must still be what it fetched.
         integrity::check_on_open(&files.dir)?;
+        // Refuse, before any weight is read, a load whose peak would not fit.
+        plan::check(files, random_weights)?;
         let (backbone, arch, tokenizer) = if let Weights::Gguf(path) = &files.weights {
             load_gguf(files, path, random_weights)?
         } else {
