@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Native (quantized) against f32 GGUF weights on the bundled samples.
+"""Quantized against f32 GGUF weights on the bundled samples.
 
-    tools/quant_agreement.py [BINARY] [MODEL]
+    tools/quant_agreement.py [BINARY] [MODEL] [MODE]
 
-Runs `trace --json --surprisal` with `--weights native` and `--weights f32` on every file
-of assets/samples/ and prints, over all of them: top-1 next-token agreement, the largest
-attention difference, and the Pearson correlation of the per-token surprisal.
+Runs `trace --json --surprisal` with `--weights MODE` (native, the default, or kernels)
+and `--weights f32` on every file of assets/samples/ and prints, over all of them: top-1
+next-token agreement, the largest attention difference, and the Pearson correlation of
+the per-token surprisal (docs/performance.md).
 """
 import json
 import math
@@ -16,6 +17,7 @@ from pathlib import Path
 root = Path(__file__).resolve().parent.parent
 binary = sys.argv[1] if len(sys.argv) > 1 else str(root / "target/debug/codescope")
 model = sys.argv[2] if len(sys.argv) > 2 else "gemma3-270m"
+mode = sys.argv[3] if len(sys.argv) > 3 else "native"
 
 
 def trace(path, weights):
@@ -39,7 +41,7 @@ agree = total = 0
 worst_attn = 0.0
 bits_n, bits_f = [], []
 for path in sorted((root / "assets/samples").glob("*/*")):
-    n, f = trace(path, "native"), trace(path, "f32")
+    n, f = trace(path, mode), trace(path, "f32")
     assert [t["id"] for t in n["tokens"]] == [t["id"] for t in f["tokens"]]
     file_agree = 0
     for tn, tf in zip(n["top_next"], f["top_next"]):

@@ -14,7 +14,8 @@
 //! their shared parts in [`encdec`]) sharing [`rope`], [`kernels`] and the decoder steps
 //! (`decoder`);
 //! [`gguf`] + [`gguf_tokenizer`] and [`pth`] read the containers candle's loaders do not
-//! cover safely; [`lm`] scores the LM head; [`trace`] holds the plain-data result;
+//! cover safely; [`quant`] holds GGUF weights quantized, [`plan`] checks a load's memory
+//! before it starts; [`lm`] scores the LM head; [`trace`] holds the plain-data result;
 //! [`random`] replaces the weights by a seeded random initialisation (`--random-weights`). [`MODEL_TYPES`] is the one list of
 //! what loads.
 

@@ -53,7 +53,11 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 
 /// The tiny Llama fixture with every 2-D tensor but the norms quantized to `dtype`.
 fn quantized_fixture(dtype: GgmlDType, dir: &Path) -> std::path::PathBuf {
-    let mut g = Gguf::fixture("llama");
+    quantized(Gguf::fixture("llama"), dtype, dir)
+}
+
+/// `g` with every 2-D tensor but the norms quantized to `dtype`, saved in `dir`.
+fn quantized(mut g: Gguf, dtype: GgmlDType, dir: &Path) -> std::path::PathBuf {
     let names: Vec<String> = g
         .tensors
         .iter()
@@ -111,6 +115,53 @@ fn tiny_gguf_native_is_the_f32_path_and_kernels_stay_close() {
             diffs[0] <= b_attn && diffs[1] <= b_hidden && diffs[2] <= b_logits,
             "{dtype:?}: {diffs:?}"
         );
+    }
+}
+
+/// A NaN block scale in a quantized weight: named by both paths (native reads the
+/// blocks' scales, f32 counts the dequantized values).
+#[test]
+fn a_non_finite_quantized_block_is_named_in_both_modes() {
+    let d = tempfile::tempdir().unwrap();
+    let p = quantized_fixture(GgmlDType::Q8_0, &d.path().join("ok"));
+    let mut bytes = std::fs::read(&p).unwrap();
+    let f = codescope::model::gguf::GgufFile::open(&p).unwrap();
+    let t = f.header.tensor("blk.1.attn_q.weight").unwrap();
+    let at = (f.header.data_offset + t.offset) as usize;
+    // The first Q8_0 block's f16 scale: a NaN.
+    bytes[at..at + 2].copy_from_slice(&0x7e00u16.to_le_bytes());
+    std::fs::write(&p, &bytes).unwrap();
+    let err = |mode| {
+        model::load_gguf_backbone_as(&p, mode)
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    let e = err(WeightsMode::Native);
+    assert!(
+        e.contains("model.layers.1.self_attn.q_proj.weight holds non-finite values")
+            && e.contains("in 1 blocks"),
+        "{e}"
+    );
+    let e = err(WeightsMode::F32);
+    assert!(
+        e.contains("model.layers.1.self_attn.q_proj.weight holds 32 non-finite values"),
+        "{e}"
+    );
+}
+
+/// Every GGUF family codescope reads, its tiny fixture quantized to Q8_0: Qwen2's biases,
+/// Qwen3's q/k norms, Phi-3's fused `attn_qkv` and `ffn_up`, Gemma 1's tied head.
+#[test]
+fn every_gguf_family_native_is_the_f32_path() {
+    let d = tempfile::tempdir().unwrap();
+    let ids: Vec<u32> = (0..20).map(|i| (i * 11 + 5) % 300).collect();
+    for name in ["qwen2", "qwen3", "phi3", "gemma"] {
+        let p = quantized(Gguf::fixture(name), GgmlDType::Q8_0, &d.path().join(name));
+        let load = |mode| model::load_gguf_backbone_as(&p, mode).unwrap().0;
+        let f32_out = outputs(load(WeightsMode::F32).as_ref(), &ids);
+        let native = outputs(load(WeightsMode::Native).as_ref(), &ids);
+        assert!(native == f32_out, "{name}: native differs from f32");
     }
 }
 
@@ -192,7 +243,10 @@ fn gemma3_270m_native_is_the_f32_path_and_kernels_agree() {
             // Attention and hidden states are the f32 path's bit for bit; the logits differ
             // in the last bits (the LM head is multiplied a slice of rows at a time:
             // measured 2.7e-5), never the top-1 token.
-            assert!(got.0 == want.0 && got.1 == want.1, "native differs from f32");
+            assert!(
+                got.0 == want.0 && got.1 == want.1,
+                "native differs from f32"
+            );
             let d = max_diff(&got.2, &want.2);
             assert!(d <= 1e-4, "native logits differ by {d}");
             let vocab = m.vocab_size();

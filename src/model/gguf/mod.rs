@@ -8,15 +8,20 @@
 //!    cannot be made safe from outside; see there), the file memory-mapped;
 //! 2. an HF-style `config.json` value is built from the metadata, so the architectures
 //!    are configured exactly as from a hub checkpoint;
-//! 3. every tensor is dequantized to f32 at load (in parallel, from the mapped bytes) and
-//!    renamed to the HF checkpoint name, undoing llama.cpp's conversion edits: Gemma's
-//!    (1 and 3) RMSNorm weights are stored as `1 + w`, Llama's Q/K rows are permuted for
-//!    llama.cpp's interleaved rope (transformers' `reverse_permute_weights`).
+//! 3. the tensors are renamed to the HF checkpoint names, undoing llama.cpp's conversion
+//!    edits: Gemma's (1 and 3) RMSNorm weights are stored as `1 + w`, Llama's Q/K rows
+//!    are permuted for llama.cpp's interleaved rope (transformers'
+//!    `reverse_permute_weights`). With `--weights f32` every tensor is dequantized to f32
+//!    (in parallel, from the mapped bytes; [`GgufFile::hf_tensors`]); by default the
+//!    projections, MLP, embedding and LM head stay quantized
+//!    ([`GgufFile::hf_tensors_native`], [`crate::model::quant`]: Llama's Q/K rows
+//!    permuted as whole rows of blocks) and only the norms and biases are dequantized.
 //!
-//! Dequantizing once at load is the measured choice for the CPU: candle's quantized
-//! matmuls run Q5_0 (most of Gemma 3 270M, whose 640-wide rows are not a multiple of
-//! the 256-element k-quant block) without SIMD and were ~10x slower than f32 gemm on
-//! the dequantized weights. The price is memory: f32 weights (1.1 GB for Gemma 3 270M).
+//! Candle's quantized matmuls run Q5_0 (most of Gemma 3 270M, whose 640-wide rows are not a
+//! multiple of the 256-element k-quant block) without SIMD and were ~10x slower than f32
+//! gemm on the dequantized weights: the default mode therefore dequantizes each quantized
+//! matrix for its product instead (f32 gemm's speed and values at the quantized file's
+//! memory; docs/performance.md).
 
 pub mod cache;
 pub mod reader;
@@ -378,8 +383,8 @@ impl GgufFile {
 
     /// The tensors as `--weights native` holds them ([`crate::model::quant`]): each
     /// layer's projection and MLP weights, the token embedding and the LM head kept in
-    /// their block-quantized type (checked for non-finite values block by block, without
-    /// an f32 copy of the tensor); the rest (norms, biases, and any tensor stored as
+    /// their block-quantized type (checked for non-finite values through their blocks'
+    /// scales, without dequantizing them); the rest (norms, biases, and any tensor stored as
     /// f32 / f16 or whose rows are not whole blocks) dequantized to f32 as
     /// [`GgufFile::hf_tensors`] does.
     pub fn hf_tensors_native(
@@ -518,7 +523,7 @@ impl GgufFile {
             Some(0) => {}
             Some(bad) => {
                 return Err(corrupt(format!(
-                    "{hf} holds {bad} non-finite values (NaN or infinity)"
+                    "{hf} holds non-finite values (NaN or infinity) in {bad} blocks"
                 )))
             }
             None => return Err(corrupt(format!("tensor {}: bytes do not fit", t.name))),
@@ -614,60 +619,52 @@ impl std::ops::Deref for Aligned<'_> {
     }
 }
 
-/// How many of the `n` values of a block-quantized tensor are not finite, dequantized a
-/// chunk of blocks at a time (no f32 copy of the tensor); `None` when the bytes do not
-/// fit or the type is not block-quantized.
+/// How many blocks of a block-quantized tensor of `n` values have a non-finite scale;
+/// `None` when the bytes do not fit or the type is not block-quantized. A block's values
+/// are its small integers times its f16 (Q8_K: f32) scales, plus an f16 minimum in some
+/// types: they are all finite exactly when those are, so reading the scales (2 to 4 bytes
+/// of every 18 to 292) checks the values without dequantizing them.
 fn non_finite_blocks(
     dtype: candle_core::quantized::GgmlDType,
     raw: &[u8],
     n: usize,
 ) -> Option<usize> {
-    use candle_core::quantized::k_quants::*;
     use candle_core::quantized::GgmlDType as T;
-    match dtype {
-        T::Q4_0 => count_blocks::<BlockQ4_0>(raw, n),
-        T::Q4_1 => count_blocks::<BlockQ4_1>(raw, n),
-        T::Q5_0 => count_blocks::<BlockQ5_0>(raw, n),
-        T::Q5_1 => count_blocks::<BlockQ5_1>(raw, n),
-        T::Q8_0 => count_blocks::<BlockQ8_0>(raw, n),
-        T::Q8_1 => count_blocks::<BlockQ8_1>(raw, n),
-        T::Q2K => count_blocks::<BlockQ2K>(raw, n),
-        T::Q3K => count_blocks::<BlockQ3K>(raw, n),
-        T::Q4K => count_blocks::<BlockQ4K>(raw, n),
-        T::Q5K => count_blocks::<BlockQ5K>(raw, n),
-        T::Q6K => count_blocks::<BlockQ6K>(raw, n),
-        T::Q8K => count_blocks::<BlockQ8K>(raw, n),
-        _ => None,
-    }
-}
-
-fn count_blocks<B: candle_core::quantized::k_quants::GgmlType>(
-    raw: &[u8],
-    n: usize,
-) -> Option<usize> {
-    let per = B::BLCK_SIZE;
-    if per == 0 || n == 0 || n % per != 0 {
+    // (block size in values, bytes, offsets of the f16 scales); Q8_K's f32 scale apart.
+    let (per, size, f16s): (usize, usize, &[usize]) = match dtype {
+        T::Q4_0 => (32, 18, &[0]),
+        T::Q4_1 => (32, 20, &[0, 2]),
+        T::Q5_0 => (32, 22, &[0]),
+        T::Q5_1 => (32, 24, &[0, 2]),
+        T::Q8_0 => (32, 34, &[0]),
+        T::Q8_1 => (32, 36, &[0, 2]),
+        T::Q2K => (256, 84, &[80, 82]),
+        T::Q3K => (256, 110, &[108]),
+        T::Q4K => (256, 144, &[0, 2]),
+        T::Q5K => (256, 176, &[0, 2]),
+        T::Q6K => (256, 210, &[208]),
+        T::Q8K => (256, 292, &[]),
+        _ => return None,
+    };
+    debug_assert_eq!(size, dtype.type_size());
+    if n == 0 || n % per != 0 || raw.len() < (n / per).checked_mul(size)? {
         return None;
     }
-    let count = n / per;
-    let size = std::mem::size_of::<B>();
-    if raw.len() < count.checked_mul(size)?
-        || (raw.as_ptr() as usize) % std::mem::align_of::<B>() != 0
-    {
-        return None;
-    }
-    // SAFETY: as in `blocks`: `count` aligned blocks of plain data lie in `raw`.
-    let xs = unsafe { std::slice::from_raw_parts(raw.as_ptr() as *const B, count) };
-    const CHUNK: usize = 4096;
-    Some(
-        xs.par_chunks(CHUNK)
-            .map(|x| {
-                let mut y = vec![0f32; x.len() * per];
-                B::to_float(x, &mut y);
-                codescope_kernels::analysis::count_non_finite(&y)
+    let blocks = raw[..n / per * size].par_chunks_exact(size);
+    Some(if dtype == T::Q8K {
+        blocks
+            .filter(|b| !f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite())
+            .count()
+    } else {
+        blocks
+            .filter(|b| {
+                f16s.iter().any(|&o| {
+                    // An f16 is not finite when its exponent bits are all set.
+                    u16::from_le_bytes([b[o], b[o + 1]]) & 0x7c00 == 0x7c00
+                })
             })
-            .sum(),
-    )
+            .count()
+    })
 }
 
 /// `n` values of a block-quantized tensor dequantized with candle's own per-block
