@@ -46,6 +46,12 @@ pub struct Cli {
     #[arg(long, global = true, value_parser = crate::model::Stack::NAMES)]
     pub stack: Option<String>,
 
+    /// How GGUF weights are held: native keeps the file's quantized types and multiplies
+    /// with quantized kernels (a fraction of the memory; default), f32 dequantizes every
+    /// tensor at load (the exact reference path). Other checkpoints are always f32.
+    #[arg(long, global = true, value_enum, env = "CODESCOPE_WEIGHTS")]
+    pub weights: Option<crate::model::quant::WeightsMode>,
+
     /// Write logs here (default: codescope.log in the cache directory). Logs never go
     /// to the terminal.
     #[arg(long, global = true, env = "CODESCOPE_LOG_FILE")]

@@ -59,6 +59,11 @@ pub enum Error {
     #[error("model computation failed: {0}")]
     Compute(String),
 
+    /// The memory plan refused a load (what it needs, what is available, what would
+    /// fit: `model::plan`).
+    #[error("{0}")]
+    Memory(String),
+
     /// The syntax layer refused or failed on the input.
     #[error("syntax: {0}")]
     Syntax(String),

@@ -96,6 +96,8 @@ pub fn from_bytes(name: String, bytes: Vec<u8>) -> Result<Input> {
             e.utf8_error().valid_up_to()
         ),
     })?;
+    // The memory plan of the model loaded next is made for this input.
+    crate::model::plan::set_input_bytes(text.len());
     Ok(Input { name, text })
 }
 

@@ -35,6 +35,7 @@ pub const DEFAULT_SAMPLE: (&str, &str) = (
 /// Run the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     let settings = cli.settings()?;
+    crate::model::quant::set_mode(cli.weights.unwrap_or_default());
     let s = &settings;
     match &cli.command {
         Some(Command::Models) => models::models(),

@@ -14,6 +14,7 @@ pub(super) fn models() -> Result<()> {
         "preset", "spec", "local"
     )
     .ok();
+    let mut estimates = Vec::new();
     for p in source::PRESETS {
         let local = source::preset_available(p);
         writeln!(
@@ -25,6 +26,26 @@ pub(super) fn models() -> Result<()> {
             p.description
         )
         .ok();
+        if local.is_some() {
+            // The memory plan's peak (model::plan), from the files' headers only.
+            let line = source::resolve(p.name)
+                .and_then(|f| model::plan::estimate_line(&f))
+                .unwrap_or_else(|e| {
+                    format!("unknown ({})", crate::error::one_line(&e.to_string()))
+                });
+            estimates.push(format!("  {:<20} {line}", p.name));
+        }
+    }
+    if !estimates.is_empty() {
+        writeln!(
+            out,
+            "\nMemory plan of the local presets (peak at {} tokens; a load that would not fit is refused):",
+            model::plan::LISTING_TOKENS
+        )
+        .ok();
+        for e in estimates {
+            writeln!(out, "{e}").ok();
+        }
     }
     writeln!(
         out,

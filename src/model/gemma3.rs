@@ -34,12 +34,13 @@
 //! for the positions of the current input (the 32 768-position window is never
 //! tabulated).
 
-use candle_core::{Device, Module, Tensor};
-use candle_nn::{Embedding, VarBuilder};
+use candle_core::{Device, Tensor};
+use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::decoder::{head_rms, repeat_kv, Pass};
 use super::llama::Proj;
+use super::quant::{Embed, Head, QuantStore};
 use super::rope::{self, Rope};
 use super::{kernels, Backbone, Capture, Family, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
@@ -324,12 +325,12 @@ struct Layer {
 pub struct Gemma3 {
     cfg: Gemma3Config,
     generation: Generation,
-    embed: Embedding,
+    embed: Embed,
     embed_scale: f32,
     layers: Vec<Layer>,
     norm: Tensor,
     /// `[vocab, hidden]`.
-    lm_head: Tensor,
+    lm_head: Head,
     /// `inv_freq` for global and local layers.
     inv_freq_global: Vec<f32>,
     inv_freq_local: Vec<f32>,
@@ -343,21 +344,28 @@ fn gemma_norm(vb: &VarBuilder, dim: usize) -> candle_core::Result<Tensor> {
 
 impl Gemma3 {
     /// Build a `generation` model from a `VarBuilder` with HF checkpoint names
-    /// (`model.layers.N...`).
-    pub fn load(cfg: Gemma3Config, generation: Generation, vb: VarBuilder) -> Result<Self> {
+    /// (`model.layers.N...`); the weights `q` holds stay quantized ([`super::quant`]).
+    pub fn load(
+        cfg: Gemma3Config,
+        generation: Generation,
+        vb: VarBuilder,
+        q: &QuantStore,
+    ) -> Result<Self> {
         cfg.validate_for(generation).map_err(Error::Compute)?;
         let (heads, kv, d) = (cfg.num_attention_heads, cfg.kv_heads(), cfg.head_dim());
         let (global, local) = cfg.ropes_for(generation).map_err(Error::Compute)?;
         let device = vb.device().clone();
         let h = cfg.hidden_size;
-        let m = if vb.contains_tensor("model.embed_tokens.weight") {
+        let m = if vb.contains_tensor("model.embed_tokens.weight")
+            || q.get("model.embed_tokens.weight").is_some()
+        {
             vb.pp("model")
         } else if vb.contains_tensor("model.language_model.embed_tokens.weight") {
             vb.pp("model").pp("language_model")
         } else {
             vb.clone()
         };
-        let embed = candle_nn::embedding(cfg.vocab_size, h, m.pp("embed_tokens"))?;
+        let embed = Embed::load(q, cfg.vocab_size, h, m.pp("embed_tokens"))?;
         let inter = cfg.intermediate_size;
         let layers = (0..cfg.num_hidden_layers)
             .map(|i| {
@@ -366,7 +374,8 @@ impl Gemma3 {
                 let mlp = l.pp("mlp");
                 Ok(Layer {
                     in_norm: gemma_norm(&l.pp("input_layernorm"), h)?,
-                    qkv: Proj::fused(
+                    qkv: Proj::load(
+                        q,
                         &[a.pp("q_proj"), a.pp("k_proj"), a.pp("v_proj")],
                         h,
                         &[heads * d, kv * d, kv * d],
@@ -379,7 +388,7 @@ impl Gemma3 {
                     } else {
                         None
                     },
-                    o: Proj::fused(&[a.pp("o_proj")], heads * d, &[h])?,
+                    o: Proj::load(q, &[a.pp("o_proj")], heads * d, &[h])?,
                     post_attn_norm: gemma_norm(&l.pp("post_attention_layernorm"), h)?,
                     ff_norms: if generation == Generation::Gemma1 {
                         None
@@ -389,21 +398,24 @@ impl Gemma3 {
                             gemma_norm(&l.pp("post_feedforward_layernorm"), h)?,
                         ))
                     },
-                    gate_up: Proj::fused(
+                    gate_up: Proj::load(
+                        q,
                         &[mlp.pp("gate_proj"), mlp.pp("up_proj")],
                         h,
                         &[inter, inter],
                     )?,
-                    down: Proj::fused(&[mlp.pp("down_proj")], inter, &[h])?,
+                    down: Proj::load(q, &[mlp.pp("down_proj")], inter, &[h])?,
                     sliding: cfg.is_sliding_in(generation, i),
                 })
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
         let norm = gemma_norm(&m.pp("norm"), h)?;
-        let lm_head = if vb.contains_tensor("lm_head.weight") {
-            vb.pp("lm_head").get((cfg.vocab_size, h), "weight")?
+        let lm_head = if let Some(w) = q.get("lm_head.weight") {
+            Head::quant(w, cfg.vocab_size, h, q.kernels())?
+        } else if vb.contains_tensor("lm_head.weight") {
+            Head::F32(vb.pp("lm_head").get((cfg.vocab_size, h), "weight")?)
         } else {
-            embed.embeddings().clone()
+            Head::tied(&embed, cfg.vocab_size, h, q.kernels())?
         };
         // HF keeps `embed_scale` as a tensor in the weights' dtype: sqrt(h) rounded to f32.
         let embed_scale = (h as f64).sqrt() as f32;
@@ -521,17 +533,17 @@ impl Gemma3 {
             |x| Ok(self.rms(x, &self.norm)?),
             sink,
             |last, sink| {
-                let head = self.lm_head.t()?;
+                let head = &self.lm_head;
                 match self.cfg.final_logit_softcapping {
                     Some(cap) if cap > 0.0 => {
                         let cap = cap as f32;
-                        super::lm::stream_logits(last, &head, &mut |start, block| {
+                        super::lm::stream_head(last, head, &mut |start, block| {
                             let capped: Vec<f32> =
                                 block.iter().map(|z| (z / cap).tanh() * cap).collect();
                             sink(start, &capped)
                         })
                     }
-                    _ => super::lm::stream_logits(last, &head, sink),
+                    _ => super::lm::stream_head(last, head, sink),
                 }
             },
         )

@@ -47,11 +47,16 @@
 //! Invariants: one unpadded sequence at a time, causal mask, positions `0..n`.
 
 use candle_core::{Device, Module, Tensor};
-use candle_nn::{Embedding, LayerNorm, VarBuilder};
+use candle_nn::{LayerNorm, VarBuilder};
 use serde::Deserialize;
 
-use super::decoder::{head_rms, lm_head, repeat_kv, Pass};
+use std::sync::Arc;
+
+use candle_core::quantized::QTensor;
+
+use super::decoder::{head_rms, repeat_kv, Pass};
 use super::gpt_bigcode::{layer_norm, Gelu};
+use super::quant::{Embed, Head, QLinears, QuantStore};
 use super::rope::{self, Rope};
 use super::{Backbone, Capture, Family, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
@@ -276,11 +281,64 @@ impl LlamaConfig {
 /// rows (gemm reads either layout at the same speed; copying the transpose at load cost
 /// ~20% of a GGUF load) — with optional bias.
 pub(crate) struct Proj {
-    w: Tensor,
+    w: Lin,
     b: Option<Tensor>,
 }
 
+/// A projection's weight: the f32 `[in, out]` view, or quantized parts
+/// ([`super::quant`]).
+enum Lin {
+    F32(Tensor),
+    Quant(QLinears),
+}
+
 impl Proj {
+    /// [`Proj::fused`], with the weights `q` holds quantized kept so (every part's
+    /// weight of one type or another; biases f32).
+    pub(crate) fn load(
+        q: &QuantStore,
+        vbs: &[VarBuilder],
+        inp: usize,
+        outs: &[usize],
+    ) -> candle_core::Result<Self> {
+        let names: Vec<String> = vbs
+            .iter()
+            .map(|vb| format!("{}.weight", vb.prefix()))
+            .collect();
+        if q.is_empty() || !names.iter().any(|n| q.get(n).is_some()) {
+            return Self::fused(vbs, inp, outs);
+        }
+        let mut parts = Vec::new();
+        for ((vb, name), &out) in vbs.iter().zip(&names).zip(outs) {
+            let w = match q.get(name) {
+                Some(w) => w,
+                // A part the file holds unquantized (f32 or f16): an f32 QTensor.
+                None => Arc::new(QTensor::quantize(
+                    &vb.get((out, inp), "weight")?,
+                    candle_core::quantized::GgmlDType::F32,
+                )?),
+            };
+            parts.push((w, name.clone()));
+        }
+        let b = if vbs.iter().any(|vb| vb.contains_tensor("bias")) {
+            let mut bs = Vec::new();
+            for (vb, &out) in vbs.iter().zip(outs) {
+                bs.push(if vb.contains_tensor("bias") {
+                    vb.get(out, "bias")?
+                } else {
+                    Tensor::zeros(out, candle_core::DType::F32, vb.device())?
+                });
+            }
+            Some(crate::model::mapped::cat_rows(&bs)?)
+        } else {
+            None
+        };
+        Ok(Proj {
+            w: Lin::Quant(QLinears::new(parts, inp, outs, q.kernels())?),
+            b,
+        })
+    }
+
     /// Fuse several checkpoint linears (same input) into one `[in, sum(out)]` matmul.
     pub(crate) fn fused(
         vbs: &[VarBuilder],
@@ -299,7 +357,7 @@ impl Proj {
         }
         let any_bias = vbs.iter().any(|vb| vb.contains_tensor("bias"));
         Ok(Proj {
-            w: crate::model::mapped::cat_rows(&ws)?.t()?,
+            w: Lin::F32(crate::model::mapped::cat_rows(&ws)?.t()?),
             b: if any_bias {
                 Some(crate::model::mapped::cat_rows(&bs)?)
             } else {
@@ -308,7 +366,10 @@ impl Proj {
         })
     }
     pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let y = x.matmul(&self.w)?;
+        let y = match &self.w {
+            Lin::F32(w) => x.matmul(w)?,
+            Lin::Quant(q) => q.forward(x)?,
+        };
         match &self.b {
             Some(b) => y.broadcast_add(b),
             None => Ok(y),
@@ -353,11 +414,11 @@ pub struct Llama {
     cfg: LlamaConfig,
     flavor: Flavor,
     arch: &'static str,
-    embed: Embedding,
+    embed: Embed,
     layers: Vec<Layer>,
     norm: Norm,
     /// `[vocab, hidden]` (the embedding matrix when tied).
-    lm_head: Tensor,
+    lm_head: Head,
     inv_freq: Vec<f32>,
     device: Device,
 }
@@ -365,8 +426,9 @@ pub struct Llama {
 impl Llama {
     /// Build from a `VarBuilder` whose names mirror the HF checkpoint (`model.layers.N...`,
     /// `lm_head.weight`). `family` names the family reported in `ModelInfo` and its
-    /// [`Flavor`] (one this module builds).
-    pub fn load(cfg: LlamaConfig, family: Family, vb: VarBuilder) -> Result<Self> {
+    /// [`Flavor`] (one this module builds). The weights `q` holds stay quantized
+    /// ([`super::quant`]; empty for f32 models).
+    pub fn load(cfg: LlamaConfig, family: Family, vb: VarBuilder, q: &QuantStore) -> Result<Self> {
         let flavor = Flavor::of(family).ok_or_else(|| {
             Error::Compute(format!("{} is not a Llama-family model", family.name()))
         })?;
@@ -378,12 +440,14 @@ impl Llama {
             .inv_freq(cfg.rotary_dim());
         let device = vb.device().clone();
         let h = cfg.hidden_size;
-        let m = if vb.contains_tensor("model.embed_tokens.weight") {
+        let m = if vb.contains_tensor("model.embed_tokens.weight")
+            || q.get("model.embed_tokens.weight").is_some()
+        {
             vb.pp("model")
         } else {
             vb.clone()
         };
-        let embed = candle_nn::embedding(cfg.vocab_size, h, m.pp("embed_tokens"))?;
+        let embed = Embed::load(q, cfg.vocab_size, h, m.pp("embed_tokens"))?;
         let inter = cfg.intermediate_size;
         let layer_eps = (flavor == Flavor::Starcoder2).then(|| cfg.norm_epsilon.unwrap_or(1e-5));
         let act = Gelu::parse(&cfg.hidden_act).ok();
@@ -394,9 +458,10 @@ impl Llama {
                 let mlp = l.pp("mlp");
                 let qkv_rows = [heads * d, kv * d, kv * d];
                 let qkv = if flavor == Flavor::Phi3 {
-                    Proj::fused(&[a.pp("qkv_proj")], h, &[qkv_rows.iter().sum()])?
+                    Proj::load(q, &[a.pp("qkv_proj")], h, &[qkv_rows.iter().sum()])?
                 } else {
-                    Proj::fused(
+                    Proj::load(
+                        q,
                         &[a.pp("q_proj"), a.pp("k_proj"), a.pp("v_proj")],
                         h,
                         &qkv_rows,
@@ -412,35 +477,36 @@ impl Llama {
                 };
                 let mlp = match (flavor, act) {
                     (Flavor::Starcoder2, Some(act)) => Mlp::Plain {
-                        fc: Proj::fused(&[mlp.pp("c_fc")], h, &[inter])?,
-                        proj: Proj::fused(&[mlp.pp("c_proj")], inter, &[h])?,
+                        fc: Proj::load(q, &[mlp.pp("c_fc")], h, &[inter])?,
+                        proj: Proj::load(q, &[mlp.pp("c_proj")], inter, &[h])?,
                         act,
                     },
                     (Flavor::Phi3, _) => Mlp::Gated {
-                        gate_up: Proj::fused(&[mlp.pp("gate_up_proj")], h, &[2 * inter])?,
-                        down: Proj::fused(&[mlp.pp("down_proj")], inter, &[h])?,
+                        gate_up: Proj::load(q, &[mlp.pp("gate_up_proj")], h, &[2 * inter])?,
+                        down: Proj::load(q, &[mlp.pp("down_proj")], inter, &[h])?,
                     },
                     _ => Mlp::Gated {
-                        gate_up: Proj::fused(
+                        gate_up: Proj::load(
+                            q,
                             &[mlp.pp("gate_proj"), mlp.pp("up_proj")],
                             h,
                             &[inter, inter],
                         )?,
-                        down: Proj::fused(&[mlp.pp("down_proj")], inter, &[h])?,
+                        down: Proj::load(q, &[mlp.pp("down_proj")], inter, &[h])?,
                     },
                 };
                 Ok(Layer {
                     in_norm: Norm::load(l.pp("input_layernorm"), h, layer_eps)?,
                     qkv,
                     qk_norm,
-                    o: Proj::fused(&[a.pp("o_proj")], heads * d, &[h])?,
+                    o: Proj::load(q, &[a.pp("o_proj")], heads * d, &[h])?,
                     post_norm: Norm::load(l.pp("post_attention_layernorm"), h, layer_eps)?,
                     mlp,
                 })
             })
             .collect::<candle_core::Result<Vec<_>>>()?;
         let norm = Norm::load(m.pp("norm"), h, layer_eps)?;
-        let lm_head = lm_head(&vb, cfg.tie_word_embeddings, cfg.vocab_size, h, &embed)?;
+        let lm_head = head(&vb, q, cfg.tie_word_embeddings, cfg.vocab_size, h, &embed)?;
         Ok(Llama {
             cfg,
             flavor,
@@ -557,19 +623,48 @@ impl Llama {
             |x| Ok(self.norm(x, &self.norm)?),
             sink,
             |last, sink| {
-                let head = self.lm_head.t()?;
+                let head = &self.lm_head;
                 match self.cfg.logits_scaling {
                     Some(s) if s != 1.0 && self.flavor == Flavor::Granite => {
                         let s = s as f32;
-                        super::lm::stream_logits(last, &head, &mut |start, block| {
+                        super::lm::stream_head(last, head, &mut |start, block| {
                             let scaled: Vec<f32> = block.iter().map(|z| z / s).collect();
                             sink(start, &scaled)
                         })
                     }
-                    _ => super::lm::stream_logits(last, &head, sink),
+                    _ => super::lm::stream_head(last, head, sink),
                 }
             },
         )
+    }
+}
+
+/// The LM head: `lm_head.weight` (quantized when `q` holds it) unless tied to the
+/// embedding (see [`super::decoder::lm_head`]).
+pub(crate) fn head(
+    vb: &VarBuilder,
+    q: &QuantStore,
+    tie_word_embeddings: bool,
+    vocab: usize,
+    hidden: usize,
+    embed: &Embed,
+) -> candle_core::Result<Head> {
+    match embed {
+        Embed::F32(e) if q.get("lm_head.weight").is_none() => Ok(Head::F32(
+            super::decoder::lm_head(vb, tie_word_embeddings, vocab, hidden, e)?,
+        )),
+        _ => {
+            if !tie_word_embeddings {
+                if let Some(w) = q.get("lm_head.weight") {
+                    return Head::quant(w, vocab, hidden, q.kernels());
+                }
+                if vb.contains_tensor("lm_head.weight") {
+                    return Ok(Head::F32(vb.pp("lm_head").get((vocab, hidden), "weight")?));
+                }
+                tracing::warn!("no lm_head.weight: using the tied embedding as LM head");
+            }
+            Head::tied(embed, vocab, hidden, q.kernels())
+        }
     }
 }
 

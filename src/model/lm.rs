@@ -128,20 +128,39 @@ pub(crate) fn stream_logits_biased(
     bias: Option<&candle_core::Tensor>,
     sink: &mut super::LogitsSink,
 ) -> crate::error::Result<()> {
-    // Rows per block: as many as fit 256 MiB of logits (at least 64). Every block re-reads
-    // (and gemm re-packs) the whole `[hidden, vocab]` head, so few large blocks are
-    // much faster than many small ones for big vocabularies (Gemma 3: 262,144).
-    const BLOCK_BYTES: usize = 256 << 20;
-    let vocab = w_t.dims2()?.1.max(1);
-    let block = (BLOCK_BYTES / (vocab * 4)).max(64);
+    let vocab = w_t.dims2()?.1;
+    stream_logits_with(last, vocab, sink, |x| {
+        let logits = x.matmul(w_t)?;
+        match bias {
+            Some(b) => logits.broadcast_add(b),
+            None => Ok(logits),
+        }
+    })
+}
+
+/// [`stream_logits`] through a [`Head`](super::quant::Head) (f32 or quantized).
+pub(crate) fn stream_head(
+    last: &candle_core::Tensor,
+    head: &super::quant::Head,
+    sink: &mut super::LogitsSink,
+) -> crate::error::Result<()> {
+    stream_logits_with(last, head.vocab()?, sink, |x| head.logits(x))
+}
+
+/// The row blocks of [`stream_logits`], each block's logits computed by `logits`.
+fn stream_logits_with(
+    last: &candle_core::Tensor,
+    vocab: usize,
+    sink: &mut super::LogitsSink,
+    logits: impl Fn(&candle_core::Tensor) -> candle_core::Result<candle_core::Tensor>,
+) -> crate::error::Result<()> {
+    let vocab = vocab.max(1);
+    let block = logit_block_rows(vocab);
     let n = last.dims2()?.0;
     let mut start = 0;
     while start < n {
         let rows = block.min(n - start);
-        let mut logits = last.narrow(0, start, rows)?.matmul(w_t)?;
-        if let Some(b) = bias {
-            logits = logits.broadcast_add(b)?;
-        }
+        let logits = logits(&last.narrow(0, start, rows)?)?;
         // The block is read where the product left it (a copy of Gemma 3's 128 x
         // 262,144 logits was 134 MB per block).
         super::weights::with_f32(&logits, |block| {
@@ -157,6 +176,14 @@ pub(crate) fn stream_logits_biased(
         start += rows;
     }
     Ok(())
+}
+
+/// Rows per block of logits: as many as fit 256 MiB of logits (at least 64). Every block
+/// re-reads (and gemm re-packs) the whole `[hidden, vocab]` head, so few large blocks are
+/// much faster than many small ones for big vocabularies (Gemma 3: 262,144).
+pub(crate) fn logit_block_rows(vocab: usize) -> usize {
+    const BLOCK_BYTES: usize = 256 << 20;
+    (BLOCK_BYTES / (vocab.max(1) * 4)).max(64)
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@
 //! with [`Stack`] their decoder's, with their shared parts in [`encdec`]) sharing [`rope`], [`kernels`] and the decoder steps
 //! (`decoder`);
 //! [`gguf`] + [`gguf_tokenizer`] and [`pth`] read the containers candle's loaders do not
-//! cover safely; [`lm`] scores the LM head; [`trace`] holds the plain-data result;
+//! cover safely; [`quant`] holds GGUF weights quantized, [`plan`] checks a load's memory
+//! before it starts; [`lm`] scores the LM head; [`trace`] holds the plain-data result;
 //! [`random`] replaces the weights by a seeded random initialisation (`--random-weights`). [`MODEL_TYPES`] is the one list of
 //! what loads.
 
@@ -86,7 +87,9 @@ pub mod llama;
 pub mod lm;
 pub mod mapped;
 pub mod pickle;
+pub mod plan;
 pub mod pth;
+pub mod quant;
 pub mod random;
 pub mod rope;
 pub mod source;
@@ -107,6 +110,7 @@ use candle_nn::VarBuilder;
 use crate::error::{Error, Result};
 pub use encdec::Stack;
 pub use intervene::{AblationMode, HeadAblation, Intervention, Knockout};
+use quant::{QuantStore, WeightsMode};
 pub use source::{ModelFiles, Weights};
 pub use tokenizer::{CodeTokenizer, Encoded, TokenizerFiles};
 pub use trace::{Attention, Hidden, ModelInfo, Prediction, Subword, Surprisal, Trace};
@@ -574,6 +578,8 @@ impl LoadedModel {
         let start = Instant::now();
         // A cached model codescope fetched must still be what it fetched.
         integrity::check_on_open(&files.dir)?;
+        // Refuse, before any weight is read, a load whose peak would not fit.
+        plan::check(files, random_weights)?;
         let (backbone, arch, tokenizer) = if let Weights::Gguf(path) = &files.weights {
             if stack != Stack::Encoder {
                 return Err(no_decoder(stack, "a GGUF model"));
@@ -588,7 +594,7 @@ impl LoadedModel {
                 &files.weights,
                 random_weights,
                 stack,
-                || weights::backend(&files.weights),
+                || Ok((weights::backend(&files.weights)?, QuantStore::default())),
             )?;
             let tokenizer = CodeTokenizer::load(&files.tokenizer, &files.dir)?;
             (backbone, arch, tokenizer)
@@ -874,7 +880,7 @@ fn build_backbone(
     weights: &Weights,
     random_weights: Option<u64>,
     stack: Stack,
-    backend: impl FnOnce() -> Result<Box<dyn candle_nn::var_builder::SimpleBackend>>,
+    backend: impl FnOnce() -> Result<(Box<dyn candle_nn::var_builder::SimpleBackend>, QuantStore)>,
 ) -> Result<(Box<dyn Backbone>, &'static str)> {
     let bad_config = |reason: String| Error::BadConfig {
         path: config_path.into(),
@@ -904,8 +910,9 @@ fn build_backbone(
     if stack != Stack::Encoder && !matches!(family, Family::T5 | Family::Bart | Family::PlBart) {
         return Err(no_decoder(stack, family.name()));
     }
+    let quant = std::cell::RefCell::new(QuantStore::default());
     let vb = || -> Result<VarBuilder<'static>> {
-        let inner = backend()?;
+        let (inner, q) = backend()?;
         let b: Box<dyn candle_nn::var_builder::SimpleBackend> = match random_weights {
             None => inner,
             Some(seed) => {
@@ -914,6 +921,10 @@ fn build_backbone(
                 Box::new(random::RandomInit { inner, rules, seed })
             }
         };
+        // Random weights replace every tensor the VarBuilder gives: none stays quantized.
+        if random_weights.is_none() {
+            *quant.borrow_mut() = q;
+        }
         Ok(VarBuilder::from_backend(b, DType::F32, Device::Cpu))
     };
     let backbone: Box<dyn Backbone> = match family {
@@ -952,7 +963,8 @@ fn build_backbone(
             let lcfg = llama::parse_config(family, cfg).map_err(bad_config)?;
             let flavor = llama::Flavor::of(family).expect("a Llama-family model");
             lcfg.validate_for(flavor).map_err(bad_config)?;
-            Box::new(llama::Llama::load(lcfg, family, vb()?).map_err(corrupt)?)
+            let vb = vb()?;
+            Box::new(llama::Llama::load(lcfg, family, vb, &quant.borrow()).map_err(corrupt)?)
         }
         Family::Gemma | Family::Gemma2 | Family::Gemma3 => {
             // A multimodal `gemma3` config nests the text model's settings.
@@ -960,7 +972,8 @@ fn build_backbone(
             let generation = gemma3::Generation::of(family).expect("a Gemma model");
             let gcfg = gemma3::parse_config(generation, text).map_err(bad_config)?;
             gcfg.validate_for(generation).map_err(bad_config)?;
-            Box::new(gemma3::Gemma3::load(gcfg, generation, vb()?).map_err(corrupt)?)
+            let vb = vb()?;
+            Box::new(gemma3::Gemma3::load(gcfg, generation, vb, &quant.borrow()).map_err(corrupt)?)
         }
         Family::T5 => {
             let tcfg: t5::T5Config = parse(cfg, bad_config)?;
@@ -1035,8 +1048,13 @@ fn load_gguf(
             t
         });
         let t0 = Instant::now();
-        let want_fresh = cache::stores(file.f32_bytes()).then_some(&mut fresh);
-        let backbone = gguf_backbone(&file, entry.as_deref(), want_fresh, random_weights);
+        // Native weights never come from or go into the f32 cache (its merge table is
+        // still read when an entry exists).
+        let mode = quant::mode();
+        let f32_weights = mode == WeightsMode::F32 || random_weights.is_some();
+        let want_fresh = (f32_weights && cache::stores(file.f32_bytes())).then_some(&mut fresh);
+        let from_cache = entry.as_deref().filter(|_| f32_weights);
+        let backbone = gguf_backbone(&file, mode, from_cache, want_fresh, random_weights);
         tracing::info!(ms = t0.elapsed().as_millis() as u64, "GGUF backbone built");
         let tokenizer = tk
             .join()
@@ -1088,20 +1106,30 @@ fn gguf_tensors(
     Ok((tensors, false))
 }
 
-/// Load the backbone of a GGUF file (weights dequantized to f32 at load, never from or
-/// into the cache; see [`gguf`]). Returns the opened file too (its metadata holds the
-/// tokenizer).
+/// Load the backbone of a GGUF file, its weights held as [`quant::mode`] says (never from
+/// or into the dequantized-weight cache; see [`gguf`]). Returns the opened file too (its
+/// metadata holds the tokenizer).
 pub fn load_gguf_backbone(
     path: &Path,
 ) -> Result<(Box<dyn Backbone>, &'static str, gguf::GgufFile)> {
+    load_gguf_backbone_as(path, quant::mode())
+}
+
+/// [`load_gguf_backbone`] with the weights held as `mode` says.
+pub fn load_gguf_backbone_as(
+    path: &Path,
+    mode: WeightsMode,
+) -> Result<(Box<dyn Backbone>, &'static str, gguf::GgufFile)> {
     let file = gguf::GgufFile::open(path)?;
-    let (backbone, arch) = gguf_backbone(&file, None, None, None)?;
+    let (backbone, arch) = gguf_backbone(&file, mode, None, None, None)?;
     Ok((backbone, arch, file))
 }
 
-/// The backbone of an opened GGUF file (see [`gguf_tensors`] for the cache arguments).
+/// The backbone of an opened GGUF file (see [`gguf_tensors`] for the cache arguments,
+/// which only the f32 mode uses; random weights are always built in f32).
 fn gguf_backbone(
     file: &gguf::GgufFile,
+    mode: WeightsMode,
     entry: Option<&Path>,
     fresh: Option<&mut Fresh>,
     random_weights: Option<u64>,
@@ -1109,6 +1137,7 @@ fn gguf_backbone(
     let cfg = file.hf_config()?;
     let model_type = cfg["model_type"].as_str().unwrap_or_default().to_string();
     let weights = Weights::Gguf(file.path.clone());
+    let native = mode != WeightsMode::F32 && random_weights.is_none();
     // GGUF metadata has no initializer_range: the rules take 0.02 (module `random`).
     build_backbone(
         &cfg,
@@ -1118,6 +1147,19 @@ fn gguf_backbone(
         random_weights,
         Stack::Encoder,
         || {
+            if native {
+                let t0 = Instant::now();
+                let kernels = mode == WeightsMode::Kernels;
+                let (tensors, q) = file.hf_tensors_native(&cfg, kernels)?;
+                tracing::info!(
+                    ms = t0.elapsed().as_millis() as u64,
+                    quantized_bytes = q.bytes(),
+                    "GGUF weights kept quantized"
+                );
+                let backend: Box<dyn candle_nn::var_builder::SimpleBackend> =
+                    Box::new(weights::Finite(tensors));
+                return Ok((backend, q));
+            }
             let (tensors, cached) = gguf_tensors(file, &cfg, entry, fresh)?;
             // Scanning a cached entry for NaNs would read all of it (1.1 GB for Gemma 3)
             // before the first forward: its values passed this scan when it was written.
@@ -1126,7 +1168,7 @@ fn gguf_backbone(
             } else {
                 Box::new(weights::Finite(tensors))
             };
-            Ok(backend)
+            Ok((backend, QuantStore::default()))
         },
     )
 }

@@ -36,7 +36,9 @@ fn pearson(a: &[f64], b: &[f64]) -> f64 {
 
 #[test]
 fn gemma3_270m_gguf_matches_transformers() {
-    let (backbone, arch, _file) = model::load_gguf_backbone(&gguf_path()).unwrap();
+    // Against an f32 reference: the f32 weights path (`--weights f32`).
+    let (backbone, arch, _file) =
+        model::load_gguf_backbone_as(&gguf_path(), model::quant::WeightsMode::F32).unwrap();
     assert_eq!(arch, "gemma3");
     assert_eq!(
         (backbone.layers(), backbone.heads(), backbone.hidden_size()),

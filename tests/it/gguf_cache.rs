@@ -66,7 +66,10 @@ fn model_gguf() -> Vec<u8> {
 /// The CLI with the (opt-in) dequantized-weight cache on.
 fn cache_cmd(env: &Env) -> std::process::Command {
     let mut c = env.cmd();
-    c.env("CODESCOPE_GGUF_CACHE", "1");
+    // The dequantized-weight cache serves the f32 path (`--weights f32`); the default
+    // native path keeps the file's quantized weights and needs no cache.
+    c.env("CODESCOPE_GGUF_CACHE", "1")
+        .env("CODESCOPE_WEIGHTS", "f32");
     c
 }
 
@@ -197,10 +200,12 @@ fn second_open_reads_the_cache_and_agrees() {
     assert!(out.contains("layers"), "{out}");
     assert!(!entry.exists());
 
-    // Unset (the default): a model this small is cached, and read back from the map.
+    // Unset (the default): a model this small is cached, and read back from the map
+    // (on the f32 path, the one the cache serves).
     let plain = |env: &Env| {
         ok(&env
             .cmd()
+            .env("CODESCOPE_WEIGHTS", "f32")
             .args(["trace", "--json", "--model"])
             .arg(&gguf)
             .arg(env.sample())

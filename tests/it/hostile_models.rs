@@ -23,13 +23,13 @@ fn fixtures() -> PathBuf {
 }
 
 /// A GGUF file taken apart: metadata and tensors, to doctor and write back.
-struct Gguf {
+pub(crate) struct Gguf {
     meta: Vec<(String, Value)>,
-    tensors: Vec<write::RawTensor>,
+    pub(crate) tensors: Vec<write::RawTensor>,
 }
 
 impl Gguf {
-    fn fixture(name: &str) -> Gguf {
+    pub(crate) fn fixture(name: &str) -> Gguf {
         let path = fixtures().join("tiny_gguf").join(format!("{name}.gguf"));
         let f = GgufFile::open(&path).unwrap();
         let bytes = std::fs::read(&path).unwrap();
@@ -61,7 +61,7 @@ impl Gguf {
         self.meta.push((key.to_string(), v));
     }
 
-    fn tensor(&mut self, name: &str) -> &mut write::RawTensor {
+    pub(crate) fn tensor(&mut self, name: &str) -> &mut write::RawTensor {
         self.tensors.iter_mut().find(|t| t.name == name).unwrap()
     }
 
@@ -75,7 +75,7 @@ impl Gguf {
     }
 
     /// Write as `dir/model.gguf` with the fixture's tokenizer beside it.
-    fn save(&self, dir: &Path) -> PathBuf {
+    pub(crate) fn save(&self, dir: &Path) -> PathBuf {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::copy(
             fixtures().join("tiny_llama/tokenizer.json"),

@@ -42,6 +42,7 @@ mod probe_e2e;
 mod probe_sklearn_agreement;
 mod probe_study;
 mod probe_train;
+mod quant;
 mod random_weights;
 mod reproduce_hostile;
 mod reproduce_shards;

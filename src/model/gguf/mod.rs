@@ -8,15 +8,20 @@
 //!    cannot be made safe from outside; see there), the file memory-mapped;
 //! 2. an HF-style `config.json` value is built from the metadata, so the architectures
 //!    are configured exactly as from a hub checkpoint;
-//! 3. every tensor is dequantized to f32 at load (in parallel, from the mapped bytes) and
-//!    renamed to the HF checkpoint name, undoing llama.cpp's conversion edits: Gemma's
-//!    (1 and 3) RMSNorm weights are stored as `1 + w`, Llama's Q/K rows are permuted for
-//!    llama.cpp's interleaved rope (transformers' `reverse_permute_weights`).
+//! 3. the tensors are renamed to the HF checkpoint names, undoing llama.cpp's conversion
+//!    edits: Gemma's (1 and 3) RMSNorm weights are stored as `1 + w`, Llama's Q/K rows
+//!    are permuted for llama.cpp's interleaved rope (transformers'
+//!    `reverse_permute_weights`). With `--weights f32` every tensor is dequantized to f32
+//!    (in parallel, from the mapped bytes; [`GgufFile::hf_tensors`]); by default the
+//!    projections, MLP, embedding and LM head stay quantized
+//!    ([`GgufFile::hf_tensors_native`], [`crate::model::quant`]: Llama's Q/K rows
+//!    permuted as whole rows of blocks) and only the norms and biases are dequantized.
 //!
-//! Dequantizing once at load is the measured choice for the CPU: candle's quantized
-//! matmuls run Q5_0 (most of Gemma 3 270M, whose 640-wide rows are not a multiple of
-//! the 256-element k-quant block) without SIMD and were ~10x slower than f32 gemm on
-//! the dequantized weights. The price is memory: f32 weights (1.1 GB for Gemma 3 270M).
+//! Candle's quantized matmuls run Q5_0 (most of Gemma 3 270M, whose 640-wide rows are not a
+//! multiple of the 256-element k-quant block) without SIMD and were ~10x slower than f32
+//! gemm on the dequantized weights: the default mode therefore dequantizes each quantized
+//! matrix for its product instead (f32 gemm's speed and values at the quantized file's
+//! memory; docs/performance.md).
 
 pub mod cache;
 pub mod reader;
@@ -25,8 +30,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, Tensor};
 use rayon::prelude::*;
+
+use crate::model::quant::QuantStore;
 
 use crate::model::limits::MAX_LAYERS;
 pub use reader::{Array, Header, Metadata, TensorEntry, Value};
@@ -368,6 +378,69 @@ impl GgufFile {
 
     /// Every tensor dequantized to f32 under its HF checkpoint name.
     pub fn hf_tensors(&self, cfg: &serde_json::Value) -> Result<HashMap<String, Tensor>> {
+        Ok(self.hf_tensors_held(cfg, false, false)?.0)
+    }
+
+    /// The tensors as `--weights native` holds them ([`crate::model::quant`]): each
+    /// layer's projection and MLP weights, the token embedding and the LM head kept in
+    /// their block-quantized type (checked for non-finite values through their blocks'
+    /// scales, without dequantizing them); the rest (norms, biases, and any tensor stored as
+    /// f32 / f16 or whose rows are not whole blocks) dequantized to f32 as
+    /// [`GgufFile::hf_tensors`] does.
+    pub fn hf_tensors_native(
+        &self,
+        cfg: &serde_json::Value,
+        kernels: bool,
+    ) -> Result<(HashMap<String, Tensor>, QuantStore)> {
+        self.hf_tensors_held(cfg, true, kernels)
+    }
+
+    /// Bytes the tensors take as `--weights native` holds them (see
+    /// [`GgufFile::hf_tensors_native`]): quantized bytes for those kept quantized, f32
+    /// for the rest.
+    pub fn native_bytes(&self) -> u64 {
+        let arch = self.architecture().unwrap_or_default();
+        self.header
+            .tensors
+            .iter()
+            .map(|t| {
+                let f32_bytes = t.dims.iter().map(|&d| d as u64).product::<u64>() * 4;
+                match hf_name(&arch, &t.name) {
+                    Some(hf) if kept_quantized(&hf, t) => t.bytes,
+                    Some(_) => f32_bytes,
+                    None => 0,
+                }
+            })
+            .sum()
+    }
+
+    /// The largest f32 matrices `--weights native` dequantizes for one product: the two
+    /// largest layer tensors kept quantized (a fused product dequantizes its parts side
+    /// by side), or the LM head's slice when that is larger (an upper bound for
+    /// `--weights kernels` too).
+    pub fn transient_bytes(&self) -> u64 {
+        let arch = self.architecture().unwrap_or_default();
+        let mut sizes: Vec<u64> = self
+            .header
+            .tensors
+            .iter()
+            .filter(|t| {
+                hf_name(&arch, &t.name)
+                    .is_some_and(|hf| kept_quantized(&hf, t) && hf.starts_with("model.layers."))
+            })
+            .map(|t| t.dims.iter().map(|&d| d as u64).product::<u64>() * 4)
+            .collect();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        let layer: u64 = sizes.iter().take(2).sum();
+        layer.max(crate::model::quant::HEAD_SLICE_BYTES)
+    }
+
+    fn hf_tensors_held(
+        &self,
+        cfg: &serde_json::Value,
+        native: bool,
+        kernels: bool,
+    ) -> Result<(HashMap<String, Tensor>, QuantStore)> {
         let arch = self.architecture()?;
         let heads = cfg["num_attention_heads"].as_u64().unwrap_or(1) as usize;
         let kv = cfg["num_key_value_heads"].as_u64().unwrap_or(1) as usize;
@@ -375,37 +448,223 @@ impl GgufFile {
             path: self.path.clone(),
             reason: format!("tensor {name}: {}", crate::error::candle_message(&e)),
         };
+        // Llama's Q/K rows, permuted by llama.cpp: the heads to undo it over.
+        let permuted = |name: &str| -> Option<usize> {
+            if arch != "llama" {
+                return None;
+            }
+            if name.ends_with("attn_q.weight") {
+                Some(heads)
+            } else if name.ends_with("attn_k.weight") {
+                Some(kv)
+            } else {
+                None
+            }
+        };
+        enum Held {
+            F32(String, Tensor),
+            Quant(String, Arc<QTensor>),
+        }
         // Largest first, so the two cores finish together.
         let mut entries: Vec<&TensorEntry> = self.header.tensors.iter().collect();
         entries.sort_by_key(|t| std::cmp::Reverse(t.bytes));
-        let out: Vec<(String, Tensor)> = entries
+        let out: Vec<Held> = entries
             .par_iter()
             .map(|t| {
                 let name = t.name.as_str();
                 let Some(hf) = hf_name(&arch, name) else {
                     return Ok(None);
                 };
+                if native && kept_quantized(&hf, t) {
+                    let q = self.quantized(t, &hf, permuted(name))?;
+                    return Ok(Some(Held::Quant(hf, Arc::new(q))));
+                }
                 let w = self.dequantize(t)?;
                 let edit = || -> candle_core::Result<Tensor> {
                     if (arch == "gemma3" || arch == "gemma") && name.ends_with("norm.weight") {
                         // llama.cpp stores Gemma's `1 + w`; HF checkpoints hold `w`.
                         return w.affine(1.0, -1.0);
                     }
-                    if arch == "llama" && name.ends_with("attn_q.weight") {
-                        return reverse_permute(&w, heads);
-                    }
-                    if arch == "llama" && name.ends_with("attn_k.weight") {
-                        return reverse_permute(&w, kv);
+                    if let Some(h) = permuted(name) {
+                        return reverse_permute(&w, h);
                     }
                     Ok(w.clone())
                 };
                 let w = edit().map_err(|e| corrupt(name, e))?;
-                Ok(Some((hf, w)))
+                Ok(Some(Held::F32(hf, w)))
             })
-            .filter_map(|r: Result<Option<(String, Tensor)>>| r.transpose())
+            .filter_map(|r: Result<Option<Held>>| r.transpose())
             .collect::<Result<Vec<_>>>()?;
-        Ok(out.into_iter().collect())
+        let mut f32s = HashMap::new();
+        let mut quant = HashMap::new();
+        for h in out {
+            match h {
+                Held::F32(n, t) => {
+                    f32s.insert(n, t);
+                }
+                Held::Quant(n, q) => {
+                    quant.insert(n, q);
+                }
+            }
+        }
+        Ok((f32s, QuantStore::new(quant, kernels)))
     }
+
+    /// A tensor as a `QTensor` of its own type (Llama's Q/K rows un-permuted over
+    /// `permute` heads, moving whole rows of blocks), refused when a value is not finite.
+    fn quantized(&self, t: &TensorEntry, hf: &str, permute: Option<usize>) -> Result<QTensor> {
+        let corrupt = |reason: String| Error::CorruptWeights {
+            path: self.path.clone(),
+            reason,
+        };
+        let raw = aligned(self.raw(t));
+        let n: usize = t.dims.iter().product();
+        match non_finite_blocks(t.dtype, &raw, n) {
+            Some(0) => {}
+            Some(bad) => {
+                return Err(corrupt(format!(
+                    "{hf} holds non-finite values (NaN or infinity) in {bad} blocks"
+                )))
+            }
+            None => return Err(corrupt(format!("tensor {}: bytes do not fit", t.name))),
+        }
+        let permuted: Vec<u64>;
+        let bytes: &[u8] = match permute {
+            Some(heads) => {
+                let rows = t.dims[0];
+                if heads == 0 || rows % (2 * heads) != 0 {
+                    return Err(corrupt(format!(
+                        "tensor {}: {rows} rows do not split into {heads} heads",
+                        t.name
+                    )));
+                }
+                let row = raw.len() / rows;
+                let (d, d2) = (rows / heads, rows / heads / 2);
+                let mut v = vec![0u64; raw.len().div_ceil(8)];
+                // SAFETY: v holds at least raw.len() bytes; u64 has no invalid bit patterns.
+                let out =
+                    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, raw.len()) };
+                // New row h·d + j·d2 + i is old row h·d + 2i + j ([`reverse_permute`]).
+                for h in 0..heads {
+                    for j in 0..2 {
+                        for i in 0..d2 {
+                            let (new, old) = (h * d + j * d2 + i, h * d + 2 * i + j);
+                            out[new * row..(new + 1) * row]
+                                .copy_from_slice(&raw[old * row..(old + 1) * row]);
+                        }
+                    }
+                }
+                permuted = v;
+                // SAFETY: reading back the bytes just written.
+                unsafe { std::slice::from_raw_parts(permuted.as_ptr() as *const u8, raw.len()) }
+            }
+            None => &raw,
+        };
+        candle_core::quantized::ggml_file::qtensor_from_ggml(
+            t.dtype,
+            bytes,
+            t.dims.clone(),
+            &Device::Cpu,
+        )
+        .map_err(|e| {
+            corrupt(format!(
+                "tensor {}: {}",
+                t.name,
+                crate::error::candle_message(&e)
+            ))
+        })
+    }
+}
+
+/// Whether `--weights native` keeps the tensor `t` (HF name `hf`) quantized: a layer's
+/// projection or MLP weight, the token embedding or the LM head, of a block-quantized
+/// type, 2-D, its rows whole blocks.
+fn kept_quantized(hf: &str, t: &TensorEntry) -> bool {
+    use candle_core::quantized::GgmlDType as T;
+    let role = hf == "model.embed_tokens.weight"
+        || hf == "lm_head.weight"
+        || (hf.starts_with("model.layers.") && hf.ends_with("_proj.weight"));
+    let block = !matches!(t.dtype, T::F32 | T::F16 | T::BF16);
+    role && block && t.dims.len() == 2 && t.dims[1] % t.dtype.block_size() == 0
+}
+
+/// The bytes of `raw`, borrowed when 8-byte aligned, else an aligned copy (candle
+/// reinterprets the bytes as blocks; llama.cpp's alignment may be as small as 1).
+enum Aligned<'a> {
+    Borrowed(&'a [u8]),
+    Copied(Vec<u64>, usize),
+}
+
+fn aligned(raw: &[u8]) -> Aligned<'_> {
+    if (raw.as_ptr() as usize) % 8 == 0 {
+        return Aligned::Borrowed(raw);
+    }
+    let mut v = vec![0u64; raw.len().div_ceil(8)];
+    // SAFETY: v holds at least raw.len() bytes; u64 has no invalid bit patterns.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, raw.len()) };
+    bytes.copy_from_slice(raw);
+    Aligned::Copied(v, raw.len())
+}
+
+impl std::ops::Deref for Aligned<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Aligned::Borrowed(b) => b,
+            // SAFETY: the first `len` bytes of the copy, written by `aligned`.
+            Aligned::Copied(v, len) => unsafe {
+                std::slice::from_raw_parts(v.as_ptr() as *const u8, *len)
+            },
+        }
+    }
+}
+
+/// How many blocks of a block-quantized tensor of `n` values have a non-finite scale;
+/// `None` when the bytes do not fit or the type is not block-quantized. A block's values
+/// are its small integers times its f16 (Q8_K: f32) scales, plus an f16 minimum in some
+/// types: they are all finite exactly when those are, so reading the scales (2 to 4 bytes
+/// of every 18 to 292) checks the values without dequantizing them.
+fn non_finite_blocks(
+    dtype: candle_core::quantized::GgmlDType,
+    raw: &[u8],
+    n: usize,
+) -> Option<usize> {
+    use candle_core::quantized::GgmlDType as T;
+    // (block size in values, bytes, offsets of the f16 scales); Q8_K's f32 scale apart.
+    let (per, size, f16s): (usize, usize, &[usize]) = match dtype {
+        T::Q4_0 => (32, 18, &[0]),
+        T::Q4_1 => (32, 20, &[0, 2]),
+        T::Q5_0 => (32, 22, &[0]),
+        T::Q5_1 => (32, 24, &[0, 2]),
+        T::Q8_0 => (32, 34, &[0]),
+        T::Q8_1 => (32, 36, &[0, 2]),
+        T::Q2K => (256, 84, &[80, 82]),
+        T::Q3K => (256, 110, &[108]),
+        T::Q4K => (256, 144, &[0, 2]),
+        T::Q5K => (256, 176, &[0, 2]),
+        T::Q6K => (256, 210, &[208]),
+        T::Q8K => (256, 292, &[]),
+        _ => return None,
+    };
+    debug_assert_eq!(size, dtype.type_size());
+    if n == 0 || n % per != 0 || raw.len() < (n / per).checked_mul(size)? {
+        return None;
+    }
+    let blocks = raw[..n / per * size].par_chunks_exact(size);
+    Some(if dtype == T::Q8K {
+        blocks
+            .filter(|b| !f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite())
+            .count()
+    } else {
+        blocks
+            .filter(|b| {
+                f16s.iter().any(|&o| {
+                    // An f16 is not finite when its exponent bits are all set.
+                    u16::from_le_bytes([b[o], b[o + 1]]) & 0x7c00 == 0x7c00
+                })
+            })
+            .count()
+    })
 }
 
 /// `n` values of a block-quantized tensor dequantized with candle's own per-block
@@ -415,7 +674,7 @@ impl GgufFile {
 /// blocks (Gemma 3's embedding is 60% of its weights: one thread used to dequantize it
 /// while the other finished the rest). `None` for the types it does not cover (f32, f16,
 /// bf16; candle's path then runs) or bytes that do not fit.
-fn dequantize_blocks(
+pub(crate) fn dequantize_blocks(
     dtype: candle_core::quantized::GgmlDType,
     raw: &[u8],
     n: usize,
@@ -437,6 +696,54 @@ fn dequantize_blocks(
         T::Q8K => blocks::<BlockQ8K>(raw, n),
         _ => None,
     }
+}
+
+/// [`dequantize_blocks`] into `out` (its length the value count); false for the types it
+/// does not cover or bytes that do not fit.
+pub(crate) fn dequantize_into(
+    dtype: candle_core::quantized::GgmlDType,
+    raw: &[u8],
+    out: &mut [f32],
+) -> bool {
+    use candle_core::quantized::k_quants::*;
+    use candle_core::quantized::GgmlDType as T;
+    match dtype {
+        T::Q4_0 => blocks_into::<BlockQ4_0>(raw, out),
+        T::Q4_1 => blocks_into::<BlockQ4_1>(raw, out),
+        T::Q5_0 => blocks_into::<BlockQ5_0>(raw, out),
+        T::Q5_1 => blocks_into::<BlockQ5_1>(raw, out),
+        T::Q8_0 => blocks_into::<BlockQ8_0>(raw, out),
+        T::Q8_1 => blocks_into::<BlockQ8_1>(raw, out),
+        T::Q2K => blocks_into::<BlockQ2K>(raw, out),
+        T::Q3K => blocks_into::<BlockQ3K>(raw, out),
+        T::Q4K => blocks_into::<BlockQ4K>(raw, out),
+        T::Q5K => blocks_into::<BlockQ5K>(raw, out),
+        T::Q6K => blocks_into::<BlockQ6K>(raw, out),
+        T::Q8K => blocks_into::<BlockQ8K>(raw, out),
+        _ => false,
+    }
+}
+
+fn blocks_into<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], ys: &mut [f32]) -> bool {
+    let (per, n) = (B::BLCK_SIZE, ys.len());
+    if per == 0 || n == 0 || n % per != 0 {
+        return false;
+    }
+    let count = n / per;
+    let size = std::mem::size_of::<B>();
+    if count.checked_mul(size).is_none_or(|b| raw.len() < b)
+        || (raw.as_ptr() as usize) % std::mem::align_of::<B>() != 0
+    {
+        return false;
+    }
+    // SAFETY: `count` blocks of `B` lie in `raw` (checked), aligned for `B` (checked);
+    // the block types are plain data (integers and f16 bit patterns), valid for any bytes.
+    let xs = unsafe { std::slice::from_raw_parts(raw.as_ptr() as *const B, count) };
+    const CHUNK: usize = 4096;
+    ys.par_chunks_mut(CHUNK * per)
+        .zip(xs.par_chunks(CHUNK))
+        .for_each(|(y, x)| B::to_float(x, y));
+    true
 }
 
 fn blocks<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], n: usize) -> Option<Vec<f32>> {
