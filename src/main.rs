@@ -57,7 +57,20 @@ fn main() {
         }
     };
     codescope::model::gguf::cache::set_mode(mode);
-    tracing::info!(version = env!("CARGO_PKG_VERSION"), "started");
+    // The vector instruction set of every kernel and matrix product (CODESCOPE_ISA, else
+    // the widest the CPU runs), chosen before the first product.
+    let isa = match codescope::model::kernels::isa::init() {
+        Ok(isa) => isa,
+        Err(e) => {
+            logging::notice(format_args!("error: {e}"));
+            std::process::exit(2);
+        }
+    };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        isa = isa.name(),
+        "started"
+    );
     let result = codescope::commands::run(cli);
     codescope::model::gguf::cache::finish();
     // Background digests of cached models: a mismatch makes the run a failure.

@@ -1,9 +1,11 @@
 //! The forward pass's host kernels (attention straight into the capture buffers,
 //! vectorised softmax, GELU, LayerNorm, `exp` / `erf` approximations, the FMA
-//! peak probe). They live in the `codescope-kernels` crate (`crates/kernels`), which
+//! peak probe), each at the vector instruction set [`isa`] chooses (AVX-512, AVX2 + FMA
+//! or portable; `CODESCOPE_ISA`). They live in the `codescope-kernels` crate (`crates/kernels`), which
 //! every build profile compiles optimised; this module re-exports them and holds their
 //! tests (accuracy against f64 references, attention against a naive version).
 
+pub use codescope_kernels::isa;
 pub use codescope_kernels::nn::*;
 pub use codescope_kernels::t5::{attention_probs_rel_bias, t5_rms_norm};
 
@@ -354,5 +356,123 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every kernel with SIMD variants, run at every level this CPU has (AVX-512, AVX2 +
+    /// FMA, portable) on the same inputs: elementwise kernels and the analysis's sums in
+    /// a fixed lane order give the same bits on every path; reductions whose lanes widen
+    /// to sixteen with AVX-512 agree within a few ulps.
+    #[test]
+    fn every_kernel_agrees_on_every_instruction_set_the_cpu_runs() {
+        use codescope_kernels::analysis::*;
+        use codescope_kernels::lm::log_sum_exp_at;
+        use codescope_kernels::t5::t5_rms_rows;
+        use isa::Isa;
+        let levels = isa::available();
+        assert_eq!(levels[0], Isa::Portable);
+        eprintln!("instruction sets tested: {levels:?}");
+        let mut rng = crate::model::testutil::SplitMix::new(41);
+        let close = |a: &[f32], b: &[f32], tol: f32, what: &str| {
+            assert_eq!(a.len(), b.len());
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                assert!(
+                    (x - y).abs() <= tol * x.abs().max(1.0),
+                    "{what}[{i}]: {x} vs {y}"
+                );
+            }
+        };
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for len in [1usize, 7, 8, 15, 16, 17, 33, 100, 384, 1001] {
+            let x: Vec<f32> = rng.vec(len, 6.0);
+            let at = |isa: Isa, k: fn(Isa, &mut [f32])| {
+                let mut v = x.clone();
+                k(isa, &mut v);
+                v
+            };
+            let p = Isa::Portable;
+            for &isa in &levels {
+                for (name, k) in [
+                    ("gelu_erf", gelu_erf_chunk as fn(Isa, &mut [f32])),
+                    ("gelu_tanh", gelu_tanh_chunk),
+                ] {
+                    assert_eq!(bits(&at(isa, k)), bits(&at(p, k)), "{name} {isa} {len}");
+                }
+                let (mut o, mut o0) = (vec![0.0; len / 2], vec![0.0; len / 2]);
+                gelu_tanh_mul_row(isa, &mut o, &x[..len / 2 * 2]);
+                gelu_tanh_mul_row(p, &mut o0, &x[..len / 2 * 2]);
+                assert_eq!(bits(&o), bits(&o0), "gelu_tanh_mul {isa} {len}");
+                let (mut s, mut s0) = (x.clone(), x.clone());
+                softmax_rows(isa, &mut s, len);
+                softmax_rows(p, &mut s0, len);
+                close(&s, &s0, 1e-6, "softmax");
+                let w: Vec<f32> = (0..len).map(|i| 1.0 + i as f32 * 0.01).collect();
+                let b: Vec<f32> = (0..len).map(|i| i as f32 * -0.02).collect();
+                let (mut l, mut l0) = (x.clone(), x.clone());
+                layer_norm_rows(isa, &mut l, len, &w, &b, 1e-5);
+                layer_norm_rows(p, &mut l0, len, &w, &b, 1e-5);
+                close(&l, &l0, 1e-5, "layer_norm");
+                let (mut r, mut r0) = (vec![0.0; len], vec![0.0; len]);
+                t5_rms_rows(isa, &x, len, &w, 1e-6, &mut r);
+                t5_rms_rows(p, &x, len, &w, 1e-6, &mut r0);
+                close(&r, &r0, 1e-5, "t5_rms");
+                let (z, z0) = (
+                    log_sum_exp_at(isa, &x).unwrap(),
+                    log_sum_exp_at(p, &x).unwrap(),
+                );
+                assert!(
+                    (z - z0).abs() < 1e-9 * z0.abs().max(1.0),
+                    "log_sum_exp {z} {z0}"
+                );
+                assert_eq!(count_above_at(isa, &x, 0.5), count_above_at(p, &x, 0.5));
+                let pos: Vec<f32> = x.iter().map(|v| v.abs() / 6.0).collect();
+                let (e, e0) = (x_ln_x_sums_at(isa, &pos), x_ln_x_sums_at(p, &pos));
+                assert!(
+                    (e.0 - e0.0).abs() < 1e-12 * e0.0.abs().max(1.0),
+                    "x ln x sums"
+                );
+                assert!(
+                    (e.1 - e0.1).abs() < 1e-12 * e0.1.abs().max(1.0),
+                    "x ln x sums"
+                );
+            }
+        }
+        // The aggregation and class sums: bit-identical on every path.
+        let (m, heads) = (37usize, 1usize);
+        let att: Vec<f32> = rng.vec(heads * m * m, 1.0);
+        let groups: Vec<Vec<usize>> = (0..m)
+            .step_by(3)
+            .map(|q| (q..(q + 3).min(m)).collect())
+            .collect();
+        let runs: Vec<Option<(usize, usize)>> = groups
+            .iter()
+            .map(|g| Some((g[0], g[g.len() - 1] + 1)))
+            .collect();
+        let n = groups.len();
+        let members: Vec<Vec<usize>> =
+            vec![(0..m).step_by(2).collect(), (1..m).step_by(5).collect()];
+        let (mut a0, mut c0) = (vec![0.0; n * n], vec![0.0; m * 2]);
+        aggregate_head_at(Isa::Portable, &att, m, &groups, &runs, &mut a0);
+        class_row_sums_at(Isa::Portable, &att, m, &members, &mut c0);
+        for &isa in &levels {
+            let (mut a, mut c) = (vec![0.0; n * n], vec![0.0; m * 2]);
+            aggregate_head_at(isa, &att, m, &groups, &runs, &mut a);
+            class_row_sums_at(isa, &att, m, &members, &mut c);
+            assert_eq!(bits(&a), bits(&a0), "aggregate {isa}");
+            assert_eq!(bits(&c), bits(&c0), "class sums {isa}");
+            // The peak probe measures the level's own FMA width; none without FMA.
+            assert_eq!(fma_peak_gflops_at(isa, 5).is_some(), isa != Isa::Portable);
+        }
+    }
+
+    /// `CODESCOPE_ISA` names a level; an unknown name is refused. (The binary's handling,
+    /// and the level reaching the matrix products, are tested through the binary.)
+    #[test]
+    fn instruction_sets_parse_by_name() {
+        use isa::Isa;
+        for i in Isa::ALL {
+            assert_eq!(Isa::parse(i.name()), Some(i));
+        }
+        assert_eq!(Isa::parse("sse"), None);
+        assert!(isa::available().contains(&isa::detected()));
     }
 }

@@ -27,6 +27,7 @@ mod gguf_tokenizer;
 mod hostile_downloads;
 mod hostile_inputs;
 mod hostile_models;
+mod isa;
 mod json_convention;
 mod layers;
 mod mapped;

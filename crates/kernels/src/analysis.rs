@@ -6,32 +6,29 @@
 
 use rayon::prelude::*;
 
-/// Number of entries of `a` above `t` (vectorised: eight lanes of 0/1 counts).
+use crate::isa::{self, Isa};
+
+/// Number of entries of `a` above `t` (vectorised: lanes of 0/1 counts, 8 or 16 with
+/// AVX-512; an exact count on every path).
 pub fn count_above(a: &[f32], t: f32) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the feature the function is compiled for.
-        return unsafe { count_above_avx2(a, t) };
-    }
-    count_above_body(a, t)
+    count_above_at(isa::active(), a, t)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn count_above_avx2(a: &[f32], t: f32) -> usize {
-    count_above_body(a, t)
+crate::simd_kernel! {
+    /// [`count_above`] at level `isa`.
+    pub fn count_above_at(a: &[f32], t: f32) -> usize = count_above_body, lanes;
 }
 
 #[inline(always)]
-fn count_above_body(a: &[f32], t: f32) -> usize {
+fn count_above_body<const L: usize>(a: &[f32], t: f32) -> usize {
     let mut total = 0usize;
     // u32 lanes, flushed every 2^16 chunks so they cannot overflow.
-    for block in a.chunks(8 << 16) {
-        let mut acc = [0u32; 8];
-        let chunks = block.chunks_exact(8);
+    for block in a.chunks(L << 16) {
+        let mut acc = [0u32; L];
+        let chunks = block.chunks_exact(L);
         total += chunks.remainder().iter().filter(|&&x| x > t).count();
         for c in chunks {
-            for k in 0..8 {
+            for k in 0..L {
                 acc[k] += u32::from(c[k] > t);
             }
         }
@@ -47,11 +44,21 @@ fn count_above_body(a: &[f32], t: f32) -> usize {
 /// x86 CPUs with AVX2 + FMA take the vector version.) (It was an f64 logarithm with a division per four values: a fifth of the
 /// analysis after the forward pass, for a difference in the seventh digit.)
 pub fn x_ln_x_sums(row: &[f32]) -> (f64, f64) {
+    x_ln_x_sums_at(isa::active(), row)
+}
+
+/// [`x_ln_x_sums`] at level `isa` (capped at the CPU's own): [`x_ln_x_sums_avx512`],
+/// [`x_ln_x_sums_avx2`] or [`x_ln_x_sums_portable`].
+pub fn x_ln_x_sums_at(isa: Isa, row: &[f32]) -> (f64, f64) {
     #[cfg(target_arch = "x86_64")]
-    if crate::nn::avx2_fma() {
-        // SAFETY: the CPU has the features the function is compiled for.
-        return unsafe { x_ln_x_sums_avx2(row) };
+    match isa.min(isa::detected_cached()) {
+        // SAFETY: capped at the CPU's own level: it has the features.
+        Isa::Avx512 => return unsafe { x_ln_x_sums_avx512(row) },
+        // SAFETY: as above.
+        Isa::Avx2 => return unsafe { x_ln_x_sums_avx2(row) },
+        Isa::Portable => {}
     }
+    let _ = isa;
     x_ln_x_sums_portable(row)
 }
 
@@ -97,6 +104,51 @@ pub unsafe fn x_ln_x_sums_avx2(row: &[f32]) -> (f64, f64) {
         let mut v = [0.0f64; 8];
         _mm256_storeu_pd(v.as_mut_ptr(), lo);
         _mm256_storeu_pd(v.as_mut_ptr().add(4), hi);
+        v
+    };
+    finish(lanes(s_lo, s_hi), lanes(t_lo, t_hi), rest)
+}
+
+/// [`x_ln_x_sums_avx2`] on sixteen lanes with AVX-512: the same per-entry values
+/// ([`ln_f32x16`] is bit-identical to [`ln_f32`]), summed in sixteen f64 lanes (lane `k`
+/// takes the entries `k mod 16`) folded pairwise into eight at the end, so the sums
+/// differ from the eight-lane paths' only by the order of the f64 additions.
+///
+/// # Safety
+/// The CPU must support AVX-512F (and AVX2 + FMA, as every AVX-512 CPU does).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
+pub unsafe fn x_ln_x_sums_avx512(row: &[f32]) -> (f64, f64) {
+    use std::arch::x86_64::*;
+    let (mut s_lo, mut s_hi) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+    let (mut t_lo, mut t_hi) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+    let body = &row[..row.len() / 16 * 16];
+    let rest = &row[body.len()..];
+    macro_rules! accumulate {
+        ($x:expr, $l:expr) => {{
+            let (x, xl) = ($x, _mm512_mul_ps($x, $l));
+            s_lo = _mm512_add_pd(s_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(x)));
+            s_hi = _mm512_add_pd(s_hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps::<1>(x)));
+            t_lo = _mm512_add_pd(t_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(xl)));
+            t_hi = _mm512_add_pd(t_hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps::<1>(xl)));
+        }};
+    }
+    let mut pairs = body.chunks_exact(32);
+    for c in &mut pairs {
+        let x0 = _mm512_max_ps(_mm512_loadu_ps(c.as_ptr()), _mm512_setzero_ps());
+        let x1 = _mm512_max_ps(_mm512_loadu_ps(c.as_ptr().add(16)), _mm512_setzero_ps());
+        let (l0, l1) = (ln_f32x16(x0), ln_f32x16(x1));
+        accumulate!(x0, l0);
+        accumulate!(x1, l1);
+    }
+    for c in pairs.remainder().chunks_exact(16) {
+        let x = _mm512_max_ps(_mm512_loadu_ps(c.as_ptr()), _mm512_setzero_ps());
+        accumulate!(x, ln_f32x16(x));
+    }
+    // Sixteen lanes (lo: entries 0-7 of each chunk, hi: 8-15) folded into eight.
+    let lanes = |lo: __m512d, hi: __m512d| {
+        let mut v = [0.0f64; 8];
+        _mm512_storeu_pd(v.as_mut_ptr(), _mm512_add_pd(lo, hi));
         v
     };
     finish(lanes(s_lo, s_hi), lanes(t_lo, t_hi), rest)
@@ -208,6 +260,43 @@ pub unsafe fn ln_f32x8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m25
     fma(e, c(0.693_359_4), add(f, y))
 }
 
+/// [`ln_f32`] on sixteen lanes with AVX-512, the same operations in the same order as
+/// [`ln_f32x8`], so each lane's result is bit-identical to [`ln_f32`]'s.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub unsafe fn ln_f32x16(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let c = _mm512_set1_ps;
+    let (mul, add, sub) = (_mm512_mul_ps, _mm512_add_ps, _mm512_sub_ps);
+    let bits = _mm512_castps_si512(x);
+    let m = _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_and_si512(bits, _mm512_set1_epi32(0x007f_ffff)),
+        _mm512_set1_epi32(0x3f00_0000),
+    ));
+    let e = _mm512_sub_epi32(
+        _mm512_and_si512(_mm512_srli_epi32::<23>(bits), _mm512_set1_epi32(0xff)),
+        _mm512_set1_epi32(126),
+    );
+    let small = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(m, c(SQRT_HALF));
+    // e - 1 where small.
+    let e = _mm512_cvtepi32_ps(_mm512_mask_sub_epi32(e, small, e, _mm512_set1_epi32(1)));
+    let f = sub(_mm512_mask_blend_ps(small, m, add(m, m)), c(1.0));
+    let z = mul(f, f);
+    let z2 = mul(z, z);
+    let fma = _mm512_fmadd_ps;
+    let lin = |a: f32, b: f32| fma(c(b), f, c(a));
+    let q0 = fma(lin(P2, P3), z, lin(P0, P1));
+    let q1 = fma(lin(P6, P7), z, lin(P4, P5));
+    let p = fma(c(P8), mul(z2, z2), fma(q1, z2, q0));
+    let mut y = mul(mul(p, f), z);
+    y = fma(e, c(-2.121_944_4e-4), y);
+    y = fma(c(-0.5), z, y);
+    fma(e, c(0.693_359_4), add(f, y))
+}
+
 /// One layer's token attention `[head][i][j]` into `out` (`heads * n * n`, `n =
 /// groups.len()`) from its subword attention `att` (`[head][q][k]`, `heads * m * m`): the
 /// mean over the subword pairs of token `i`'s group and token `j`'s group. `runs[j]` is
@@ -234,17 +323,48 @@ pub fn aggregate_layer(
     assert_eq!(out.len(), heads * n * n);
     assert_eq!(runs.len(), n);
     assert!(groups.iter().flatten().all(|&q| q < m));
+    let isa = isa::active();
     out.par_chunks_mut((n * n).max(1))
         .enumerate()
         .for_each(|(h, out)| {
             let a = &att[h * m * m..(h + 1) * m * m];
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has the feature the function is compiled for.
-                return unsafe { aggregate_head_avx2(a, m, groups, runs, out) };
-            }
-            aggregate_head::<false>(a, m, groups, runs, out)
+            aggregate_head_at(isa, a, m, groups, runs, out)
         });
+}
+
+/// One head of [`aggregate_layer`] at level `isa` (capped at the CPU's own). Its 8 x 8
+/// transposes are AVX2 shuffles at both SIMD levels (the AVX-512 variant compiles the
+/// rest of the loops with AVX-512); the results are bit-identical on every path.
+pub fn aggregate_head_at(
+    isa: Isa,
+    a: &[f32],
+    m: usize,
+    groups: &[Vec<usize>],
+    runs: &[Option<(usize, usize)>],
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    match isa.min(isa::detected_cached()) {
+        // SAFETY: capped at the CPU's own level: it has the features.
+        Isa::Avx512 => return unsafe { aggregate_head_avx512(a, m, groups, runs, out) },
+        // SAFETY: as above.
+        Isa::Avx2 => return unsafe { aggregate_head_avx2(a, m, groups, runs, out) },
+        Isa::Portable => {}
+    }
+    let _ = isa;
+    aggregate_head::<false>(a, m, groups, runs, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
+unsafe fn aggregate_head_avx512(
+    a: &[f32],
+    m: usize,
+    groups: &[Vec<usize>],
+    runs: &[Option<(usize, usize)>],
+    out: &mut [f32],
+) {
+    aggregate_head::<true>(a, m, groups, runs, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -345,12 +465,28 @@ pub fn class_row_sums(a: &[f32], n: usize, members: &[Vec<usize>], out: &mut [f3
     assert_eq!(a.len(), n * n);
     assert_eq!(out.len(), n * k);
     assert!(members.iter().flatten().all(|&j| j < n));
+    class_row_sums_at(isa::active(), a, n, members, out)
+}
+
+/// [`class_row_sums`] at level `isa` (capped at the CPU's own; AVX2 transposes at both
+/// SIMD levels, as [`aggregate_head_at`]); bit-identical on every path.
+pub fn class_row_sums_at(isa: Isa, a: &[f32], n: usize, members: &[Vec<usize>], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the feature the function is compiled for.
-        return unsafe { class_row_sums_avx2(a, n, members, out) };
+    match isa.min(isa::detected_cached()) {
+        // SAFETY: capped at the CPU's own level: it has the features.
+        Isa::Avx512 => return unsafe { class_row_sums_avx512(a, n, members, out) },
+        // SAFETY: as above.
+        Isa::Avx2 => return unsafe { class_row_sums_avx2(a, n, members, out) },
+        Isa::Portable => {}
     }
+    let _ = isa;
     class_row_sums_body::<false>(a, n, members, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")]
+unsafe fn class_row_sums_avx512(a: &[f32], n: usize, members: &[Vec<usize>], out: &mut [f32]) {
+    class_row_sums_body::<true>(a, n, members, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -465,8 +601,8 @@ fn transpose<const AVX2: bool>(r: &[&[f32]; BLOCK], m: usize, t: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if AVX2 {
         while q0 + BLOCK <= m {
-            // SAFETY: only instantiated with AVX2 = true from `aggregate_head_avx2` and
-            // `class_row_sums_avx2`, whose CPU has AVX2; columns q0..q0+8 lie inside every
+            // SAFETY: only instantiated with AVX2 = true from the `_avx2` and `_avx512`
+            // variants of `aggregate_head` and `class_row_sums`, whose CPU has AVX2; columns q0..q0+8 lie inside every
             // row (at least m long) and rows q0..q0+8 of `t` (length m * BLOCK).
             unsafe { transpose8_avx2(r, q0, t) };
             q0 += BLOCK;

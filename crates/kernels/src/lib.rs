@@ -18,6 +18,7 @@
 pub mod analysis;
 pub mod ged;
 pub mod graph;
+pub mod isa;
 pub mod lm;
 pub mod nn;
 pub mod probe;

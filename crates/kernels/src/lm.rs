@@ -7,31 +7,25 @@ use crate::nn::{exp, max_lanes};
 /// vectorised [`exp`] (relative error ~1e-7 per term) and the sum in f64 lanes. `None`
 /// for an empty row or one without a finite maximum.
 pub fn log_sum_exp(row: &[f32]) -> Option<f64> {
-    #[cfg(target_arch = "x86_64")]
-    if crate::nn::avx2_fma() {
-        // SAFETY: the CPU has the features the function is compiled for.
-        return unsafe { log_sum_exp_avx2(row) };
-    }
-    log_sum_exp_body(row)
+    log_sum_exp_at(crate::isa::active(), row)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn log_sum_exp_avx2(row: &[f32]) -> Option<f64> {
-    log_sum_exp_body(row)
+crate::simd_kernel! {
+    /// [`log_sum_exp`] at level `isa` (its f64 lanes: 8, or 16 with AVX-512).
+    pub fn log_sum_exp_at(row: &[f32]) -> Option<f64> = log_sum_exp_body, lanes;
 }
 
 #[inline(always)]
-fn log_sum_exp_body(row: &[f32]) -> Option<f64> {
-    let max = max_lanes(row);
+fn log_sum_exp_body<const L: usize>(row: &[f32]) -> Option<f64> {
+    let max = max_lanes::<L>(row);
     if !max.is_finite() {
         return None;
     }
-    let mut acc = [0.0f64; 8];
-    let chunks = row.chunks_exact(8);
+    let mut acc = [0.0f64; L];
+    let chunks = row.chunks_exact(L);
     let rest = chunks.remainder();
     for c in chunks {
-        for k in 0..8 {
+        for k in 0..L {
             acc[k] += f64::from(exp(c[k] - max));
         }
     }

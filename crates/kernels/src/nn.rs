@@ -17,6 +17,8 @@
 
 use rayon::prelude::*;
 
+use crate::isa::{self, Isa};
+
 /// Make candle's elementwise thread pool park its workers quickly instead of spinning
 /// for ~25,000 iterations after every operation. Those spinning workers compete with the
 /// rayon threads that run the matrix products and `attention` below: on a 2-core machine
@@ -26,20 +28,6 @@ pub fn tame_candle_spin() {
     if std::env::var_os("CANDLE_BARRIER_POOL_SPIN_LIMIT").is_none() {
         // Called at start-up, before the process has other threads.
         std::env::set_var("CANDLE_BARRIER_POOL_SPIN_LIMIT", "1000");
-    }
-}
-
-/// Does this CPU run the `avx2,fma` variants below? (`is_x86_feature_detected!` caches
-/// its answer: a load and a test per call.)
-#[inline]
-pub(crate) fn avx2_fma() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
     }
 }
 
@@ -118,38 +106,32 @@ pub fn linear(
 }
 
 /// LayerNorm of each `dim`-wide row in place: `(x - mean) / sqrt(var + eps) * w + b`,
-/// mean and (biased) variance in two passes over eight f32 lanes.
+/// mean and (biased) variance in two passes over the level's f32 lanes (8, or 16 with
+/// AVX-512).
 pub fn layer_norm_inplace(xs: &mut [f32], dim: usize, w: &[f32], b: &[f32], eps: f32) {
-    xs.par_chunks_mut(dim.max(1) * 16).for_each(|rows| {
-        #[cfg(target_arch = "x86_64")]
-        if avx2_fma() {
-            // SAFETY: the CPU has the features the function is compiled for.
-            unsafe { layer_norm_avx2(rows, dim, w, b, eps) };
-            return;
-        }
-        layer_norm_body(rows, dim, w, b, eps);
-    });
+    let isa = isa::active();
+    xs.par_chunks_mut(dim.max(1) * 16)
+        .for_each(|rows| layer_norm_rows(isa, rows, dim, w, b, eps));
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn layer_norm_avx2(rows: &mut [f32], dim: usize, w: &[f32], b: &[f32], eps: f32) {
-    layer_norm_body(rows, dim, w, b, eps)
+crate::simd_kernel! {
+    /// [`layer_norm_inplace`] of whole rows, on one thread, at level `isa`.
+    pub fn layer_norm_rows(rows: &mut [f32], dim: usize, w: &[f32], b: &[f32], eps: f32) = layer_norm_body, lanes;
 }
 
 #[inline(always)]
-fn layer_norm_body(rows: &mut [f32], dim: usize, w: &[f32], b: &[f32], eps: f32) {
+fn layer_norm_body<const L: usize>(rows: &mut [f32], dim: usize, w: &[f32], b: &[f32], eps: f32) {
     for row in rows.chunks_exact_mut(dim.max(1)) {
-        let mean = sum_lanes(row) / dim as f32;
-        let mut acc = [0.0f32; 8];
-        let chunks = row.chunks_exact(8);
+        let mean = sum_lanes::<L>(row) / dim as f32;
+        let mut acc = [0.0f32; L];
+        let chunks = row.chunks_exact(L);
         let mut var: f32 = chunks
             .remainder()
             .iter()
             .map(|&v| (v - mean) * (v - mean))
             .sum();
         for c in chunks {
-            for k in 0..8 {
+            for k in 0..L {
                 let d = c[k] - mean;
                 acc[k] += d * d;
             }
@@ -210,28 +192,19 @@ pub fn erf(x: f32) -> f32 {
 
 /// Exact (erf) GELU in place: `0.5 x (1 + erf(x / sqrt 2))`, as HF's `"gelu"`.
 pub fn gelu_erf_inplace(xs: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    par_inplace(xs, gelu_avx2, gelu_body);
-    #[cfg(not(target_arch = "x86_64"))]
-    par_inplace(xs, gelu_body);
+    par_inplace(xs, gelu_erf_chunk);
 }
 
-/// Apply an elementwise kernel to `xs` in parallel chunks of 16k values: its AVX2+FMA
-/// variant when the CPU has them, else the portable one.
-fn par_inplace(
-    xs: &mut [f32],
-    #[cfg(target_arch = "x86_64")] avx2: unsafe fn(&mut [f32]),
-    portable: fn(&mut [f32]),
-) {
-    xs.par_chunks_mut(1 << 14).for_each(|c| {
-        #[cfg(target_arch = "x86_64")]
-        if avx2_fma() {
-            // SAFETY: the CPU has the features the `avx2` variants are compiled for.
-            unsafe { avx2(c) };
-            return;
-        }
-        portable(c);
-    });
+/// Apply an elementwise kernel to `xs` in parallel chunks of 16k values, at the
+/// process's level ([`isa::active`]).
+fn par_inplace(xs: &mut [f32], kernel: fn(Isa, &mut [f32])) {
+    let isa = isa::active();
+    xs.par_chunks_mut(1 << 14).for_each(|c| kernel(isa, c));
+}
+
+crate::simd_kernel! {
+    /// [`gelu_erf_inplace`] on one thread, at level `isa`.
+    pub fn gelu_erf_chunk(c: &mut [f32]) = gelu_body;
 }
 
 #[inline(always)]
@@ -242,19 +215,15 @@ fn gelu_body(c: &mut [f32]) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn gelu_avx2(c: &mut [f32]) {
-    gelu_body(c)
-}
-
 /// Tanh-approximated GELU in place (HF's `gelu_new` / `gelu_pytorch_tanh`):
 /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, with the vectorised [`exp`].
 pub fn gelu_tanh_inplace(xs: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    par_inplace(xs, gelu_tanh_avx2, gelu_tanh_body);
-    #[cfg(not(target_arch = "x86_64"))]
-    par_inplace(xs, gelu_tanh_body);
+    par_inplace(xs, gelu_tanh_chunk);
+}
+
+crate::simd_kernel! {
+    /// [`gelu_tanh_inplace`] on one thread, at level `isa`.
+    pub fn gelu_tanh_chunk(c: &mut [f32]) = gelu_tanh_body;
 }
 
 /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))` with `tanh(z) = 1 - 2 / (e^(2z) +
@@ -274,12 +243,6 @@ fn gelu_tanh_body(c: &mut [f32]) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn gelu_tanh_avx2(c: &mut [f32]) {
-    gelu_tanh_body(c)
-}
-
 /// `gelu_tanh(gate) * up` for a `[n, 2 * inter]` row-major gate|up block (Gemma's
 /// MLP), into `[n, inter]`: `gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715
 /// x^3)))` (PyTorch's `approximate="tanh"`), `tanh(z) = 1 - 2 / (e^(2z) + 1)` with the
@@ -287,18 +250,17 @@ unsafe fn gelu_tanh_avx2(c: &mut [f32]) {
 pub fn gelu_tanh_mul(gu: &[f32], inter: usize) -> Vec<f32> {
     let n = gu.len() / (2 * inter).max(1);
     let mut out = vec![0.0f32; n * inter];
+    let isa = isa::active();
     out.par_chunks_mut(inter)
         .zip(gu.par_chunks(2 * inter))
-        .for_each(|(o, row)| {
-            #[cfg(target_arch = "x86_64")]
-            if avx2_fma() {
-                // SAFETY: the CPU has the features the function is compiled for.
-                unsafe { gelu_tanh_mul_avx2(o, row) };
-                return;
-            }
-            gelu_tanh_mul_body(o, row);
-        });
+        .for_each(|(o, row)| gelu_tanh_mul_row(isa, o, row));
     out
+}
+
+crate::simd_kernel! {
+    /// One row of [`gelu_tanh_mul`] (`o` the output row, `row` its gate|up row), at
+    /// level `isa`.
+    pub fn gelu_tanh_mul_row(o: &mut [f32], row: &[f32]) = gelu_tanh_mul_body;
 }
 
 #[inline(always)]
@@ -309,21 +271,15 @@ fn gelu_tanh_mul_body(o: &mut [f32], row: &[f32]) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn gelu_tanh_mul_avx2(o: &mut [f32], row: &[f32]) {
-    gelu_tanh_mul_body(o, row)
-}
-
-/// Max of a slice with 8 independent lanes (a serial fold is latency-bound: it was a
+/// Max of a slice with `L` independent lanes (a serial fold is latency-bound: it was a
 /// quarter of the forward pass at 512 tokens).
 #[inline(always)]
-pub(crate) fn max_lanes(xs: &[f32]) -> f32 {
-    let mut acc = [f32::NEG_INFINITY; 8];
-    let chunks = xs.chunks_exact(8);
+pub(crate) fn max_lanes<const L: usize>(xs: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; L];
+    let chunks = xs.chunks_exact(L);
     let rest = chunks.remainder();
     for c in chunks {
-        for k in 0..8 {
+        for k in 0..L {
             acc[k] = acc[k].max(c[k]);
         }
     }
@@ -334,48 +290,41 @@ pub(crate) fn max_lanes(xs: &[f32]) -> f32 {
     m
 }
 
-/// Sum of a slice with 8 independent lanes.
+/// Sum of a slice with `L` independent lanes.
 #[inline(always)]
-fn sum_lanes(xs: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let chunks = xs.chunks_exact(8);
+fn sum_lanes<const L: usize>(xs: &[f32]) -> f32 {
+    let mut acc = [0.0f32; L];
+    let chunks = xs.chunks_exact(L);
     let rest: f32 = chunks.remainder().iter().sum();
     for c in chunks {
-        for k in 0..8 {
+        for k in 0..L {
             acc[k] += c[k];
         }
     }
     acc.iter().sum::<f32>() + rest
 }
 
-/// Softmax of each row of length `n`, in place.
+/// Softmax of each row of length `n`, in place, at the process's level.
 pub fn softmax_rows_inplace(buf: &mut [f32], n: usize) {
-    if n == 0 {
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if avx2_fma() {
-        // SAFETY: the CPU has the features the function is compiled for.
-        unsafe { softmax_avx2(buf, n) };
-        return;
-    }
-    softmax_body(buf, n);
+    softmax_rows(isa::active(), buf, n)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn softmax_avx2(buf: &mut [f32], n: usize) {
-    softmax_body(buf, n)
+crate::simd_kernel! {
+    /// [`softmax_rows_inplace`] at level `isa`.
+    pub fn softmax_rows(buf: &mut [f32], n: usize) = softmax_body, lanes;
 }
 
 #[inline(always)]
-fn softmax_body(buf: &mut [f32], n: usize) {
+fn softmax_body<const L: usize>(buf: &mut [f32], n: usize) {
+    if n == 0 {
+        return;
+    }
     for row in buf.chunks_exact_mut(n) {
-        let max = max_lanes(row);
+        let max = max_lanes::<L>(row);
         for v in row.iter_mut() {
             *v = exp(*v - max);
         }
-        let inv = 1.0 / sum_lanes(row);
+        let inv = 1.0 / sum_lanes::<L>(row);
         for v in row.iter_mut() {
             *v *= inv;
         }
@@ -609,6 +558,7 @@ fn attention_core(
     // Each head writes its own `d` columns of `ctx` (row stride `hd`) straight from the
     // product: disjoint addresses, so the heads can run in parallel without a copy.
     let ctx_out = SharedMut(ctx.as_mut_ptr());
+    let isa = isa::active();
     probs.par_chunks_mut(n * n).enumerate().for_each(|(h, p)| {
         // Head h's n x n block, written through this pointer only.
         let p = p.as_mut_ptr() as *mut f32;
@@ -670,7 +620,7 @@ fn attention_core(
                         line[j] = f32::NEG_INFINITY;
                     }
                 }
-                softmax_rows_inplace(&mut line[a..b], b - a);
+                softmax_rows(isa, &mut line[a..b], b - a);
                 // exp(-inf) is clamped to a tiny positive number (and the row's own key
                 // gives a sum >= 1, which it cannot change): blocked keys end exactly 0.
                 if let Some(keys) = knocked {
@@ -723,15 +673,27 @@ impl SharedMut {
     }
 }
 
-/// The measured single-core FP32 FMA throughput of this machine, GFLOP/s (an FMA counts
-/// as 2 FLOPs): the ceiling the forward pass's achieved GFLOP/s is compared with in the
-/// benchmarks. Twelve independent 8-lane AVX2 FMA chains (more than the FMA latency times
-/// the number of FMA pipes, so the chains never wait on each other) run for about
-/// `millis` ms, best of five tries (a busy machine can only make a try slower). `None`
-/// without AVX2 + FMA.
+/// The measured single-core FP32 FMA throughput of this machine at the process's level
+/// ([`isa::active`]), GFLOP/s (an FMA counts as 2 FLOPs): the ceiling the forward pass's
+/// achieved GFLOP/s is compared with in the benchmarks. See [`fma_peak_gflops_at`].
 pub fn fma_peak_gflops(millis: u64) -> Option<f64> {
+    fma_peak_gflops_at(isa::active(), millis)
+}
+
+/// The single-core FP32 FMA throughput at level `isa` (capped at the CPU's own), GFLOP/s:
+/// twelve independent FMA chains of one vector register each (8 lanes with AVX2, 16 with
+/// AVX-512; more chains than the FMA latency times the number of FMA pipes, so they never
+/// wait on each other) for about `millis` ms, best of five tries (a busy machine can only
+/// make a try slower). `None` at the portable level (no FMA instructions).
+pub fn fma_peak_gflops_at(isa: Isa, millis: u64) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
-    if avx2_fma() {
+    {
+        let isa = isa.min(isa::detected_cached());
+        let chains: unsafe fn(u64) -> f32 = match isa {
+            Isa::Avx512 => fma_chains_avx512,
+            Isa::Avx2 => fma_chains_avx2,
+            Isa::Portable => return None,
+        };
         let per_try = std::time::Duration::from_millis(millis.max(5) / 5);
         let mut best = 0.0f64;
         for _ in 0..5 {
@@ -740,24 +702,27 @@ pub fn fma_peak_gflops(millis: u64) -> Option<f64> {
             let mut sink = 0.0f32;
             while start.elapsed() < per_try {
                 const ITERS: u64 = 100_000;
-                // SAFETY: the CPU has the features the function is compiled for.
-                sink += unsafe { fma_chains(ITERS) };
-                flops += ITERS * 12 * 8 * 2;
+                // SAFETY: capped at the CPU's own level: it has the features.
+                sink += unsafe { chains(ITERS) };
+                flops += ITERS * 12 * isa.lanes() as u64 * 2;
             }
             std::hint::black_box(sink);
             best = best.max(flops as f64 / start.elapsed().as_secs_f64() / 1e9);
         }
-        return Some(best);
+        Some(best)
     }
-    let _ = millis;
-    None
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (isa, millis);
+        None
+    }
 }
 
 /// `iters` rounds of 12 independent 8-lane FMAs; returns a value that depends on all of
 /// them (so none is optimised away).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn fma_chains(iters: u64) -> f32 {
+unsafe fn fma_chains_avx2(iters: u64) -> f32 {
     use std::arch::x86_64::*;
     let a = _mm256_set1_ps(0.999_999);
     let b = _mm256_set1_ps(1e-7);
@@ -784,4 +749,33 @@ unsafe fn fma_chains(iters: u64) -> f32 {
     let mut out = [0.0f32; 8];
     _mm256_storeu_ps(out.as_mut_ptr(), s);
     out.iter().sum()
+}
+
+/// [`fma_chains_avx2`] on 16-lane AVX-512 registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fma_chains_avx512(iters: u64) -> f32 {
+    use std::arch::x86_64::*;
+    let a = _mm512_set1_ps(0.999_999);
+    let b = _mm512_set1_ps(1e-7);
+    let mut acc = [_mm512_set1_ps(1.0); 12];
+    for _ in 0..iters {
+        acc[0] = _mm512_fmadd_ps(acc[0], a, b);
+        acc[1] = _mm512_fmadd_ps(acc[1], a, b);
+        acc[2] = _mm512_fmadd_ps(acc[2], a, b);
+        acc[3] = _mm512_fmadd_ps(acc[3], a, b);
+        acc[4] = _mm512_fmadd_ps(acc[4], a, b);
+        acc[5] = _mm512_fmadd_ps(acc[5], a, b);
+        acc[6] = _mm512_fmadd_ps(acc[6], a, b);
+        acc[7] = _mm512_fmadd_ps(acc[7], a, b);
+        acc[8] = _mm512_fmadd_ps(acc[8], a, b);
+        acc[9] = _mm512_fmadd_ps(acc[9], a, b);
+        acc[10] = _mm512_fmadd_ps(acc[10], a, b);
+        acc[11] = _mm512_fmadd_ps(acc[11], a, b);
+    }
+    let mut s = _mm512_setzero_ps();
+    for v in acc {
+        s = _mm512_add_ps(s, v);
+    }
+    _mm512_reduce_add_ps(s)
 }

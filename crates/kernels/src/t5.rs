@@ -10,7 +10,8 @@
 
 use rayon::prelude::*;
 
-use crate::nn::{avx2_fma, softmax_rows_inplace};
+use crate::isa;
+use crate::nn::softmax_rows;
 
 /// `T5LayerNorm` of each `dim`-wide row of `x` into `out`: `w * x / sqrt(mean(x²) + eps)`
 /// (no mean subtraction, no bias), the mean of squares over eight f32 lanes.
@@ -18,33 +19,26 @@ pub fn t5_rms_norm(x: &[f32], dim: usize, w: &[f32], eps: f32, out: &mut [f32]) 
     assert_eq!(x.len(), out.len());
     assert_eq!(w.len(), dim);
     let dim = dim.max(1);
+    let isa = isa::active();
     out.par_chunks_mut(dim * 16)
         .zip(x.par_chunks(dim * 16))
-        .for_each(|(o, x)| {
-            #[cfg(target_arch = "x86_64")]
-            if avx2_fma() {
-                // SAFETY: the CPU has the features the function is compiled for.
-                unsafe { rms_avx2(x, dim, w, eps, o) };
-                return;
-            }
-            rms_body(x, dim, w, eps, o);
-        });
+        .for_each(|(o, x)| t5_rms_rows(isa, x, dim, w, eps, o));
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn rms_avx2(x: &[f32], dim: usize, w: &[f32], eps: f32, out: &mut [f32]) {
-    rms_body(x, dim, w, eps, out)
+crate::simd_kernel! {
+    /// [`t5_rms_norm`] of whole rows on one thread, at level `isa` (8 lanes, or 16 with
+    /// AVX-512).
+    pub fn t5_rms_rows(x: &[f32], dim: usize, w: &[f32], eps: f32, out: &mut [f32]) = rms_body, lanes;
 }
 
 #[inline(always)]
-fn rms_body(x: &[f32], dim: usize, w: &[f32], eps: f32, out: &mut [f32]) {
+fn rms_body<const L: usize>(x: &[f32], dim: usize, w: &[f32], eps: f32, out: &mut [f32]) {
     for (row, o) in x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)) {
-        let mut acc = [0.0f32; 8];
-        let chunks = row.chunks_exact(8);
+        let mut acc = [0.0f32; L];
+        let chunks = row.chunks_exact(L);
         let mut ss: f32 = chunks.remainder().iter().map(|v| v * v).sum();
         for c in chunks {
-            for k in 0..8 {
+            for k in 0..L {
                 acc[k] += c[k] * c[k];
             }
         }
@@ -96,6 +90,7 @@ pub fn attention_probs_rel_bias(
         return probs;
     }
     let ctx_out = SharedMut(ctx.as_mut_ptr());
+    let isa = isa::active();
     probs.spare_capacity_mut()[..len]
         .par_chunks_mut(n * n)
         .enumerate()
@@ -141,7 +136,7 @@ pub fn attention_probs_rel_bias(
             }
             // SAFETY: the block's n * n entries are initialised (copy, then product).
             let block = unsafe { std::slice::from_raw_parts_mut(p, n * n) };
-            softmax_rows_inplace(block, n);
+            softmax_rows(isa, block, n);
             // SAFETY: head h's part of `ctx` is columns h*d..(h+1)*d of the [n][hd]
             // buffer (asserted size), written by this head only; V rows < n of `row`
             // floats from the head's offset.
