@@ -15,6 +15,9 @@ use codescope::model::{source, ForwardOptions, LoadedModel};
 use codescope::syntax::{self, Language};
 
 fn bench(c: &mut Criterion) {
+    // The instruction set (CODESCOPE_ISA, else the CPU's widest), as the binary chooses it.
+    let isa = codescope::model::kernels::isa::init().expect("CODESCOPE_ISA");
+    eprintln!("instruction set: {isa}");
     // As the binary does at start-up; CODESCOPE_BENCH_MALLOC_DEFAULT measures without.
     if std::env::var_os("CODESCOPE_BENCH_MALLOC_DEFAULT").is_none() {
         codescope::model::kernels::reuse_freed_memory();

@@ -6,11 +6,14 @@
 //!
 //! Criterion's throughput line is the achieved GFLOP/s (one element = one FLOP, an FMA
 //! counting 2; the matrix products only: projections, MLP, `QK^T` and `PV`), and the
-//! bench prints the machine's measured single-core FMA peak first, to compare with.
+//! bench prints the instruction set in use (`CODESCOPE_ISA`, else the CPU's widest) and
+//! the machine's measured single-core FMA peak at that level first, to compare with; the
+//! `CODESCOPE_BENCH_RUNS` lines give each length's achieved fraction of it.
 //!
 //!     RAYON_NUM_THREADS=1 cargo bench --bench forward
 //!     RAYON_NUM_THREADS=2 cargo bench --bench forward
 //!     CODESCOPE_BENCH_RUNS=20 cargo bench --bench forward -- none  # min / median of 20 runs only
+//!     CODESCOPE_BENCH_RUNS=200 CODESCOPE_BENCH_TOKENS=64 cargo bench --bench forward -- none
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -44,9 +47,17 @@ fn flops(m: &LoadedModel, n: usize) -> u64 {
 }
 
 fn bench(c: &mut Criterion) {
-    match codescope::model::kernels::fma_peak_gflops(500) {
-        Some(p) => eprintln!("single-core FP32 FMA peak (measured): {p:.1} GFLOP/s"),
-        None => eprintln!("single-core FMA peak: not measured (no AVX2 + FMA)"),
+    // The instruction set of every kernel and product (CODESCOPE_ISA, else the widest
+    // the CPU runs), chosen before the first product as the binary does.
+    let isa = codescope::model::kernels::isa::init().expect("CODESCOPE_ISA");
+    eprintln!(
+        "instruction set: {isa} (the CPU's widest: {})",
+        codescope::model::kernels::isa::detected()
+    );
+    let peak = codescope::model::kernels::fma_peak_gflops(500);
+    match peak {
+        Some(p) => eprintln!("single-core FP32 FMA peak at {isa} (measured): {p:.1} GFLOP/s"),
+        None => eprintln!("single-core FMA peak: not measured (no FMA at {isa})"),
     }
     if std::env::var_os("CODESCOPE_BENCH_SPIN_DEFAULT").is_none() {
         codescope::model::kernels::tame_candle_spin();
@@ -71,7 +82,13 @@ fn bench(c: &mut Criterion) {
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        for n in [64usize, 128, 256, 512] {
+        let threads = rayon::current_num_threads();
+        // CODESCOPE_BENCH_TOKENS=64,128 limits the lengths (for a profile of one).
+        let sizes: Vec<usize> = std::env::var("CODESCOPE_BENCH_TOKENS")
+            .ok()
+            .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+            .unwrap_or_else(|| vec![64, 128, 256, 512]);
+        for n in sizes {
             let ids = ids_for(&m, n);
             let opts = ForwardOptions::default();
             m.forward_ids(&ids, &opts).expect("forward");
@@ -85,8 +102,15 @@ fn bench(c: &mut Criterion) {
                 })
                 .collect();
             times.sort_by(f64::total_cmp);
+            // Achieved GFLOP/s of the fastest run, and its fraction of the peak at the
+            // level in use times the threads.
+            let gflops = flops(&m, n) as f64 / times[0] / 1e6;
+            let of_peak = peak
+                .map(|p| format!(", {:.0}% of peak", 100.0 * gflops / (p * threads as f64)))
+                .unwrap_or_default();
             eprintln!(
-                "forward_capture/attention/{n}: min {:.2} ms, median {:.2} ms over {} runs",
+                "forward_capture/attention/{n}: min {:.2} ms, median {:.2} ms over {} runs \
+                 ({gflops:.1} GFLOP/s on {threads} thread(s){of_peak}, {isa})",
                 times[0],
                 times[times.len() / 2],
                 times.len()

@@ -59,9 +59,10 @@ def torch_side(py, model, sizes, t, same_malloc, stat="median"):
                         ",".join(map(str, sizes)), "--threads", str(t), "--json", f.name],
                        check=True, cwd=REPO, env=env, stdout=subprocess.DEVNULL)
         res = json.load(open(f.name))["results"]
+    isa = res[0].get("cpu_capability") if res else None
     if stat == "min":
-        return {r["n"]: (r["forward_min_ms"], r["forward_numpy_min_ms"]) for r in res}
-    return {r["n"]: (r["forward_ms"], r["forward_numpy_ms"]) for r in res}
+        return {r["n"]: (r["forward_min_ms"], r["forward_numpy_min_ms"]) for r in res}, isa
+    return {r["n"]: (r["forward_ms"], r["forward_numpy_ms"]) for r in res}, isa
 
 
 def codescope_side(t, stat="median"):
@@ -79,8 +80,9 @@ def codescope_side(t, stat="median"):
     for m in re.finditer(r"forward_capture/attention/(\d+)\s+time:\s+\[\S+ \S+ (\S+) (\S+)",
                          text):
         got[int(m.group(1))] = float(m.group(2)) * UNITS[m.group(3)]
-    peak = re.search(r"FMA peak \(measured\): ([\d.]+)", text)
-    return got, (float(peak.group(1)) if peak else None)
+    peak = re.search(r"FMA peak at \S+ \(measured\): ([\d.]+)", text)
+    isa = re.search(r"instruction set: (\S+)", text)
+    return got, (float(peak.group(1)) if peak else None), (isa.group(1) if isa else None)
 
 
 def main():
@@ -102,15 +104,17 @@ def main():
     ours = {(n, t): [] for n in sizes for t in threads}
     theirs = {(n, t): [] for n in sizes for t in threads}
     peak = None
+    isas = {"codescope": None, "torch": None}
     load = [os.getloadavg()[0]]
     for r in range(args.rounds):
         for t in threads:
             print(f"# round {r + 1}, {t} thread(s): torch", file=sys.stderr, flush=True)
-            for n, v in torch_side(args.torch_python, model, sizes, t,
-                                     args.torch_same_malloc, args.stat).items():
+            times, isas["torch"] = torch_side(args.torch_python, model, sizes, t,
+                                              args.torch_same_malloc, args.stat)
+            for n, v in times.items():
                 theirs[(n, t)].append(v)
             print(f"# round {r + 1}, {t} thread(s): codescope", file=sys.stderr, flush=True)
-            got, p = codescope_side(t, args.stat)
+            got, p, isas["codescope"] = codescope_side(t, args.stat)
             peak = p or peak
             for n in sizes:
                 if n not in got:
@@ -120,8 +124,11 @@ def main():
     if args.torch_same_malloc:
         print(f"torch ran with GLIBC_TUNABLES={SAME_MALLOC}")
     print(f"load average (1 min) at each step: {', '.join(f'{x:.1f}' for x in load)}")
+    print(f"instruction set: codescope {isas['codescope'] or '?'} (CODESCOPE_ISA, else the "
+          f"CPU's widest), torch {isas['torch'] or '?'} (torch.backends.cpu.get_cpu_capability)")
     if peak:
-        print(f"single-core FP32 FMA peak (measured by the bench): {peak:.1f} GFLOP/s")
+        print(f"single-core FP32 FMA peak at codescope's instruction set (measured by the "
+              f"bench): {peak:.1f} GFLOP/s")
     print()
     print("| tokens | threads | codescope ms | torch ms, forward | torch ms, forward + copy "
           "| codescope / (torch + copy) | codescope / torch forward |")

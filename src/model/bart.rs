@@ -294,7 +294,7 @@ impl Bart {
             positions,
             emb_norm,
             lm_head: Linear {
-                w,
+                w_kn: kernels::transpose_to_kn(&w, cfg.vocab_size, d),
                 b: Some(b),
                 inp: d,
                 out: cfg.vocab_size,

@@ -124,31 +124,44 @@ impl Norm {
     }
 }
 
-/// A dense layer on the host: `w` `[out, in]` as in the checkpoint, bias `[out]`.
+/// A dense layer on the host: `w_kn` the checkpoint's `[out, in]` weight transposed to
+/// `[in, out]` (`kernels::linear_kn`'s layout), bias `[out]`.
 struct Dense {
-    w: Vec<f32>,
+    w_kn: Vec<f32>,
     b: Vec<f32>,
     inp: usize,
     out: usize,
 }
 
 impl Dense {
-    fn load(inp: usize, out: usize, vb: VarBuilder) -> candle_core::Result<Self> {
-        Ok(Dense {
-            w: host(&vb.get((out, inp), "weight")?)?,
-            b: host(&vb.get(out, "bias")?)?,
+    /// The checkpoint's `weight` `[out, in]` and `bias` `[out]` under `vb`.
+    fn raw(inp: usize, out: usize, vb: VarBuilder) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
+        Ok((
+            host(&vb.get((out, inp), "weight")?)?,
+            host(&vb.get(out, "bias")?)?,
+        ))
+    }
+    /// A layer from its checkpoint weight `w` `[out, in]` and bias.
+    fn new(w: &[f32], b: Vec<f32>, inp: usize, out: usize) -> Self {
+        Dense {
+            w_kn: kernels::transpose_to_kn(w, out, inp),
+            b,
             inp,
             out,
-        })
+        }
+    }
+    fn load(inp: usize, out: usize, vb: VarBuilder) -> candle_core::Result<Self> {
+        let (w, b) = Dense::raw(inp, out, vb)?;
+        Ok(Dense::new(&w, b, inp, out))
     }
     /// `x · wᵀ + b (+ residual)` for the `n` rows of `x`.
     fn apply(&self, x: &[f32], n: usize, residual: Option<&[f32]>) -> Vec<f32> {
         let mut y = vec![0.0f32; n * self.out];
-        kernels::linear(
+        kernels::linear_kn(
             x,
             n,
             self.inp,
-            &self.w,
+            &self.w_kn,
             self.out,
             Some(&self.b),
             residual,
@@ -188,17 +201,17 @@ impl Layer {
         let att = vb.pp("attention");
         let sa = att.pp("self");
         let (q, k, v) = (
-            Dense::load(h, h, sa.pp("query"))?,
-            Dense::load(h, h, sa.pp("key"))?,
-            Dense::load(h, h, sa.pp("value"))?,
+            Dense::raw(h, h, sa.pp("query"))?,
+            Dense::raw(h, h, sa.pp("key"))?,
+            Dense::raw(h, h, sa.pp("value"))?,
         );
         Ok(Layer {
-            qkv: Dense {
-                w: [q.w, k.w, v.w].concat(),
-                b: [q.b, k.b, v.b].concat(),
-                inp: h,
-                out: 3 * h,
-            },
+            qkv: Dense::new(
+                &[q.0, k.0, v.0].concat(),
+                [q.1, k.1, v.1].concat(),
+                h,
+                3 * h,
+            ),
             attn_out: Dense::load(h, h, att.pp("output").pp("dense"))?,
             attn_norm: layer_norm(h, cfg.layer_norm_eps, att.pp("output").pp("LayerNorm"))?,
             inter: Dense::load(h, cfg.intermediate_size, vb.pp("intermediate").pp("dense"))?,

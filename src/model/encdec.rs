@@ -251,9 +251,10 @@ pub(crate) fn host(t: &Tensor) -> candle_core::Result<Vec<f32>> {
     t.flatten_all()?.to_vec1::<f32>()
 }
 
-/// A dense layer on the host: `w` `[out, in]` as in the checkpoint, an optional bias.
+/// A dense layer on the host: `w_kn` the checkpoint's `[out, in]` weight transposed to
+/// `[in, out]` (`kernels::linear_kn`'s layout), an optional bias.
 pub(crate) struct Linear {
-    pub w: Vec<f32>,
+    pub w_kn: Vec<f32>,
     pub b: Option<Vec<f32>>,
     pub inp: usize,
     pub out: usize,
@@ -262,8 +263,9 @@ pub(crate) struct Linear {
 impl Linear {
     /// `weight` (and `bias` when `bias`) under `vb`.
     pub fn load(inp: usize, out: usize, bias: bool, vb: VarBuilder) -> candle_core::Result<Self> {
+        let w = host(&vb.get((out, inp), "weight")?)?;
         Ok(Linear {
-            w: host(&vb.get((out, inp), "weight")?)?,
+            w_kn: kernels::transpose_to_kn(&w, out, inp),
             b: if bias {
                 Some(host(&vb.get(out, "bias")?)?)
             } else {
@@ -274,7 +276,8 @@ impl Linear {
         })
     }
 
-    /// Several layers with the same input stacked into one (fused Q|K|V).
+    /// Several layers with the same input stacked into one (fused Q|K|V): their outputs
+    /// side by side, in order.
     pub fn fuse(parts: Vec<Linear>) -> Linear {
         let inp = parts.first().map_or(0, |p| p.inp);
         let out = parts.iter().map(|p| p.out).sum();
@@ -288,22 +291,23 @@ impl Linear {
         } else {
             None
         };
-        Linear {
-            w: parts.iter().flat_map(|p| p.w.iter().copied()).collect(),
-            b,
-            inp,
-            out,
+        let mut w_kn = Vec::with_capacity(inp * out);
+        for k in 0..inp {
+            for p in &parts {
+                w_kn.extend_from_slice(&p.w_kn[k * p.out..(k + 1) * p.out]);
+            }
         }
+        Linear { w_kn, b, inp, out }
     }
 
     /// `x · wᵀ (+ b) (+ residual)` for the `n` rows of `x`.
     pub fn apply(&self, x: &[f32], n: usize, residual: Option<&[f32]>) -> Vec<f32> {
         let mut y = vec![0.0f32; n * self.out];
-        kernels::linear(
+        kernels::linear_kn(
             x,
             n,
             self.inp,
-            &self.w,
+            &self.w_kn,
             self.out,
             self.b.as_deref(),
             residual,

@@ -475,4 +475,35 @@ mod tests {
         assert_eq!(Isa::parse("sse"), None);
         assert!(isa::available().contains(&isa::detected()));
     }
+
+    /// The transposed-weights layer gives the checkpoint-layout layer's values within
+    /// rounding (gemm's few-row paths sum in another order), and its bits from 64 rows on
+    /// (bias, residual, odd shapes, one row).
+    #[test]
+    fn linear_on_transposed_weights_is_bit_identical() {
+        let mut rng = crate::model::testutil::SplitMix::new(7);
+        for (rows, inp, outp) in [(1, 5, 3), (3, 17, 33), (64, 384, 1152), (129, 96, 40)] {
+            let x = rng.vec(rows * inp, 1.0);
+            let w = rng.vec(outp * inp, 1.0);
+            let b = rng.vec(outp, 1.0);
+            let res = rng.vec(rows * outp, 1.0);
+            let w_kn = transpose_to_kn(&w, outp, inp);
+            assert_eq!(w_kn[inp.min(2) * outp], w[inp.min(2)]);
+            for (bias, residual) in [(None, None), (Some(&b[..]), Some(&res[..]))] {
+                let (mut a, mut t) = (vec![0.0; rows * outp], vec![0.0; rows * outp]);
+                linear(&x, rows, inp, &w, outp, bias, residual, &mut a);
+                linear_kn(&x, rows, inp, &w_kn, outp, bias, residual, &mut t);
+                for (x, y) in a.iter().zip(&t) {
+                    assert!(
+                        (x - y).abs() <= 1e-6 * x.abs().max(1.0),
+                        "{rows}x{inp}x{outp}"
+                    );
+                }
+                if rows >= 64 {
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&a), bits(&t), "{rows}x{inp}x{outp}");
+                }
+            }
+        }
+    }
 }

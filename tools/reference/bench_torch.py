@@ -147,6 +147,9 @@ def child(model_dir, n, threads):
     foreign = max(0.0, ((b1 - b0) - (o1 - o0)) / hz / (t1 - t0))
     return {
         "n": n, "threads": threads, "torch_threads": torch.get_num_threads(),
+        # The vector instruction set torch's CPU kernels dispatch to (ATen's "AVX512",
+        # "AVX2", "DEFAULT"; oneDNN/MKL choose their own, the same or wider).
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "forward_ms": fwd_ms, "forward_runs": fwd_runs,
         "forward_numpy_ms": np_ms, "forward_numpy_runs": np_runs,
         "forward_min_ms": fwd_min, "forward_numpy_min_ms": np_min,
