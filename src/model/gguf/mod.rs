@@ -720,6 +720,8 @@ pub(crate) fn dequantize_into(
         T::Q5K => blocks_into::<BlockQ5K>(raw, out),
         T::Q6K => blocks_into::<BlockQ6K>(raw, out),
         T::Q8K => blocks_into::<BlockQ8K>(raw, out),
+        T::F16 => blocks_into::<half::f16>(raw, out),
+        T::BF16 => blocks_into::<half::bf16>(raw, out),
         _ => false,
     }
 }
@@ -739,9 +741,10 @@ fn blocks_into<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], ys: &m
     // SAFETY: `count` blocks of `B` lie in `raw` (checked), aligned for `B` (checked);
     // the block types are plain data (integers and f16 bit patterns), valid for any bytes.
     let xs = unsafe { std::slice::from_raw_parts(raw.as_ptr() as *const B, count) };
-    const CHUNK: usize = 4096;
-    ys.par_chunks_mut(CHUNK * per)
-        .zip(xs.par_chunks(CHUNK))
+    // Blocks a task converts (f16 / bf16 "blocks" are single values: more of them).
+    let chunk = if per == 1 { 1 << 16 } else { 4096 };
+    ys.par_chunks_mut(chunk * per)
+        .zip(xs.par_chunks(chunk))
         .for_each(|(y, x)| B::to_float(x, y));
     true
 }
