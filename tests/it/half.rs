@@ -4,7 +4,8 @@
 //! - the tiny Qwen2 (biases, tied head), Llama, Phi-3 (fused projections) and Gemma 3
 //!   fixtures converted to bf16 or f16: the same tokens, top-1 next tokens, attention and
 //!   surprisal as with every tensor converted to f32 at load, and the log says the
-//!   matrices stayed half;
+//!   matrices stayed half; `--weights kernels` gives native's output; a GPT-2 in bf16
+//!   (a family that reads every tensor as f32) gives the same output in both modes;
 //! - a NaN in a half matrix is refused naming the tensor on both paths;
 //! - the memory plan counts the half matrices at 2 bytes a value (the refusal's weights
 //!   figure), f32 at 4 with `--weights f32`.
@@ -160,7 +161,23 @@ fn half_checkpoints_held_half_agree_with_the_f32_path() {
             top1 == 1.0 && attn <= 1e-6 && r >= 0.999_999,
             "{name}: top-1 {top1}, attention {attn}, r {r}"
         );
+        // No quantized kernel for f16 / bf16: `kernels` holds and multiplies as native.
+        let k = trace(&model, "kernels", &file, &model.join("kernels.log"));
+        assert_eq!(
+            ok(&k),
+            ok(&trace(&model, "native", &file, &log_n)),
+            "{name}"
+        );
     }
+    // A family that reads every tensor as f32 (GPT-2): the same output in both modes,
+    // nothing held half.
+    let model = converted("tiny_gpt2", DType::BF16, &d.path().join("gpt2"));
+    let log = model.join("native.log");
+    let n = ok(&trace(&model, "native", &file, &log));
+    assert_eq!(n, ok(&trace(&model, "f32", &file, &model.join("f32.log"))));
+    assert!(!std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("kept half precision"));
 }
 
 #[test]
