@@ -17,6 +17,7 @@ use std::process::{Command, Output};
 use candle_core::{DType, Device, Tensor};
 
 use crate::cli_sources::{fails, ok, BIN};
+use crate::quant::pearson;
 
 /// `tensors` saved as `model.safetensors` in `dir` with `from`'s config and tokenizer.
 fn save(tensors: &HashMap<String, Tensor>, from: &Path, dir: &Path) -> PathBuf {
@@ -57,15 +58,6 @@ fn trace(model: &Path, weights: &str, file: &Path, log: &Path) -> Output {
         .arg(file)
         .output()
         .unwrap()
-}
-
-fn pearson(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len() as f64;
-    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
-    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
-    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
-    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
-    cov / (va * vb).sqrt()
 }
 
 /// Top-1 agreement, attention max abs difference and surprisal Pearson r of two traces.
