@@ -46,9 +46,13 @@ pub struct Cli {
     #[arg(long, global = true, value_parser = crate::model::Stack::NAMES)]
     pub stack: Option<String>,
 
-    /// How GGUF weights are held: native keeps the file's quantized types and multiplies
-    /// with quantized kernels (a fraction of the memory; default), f32 dequantizes every
-    /// tensor at load (the exact reference path). Other checkpoints are always f32.
+    /// How GGUF and f16/bf16 safetensors weights are held: native keeps the file's
+    /// quantized or half-precision matrices and converts each to f32 only for its product
+    /// (a fraction of the memory, the f32 path's values; default), kernels multiplies
+    /// GGUF matrices with candle's quantized kernels (less memory, activations rounded to
+    /// 8 bits), f32 converts every tensor at load (the reference path). Safetensors of
+    /// families other than Llama's and Gemma's, f32 safetensors and PyTorch checkpoints
+    /// are always f32.
     #[arg(long, global = true, value_enum, env = "CODESCOPE_WEIGHTS")]
     pub weights: Option<crate::model::quant::WeightsMode>,
 

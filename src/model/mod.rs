@@ -150,6 +150,26 @@ pub enum Family {
 }
 
 impl Family {
+    /// Whether its architecture takes the projections, MLP, embedding and LM head from a
+    /// [`QuantStore`] when it holds them (GGUF's quantized and safetensors' half-precision
+    /// matrices; the other families read every tensor as f32).
+    pub fn holds_matrices(self) -> bool {
+        use Family as F;
+        matches!(
+            self,
+            F::Llama
+                | F::Qwen2
+                | F::Qwen3
+                | F::Mistral
+                | F::Starcoder2
+                | F::Granite
+                | F::Phi3
+                | F::Gemma
+                | F::Gemma2
+                | F::Gemma3
+        )
+    }
+
     /// The name reported in [`ModelInfo::architecture`].
     pub fn name(self) -> &'static str {
         match self {
@@ -516,7 +536,7 @@ pub struct LoadedModel {
 }
 
 /// `model_type` and the first `architectures` entry of a `config.json`.
-fn read_config(path: &Path) -> Result<(serde_json::Value, String)> {
+pub(crate) fn read_config(path: &Path) -> Result<(serde_json::Value, String)> {
     let text = crate::fsio::read_to_string_bounded(path, limits::MAX_CONFIG_BYTES, "config.json")?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::BadConfig {
         path: path.into(),
@@ -587,6 +607,8 @@ impl LoadedModel {
             load_gguf(files, path, random_weights)?
         } else {
             let (cfg, model_type) = read_config(&files.config)?;
+            let mode = quant::mode();
+            let half = mode != WeightsMode::F32 && random_weights.is_none();
             let (backbone, arch) = build_backbone(
                 &cfg,
                 &model_type,
@@ -594,7 +616,7 @@ impl LoadedModel {
                 &files.weights,
                 random_weights,
                 stack,
-                || Ok((weights::backend(&files.weights)?, QuantStore::default())),
+                || safetensors_held(&files.weights, &model_type, half, mode),
             )?;
             let tokenizer = CodeTokenizer::load(&files.tokenizer, &files.dir)?;
             (backbone, arch, tokenizer)
@@ -871,6 +893,43 @@ impl LoadedModel {
     }
 }
 
+/// The backend of safetensors or pickle `weights`, and with `half` the f16 / bf16
+/// matrices a family that takes them ([`Family::holds_matrices`]) keeps half
+/// ([`weights::half_matrices`]).
+fn safetensors_held(
+    weights: &Weights,
+    model_type: &str,
+    half: bool,
+    mode: WeightsMode,
+) -> Result<(Box<dyn candle_nn::var_builder::SimpleBackend>, QuantStore)> {
+    let backend = weights::backend(weights)?;
+    let holds = family_of(model_type).is_some_and(Family::holds_matrices);
+    let store = match weights {
+        Weights::Safetensors(paths) if half && holds => {
+            let t0 = Instant::now();
+            let q = QuantStore::new(weights::half_matrices(paths)?, mode == WeightsMode::Kernels);
+            if !q.is_empty() {
+                tracing::info!(
+                    ms = t0.elapsed().as_millis() as u64,
+                    half_bytes = q.bytes(),
+                    "safetensors matrices kept half precision"
+                );
+            }
+            q
+        }
+        _ => QuantStore::default(),
+    };
+    Ok((backend, store))
+}
+
+/// The family of a `model_type` ([`MODEL_TYPES`]).
+pub(crate) fn family_of(model_type: &str) -> Option<Family> {
+    MODEL_TYPES
+        .iter()
+        .find(|(t, _)| *t == model_type)
+        .map(|(_, f)| *f)
+}
+
 /// Build an architecture from an HF-style config value and a `VarBuilder` with HF
 /// checkpoint names. Returns the backbone and the family name.
 fn build_backbone(
@@ -899,14 +958,10 @@ fn build_backbone(
     ) -> Result<T> {
         serde_json::from_value(cfg.clone()).map_err(|e| bad(e.to_string()))
     }
-    let family = MODEL_TYPES
-        .iter()
-        .find(|(t, _)| *t == model_type)
-        .map(|(_, f)| *f)
-        .ok_or_else(|| Error::UnsupportedArchitecture {
-            found: model_type.to_string(),
-            supported: supported_architectures(),
-        })?;
+    let family = family_of(model_type).ok_or_else(|| Error::UnsupportedArchitecture {
+        found: model_type.to_string(),
+        supported: supported_architectures(),
+    })?;
     if stack != Stack::Encoder && !matches!(family, Family::T5 | Family::Bart | Family::PlBart) {
         return Err(no_decoder(stack, family.name()));
     }

@@ -1,5 +1,5 @@
 //! The memory plan: before a model is loaded, the peak it will need — its weights as they
-//! will be held (quantized or f32, [`super::quant`]), one layer's working attention and
+//! will be held (quantized, half precision or f32, [`super::quant`]), one layer's working attention and
 //! the attention every layer keeps at the input's length, the hidden states, one layer's
 //! activations and the LM head's buffers — against the memory available (the cgroup's
 //! limit, v2 `memory.max` or v1 `memory.limit_in_bytes`, and `/proc/meminfo`'s
@@ -48,21 +48,25 @@ pub struct Dims {
 /// A model's weights as the plan counts them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WeightBytes {
-    /// As held with `--weights native` (GGUF) or f32 (everything else).
+    /// As held with `--weights native`: quantized (GGUF) or half-precision matrices at
+    /// their size, everything else f32.
     pub native: u64,
     /// As held with `--weights f32`.
     pub f32: u64,
     /// Native only: the largest f32 matrix dequantized for one product (types without a
     /// quantized kernel, [`quant::has_kernel`]).
     pub transient: u64,
-    /// Whether the weights are a GGUF file (the mode applies).
-    pub gguf: bool,
+    /// Whether `--weights` changes how they are held (a GGUF file, or half-precision
+    /// matrices of a family that keeps them).
+    pub modes: bool,
 }
 
 impl WeightBytes {
     fn held(&self, mode: WeightsMode) -> u64 {
         match mode {
-            WeightsMode::Native | WeightsMode::Kernels if self.gguf => self.native + self.transient,
+            WeightsMode::Native | WeightsMode::Kernels if self.modes => {
+                self.native + self.transient
+            }
             _ => self.f32,
         }
     }
@@ -174,20 +178,17 @@ pub fn model_figures(files: &ModelFiles) -> Result<(Dims, WeightBytes)> {
     match &files.weights {
         Weights::Gguf(p) => gguf_figures(p),
         Weights::Safetensors(paths) => {
-            let mut elems = 0u64;
+            let holds = super::read_config(&files.config)
+                .ok()
+                .and_then(|(_, t)| super::family_of(&t))
+                .is_some_and(super::Family::holds_matrices);
+            let mut entries = Vec::new();
             for p in paths {
-                elems += safetensors_elements(p)?;
+                entries.extend(super::weights::safetensors_entries(p)?);
             }
-            let dims = config_dims(&files.config);
-            let b = elems * 4;
             Ok((
-                dims,
-                WeightBytes {
-                    native: b,
-                    f32: b,
-                    transient: 0,
-                    gguf: false,
-                },
+                config_dims(&files.config),
+                safetensors_bytes(&entries, holds),
             ))
         }
         Weights::Pth(p) => {
@@ -199,7 +200,7 @@ pub fn model_figures(files: &ModelFiles) -> Result<(Dims, WeightBytes)> {
                     native: b,
                     f32: b,
                     transient: 0,
-                    gguf: false,
+                    modes: false,
                 },
             ))
         }
@@ -216,7 +217,7 @@ fn gguf_figures(p: &Path) -> Result<(Dims, WeightBytes)> {
             native: file.native_bytes(),
             f32: file.f32_bytes(),
             transient: file.transient_bytes(),
-            gguf: true,
+            modes: true,
         },
     ))
 }
@@ -255,39 +256,46 @@ fn dims_of(v: &serde_json::Value, causal: bool) -> Dims {
     }
 }
 
-/// The element count of a safetensors file's tensors (its header only).
-fn safetensors_elements(p: &Path) -> Result<u64> {
-    use std::io::Read;
-    let corrupt = |reason: String| Error::CorruptWeights {
-        path: p.into(),
-        reason,
-    };
-    let mut f = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
-    let mut n = [0u8; 8];
-    f.read_exact(&mut n)
-        .map_err(|_| corrupt("file shorter than a safetensors header".into()))?;
-    let hlen = u64::from_le_bytes(n);
-    if hlen > 100_000_000 {
-        return Err(corrupt(format!("header length {hlen} is too large")));
+/// The plan's weight figures of safetensors tensors `entries`: f32 throughout with
+/// `--weights f32` (and for a family that reads every tensor as f32, `holds` false); else
+/// the half-precision matrices at 2 bytes a value ([`super::weights::kept_half`]), the
+/// rest at 4, and the two largest layer matrices and the LM head's slice converted for
+/// one product.
+fn safetensors_bytes(entries: &[super::weights::StEntry], holds: bool) -> WeightBytes {
+    let f32_bytes: u64 = entries.iter().map(|e| e.elements() * 4).sum();
+    let half: Vec<&super::weights::StEntry> = entries
+        .iter()
+        .filter(|e| holds && super::weights::kept_half(e))
+        .collect();
+    if half.is_empty() {
+        return WeightBytes {
+            native: f32_bytes,
+            f32: f32_bytes,
+            transient: 0,
+            modes: false,
+        };
     }
-    let mut header = vec![0u8; hlen as usize];
-    f.read_exact(&mut header)
-        .map_err(|e| corrupt(e.to_string()))?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&header).map_err(|e| corrupt(format!("header is not JSON: {e}")))?;
-    Ok(v.as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(k, _)| *k != "__metadata__")
-                .filter_map(|(_, t)| t["shape"].as_array())
-                .map(|s| {
-                    s.iter()
-                        .map(|d| d.as_u64().unwrap_or(0))
-                        .fold(1u64, |a, d| a.saturating_mul(d))
-                })
-                .sum()
-        })
-        .unwrap_or(0))
+    let half_bytes: u64 = half.iter().map(|e| e.elements() * 2).sum();
+    let mut layer: Vec<u64> = half
+        .iter()
+        .filter(|e| e.name.starts_with("model.layers."))
+        .map(|e| e.elements() * 4)
+        .collect();
+    layer.sort_unstable_by(|a, b| b.cmp(a));
+    // The LM head (its own or the tied embedding) is converted a slice of rows at a time.
+    let head = half
+        .iter()
+        .filter(|e| e.name == "lm_head.weight" || e.name == "model.embed_tokens.weight")
+        .map(|e| (e.elements() * 4).min(quant::HEAD_SLICE_BYTES))
+        .max()
+        .unwrap_or(0);
+    WeightBytes {
+        // Each half matrix counted at 2 bytes a value instead of 4.
+        native: f32_bytes - half_bytes,
+        f32: f32_bytes,
+        transient: layer.iter().take(2).sum::<u64>().max(head),
+        modes: true,
+    }
 }
 
 /// Bytes per token the plan assumes: code takes 3 to 4 bytes per token in the tokenizers
@@ -362,7 +370,7 @@ pub fn check(files: &ModelFiles, random_weights: Option<u64>) -> Result<()> {
         return Ok(());
     }
     let mut fits = Vec::new();
-    if w.gguf && mode != WeightsMode::Native && random_weights.is_none() {
+    if w.modes && mode != WeightsMode::Native && random_weights.is_none() {
         let native = need(&dims, &w, WeightsMode::Native, tokens);
         if native.total() <= avail {
             fits.push(format!("--weights native ({})", mib(native.total())));
@@ -371,7 +379,7 @@ pub fn check(files: &ModelFiles, random_weights: Option<u64>) -> Result<()> {
     let best = [mode, WeightsMode::Native]
         .into_iter()
         .filter(|_| fits.is_empty())
-        .filter(|m| *m == mode || (w.gguf && random_weights.is_none()))
+        .filter(|m| *m == mode || (w.modes && random_weights.is_none()))
         .filter_map(|m| {
             // The longest input that fits in mode m.
             if need(&dims, &w, m, 1).total() > avail {
@@ -402,7 +410,7 @@ pub fn check(files: &ModelFiles, random_weights: Option<u64>) -> Result<()> {
     let fit = if fits.is_empty() {
         let least = [mode, WeightsMode::Native]
             .into_iter()
-            .filter(|m| *m == mode || (w.gguf && random_weights.is_none()))
+            .filter(|m| *m == mode || (w.modes && random_weights.is_none()))
             .map(|m| need(&dims, &w, m, 1).total())
             .min()
             .unwrap_or(0);
@@ -416,7 +424,7 @@ pub fn check(files: &ModelFiles, random_weights: Option<u64>) -> Result<()> {
     Err(Error::Memory(format!(
         "not enough memory for {} with {} weights: it needs {}, {} available ({from}); would fit: {fit}",
         files.source,
-        if w.gguf { mode.name() } else { "f32" },
+        if w.modes { mode.name() } else { "f32" },
         plan.describe(),
         mib(avail),
     )))
@@ -426,8 +434,8 @@ pub fn check(files: &ModelFiles, random_weights: Option<u64>) -> Result<()> {
 pub const LISTING_TOKENS: usize = 512;
 
 /// The plan's peak for `files` at [`LISTING_TOKENS`] tokens (capped by the window), in
-/// every mode that applies: `native 0.6 GiB, f32 1.4 GiB` for a GGUF, `f32 0.5 GiB`
-/// otherwise (`codescope models`).
+/// every mode that applies: `native 0.6 GiB, f32 1.4 GiB` for a GGUF or half-precision
+/// matrices, `f32 0.5 GiB` otherwise (`codescope models`).
 pub fn estimate_line(files: &ModelFiles) -> Result<String> {
     let (dims, w) = model_figures(files)?;
     let tokens = if dims.window > 0 {
@@ -441,7 +449,7 @@ pub fn estimate_line(files: &ModelFiles) -> Result<String> {
             need(&dims, &w, m, tokens).total() as f64 / (1u64 << 30) as f64
         )
     };
-    Ok(if w.gguf {
+    Ok(if w.modes {
         format!(
             "native {}, f32 {}",
             gib(WeightsMode::Native),
@@ -455,6 +463,51 @@ pub fn estimate_line(files: &ModelFiles) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::weights::StEntry;
+
+    fn entry(name: &str, dtype: &str, shape: &[usize]) -> StEntry {
+        StEntry {
+            name: name.into(),
+            dtype: dtype.into(),
+            shape: shape.to_vec(),
+            start: 0,
+        }
+    }
+
+    #[test]
+    fn half_matrices_count_two_bytes_and_their_largest_products() {
+        let entries = [
+            entry("model.embed_tokens.weight", "BF16", &[300, 32]),
+            entry("model.layers.0.self_attn.q_proj.weight", "BF16", &[32, 32]),
+            entry("model.layers.0.mlp.up_proj.weight", "BF16", &[48, 32]),
+            entry("model.layers.0.mlp.down_proj.weight", "BF16", &[32, 48]),
+            // Norms and biases, and f32 matrices, are held f32.
+            entry("model.layers.0.input_layernorm.weight", "BF16", &[32]),
+            entry("model.layers.0.self_attn.q_proj.bias", "BF16", &[32]),
+            entry("model.layers.0.self_attn.o_proj.weight", "F32", &[32, 32]),
+        ];
+        let all: u64 = 300 * 32 + 32 * 32 + 2 * 48 * 32 + 2 * 32 + 32 * 32;
+        let half: u64 = 300 * 32 + 32 * 32 + 2 * 48 * 32;
+        let w = safetensors_bytes(&entries, true);
+        assert_eq!(w.f32, all * 4);
+        assert_eq!(w.native, half * 2 + (all - half) * 4);
+        // The embedding (the tied head, 38,400 bytes of f32) against up + down (24,576).
+        assert_eq!(w.transient, 300 * 32 * 4);
+        assert!(w.modes);
+        let dims = Dims::default();
+        assert_eq!(
+            need(&dims, &w, WeightsMode::Native, 1).weights,
+            w.native + w.transient
+        );
+        assert_eq!(need(&dims, &w, WeightsMode::F32, 1).weights, all * 4);
+        // A family that reads everything as f32, or an f32 checkpoint: the mode is moot.
+        for w in [
+            safetensors_bytes(&entries, false),
+            safetensors_bytes(&[entry("lm_head.weight", "F32", &[300, 32])], true),
+        ] {
+            assert!(!w.modes && w.native == w.f32 && w.transient == 0);
+        }
+    }
 
     #[test]
     fn meminfo_and_plan_parts() {
@@ -473,7 +526,7 @@ mod tests {
             native: 100,
             f32: 400,
             transient: 10,
-            gguf: true,
+            modes: true,
         };
         let n = need(&dims, &w, WeightsMode::Native, 3);
         assert_eq!(n.weights, 110);

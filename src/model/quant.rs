@@ -18,8 +18,16 @@
 //!   The activations' 8-bit rounding changes the results: measured on Gemma 3 270M it
 //!   misses codescope's agreement bounds (docs/performance.md), hence not the default.
 //!
-//! `--weights f32` keeps the path that dequantizes every tensor to f32 at load
-//! ([`super::gguf`]); safetensors and PyTorch checkpoints are always f32 and unaffected.
+//! Half-precision safetensors checkpoints (f16 / bf16) of the Llama and Gemma families are
+//! held the same way: their projections, MLP, embedding and LM head stay 16-bit
+//! ([`super::weights::half_matrices`]: `QTensor`s of candle's F16 / BF16 types) and are
+//! converted to f32 for each product exactly as a quantized matrix is (`native`; candle
+//! has no SIMD kernel for them, so `kernels` is `native` there). Each value converts to
+//! the f32 the load-time conversion gives, so the products are the f32 path's.
+//!
+//! `--weights f32` keeps the path that converts every tensor to f32 at load
+//! ([`super::gguf`], [`super::weights::var_builder`]); PyTorch checkpoints, f32
+//! safetensors and the other families are always f32.
 //! Everything after a projection (attention probabilities, hidden states, the logit lens,
 //! the interventions) runs as before: only the matrix products differ.
 
@@ -30,11 +38,11 @@ use std::sync::Arc;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Module, Tensor};
 
-/// How GGUF weights are held in memory.
+/// How GGUF and half-precision safetensors weights are held in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum WeightsMode {
-    /// Block-quantized as in the file, each matrix dequantized for its product (the
-    /// default).
+    /// Block-quantized (or f16 / bf16) as in the file, each matrix dequantized for its
+    /// product (the default).
     #[default]
     Native,
     /// Block-quantized, multiplied with candle's quantized kernels where it has them.
@@ -56,7 +64,7 @@ impl WeightsMode {
 
 static MODE: AtomicU8 = AtomicU8::new(0);
 
-/// Hold GGUF weights as `mode` says for the models loaded from now on (the binary sets
+/// Hold GGUF and half-precision weights as `mode` says for the models loaded from now on (the binary sets
 /// it from `--weights`).
 pub fn set_mode(mode: WeightsMode) {
     let v = match mode {
@@ -74,6 +82,17 @@ pub fn mode() -> WeightsMode {
         2 => WeightsMode::Kernels,
         _ => WeightsMode::Native,
     }
+}
+
+/// Whether the checkpoint tensor `name` is one of the matrices an architecture takes from
+/// a [`QuantStore`] when it holds it: the token embedding, the LM head and every layer's
+/// attention and MLP weights.
+pub(crate) fn held_matrix(name: &str) -> bool {
+    name == "model.embed_tokens.weight"
+        || name == "lm_head.weight"
+        || (name.starts_with("model.layers.")
+            && (name.contains(".self_attn.") || name.contains(".mlp."))
+            && name.ends_with(".weight"))
 }
 
 /// Quantized weights under their HF checkpoint names, beside the f32 `VarBuilder` the

@@ -8,12 +8,19 @@
 //! - PyTorch pickles: [`super::pth`] (bounded pickle reader);
 //! - GGUF: [`super::gguf`] (bounded header reader).
 //!
+//! With `--weights native` (the default) the f16 / bf16 matrices of a Llama- or
+//! Gemma-family safetensors checkpoint are read as they are stored ([`half_matrices`],
+//! held in a [`super::quant::QuantStore`]), not through the `VarBuilder`'s f32.
+//!
 //! Every tensor an architecture takes goes through [`Finite`], which refuses NaN and
 //! infinite values naming the tensor (a NaN weight otherwise gives perfectly uniform
 //! attention and exit 0).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{DType, Device, Shape, Tensor};
 use candle_nn::var_builder::SimpleBackend;
 use candle_nn::VarBuilder;
@@ -84,10 +91,32 @@ fn dtype_size(d: &str) -> Option<u64> {
     })
 }
 
+/// One tensor of a safetensors header.
+pub(crate) struct StEntry {
+    pub name: String,
+    /// The dtype's name (`F32`, `BF16`, ...).
+    pub dtype: String,
+    pub shape: Vec<usize>,
+    /// The first byte of its data in the file.
+    pub start: u64,
+}
+
+impl StEntry {
+    /// Its element count.
+    pub fn elements(&self) -> u64 {
+        self.shape.iter().map(|&d| d as u64).product()
+    }
+}
+
 /// Validate a safetensors file's header against the file before anything is mapped or
 /// allocated: the JSON header's size, each tensor's dtype, shape and byte range (element
 /// count x dtype size = range length, inside the data section, no two overlapping).
 pub fn check_safetensors(p: &Path) -> Result<()> {
+    safetensors_entries(p).map(|_| ())
+}
+
+/// The tensors of a safetensors file's header, validated as [`check_safetensors`] says.
+pub(crate) fn safetensors_entries(p: &Path) -> Result<Vec<StEntry>> {
     use std::io::Read;
     let corrupt = |reason: String| Error::CorruptWeights {
         path: p.into(),
@@ -114,6 +143,7 @@ pub fn check_safetensors(p: &Path) -> Result<()> {
         .ok_or_else(|| corrupt("header is not a JSON object".into()))?;
     let data_len = len - 8 - hlen;
     let mut ranges: Vec<(u64, u64, &str)> = Vec::with_capacity(obj.len());
+    let mut entries = Vec::with_capacity(obj.len());
     let mut end = 0u64;
     for (name, t) in obj {
         if name == "__metadata__" {
@@ -149,6 +179,12 @@ pub fn check_safetensors(p: &Path) -> Result<()> {
             )));
         }
         ranges.push((b, e, name));
+        entries.push(StEntry {
+            name: name.clone(),
+            dtype: dtype.to_string(),
+            shape: shape.iter().map(|&d| d as usize).collect(),
+            start: 8 + hlen + b,
+        });
         end = end.max(e);
     }
     if end > data_len {
@@ -166,8 +202,99 @@ pub fn check_safetensors(p: &Path) -> Result<()> {
             )));
         }
     }
-    Ok(())
+    Ok(entries)
 }
+
+/// The half-precision type of a safetensors dtype name.
+fn half_dtype(dtype: &str) -> Option<GgmlDType> {
+    match dtype {
+        "F16" => Some(GgmlDType::F16),
+        "BF16" => Some(GgmlDType::BF16),
+        _ => None,
+    }
+}
+
+/// Whether the safetensors tensor `e` is one [`half_matrices`] keeps half.
+pub(crate) fn kept_half(e: &StEntry) -> bool {
+    half_dtype(&e.dtype).is_some() && e.shape.len() == 2 && super::quant::held_matrix(&e.name)
+}
+
+/// The f16 / bf16 matrices of safetensors `paths` that the Llama- and Gemma-family
+/// architectures take from a [`super::quant::QuantStore`] ([`kept_half`]: the projections, the MLP, the
+/// embedding and the LM head), read from the file straight into buffers of their own
+/// type (no f32 copy, no mapping: 2 bytes a value in memory) and refused, naming the
+/// tensor, when a value is NaN or infinite. The rest of the checkpoint (norms, biases,
+/// f32 tensors) is read through [`var_builder`] as before.
+pub fn half_matrices(paths: &[PathBuf]) -> Result<HashMap<String, Arc<QTensor>>> {
+    use rayon::prelude::*;
+    let mut out = HashMap::new();
+    for p in paths {
+        let entries = safetensors_entries(p)?;
+        let file = std::fs::File::open(p).map_err(|e| Error::io(p, e))?;
+        let corrupt = |reason: String| Error::CorruptWeights {
+            path: p.clone(),
+            reason,
+        };
+        let held = entries
+            .par_iter()
+            .filter(|e| kept_half(e))
+            .map(|e| {
+                let dtype = half_dtype(&e.dtype).expect("a half dtype");
+                let n = e.elements() as usize;
+                let mut bits = vec![0u16; n];
+                {
+                    use std::os::unix::fs::FileExt;
+                    // SAFETY: the u16 buffer viewed as its 2n bytes; any bytes are valid.
+                    let bytes = unsafe {
+                        std::slice::from_raw_parts_mut(bits.as_mut_ptr() as *mut u8, n * 2)
+                    };
+                    file.read_exact_at(bytes, e.start)
+                        .map_err(|err| corrupt(format!("tensor {}: {err}", e.name)))?;
+                }
+                if cfg!(target_endian = "big") {
+                    bits.iter_mut().for_each(|b| *b = u16::from_le(*b));
+                }
+                // All exponent bits set: an infinity or a NaN.
+                let exp = if dtype == GgmlDType::F16 {
+                    0x7c00
+                } else {
+                    0x7f80
+                };
+                let bad = bits.iter().filter(|&&b| b & exp == exp).count();
+                if bad > 0 {
+                    return Err(corrupt(format!(
+                        "{} holds {bad} non-finite values (NaN or infinity)",
+                        e.name
+                    )));
+                }
+                let storage = if dtype == GgmlDType::F16 {
+                    QStorage::Cpu(Box::new(reinterpret::<half::f16>(bits)))
+                } else {
+                    QStorage::Cpu(Box::new(reinterpret::<half::bf16>(bits)))
+                };
+                let q = QTensor::new(storage, (e.shape[0], e.shape[1]))
+                    .map_err(|err| corrupt(crate::error::candle_message(&err)))?;
+                Ok((e.name.clone(), Arc::new(q)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        out.extend(held);
+    }
+    Ok(out)
+}
+
+/// A `Vec<u16>` of bit patterns as the 16-bit float type `T` (`half::f16` / `bf16`),
+/// without a copy.
+fn reinterpret<T: HalfBits>(bits: Vec<u16>) -> Vec<T> {
+    let mut v = std::mem::ManuallyDrop::new(bits);
+    // SAFETY: `T` is `repr(transparent)` over `u16` (same size and alignment, every bit
+    // pattern valid), so the allocation is one of `T`s of the same length and capacity.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr() as *mut T, v.len(), v.capacity()) }
+}
+
+/// The 16-bit float types that are `repr(transparent)` over `u16`.
+trait HalfBits {}
+impl HalfBits for half::f16 {}
+impl HalfBits for half::bf16 {}
 
 /// A backend whose tensors must hold finite values: a NaN or infinity is an error naming
 /// the tensor. The scan runs once per tensor at load (measured in the README).

@@ -24,6 +24,7 @@ mod gemma3_reference;
 mod gguf_cache;
 mod gguf_models;
 mod gguf_tokenizer;
+mod half;
 mod hostile_downloads;
 mod hostile_inputs;
 mod hostile_models;

@@ -165,7 +165,7 @@ fn every_gguf_family_native_is_the_f32_path() {
     }
 }
 
-fn pearson(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn pearson(a: &[f64], b: &[f64]) -> f64 {
     let n = a.len() as f64;
     let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
     let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();

@@ -101,6 +101,24 @@ impl GgufFile {
         &self.map[start..start + t.bytes as usize]
     }
 
+    /// Drop the mapped pages of `t`'s bytes from this process's memory once they are
+    /// copied (a 7B Q4_K_M file's 4 GB would otherwise stay resident beside their copies
+    /// until the file is closed: the peak of the load twice the weights). Only the
+    /// resident pages go: a later read maps them again from the file.
+    fn release(&self, t: &TensorEntry) {
+        let start = (self.header.data_offset + t.offset) as usize;
+        // SAFETY: a read-only shared mapping of a file codescope never writes: MADV_DONTNEED
+        // discards nothing but cached pages, which the kernel reads back on access, and no
+        // Rust reference sees different bytes. A failure only leaves the pages resident.
+        let _ = unsafe {
+            self.map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                start,
+                t.bytes as usize,
+            )
+        };
+    }
+
     /// A tensor dequantized to f32 (shape outermost first).
     pub fn dequantize(&self, t: &TensorEntry) -> Result<Tensor> {
         let corrupt = |e: candle_core::Error| Error::CorruptWeights {
@@ -477,9 +495,11 @@ impl GgufFile {
                 };
                 if native && kept_quantized(&hf, t) {
                     let q = self.quantized(t, &hf, permuted(name))?;
+                    self.release(t);
                     return Ok(Some(Held::Quant(hf, Arc::new(q))));
                 }
                 let w = self.dequantize(t)?;
+                self.release(t);
                 let edit = || -> candle_core::Result<Tensor> {
                     if (arch == "gemma3" || arch == "gemma") && name.ends_with("norm.weight") {
                         // llama.cpp stores Gemma's `1 + w`; HF checkpoints hold `w`.
@@ -720,6 +740,8 @@ pub(crate) fn dequantize_into(
         T::Q5K => blocks_into::<BlockQ5K>(raw, out),
         T::Q6K => blocks_into::<BlockQ6K>(raw, out),
         T::Q8K => blocks_into::<BlockQ8K>(raw, out),
+        T::F16 => blocks_into::<half::f16>(raw, out),
+        T::BF16 => blocks_into::<half::bf16>(raw, out),
         _ => false,
     }
 }
@@ -739,9 +761,10 @@ fn blocks_into<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], ys: &m
     // SAFETY: `count` blocks of `B` lie in `raw` (checked), aligned for `B` (checked);
     // the block types are plain data (integers and f16 bit patterns), valid for any bytes.
     let xs = unsafe { std::slice::from_raw_parts(raw.as_ptr() as *const B, count) };
-    const CHUNK: usize = 4096;
-    ys.par_chunks_mut(CHUNK * per)
-        .zip(xs.par_chunks(CHUNK))
+    // Blocks a task converts (f16 / bf16 "blocks" are single values: more of them).
+    let chunk = if per == 1 { 1 << 16 } else { 4096 };
+    ys.par_chunks_mut(chunk * per)
+        .zip(xs.par_chunks(chunk))
         .for_each(|(y, x)| B::to_float(x, y));
     true
 }
