@@ -310,6 +310,8 @@ fn synthetic_view(n: usize) -> export::FigureData {
         categories: Default::default(),
         surprisal: None,
         knockout: None,
+        ablation: None,
+        lens: None,
         dataflow: None,
         pinned: None,
         probes: None,

@@ -117,6 +117,16 @@ pub fn serve(app: &mut App, fx: Vec<Effect>) -> Vec<Effect> {
     }
 }
 
+/// What the worker sends for a head ablation, in order (one report per head).
+pub fn ablation_msgs(
+    model: &LoadedModel,
+    job: &codescope::tui::msg::AblationJob,
+) -> Vec<WorkerMsg> {
+    let out = std::sync::Mutex::new(Vec::new());
+    codescope::tui::worker::ablation_job(model, job, &|| false, &|w| out.lock().unwrap().push(w));
+    out.into_inner().unwrap()
+}
+
 /// [`serve`] with another model.
 pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &str) -> Vec<Effect> {
     let mut left = Vec::new();
@@ -162,6 +172,13 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                 Effect::Knockout(job) => next.extend(app.update(Msg::Worker(
                     codescope::tui::worker::knockout_job(model, &job, None),
                 ))),
+                Effect::Lens(job) => next
+                    .extend(app.update(Msg::Worker(codescope::tui::worker::lens_job(model, &job)))),
+                Effect::Ablate(job) => {
+                    for w in ablation_msgs(model, &job) {
+                        next.extend(app.update(Msg::Worker(w)));
+                    }
+                }
                 Effect::Compare(job) => {
                     let out = std::cell::RefCell::new(Vec::new());
                     codescope::tui::worker::compare(model, &job, None, &|w| {
