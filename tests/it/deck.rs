@@ -263,3 +263,38 @@ fn a_figure_of_a_long_file_is_one_slide() {
     assert!(err.contains("over 7680x4320"), "{err}");
     assert!(!tmp.join("big.png").exists());
 }
+
+/// Tour steps with `view = "ablation"` and `view = "lens"` draw those figures in the deck.
+#[test]
+fn a_tour_step_shows_the_ablation_and_the_lens() {
+    let root = tempfile::tempdir().unwrap();
+    let tmp = root.path();
+    std::fs::write(tmp.join("a.py"), "def f(x):\n    y = x + 1\n    return y\n").unwrap();
+    let model = fixture("tiny_llama");
+    let tour = format!(
+        "title = \"AL\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nview = \"ablation\"\nmetric = \"ablation_syntactic\"\ncaption = \"the heads that matter\"\n\n[[step]]\nfile = \"a.py\"\nview = \"lens\"\ntoken = \"y\"\ncaption = \"where y is decided\"\n"
+    );
+    let tour_path = tmp.join("talk.toml");
+    std::fs::write(&tour_path, tour).unwrap();
+    let out = tmp.join("deck");
+    let o = crate::cli_sources::sandboxed(tmp)
+        .args(["render", "--tour"])
+        .arg(&tour_path)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    crate::cli_sources::ok(&o);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let links = attr_values(&html, "src");
+    assert_eq!(links.len(), 2, "{html}");
+    let svg =
+        |i: usize| std::fs::read_to_string(out.join(links[i].replace(".png", ".svg"))).unwrap();
+    assert!(svg(0).contains("ablation effect on syntactic tokens"));
+    let lens = svg(1);
+    assert!(lens.contains("logit lens: each layer"), "{lens}");
+    assert!(lens.contains("«y» (identifier)"), "{lens}");
+    for l in &links {
+        assert!(png_size(&out.join(l)).0 > 0);
+    }
+}

@@ -54,7 +54,8 @@ pub fn draw(view: &FigureData, a: &AblationData, m: Metrics, pal: Palette) -> Fi
             best: &best,
             caption: Some(caption),
         };
-        y = draw_grid(&mut svg, m, pal, view, &g, y);
+        // The colour bar's caption sits above the grid: a line below the grid's name.
+        y = draw_grid(&mut svg, m, pal, view, &g, y + m.line(m.small()));
     }
     svg.grow_to(m.width(), y);
     let (width, height) = (svg.width, svg.height);

@@ -101,7 +101,7 @@ pub fn draw(view: &FigureData, d: &LensData, m: Metrics, pal: Palette) -> Figure
                 ch,
                 bg,
                 &format!(
-                    "{} at L{l}: top-1 {:?}, p({:?}) {:.4}, rank {}",
+                    "{} at L{l}: top-1 «{}», p(«{}») {:.4}, rank {}",
                     tok.text, c.top, tok.actual, c.p, c.rank
                 ),
             );
@@ -159,7 +159,7 @@ pub fn draw(view: &FigureData, d: &LensData, m: Metrics, pal: Palette) -> Figure
     if let Some(tok) = d.tokens.get(sel) {
         let at = tok.layers.get(d.layer).and_then(|c| c.as_ref());
         let line = format!(
-            "«{}» ({}): actual first subword {:?}, {}{}",
+            "«{}» ({}): actual first subword «{}», {}{}",
             tok.text,
             tok.category,
             word(&tok.actual),
@@ -169,7 +169,7 @@ pub fn draw(view: &FigureData, d: &LensData, m: Metrics, pal: Palette) -> Figure
             },
             match at {
                 Some(c) => format!(
-                    "; at L{}: top-1 {:?}, p {:.3}, rank {}",
+                    "; at L{}: top-1 «{}», p {:.3}, rank {}",
                     d.layer,
                     word(&c.top),
                     c.p,
