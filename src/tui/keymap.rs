@@ -278,7 +278,7 @@ pub const KEYMAP: &[Section] = &[
             KeyBinding {
                 keys: "Y",
                 help: "logit lens (causal models)",
-                manual: &[("Y", "logit lens ([Causal tests](#causal-tests), causal models; encoders say why not): layers (rows, L0 = the embeddings) by code tokens (columns), each cell the top-1 guess for the token's first subword read through the LM head at that layer, shaded by the probability of the actual one (`✓`: it is the top guess; the cell where an identifier is first the top guess is underlined); under it the selected cell's top-1, probability and rank, the layer the token is decided at, and the identifiers' layers; ← → (h l) token, w b identifier, ↑ ↓ (j k) layer, x export, Esc closes")],
+                manual: &[("Y", "logit lens ([Causal tests](#causal-tests), causal models; encoders say why not): layers (rows, L0 = the embeddings) by code tokens (columns), each cell the top-1 guess for the token's first subword read through the LM head at that layer, shaded by the probability of the actual one (NO_COLOR: a shade glyph; bold where it is the top guess; underlined where an identifier is first the top guess); under it the selected cell's top-1, probability and rank, the layer the token is decided at, and the identifiers' layers; ← → (h l) token, w b identifier, ↑ ↓ (j k) layer, x export, Esc closes")],
                 bind: &[(ch('Y'), C::Lens)],
             },
             KeyBinding {

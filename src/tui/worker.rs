@@ -1054,6 +1054,20 @@ mod tests {
 
     /// One slot per kind, latest wins, taken in priority order; `current` tells a running
     /// job it was superseded; `stop` supersedes everything.
+    /// A running ablation yields to every kind above it (a new analysis, a load, a
+    /// lens), not to probe training.
+    #[test]
+    fn an_ablation_yields_to_every_kind_above_it() {
+        let mut s = Slot::default();
+        s.pending[Kind::Probe as usize] = Some(probe_job(1));
+        assert!(!s.waiting_before(Kind::Ablate));
+        s.pending[Kind::Load as usize] = Some(Job::Load(None, None));
+        assert!(s.waiting_before(Kind::Ablate));
+        s.pending[Kind::Load as usize] = None;
+        s.stop = true;
+        assert!(s.waiting_before(Kind::Ablate));
+    }
+
     #[test]
     fn the_job_slot_is_latest_wins_per_kind_in_priority_order() {
         let shared = Shared {

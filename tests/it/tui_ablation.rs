@@ -228,3 +228,44 @@ fn an_encoder_scores_heads_by_one_minus_cos_and_small_screens_hold() {
         }
     }
 }
+
+/// The worker's job stops when told (a newer request, or a more urgent job waiting) and,
+/// run again from the head it stopped at, gives the rest: together the whole grid.
+#[test]
+fn the_ablation_job_stops_and_resumes_head_by_head() {
+    let m = fixture("tiny_llama");
+    let mut app = ready_decoder("tiny_llama", SHORT, 120, 40, theme(ColorMode::TrueColor));
+    let fx = app.update(key(KeyCode::Char('7')));
+    let Some(Effect::Ablate(job)) = fx.into_iter().find(|e| matches!(e, Effect::Ablate(_))) else {
+        panic!("no ablation asked for");
+    };
+    let whole = ablation_msgs(m, &job);
+    let sent = std::sync::Mutex::new(Vec::new());
+    let count = std::sync::atomic::AtomicUsize::new(0);
+    let stop = || count.load(std::sync::atomic::Ordering::SeqCst) >= 3;
+    let next = codescope::tui::worker::ablation_job(m, &job, &stop, &|w| {
+        count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        sent.lock().unwrap().push(w)
+    });
+    assert_eq!(next, 3, "stopped after three heads");
+    let rest = ablation_msgs(
+        m,
+        &codescope::tui::msg::AblationJob {
+            from: next,
+            ..job.clone()
+        },
+    );
+    let mut parts = sent.into_inner().unwrap();
+    parts.extend(rest);
+    let fmt = |v: &[WorkerMsg]| format!("{v:?}");
+    assert_eq!(fmt(&parts), fmt(&whole));
+    for (a, b) in parts.iter().zip(&whole) {
+        match (a, b) {
+            (
+                WorkerMsg::AblatedHead { effect: x, .. },
+                WorkerMsg::AblatedHead { effect: y, .. },
+            ) => assert_eq!(x, y),
+            _ => panic!("not ablation reports"),
+        }
+    }
+}

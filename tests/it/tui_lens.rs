@@ -115,6 +115,19 @@ fn y_opens_the_lens_with_the_commands_numbers() {
         json["lens"]["tokens"][sel]["text"],
         d.lens.tokens[app.lens.token].text.as_str()
     );
+    // x: the export menu on the lens view.
+    press(&mut app, &[KeyCode::Char('x')]);
+    assert!(matches!(app.overlay, Overlay::ExportMenu(Kind::Lens)));
+    press(&mut app, &[KeyCode::Esc, KeyCode::Char('Y')]);
+    // h, l and b move as ← → and back to an identifier.
+    let at = app.lens.token;
+    press(&mut app, &[KeyCode::Char('l'), KeyCode::Char('h')]);
+    assert_eq!(app.lens.token, at);
+    press(&mut app, &[KeyCode::Char('l'), KeyCode::Char('b')]);
+    assert_eq!(
+        d.lens.tokens[app.lens.token].coarse,
+        codescope::syntax::Coarse::Identifier
+    );
     // A scene of the view: what `B` records, and what a tour step opens.
     assert_eq!(app.scene_here().view, Some(Kind::Lens));
     press(&mut app, &[KeyCode::Esc]);
@@ -192,4 +205,44 @@ fn an_encoder_says_why_and_small_screens_hold() {
             }
         }
     }
+}
+
+/// A right guess is bold, an identifier's decided cell underlined (a lens whose cells
+/// say so: the tiny model guesses nothing right).
+#[test]
+fn right_guesses_are_bold_and_decided_cells_underlined() {
+    use codescope::tui::msg::{LensData, Msg, WorkerMsg};
+    use ratatui::style::Modifier;
+    let mut app = ready_decoder("tiny_llama", SHORT, 120, 40, theme(ColorMode::TrueColor));
+    press(&mut app, &[KeyCode::Char('Y')]);
+    let mut lens = reference(&app);
+    let cols = codescope::tui::app::lens::columns(app.lens_shown().unwrap());
+    // The second column, an identifier (`area`): its first subword the top guess from
+    // layer 1 on.
+    let t = cols[1];
+    assert_eq!(lens.tokens[t].text, "area");
+    let pos = lens.first_subword[t].unwrap() - 1;
+    for l in 1..lens.cells.len() {
+        let c = lens.cells[l][pos].as_mut().unwrap();
+        c.rank = 1;
+        c.top = lens.ids[pos + 1];
+    }
+    let words = app.lens_shown().unwrap().words.clone();
+    let req = app.lens.req;
+    app.update(Msg::Worker(WorkerMsg::Lensed {
+        req,
+        result: Ok(std::sync::Arc::new(LensData { lens, words })),
+    }));
+    assert_eq!(app.lens_shown().unwrap().lens.decided_at(t), Some(1));
+    let buf = crate::tui_common::render(&app).backend().buffer().clone();
+    // Inside the overlay's frame: the header row, then L0, L1, …; 4 label columns, then
+    // 7 per token.
+    let cell = |layer: u16, k: u16| buf[(1 + 4 + 7 * k, 2 + layer)].clone();
+    assert!(!cell(0, 1).modifier.contains(Modifier::BOLD));
+    assert!(cell(1, 1)
+        .modifier
+        .contains(Modifier::BOLD | Modifier::UNDERLINED));
+    assert!(cell(2, 1).modifier.contains(Modifier::BOLD));
+    assert!(!cell(2, 1).modifier.contains(Modifier::UNDERLINED));
+    assert!(screen(&app).contains("area L1"), "{}", screen(&app));
 }
