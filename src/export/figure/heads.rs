@@ -86,7 +86,7 @@ pub fn draw_grid(
     } else {
         [0.0, 0.25, 0.5, 0.75, 1.0]
             .iter()
-            .map(|&p: &f64| (p, cell_text(&g.metric, Some(smax * p * p))))
+            .map(|&p: &f64| (p, cell_text(g.metric, Some(smax * p * p))))
             .collect()
     };
     let caption = if let Some(c) = g.caption {
@@ -156,7 +156,7 @@ pub fn draw_grid(
             }
             let text = match v {
                 Some(x) if g.signed => fmt_signed(x),
-                _ => cell_text(&g.metric, v),
+                _ => cell_text(g.metric, v),
             };
             svg.text(x + cw * 0.5, y + ch * 0.5 + 0.36 * body, f, &text);
             if is_best {
