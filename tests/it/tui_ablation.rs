@@ -11,11 +11,11 @@ use codescope::export::figure::Kind;
 use codescope::tui::app::ExportWhat;
 use codescope::tui::data::Metric;
 use codescope::tui::msg::{Effect, Msg, WorkerMsg};
-use codescope::tui::theme::{ColorMode, Theme};
+use codescope::tui::theme::ColorMode;
 
 use crate::tui_common::{
-    ablation_msgs, fixture, key, parsed, press, ready, ready_decoder, screen, serve, theme, typed,
-    SHORT,
+    ablation_msgs, fixture, key, on_small_screens, parsed, press, ready, ready_decoder, screen,
+    serve, theme, typed, SHORT,
 };
 
 /// How many heads of `m`'s grid have a value.
@@ -143,8 +143,8 @@ fn a_new_snippet_supersedes_the_ablation_under_way() {
     let Some(Effect::Ablate(old)) = fx.into_iter().find(|e| matches!(e, Effect::Ablate(_))) else {
         panic!("no ablation asked for");
     };
-    let old_msgs = ablation_msgs(fixture("tiny_llama"), &old);
-    app.update(Msg::Worker(old_msgs[0].clone_msg()));
+    let mut old_msgs = ablation_msgs(fixture("tiny_llama"), &old);
+    app.update(Msg::Worker(old_msgs.remove(0)));
     // An edit: the old run's cells go, the new text's run is asked for once analysed.
     typed(&mut app, "e");
     press(&mut app, &[KeyCode::End]);
@@ -159,38 +159,8 @@ fn a_new_snippet_supersedes_the_ablation_under_way() {
     assert_eq!(a.done, a.total);
     // A report of the superseded run changes nothing.
     let before = app.grid_values(Metric::AblationId).unwrap();
-    app.update(Msg::Worker(old_msgs[1].clone_msg()));
+    app.update(Msg::Worker(old_msgs.remove(0)));
     assert_eq!(app.grid_values(Metric::AblationId).unwrap(), before);
-}
-
-/// A copy of an ablation report (the worker's messages are not `Clone`).
-trait CloneMsg {
-    fn clone_msg(&self) -> WorkerMsg;
-}
-
-impl CloneMsg for WorkerMsg {
-    fn clone_msg(&self) -> WorkerMsg {
-        match self {
-            WorkerMsg::AblatedHead {
-                req,
-                layer,
-                head,
-                effect,
-                measure,
-                done,
-                total,
-            } => WorkerMsg::AblatedHead {
-                req: *req,
-                layer: *layer,
-                head: *head,
-                effect: *effect,
-                measure: *measure,
-                done: *done,
-                total: *total,
-            },
-            other => panic!("not an ablation report: {other:?}"),
-        }
-    }
 }
 
 #[test]
@@ -206,27 +176,10 @@ fn an_encoder_scores_heads_by_one_minus_cos_and_small_screens_hold() {
     );
     assert!(filled(&app, Metric::AblationId) > 0);
     // Small, ASCII and colourless terminals: the grid draws (shade glyphs and signs).
-    for (w, h) in [(80, 24), (60, 16), (20, 5)] {
-        for th in [
-            Theme::new(ColorMode::None, false),
-            Theme {
-                ascii: true,
-                ..Theme::new(ColorMode::Ansi16, false)
-            },
-        ] {
-            let mut app = ready_decoder("tiny_llama", SHORT, w, h, th);
-            press(&mut app, &[KeyCode::Char('8'), KeyCode::Tab, KeyCode::Tab]);
-            let s = screen(&app);
-            if th.ascii {
-                // `--ascii`: no drawing glyph (box drawing, blocks, shades, markers).
-                let bad: String = s
-                    .chars()
-                    .filter(|c| ('\u{2500}'..='\u{25ff}').contains(c))
-                    .collect();
-                assert!(bad.is_empty(), "{w}x{h}: {bad:?}\n{s}");
-            }
-        }
-    }
+    on_small_screens(
+        &[KeyCode::Char('8'), KeyCode::Tab, KeyCode::Tab],
+        |_, _, _| {},
+    );
 }
 
 /// The worker's job stops when told (a newer request, or a more urgent job waiting) and,

@@ -127,6 +127,33 @@ pub fn ablation_msgs(
     out.into_inner().unwrap()
 }
 
+/// The tiny Llama explorer at small sizes (down to below the minimum), colourless and
+/// `--ascii`, after `keys`: never a panic, and in `--ascii` no drawing glyph (box
+/// drawing, blocks, shades, markers). `check` gets each screen with its size.
+pub fn on_small_screens(keys: &[KeyCode], check: impl Fn(u16, u16, &str)) {
+    for (w, h) in [(80, 24), (60, 16), (20, 5)] {
+        for th in [
+            Theme::new(ColorMode::None, false),
+            Theme {
+                ascii: true,
+                ..Theme::new(ColorMode::TrueColor, false)
+            },
+        ] {
+            let mut app = ready_decoder("tiny_llama", SHORT, w, h, th);
+            press(&mut app, keys);
+            let s = screen(&app);
+            if th.ascii {
+                let bad: String = s
+                    .chars()
+                    .filter(|c| ('\u{2500}'..='\u{25ff}').contains(c))
+                    .collect();
+                assert!(bad.is_empty(), "{w}x{h}: {bad:?}\n{s}");
+            }
+            check(w, h, &s);
+        }
+    }
+}
+
 /// [`serve`] with another model.
 pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &str) -> Vec<Effect> {
     let mut left = Vec::new();

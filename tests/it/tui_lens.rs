@@ -9,10 +9,11 @@ use crossterm::event::KeyCode;
 use codescope::analysis::causal;
 use codescope::export::figure::Kind;
 use codescope::tui::app::{ExportWhat, Overlay};
-use codescope::tui::theme::{ColorMode, Theme};
+use codescope::tui::theme::ColorMode;
 
 use crate::tui_common::{
-    fixture, key, parsed, press, ready, ready_decoder, screen, serve, theme, typed, SHORT,
+    fixture, key, on_small_screens, parsed, press, ready, ready_decoder, screen, serve, theme,
+    typed, SHORT,
 };
 
 /// `codescope lens` on the same snippet and model.
@@ -173,38 +174,19 @@ fn an_encoder_says_why_and_small_screens_hold() {
         msg.contains("is an encoder; the lens reads a causal model's LM head"),
         "{msg}"
     );
-    for (w, h) in [(80, 24), (60, 16), (20, 5)] {
-        for th in [
-            Theme::new(ColorMode::None, false),
-            Theme {
-                ascii: true,
-                ..Theme::new(ColorMode::TrueColor, false)
-            },
-        ] {
-            let mut app = ready_decoder("tiny_llama", SHORT, w, h, th);
-            press(
-                &mut app,
-                &[
-                    KeyCode::Char('Y'),
-                    KeyCode::Right,
-                    KeyCode::Down,
-                    KeyCode::End,
-                ],
-            );
-            let s = screen(&app);
-            if th.ascii {
-                // `--ascii`: no drawing glyph (box drawing, blocks, shades, markers).
-                let bad: String = s
-                    .chars()
-                    .filter(|c| ('\u{2500}'..='\u{25ff}').contains(c))
-                    .collect();
-                assert!(bad.is_empty(), "{w}x{h}: {bad:?}\n{s}");
-            }
+    on_small_screens(
+        &[
+            KeyCode::Char('Y'),
+            KeyCode::Right,
+            KeyCode::Down,
+            KeyCode::End,
+        ],
+        |w, h, s| {
             if w >= 60 {
                 assert!(s.contains("Logit lens"), "{w}x{h}:\n{s}");
             }
-        }
-    }
+        },
+    );
 }
 
 /// A right guess is bold, an identifier's decided cell underlined (a lens whose cells
