@@ -779,6 +779,29 @@ fn render_draws_the_ablation_and_lens_figures_with_the_commands_numbers() {
     }
     let png = std::fs::read(render("ablation", "ab.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // The explorer's screen on an ablation score: the grid filled, the status line's
+    // summary.
+    let txt = env.root.join("screen.txt");
+    let o = env
+        .cmd()
+        .args(["--model", &fixture("tiny_llama"), "render"])
+        .arg(&f)
+        .args([
+            "--view",
+            "screen",
+            "--metric",
+            "ablation_syntactic",
+            "--out",
+        ])
+        .arg(&txt)
+        .output()
+        .unwrap();
+    ok(&o);
+    let screen = std::fs::read_to_string(&txt).unwrap();
+    assert!(
+        screen.contains("ablation: syn [s]") && screen.contains("identifiers suffer most from"),
+        "{screen}"
+    );
 
     let svg = std::fs::read_to_string(render("lens", "lens.svg")).unwrap();
     assert!(svg.contains("logit lens: each layer"), "{svg}");
