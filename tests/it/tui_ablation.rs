@@ -175,6 +175,18 @@ fn an_encoder_scores_heads_by_one_minus_cos_and_small_screens_hold() {
         "{s}"
     );
     assert!(filled(&app, Metric::AblationId) > 0);
+    // Compare mode does not ablate the twin: the grid stays the snippet's own.
+    let own = app.grid_values(Metric::AblationId).unwrap();
+    typed(&mut app, "c");
+    assert!(app.comparison().is_some());
+    let s = screen(&app);
+    assert!(
+        s.contains("Heads · ablation: ids") && !s.contains("Heads · B−A"),
+        "{s}"
+    );
+    assert_eq!(app.compare_grid(&own), None);
+    let view = codescope::tui::figures::figure_data(&app).unwrap();
+    assert!(!view.head_grid.signed);
     // Small, ASCII and colourless terminals: the grid draws (shade glyphs and signs).
     on_small_screens(
         &[KeyCode::Char('8'), KeyCode::Tab, KeyCode::Tab],

@@ -70,7 +70,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             vec![
                 Span::styled("Heads", t.accent()),
                 Span::styled(
-                    if app.comparison().is_some() {
+                    if app.comparison().is_some() && !m.is_ablation() {
                         " · B−A"
                     } else {
                         ""
