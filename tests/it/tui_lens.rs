@@ -228,3 +228,18 @@ fn right_guesses_are_bold_and_decided_cells_underlined() {
     assert!(!cell(2, 1).modifier.contains(Modifier::UNDERLINED));
     assert!(screen(&app).contains("area L1"), "{}", screen(&app));
 }
+
+/// NO_COLOR: each cell starts with the shade glyph of `sqrt p(actual)`.
+#[test]
+fn without_colour_cells_start_with_a_shade_glyph() {
+    let mut app = ready_decoder("tiny_llama", SHORT, 120, 40, theme(ColorMode::None));
+    press(&mut app, &[KeyCode::Char('Y')]);
+    let d = app.lens_shown().unwrap().clone();
+    let cols = codescope::tui::app::lens::columns(&d);
+    let buf = crate::tui_common::render(&app).backend().buffer().clone();
+    for (k, &t) in cols.iter().enumerate().take(5) {
+        let c = d.lens.token_cell(0, t).unwrap();
+        let want = codescope::tui::theme::Theme::shade(c.prob.sqrt()).to_string();
+        assert_eq!(buf[(5 + 7 * k as u16, 2)].symbol(), want, "token {k}");
+    }
+}
