@@ -246,7 +246,7 @@ pub struct RenderArgs {
     #[arg(long)]
     pub dataflow: bool,
     /// Score of the head grid and the overview.
-    #[arg(long, value_parser = ["f1_ast_motif", "f1_dfg", "share_syn_to_id", "share_id_to_syn", "entropy_bits"])]
+    #[arg(long, value_parser = ["f1_ast_motif", "f1_dfg", "share_syn_to_id", "share_id_to_syn", "entropy_bits", "f1_dfg_refined", "ablation_identifier", "ablation_syntactic"])]
     pub metric: Option<String>,
     /// Pin this head (LAYER:HEAD, 1-based) beside the current one.
     #[arg(long)]

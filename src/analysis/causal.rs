@@ -1015,43 +1015,10 @@ pub fn ablate(
     each: &mut dyn FnMut(usize, usize, &HeadEffect) -> bool,
 ) -> Result<AblationResult> {
     let info = &model.info;
-    let hidden = p.hidden.as_ref().ok_or_else(|| {
-        Error::Compute("the ablation needs the unmodified pass's hidden states".into())
-    })?;
     let mut grid = vec![Vec::with_capacity(info.heads); info.layers];
     for (l, row) in grid.iter_mut().enumerate() {
-        let input = hidden
-            .get(l)
-            .ok_or_else(|| Error::Compute(format!("no hidden state entering layer {}", l + 1)))?;
         for h in 0..info.heads {
-            let iv = Intervention {
-                knockout: None,
-                ablate: vec![HeadAblation {
-                    layer: l,
-                    head: h,
-                    mode,
-                }],
-            };
-            let discard = |_: usize, _: Vec<f32>| Ok(());
-            let opts = ForwardOptions {
-                hidden: p.measure == Measure::Cosine,
-                on_attention: Some(&discard),
-                intervention: Some(&iv),
-                partial: Some(Partial {
-                    first: l,
-                    end: p.model_layers,
-                    input,
-                    logits: true,
-                }),
-                ..Default::default()
-            };
-            let t = p.run(model, &opts)?;
-            let means = class_means(&p.tokens, &p.delta(&p.readout(&t)?));
-            let e = HeadEffect {
-                identifier: means[0].1,
-                syntactic: means[1].1,
-                all: means[CLASSES.len() - 1].1,
-            };
+            let e = ablate_head(model, p, mode, l, h)?;
             row.push(e);
             if each(l, h, &e) {
                 return Err(Error::Cancelled);
@@ -1063,6 +1030,52 @@ pub fn ablate(
         measure: p.measure,
         grid,
         tokens: p.tokens.len(),
+    })
+}
+
+/// One head's ablation effect ([`ablate`] is this for every head in turn): head `h` of
+/// layer `l` zeroed or mean-replaced, the pass starting at its layer from the unmodified
+/// pass's residual stream.
+pub fn ablate_head(
+    model: &LoadedModel,
+    p: &Prepared,
+    mode: AblationMode,
+    l: usize,
+    h: usize,
+) -> Result<HeadEffect> {
+    let hidden = p.hidden.as_ref().ok_or_else(|| {
+        Error::Compute("the ablation needs the unmodified pass's hidden states".into())
+    })?;
+    let input = hidden
+        .get(l)
+        .ok_or_else(|| Error::Compute(format!("no hidden state entering layer {}", l + 1)))?;
+    let iv = Intervention {
+        knockout: None,
+        ablate: vec![HeadAblation {
+            layer: l,
+            head: h,
+            mode,
+        }],
+    };
+    let discard = |_: usize, _: Vec<f32>| Ok(());
+    let opts = ForwardOptions {
+        hidden: p.measure == Measure::Cosine,
+        on_attention: Some(&discard),
+        intervention: Some(&iv),
+        partial: Some(Partial {
+            first: l,
+            end: p.model_layers,
+            input,
+            logits: true,
+        }),
+        ..Default::default()
+    };
+    let t = p.run(model, &opts)?;
+    let means = class_means(&p.tokens, &p.delta(&p.readout(&t)?));
+    Ok(HeadEffect {
+        identifier: means[0].1,
+        syntactic: means[1].1,
+        all: means[CLASSES.len() - 1].1,
     })
 }
 

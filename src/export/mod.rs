@@ -68,6 +68,58 @@ pub struct KnockoutClass {
     pub control: Option<[f64; 3]>,
 }
 
+/// The head ablation (the head grid's scores 7 and 8), when it was asked for: each
+/// head's effect when zeroed, `[layer][head]` (`None`: not done, or no token of the
+/// class), with the head grid's F1 against the AST motif beside it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AblationData {
+    /// `bits` or `one_minus_cos`.
+    pub measure: String,
+    /// `zero`.
+    pub ablation: String,
+    pub heads_done: usize,
+    pub heads_total: usize,
+    pub identifier: Vec<Vec<Option<f64>>>,
+    pub syntactic: Vec<Vec<Option<f64>>>,
+    pub f1_ast_motif: Vec<Vec<Option<f64>>>,
+}
+
+/// The logit lens, when its view was open: per code token with a prediction, per layer
+/// (0 = the embeddings) the top-1 guess and the actual first subword's probability and
+/// rank.
+#[derive(Debug, Clone, Serialize)]
+pub struct LensData {
+    /// Layers read (the embeddings, then every layer's output).
+    pub layers: usize,
+    /// The selected layer (0 = the embeddings).
+    pub layer: usize,
+    /// Index into `tokens` of the selected token.
+    pub selected: Option<usize>,
+    pub tokens: Vec<LensToken>,
+}
+
+/// One code token of the logit lens.
+#[derive(Debug, Clone, Serialize)]
+pub struct LensToken {
+    pub text: String,
+    pub category: String,
+    pub identifier: bool,
+    /// Its first subword (the one predicted).
+    pub actual: String,
+    /// The first layer at which it is the top guess.
+    pub decided_at: Option<usize>,
+    /// Per layer `{top, p, rank}` (`None` where there is no prediction).
+    pub layers: Vec<Option<LensCell>>,
+}
+
+/// One layer's read-out for a token.
+#[derive(Debug, Clone, Serialize)]
+pub struct LensCell {
+    pub top: String,
+    pub p: f32,
+    pub rank: u32,
+}
+
 /// One next-token prediction as exported.
 #[derive(Debug, Clone, Serialize)]
 pub struct Expected {
@@ -179,6 +231,12 @@ pub struct FigureData {
     /// The knockout mode, when on (the code is then coloured by each token's change).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub knockout: Option<KnockoutData>,
+    /// The head ablation, when asked for (the head grid's scores 7 and 8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ablation: Option<AblationData>,
+    /// The logit lens, when its view was open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lens: Option<LensData>,
     /// The selected token's data-flow neighbours (token indices), when the data-flow
     /// highlight (`d`) was on.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -104,7 +104,8 @@ impl TokenSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scene {
-    /// The view: heatmap, heads, categories, probes, surprisal, overview (or screen).
+    /// The view: heatmap, heads, categories, probes, surprisal, knockout, ablation,
+    /// lens, overview, finding (or screen).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<Kind>,
     /// 1-based layer.
@@ -131,7 +132,8 @@ pub struct Scene {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataflow: Option<bool>,
     /// Head grid metric key (`f1_ast_motif`, `f1_dfg`, `f1_dfg_refined`,
-    /// `share_syn_to_id`, `share_id_to_syn`, `entropy_bits`).
+    /// `share_syn_to_id`, `share_id_to_syn`, `entropy_bits`, `ablation_identifier`,
+    /// `ablation_syntactic`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<String>,
     /// A pinned head `"LAYER:HEAD"` (1-based).

@@ -203,17 +203,26 @@ pub enum Metric {
     Entropy,
     /// F1 against codescope's refined data flow (`dfg_refined`), beside the study's.
     F1DfgRefined,
+    /// The head ablation's effect on identifiers: their mean surprisal change in bits
+    /// when the head is zeroed (1 − cos of the last hidden state for an encoder). Not
+    /// read off the analysis: the worker computes it head by head
+    /// (`App::grid_values`).
+    AblationId,
+    /// The same on syntactic tokens.
+    AblationSyn,
 }
 
 impl Metric {
-    /// Cycle order of `s`; digit keys pick by position (`1`..`6`).
-    pub const ALL: [Metric; 6] = [
+    /// Cycle order of `s`; digit keys pick by position (`1`..`8`).
+    pub const ALL: [Metric; 8] = [
         Metric::F1Motif,
         Metric::F1Dfg,
         Metric::SynToId,
         Metric::IdToSyn,
         Metric::Entropy,
         Metric::F1DfgRefined,
+        Metric::AblationId,
+        Metric::AblationSyn,
     ];
 
     pub fn name(self) -> &'static str {
@@ -224,6 +233,8 @@ impl Metric {
             Metric::SynToId => "syn→id share",
             Metric::IdToSyn => "id→syn share",
             Metric::Entropy => "entropy (bits)",
+            Metric::AblationId => "ablation effect on identifiers",
+            Metric::AblationSyn => "ablation effect on syntactic tokens",
         }
     }
 
@@ -236,7 +247,14 @@ impl Metric {
             Metric::SynToId => "share_syn_to_id",
             Metric::IdToSyn => "share_id_to_syn",
             Metric::Entropy => "entropy_bits",
+            Metric::AblationId => "ablation_identifier",
+            Metric::AblationSyn => "ablation_syntactic",
         }
+    }
+
+    /// The head ablation's effect (computed by the worker, not read off the analysis).
+    pub fn is_ablation(self) -> bool {
+        matches!(self, Metric::AblationId | Metric::AblationSyn)
     }
 
     pub fn next(self) -> Metric {
@@ -290,6 +308,7 @@ impl Metric {
                 .iter()
                 .map(|r| r.iter().map(|&e| Some(e)).collect())
                 .collect(),
+            Metric::AblationId | Metric::AblationSyn => vec![vec![None; p.heads()]; p.layers()],
         }
     }
 

@@ -144,7 +144,7 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
                 .collect(),
             scores: scores_of(pl, ph),
         });
-    let grid = v.metric.values(a, &app.shown.scores);
+    let grid = app.grid_values(v.metric).unwrap_or_default();
     // Compare mode: the head grid shows B − A (as the panel does).
     let diff_grid = app.compare_grid(&grid);
     Some(export::FigureData {
@@ -205,6 +205,8 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
                 })
                 .collect(),
         }),
+        ablation: ablation_data(app, a),
+        lens: lens_data(app),
         surprisal: surp.map(|s| export::SurprisalData {
             perplexity: s.perplexity,
             mean_bits: s.mean_bits,
@@ -231,6 +233,59 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
             twin: app.compare.choice.label(),
             heatmap: app.compare.heat.label().to_string(),
         }),
+    })
+}
+
+/// The head ablation of the analysis shown, when one was asked for.
+fn ablation_data(app: &App, a: &SnippetAnalysis) -> Option<export::AblationData> {
+    use super::data::Metric;
+    let ab = app.ablation_shown()?;
+    Some(export::AblationData {
+        measure: ab.measure.map_or("bits", |m| m.name()).to_string(),
+        ablation: "zero".into(),
+        heads_done: ab.done,
+        heads_total: ab.total,
+        identifier: app.grid_values(Metric::AblationId)?,
+        syntactic: app.grid_values(Metric::AblationSyn)?,
+        f1_ast_motif: Metric::F1Motif.values(a, &app.shown.scores),
+    })
+}
+
+/// The logit lens of the analysis shown, when it was computed.
+fn lens_data(app: &App) -> Option<export::LensData> {
+    let d = app.lens_shown()?;
+    let l = &d.lens;
+    let cols = super::app::lens::columns(d);
+    let tokens = cols
+        .iter()
+        .map(|&t| {
+            let ct = &l.tokens[t];
+            let actual = l.first_subword[t]
+                .and_then(|f| l.ids.get(f))
+                .map_or(String::new(), |&id| d.word(id));
+            export::LensToken {
+                text: ct.text.clone(),
+                category: ct.category.name().to_string(),
+                identifier: ct.coarse == crate::syntax::Coarse::Identifier,
+                actual,
+                decided_at: l.decided_at(t),
+                layers: (0..l.cells.len())
+                    .map(|layer| {
+                        l.token_cell(layer, t).map(|c| export::LensCell {
+                            top: d.word(c.top),
+                            p: c.prob,
+                            rank: c.rank,
+                        })
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    Some(export::LensData {
+        layers: l.cells.len(),
+        layer: app.lens.layer.min(l.cells.len().saturating_sub(1)),
+        selected: cols.iter().position(|&t| t == app.lens.token),
+        tokens,
     })
 }
 
@@ -362,13 +417,16 @@ fn overview_of(
 
 /// The figure kind of the focused panel (the overview when it is open).
 pub fn this_view(app: &App) -> Kind {
-    if matches!(app.overlay, Overlay::Overview(_)) {
-        return Kind::Overview;
+    match app.overlay {
+        Overlay::Overview(_) => return Kind::Overview,
+        Overlay::Lens => return Kind::Lens,
+        _ => {}
     }
     match app.view.focus {
         Focus::Code if app.knockout_shown().is_some() => Kind::Knockout,
         Focus::Code if app.surprisal_shown().is_some() => Kind::Surprisal,
         Focus::Code | Focus::Heatmap => Kind::Heatmap,
+        Focus::Heads if app.view.metric.is_ablation() => Kind::Ablation,
         Focus::Heads => Kind::Heads,
         Focus::Categories if app.view.finding => Kind::Finding,
         Focus::Categories => Kind::Categories,
@@ -388,7 +446,14 @@ pub fn kinds(app: &App, what: ExportWhat) -> Vec<Kind> {
             } else if app.surprisal_shown().is_some() {
                 k.push(Kind::Surprisal);
             }
-            k.extend([Kind::Heads, Kind::Categories, Kind::Finding]);
+            k.push(Kind::Heads);
+            if app.ablation_shown().is_some() {
+                k.push(Kind::Ablation);
+            }
+            if app.lens_shown().is_some() {
+                k.push(Kind::Lens);
+            }
+            k.extend([Kind::Categories, Kind::Finding]);
             if app.probe_report().is_some() {
                 k.push(Kind::Probes);
             }

@@ -69,7 +69,8 @@ pub fn update(app: &mut App, m: Model, msg: Msg) -> Result<()> {
 
 /// Carry out effects until none is left: parses and file reads at once, model loads
 /// answered with `m`, analyses through the pipeline with the worker's options, probes
-/// trained like the probe panel's, probe labels and AST-Probe trees computed. Exports, preset checks and
+/// trained like the probe panel's, probe labels and AST-Probe trees computed, knockouts,
+/// head ablations and logit lenses run as the worker runs them. Exports, preset checks and
 /// quitting are dropped.
 pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
     let mut queue = fx;
@@ -115,6 +116,18 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                 Effect::Layer(key, a) => Msg::Worker(super::worker::layer_job(m.model, key, &a)),
                 Effect::Knockout(job) => {
                     Msg::Worker(super::worker::knockout_job(m.model, &job, None))
+                }
+                Effect::Lens(job) => Msg::Worker(super::worker::lens_job(m.model, &job)),
+                // The head ablation, every head as the worker sends it.
+                Effect::Ablate(job) => {
+                    let sent = std::sync::Mutex::new(Vec::new());
+                    super::worker::ablation_job(m.model, &job, &|| false, &|w| {
+                        sent.lock().unwrap_or_else(|e| e.into_inner()).push(w)
+                    });
+                    for w in sent.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                        next.extend(app.update(Msg::Worker(w)));
+                    }
+                    continue;
                 }
                 Effect::LabelToken(key, job) => Msg::TokenLabel {
                     key,
@@ -224,6 +237,29 @@ pub fn staged(
         return Err(Error::Input {
             name: "--view knockout".into(),
             reason: why,
+        });
+    }
+    let why = |app: &App, default: &str| {
+        app.status
+            .message
+            .as_ref()
+            .map(|(_, m)| m.clone())
+            .unwrap_or_else(|| default.into())
+    };
+    if app.view.metric.is_ablation()
+        && app
+            .ablation_shown()
+            .is_none_or(|a| a.error.is_some() || a.done < a.total)
+    {
+        return Err(Error::Input {
+            name: "--view ablation".into(),
+            reason: why(&app, "the head ablation could not be run"),
+        });
+    }
+    if scene.view == Some(Kind::Lens) && app.lens_shown().is_none() {
+        return Err(Error::Input {
+            name: "--view lens".into(),
+            reason: why(&app, "the logit lens needs a causal model"),
         });
     }
     if scene.view == Some(Kind::Probes) && app.probe_report().is_none() {

@@ -51,6 +51,8 @@ pub enum Command {
     InputMode,
     Surprisal,
     Knockout,
+    /// Y: the logit lens.
+    Lens,
     ProbeTrain,
     ProbeTask,
     Compare,
@@ -234,9 +236,9 @@ pub const KEYMAP: &[Section] = &[
                 bind: &[(ch('+'), C::ZoomIn), (ch('='), C::ZoomIn), (ch('-'), C::ZoomOut), (ch('0'), C::ZoomFit)],
             },
             KeyBinding {
-                keys: "s 1-6",
+                keys: "s 1-8",
                 help: "head grid score",
-                manual: &[("s, 1-6", "head-grid score: F1 vs AST motif, F1 vs data flow (the study's), syn→id share, id→syn share, entropy, F1 vs `dfg_refined`, codescope's refined data flow (`d`'s links follow it)")],
+                manual: &[("s, 1-8", "head-grid score: F1 vs AST motif, F1 vs data flow (the study's), syn→id share, id→syn share, entropy, F1 vs `dfg_refined`, codescope's refined data flow (`d`'s links follow it), then the head ablation's effect on identifiers (7) and on syntactic tokens (8): each head zeroed in turn, in the background, the cells filling in as the heads are done (the status line counts them), Δ bits on a blue–orange scale (1 − cos for encoders), so the head that matches the AST (1) and the head that matters (7, 8) are a key apart")],
                 bind: &[
                     (ch('s'), C::NextMetric),
                     (ch('1'), C::Metric(0)),
@@ -245,6 +247,8 @@ pub const KEYMAP: &[Section] = &[
                     (ch('4'), C::Metric(3)),
                     (ch('5'), C::Metric(4)),
                     (ch('6'), C::Metric(5)),
+                    (ch('7'), C::Metric(6)),
+                    (ch('8'), C::Metric(7)),
                 ],
             },
             KeyBinding {
@@ -270,6 +274,12 @@ pub const KEYMAP: &[Section] = &[
                 help: "knockout: next edge set (syn-id … dfg, off)",
                 manual: &[("K", "knockout mode ([Causal tests](#causal-tests)): each press knocks the next edge set out — `syn-id`, `id-syn`, `syn-syn`, `id-id`, `ast_motif`, `dfg`, then off — in every layer and head, with a 20-draw matched control, in the background; the code is coloured by each token's change (Δ bits for causal models, 1 − cos for encoders) on a blue–orange scale (NO_COLOR: tokens losing at least half the largest change bold + underlined, gaining as much italic + underlined), the title names the set, the status line gives identifiers and syntactic tokens against the control; an edit re-runs it")],
                 bind: &[(ch('K'), C::Knockout)],
+            },
+            KeyBinding {
+                keys: "Y",
+                help: "logit lens (causal models)",
+                manual: &[("Y", "logit lens ([Causal tests](#causal-tests), causal models; encoders say why not): layers (rows, L0 = the embeddings) by code tokens (columns), each cell the top-1 guess for the token's first subword read through the LM head at that layer, shaded by the probability of the actual one (NO_COLOR: a shade glyph; bold where it is the top guess; underlined where an identifier is first the top guess); under it the selected cell's top-1, probability and rank, the layer the token is decided at, and the identifiers' layers; ← → (h l) token, w b identifier, ↑ ↓ (j k) layer, x export, Esc closes")],
+                bind: &[(ch('Y'), C::Lens)],
             },
             KeyBinding {
                 keys: "p P",

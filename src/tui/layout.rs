@@ -195,9 +195,10 @@ fn bottom_widths(app: &App, width: u16, layers: usize) -> (u16, u16) {
 pub const GRID_LABEL_W: u16 = 4;
 
 /// Columns of one head-grid cell: a separating space, a shade glyph without colour, then
-/// two digits (three for entropy's `4.5`).
+/// two digits (three for entropy's `4.5` and the ablation's `0.4` bits).
 pub fn grid_cell_w(app: &App) -> u16 {
-    let digits = if app.view.metric == crate::tui::data::Metric::Entropy {
+    let m = app.view.metric;
+    let digits = if m == crate::tui::data::Metric::Entropy || m.is_ablation() {
         3
     } else {
         2

@@ -327,6 +327,8 @@ fn event_loop(
                 Effect::Compare(job) => worker.compare(job),
                 Effect::Probe(job) => worker.probe(job),
                 Effect::Knockout(job) => worker.knockout(job),
+                Effect::Ablate(job) => worker.ablate(job),
+                Effect::Lens(job) => worker.lens(job),
                 Effect::LabelToken(key, job) => follow.push(Msg::TokenLabel {
                     key,
                     label: crate::probe::label::label_token(&job),

@@ -134,6 +134,24 @@ pub enum WorkerMsg {
         req: u64,
         result: std::result::Result<Arc<crate::analysis::causal::KnockoutResult>, String>,
     },
+    /// Ablation request `req` is under way: head `head` of layer `layer` (0-based) is
+    /// done, `done` of `total` heads so far (heads come in order, each once).
+    AblatedHead {
+        req: u64,
+        layer: usize,
+        head: usize,
+        effect: crate::analysis::causal::HeadEffect,
+        measure: crate::analysis::causal::Measure,
+        done: usize,
+        total: usize,
+    },
+    /// Ablation request `req` failed (its heads so far stay).
+    AblationFailed { req: u64, error: String },
+    /// Logit-lens request `req` done (or failed).
+    Lensed {
+        req: u64,
+        result: std::result::Result<Arc<LensData>, String>,
+    },
     /// Probe request `req` done.
     Probed { req: u64, report: Arc<ProbeReport> },
     /// Probe request `req` failed (or was dropped).
@@ -173,6 +191,17 @@ impl std::fmt::Debug for WorkerMsg {
             WorkerMsg::Knocked { req, result } => write!(
                 f,
                 "Knocked({req}, {})",
+                if result.is_ok() { "ok" } else { "failed" }
+            ),
+            WorkerMsg::AblatedHead {
+                req, layer, head, ..
+            } => write!(f, "AblatedHead({req}, L{} H{})", layer + 1, head + 1),
+            WorkerMsg::AblationFailed { req, error } => {
+                write!(f, "AblationFailed({req}: {error})")
+            }
+            WorkerMsg::Lensed { req, result } => write!(
+                f,
+                "Lensed({req}, {})",
                 if result.is_ok() { "ok" } else { "failed" }
             ),
             WorkerMsg::ProbeFailed { req, error } => write!(f, "ProbeFailed({req}: {error})"),
@@ -303,6 +332,43 @@ pub struct KnockoutJob {
     pub edges: crate::analysis::causal::EdgeSet,
 }
 
+/// A head-ablation request (the head grid's ablation scores; latest wins): every head
+/// of the analysed text zeroed in turn, from the `from`-th head on (0-based, layer by
+/// layer), as `codescope ablate` does.
+#[derive(Debug, Clone)]
+pub struct AblationJob {
+    pub req: u64,
+    pub syntax: Arc<Syntax>,
+    pub mode: crate::analysis::Mode,
+    pub from: usize,
+}
+
+/// A logit-lens request (the explorer's lens view; latest wins), as `codescope lens`
+/// computes it.
+#[derive(Debug, Clone)]
+pub struct LensJob {
+    pub req: u64,
+    pub syntax: Arc<Syntax>,
+    pub mode: crate::analysis::Mode,
+}
+
+/// The logit lens of a snippet with the text of every top guess in it.
+pub struct LensData {
+    pub lens: crate::analysis::causal::LensResult,
+    /// Subword id → its text (the tokenizer's), for every top guess and next subword.
+    pub words: BTreeMap<u32, String>,
+}
+
+impl LensData {
+    /// The text of subword `id` (`<id>` when the tokenizer has none).
+    pub fn word(&self, id: u32) -> String {
+        self.words
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("<{id}>"))
+    }
+}
+
 /// A probe request (latest wins; runs after any pending model load or analysis): a
 /// linear probe for one task (or AST-Probe) at every layer of the loaded model, on the
 /// bundled corpus of one language.
@@ -383,6 +449,11 @@ pub enum Effect {
     Compare(CompareJob),
     /// Knock an edge set out in the worker (supersedes any earlier knockout request).
     Knockout(KnockoutJob),
+    /// Ablate every head in turn in the worker, head by head (supersedes any earlier
+    /// ablation request).
+    Ablate(AblationJob),
+    /// Run the logit lens in the worker (supersedes any earlier lens request).
+    Lens(LensJob),
     /// Write figures (SVG + PNG) and the numbers (JSON) to the export directory.
     Export(super::app::ExportWhat),
     /// Append a step to the tour file at the path.

@@ -41,8 +41,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::msg::{
-    AnalyseJob, CompareJob, KnockoutJob, LayerKey, PartialFrame, PartialLayer, ProbeJob,
-    TwinSource, WorkerMsg,
+    AblationJob, AnalyseJob, CompareJob, KnockoutJob, LayerKey, LensJob, PartialFrame,
+    PartialLayer, ProbeJob, TwinSource, WorkerMsg,
 };
 use crate::analysis::{self, Matrices, Mode, RunOptions, SnippetAnalysis};
 use crate::model::{source, LoadedModel};
@@ -60,10 +60,12 @@ enum Kind {
     Layer,
     Compare,
     Knockout,
+    Lens,
+    Ablate,
     Probe,
 }
 
-const KINDS: usize = 6;
+const KINDS: usize = 8;
 
 /// One job of each kind, at most, waits (gitui's latest-wins `AsyncSingleJob`, for every
 /// kind at once): a newer job replaces the pending one of its kind.
@@ -76,10 +78,12 @@ struct Slot {
 impl Slot {
     /// A job of a kind above probe training waits (a running probe yields to it).
     fn urgent(&self) -> bool {
-        self.stop
-            || self.pending[..Kind::Probe as usize]
-                .iter()
-                .any(Option::is_some)
+        self.waiting_before(Kind::Probe)
+    }
+
+    /// A job of a kind above `kind` waits (or the worker is stopping).
+    fn waiting_before(&self, kind: Kind) -> bool {
+        self.stop || self.pending[..kind as usize].iter().any(Option::is_some)
     }
 }
 
@@ -191,6 +195,16 @@ impl Worker {
         self.queue(Job::Knockout(job));
     }
 
+    /// Queue a head ablation.
+    pub fn ablate(&self, job: AblationJob) {
+        self.queue(Job::Ablate(job));
+    }
+
+    /// Queue a logit lens.
+    pub fn lens(&self, job: LensJob) {
+        self.queue(Job::Lens(job));
+    }
+
     /// Queue a probe job.
     pub fn probe(&self, job: ProbeJob) {
         self.queue(Job::Probe(job));
@@ -226,6 +240,8 @@ enum Job {
     Layer(LayerKey, Arc<SnippetAnalysis>),
     Compare(CompareJob),
     Knockout(KnockoutJob),
+    Lens(LensJob),
+    Ablate(AblationJob),
     Probe(ProbeJob),
 }
 
@@ -237,6 +253,8 @@ impl Job {
             Job::Layer(..) => Kind::Layer,
             Job::Compare(_) => Kind::Compare,
             Job::Knockout(_) => Kind::Knockout,
+            Job::Lens(_) => Kind::Lens,
+            Job::Ablate(_) => Kind::Ablate,
             Job::Probe(_) => Kind::Probe,
         }
     }
@@ -249,6 +267,8 @@ impl Job {
             Job::Analyse(j) => Some(j.req),
             Job::Compare(j) => Some(j.req),
             Job::Knockout(j) => Some(j.req),
+            Job::Lens(j) => Some(j.req),
+            Job::Ablate(j) => Some(j.req),
             Job::Probe(j) => Some(j.req),
         }
     }
@@ -371,6 +391,67 @@ fn run(shared: &Shared, send: &Sender) {
                     send(msg);
                 }
             }
+            Job::Lens(job) => {
+                let req = job.req;
+                let stale = || !shared.current(Kind::Lens, req);
+                if stale() {
+                    continue;
+                }
+                let r = catch_unwind(AssertUnwindSafe(|| match model.as_ref() {
+                    Some(m) => lens_job(m, &job),
+                    None => WorkerMsg::Lensed {
+                        req,
+                        result: Err("no model is loaded".into()),
+                    },
+                }));
+                let msg = r.unwrap_or_else(|p| WorkerMsg::Lensed {
+                    req,
+                    result: Err(format!("internal error: {}", panic_text(p))),
+                });
+                if !stale() {
+                    send(msg);
+                }
+            }
+            Job::Ablate(job) => {
+                let req = job.req;
+                let stale = || !shared.current(Kind::Ablate, req);
+                if stale() {
+                    continue;
+                }
+                let Some(m) = model.as_ref() else {
+                    send(WorkerMsg::AblationFailed {
+                        req,
+                        error: "no model is loaded".into(),
+                    });
+                    continue;
+                };
+                let stop = || stale() || shared.lock().waiting_before(Kind::Ablate);
+                let send_current = |w: WorkerMsg| {
+                    if !stale() {
+                        send(w)
+                    }
+                };
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    ablation_job(m, &job, &stop, &send_current)
+                }));
+                match r {
+                    Ok(next) if next < m.info.layers * m.info.heads => {
+                        // Yielded to a more urgent job: go on from the next head
+                        // afterwards (unless superseded).
+                        let mut guard = shared.lock();
+                        let s = &mut *guard;
+                        let pending = &mut s.pending[Kind::Ablate as usize];
+                        if pending.is_none() && !s.stop && shared.current(Kind::Ablate, req) {
+                            *pending = Some(Job::Ablate(AblationJob { from: next, ..job }));
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(p) => send_current(WorkerMsg::AblationFailed {
+                        req,
+                        error: format!("internal error: {}", panic_text(p)),
+                    }),
+                }
+            }
             Job::Probe(job) => {
                 let req = job.req;
                 let r = catch_unwind(AssertUnwindSafe(|| {
@@ -407,6 +488,98 @@ pub fn knockout_job(
         .map(Arc::new)
         .map_err(|e| e.to_string());
     WorkerMsg::Knocked {
+        req: job.req,
+        result,
+    }
+}
+
+/// The head grid's ablation scores: each head from the job's `from`-th on zeroed in
+/// turn ([`causal::ablate_head`], as `codescope ablate` does), one
+/// [`WorkerMsg::AblatedHead`] each, until `stop` says so. Returns the index of the next
+/// head to do (every head's count once done or failed).
+///
+/// [`causal::ablate_head`]: crate::analysis::causal::ablate_head
+pub fn ablation_job(
+    m: &LoadedModel,
+    job: &AblationJob,
+    stop: &(dyn Fn() -> bool + Sync),
+    send: &dyn Fn(WorkerMsg),
+) -> usize {
+    use crate::analysis::causal;
+    let (heads, total) = (m.info.heads, m.info.layers * m.info.heads);
+    let req = job.req;
+    let fail = |e: crate::error::Error| {
+        send(WorkerMsg::AblationFailed {
+            req,
+            error: e.to_string(),
+        })
+    };
+    let cancel = |_: usize| stop();
+    let syn = &job.syntax;
+    let p = match causal::Prepared::new_with(
+        m,
+        &syn.source,
+        syn.language,
+        job.mode,
+        true,
+        Some(&cancel),
+    ) {
+        Ok(p) => p,
+        Err(crate::error::Error::Cancelled) => return job.from,
+        Err(e) => {
+            fail(e);
+            return total;
+        }
+    };
+    for k in job.from..total {
+        if stop() {
+            return k;
+        }
+        let (layer, head) = (k / heads, k % heads);
+        match causal::ablate_head(m, &p, crate::model::AblationMode::Zero, layer, head) {
+            Ok(effect) => send(WorkerMsg::AblatedHead {
+                req,
+                layer,
+                head,
+                effect,
+                measure: p.measure,
+                done: k + 1,
+                total,
+            }),
+            Err(e) => {
+                fail(e);
+                return total;
+            }
+        }
+    }
+    total
+}
+
+/// The explorer's logit lens, as `codescope lens` computes it, with the text of every
+/// subword it names.
+pub fn lens_job(m: &LoadedModel, job: &LensJob) -> WorkerMsg {
+    use crate::analysis::causal;
+    let result = causal::lens(m, &job.syntax.source, job.syntax.language, job.mode)
+        .map(|lens| {
+            let mut words = std::collections::BTreeMap::new();
+            let ids = lens
+                .cells
+                .iter()
+                .flatten()
+                .flatten()
+                .map(|c| c.top)
+                .chain(lens.ids.iter().copied());
+            for id in ids {
+                words.entry(id).or_insert_with(|| {
+                    m.tokenizer
+                        .id_to_token(id)
+                        .unwrap_or_else(|| format!("<{id}>"))
+                });
+            }
+            Arc::new(super::msg::LensData { lens, words })
+        })
+        .map_err(|e| e.to_string());
+    WorkerMsg::Lensed {
         req: job.req,
         result,
     }
@@ -881,6 +1054,20 @@ mod tests {
 
     /// One slot per kind, latest wins, taken in priority order; `current` tells a running
     /// job it was superseded; `stop` supersedes everything.
+    /// A running ablation yields to every kind above it (a new analysis, a load, a
+    /// lens), not to probe training.
+    #[test]
+    fn an_ablation_yields_to_every_kind_above_it() {
+        let mut s = Slot::default();
+        s.pending[Kind::Probe as usize] = Some(probe_job(1));
+        assert!(!s.waiting_before(Kind::Ablate));
+        s.pending[Kind::Load as usize] = Some(Job::Load(None, None));
+        assert!(s.waiting_before(Kind::Ablate));
+        s.pending[Kind::Load as usize] = None;
+        s.stop = true;
+        assert!(s.waiting_before(Kind::Ablate));
+    }
+
     #[test]
     fn the_job_slot_is_latest_wins_per_kind_in_priority_order() {
         let shared = Shared {

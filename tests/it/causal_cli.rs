@@ -734,3 +734,110 @@ fn a_corpus_ablation_averages_each_snippets_grid() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `render --view ablation` and `--view lens` through the binary: SVG and PNG, each
+/// cell's number the `ablate` and `lens` commands' own; an encoder's lens is a one-line
+/// error.
+#[test]
+fn render_draws_the_ablation_and_lens_figures_with_the_commands_numbers() {
+    let env = Env::new();
+    let f = write(&env, CODE);
+    let render = |view: &str, out: &str| {
+        let p = env.root.join(out);
+        let o = env
+            .cmd()
+            .args(["--model", &fixture("tiny_llama"), "render"])
+            .arg(&f)
+            .args(["--view", view, "--out"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        ok(&o);
+        p
+    };
+    let svg = std::fs::read_to_string(render("ablation", "ab.svg")).unwrap();
+    assert!(
+        svg.contains("ablation effect on identifiers")
+            && svg.contains("ablation effect on syntactic tokens")
+            && svg.contains("each head zeroed in turn, mean surprisal change in bits"),
+        "{svg}"
+    );
+    let v = run_json(&env, "tiny_llama", &f, &["ablate"]);
+    let heads = v["heads"].as_array().unwrap();
+    // The first grid is the identifiers': its cells, in order, are `ablate`'s.
+    let (ids, _) = svg
+        .split_once("ablation effect on syntactic tokens")
+        .unwrap();
+    for h in heads {
+        let cell = format!(
+            "L{} H{}: {:.4}<",
+            h["layer"],
+            h["head"],
+            h["identifier"].as_f64().unwrap()
+        );
+        assert!(ids.contains(&cell), "{cell} not in the figure");
+    }
+    let png = std::fs::read(render("ablation", "ab.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // The explorer's screen on an ablation score: the grid filled, the status line's
+    // summary.
+    let txt = env.root.join("screen.txt");
+    let o = env
+        .cmd()
+        .args(["--model", &fixture("tiny_llama"), "render"])
+        .arg(&f)
+        .args([
+            "--view",
+            "screen",
+            "--metric",
+            "ablation_syntactic",
+            "--out",
+        ])
+        .arg(&txt)
+        .output()
+        .unwrap();
+    ok(&o);
+    let screen = std::fs::read_to_string(&txt).unwrap();
+    assert!(
+        screen.contains("ablation: syn [s]") && screen.contains("identifiers suffer most from"),
+        "{screen}"
+    );
+
+    let svg = std::fs::read_to_string(render("lens", "lens.svg")).unwrap();
+    assert!(svg.contains("logit lens: each layer"), "{svg}");
+    let v = run_json(&env, "tiny_llama", &f, &["lens"]);
+    let tok = v["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["coarse"] == "identifier" && !t["layers"][1].is_null())
+        .unwrap();
+    for c in tok["layers"].as_array().unwrap() {
+        let cell = format!(
+            "at L{}: top-1 «{}», p(",
+            c["layer"],
+            c["top"].as_str().unwrap()
+        );
+        let num = format!(") {:.4}, rank {}<", c["prob"].as_f64().unwrap(), c["rank"]);
+        assert!(
+            svg.lines().any(|l| l.contains(&cell) && l.contains(&num)),
+            "{cell}…{num} not in the figure"
+        );
+    }
+    let png = std::fs::read(render("lens", "lens.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // An encoder has no lens: one line naming why.
+    let o = env
+        .cmd()
+        .args(["--model", &fixture("tiny_roberta"), "render"])
+        .arg(&f)
+        .args(["--view", "lens", "--out"])
+        .arg(env.root.join("x.svg"))
+        .output()
+        .unwrap();
+    let e = fails(&o);
+    assert!(
+        e.contains("--view lens") && e.contains("is an encoder"),
+        "{e}"
+    );
+}

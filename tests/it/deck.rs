@@ -136,17 +136,9 @@ fn render_rewrite_draws_comparisons() {
     assert!(!plain.contains("compare mode"));
 }
 
-/// A tour step with `knockout = SET` draws the knockout view (the deck's figure says which
-/// set), and `B` records the knockout mode in the step it appends.
-#[test]
-fn a_tour_step_knocks_an_edge_set_out() {
-    let root = tempfile::tempdir().unwrap();
-    let tmp = root.path();
-    std::fs::write(tmp.join("a.py"), "def f(x):\n    y = x + 1\n    return y\n").unwrap();
-    let model = fixture("tiny_llama");
-    let tour = format!(
-        "title = \"K\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nview = \"knockout\"\nknockout = \"dfg\"\ncaption = \"data flow out\"\n"
-    );
+/// The deck of `tour` (written to `talk.toml` in `tmp`) rendered into `tmp/deck`
+/// through the binary: its folder and the images its index links, in order.
+fn deck_of(tmp: &Path, tour: &str) -> (std::path::PathBuf, Vec<String>) {
     let tour_path = tmp.join("talk.toml");
     std::fs::write(&tour_path, tour).unwrap();
     let out = tmp.join("deck");
@@ -159,7 +151,22 @@ fn a_tour_step_knocks_an_edge_set_out() {
         .unwrap();
     crate::cli_sources::ok(&o);
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
-    let link = attr_values(&html, "src").remove(0);
+    (out, attr_values(&html, "src"))
+}
+
+/// A tour step with `knockout = SET` draws the knockout view (the deck's figure says which
+/// set), and `B` records the knockout mode in the step it appends.
+#[test]
+fn a_tour_step_knocks_an_edge_set_out() {
+    let root = tempfile::tempdir().unwrap();
+    let tmp = root.path();
+    std::fs::write(tmp.join("a.py"), "def f(x):\n    y = x + 1\n    return y\n").unwrap();
+    let model = fixture("tiny_llama");
+    let tour = format!(
+        "title = \"K\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nview = \"knockout\"\nknockout = \"dfg\"\ncaption = \"data flow out\"\n"
+    );
+    let (out, mut links) = deck_of(tmp, &tour);
+    let link = links.remove(0);
     let svg = std::fs::read_to_string(out.join(link.replace(".png", ".svg"))).unwrap();
     assert!(svg.contains("knockout dfg: "), "{svg}");
 
@@ -262,4 +269,27 @@ fn a_figure_of_a_long_file_is_one_slide() {
     let err = crate::cli_sources::fails(&big);
     assert!(err.contains("over 7680x4320"), "{err}");
     assert!(!tmp.join("big.png").exists());
+}
+
+/// Tour steps with `view = "ablation"` and `view = "lens"` draw those figures in the deck.
+#[test]
+fn a_tour_step_shows_the_ablation_and_the_lens() {
+    let root = tempfile::tempdir().unwrap();
+    let tmp = root.path();
+    std::fs::write(tmp.join("a.py"), "def f(x):\n    y = x + 1\n    return y\n").unwrap();
+    let model = fixture("tiny_llama");
+    let tour = format!(
+        "title = \"AL\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nview = \"ablation\"\nmetric = \"ablation_syntactic\"\ncaption = \"the heads that matter\"\n\n[[step]]\nfile = \"a.py\"\nview = \"lens\"\ntoken = \"y\"\ncaption = \"where y is decided\"\n"
+    );
+    let (out, links) = deck_of(tmp, &tour);
+    assert_eq!(links.len(), 2, "{links:?}");
+    let svg =
+        |i: usize| std::fs::read_to_string(out.join(links[i].replace(".png", ".svg"))).unwrap();
+    assert!(svg(0).contains("ablation effect on syntactic tokens"));
+    let lens = svg(1);
+    assert!(lens.contains("logit lens: each layer"), "{lens}");
+    assert!(lens.contains("«y» (identifier)"), "{lens}");
+    for l in &links {
+        assert!(png_size(&out.join(l)).0 > 0);
+    }
 }

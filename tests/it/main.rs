@@ -53,6 +53,7 @@ mod study_graphs;
 mod syntax_worst_case;
 mod t5_bart_reference;
 mod tiny_roberta_reference;
+mod tui_ablation;
 mod tui_app;
 mod tui_astprobe;
 #[allow(dead_code)]
@@ -62,6 +63,7 @@ mod tui_deep;
 mod tui_e2e;
 mod tui_input;
 mod tui_knockout;
+mod tui_lens;
 mod tui_snapshots;
 mod tui_stream;
 mod tui_tty;

@@ -310,6 +310,8 @@ fn synthetic_view(n: usize) -> export::FigureData {
         categories: Default::default(),
         surprisal: None,
         knockout: None,
+        ablation: None,
+        lens: None,
         dataflow: None,
         pinned: None,
         probes: None,
@@ -677,4 +679,33 @@ fn render_task_takes_ast_like_tours() {
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(app.probe.task, PanelTask::Ast);
     assert_eq!(probe_job(&fx).map(|j| j.task), Some(PanelTask::Ast));
+}
+
+/// The ablation and lens figures are slide grade too (a causal model: the tiny Llama),
+/// in both themes, and their PNGs decode at 1920 px.
+#[test]
+fn the_ablation_and_lens_figures_are_slide_grade() {
+    let mut app = ready_decoder("tiny_llama", SAMPLE, 120, 40, theme(ColorMode::TrueColor));
+    press(&mut app, &[KeyCode::Char('7'), KeyCode::Char('Y')]);
+    let view = codescope::tui::figures::figure_data(&app).unwrap();
+    for light in [false, true] {
+        let opts = FigureOptions {
+            light,
+            ..FigureOptions::default()
+        };
+        for kind in [Kind::Ablation, Kind::Lens] {
+            let f = figure::render(kind, &view, &opts).unwrap();
+            assert_eq!(f, figure::render(kind, &view, &opts).unwrap(), "{kind:?}");
+            check_slide_grade(kind, &f.svg, true);
+            let pm = resvg::tiny_skia::Pixmap::decode_png(&png::render(&f).unwrap()).unwrap();
+            assert_eq!(pm.width(), 1920, "{kind:?}");
+        }
+    }
+    // Without them: a one-line reason.
+    let plain = ready(SAMPLE, 120, 40);
+    let v = codescope::tui::figures::figure_data(&plain).unwrap();
+    for kind in [Kind::Ablation, Kind::Lens] {
+        let e = figure::render(kind, &v, &FigureOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("was not"), "{e}");
+    }
 }

@@ -117,6 +117,43 @@ pub fn serve(app: &mut App, fx: Vec<Effect>) -> Vec<Effect> {
     }
 }
 
+/// What the worker sends for a head ablation, in order (one report per head).
+pub fn ablation_msgs(
+    model: &LoadedModel,
+    job: &codescope::tui::msg::AblationJob,
+) -> Vec<WorkerMsg> {
+    let out = std::sync::Mutex::new(Vec::new());
+    codescope::tui::worker::ablation_job(model, job, &|| false, &|w| out.lock().unwrap().push(w));
+    out.into_inner().unwrap()
+}
+
+/// The tiny Llama explorer at small sizes (down to below the minimum), colourless and
+/// `--ascii`, after `keys`: never a panic, and in `--ascii` no drawing glyph (box
+/// drawing, blocks, shades, markers). `check` gets each screen with its size.
+pub fn on_small_screens(keys: &[KeyCode], check: impl Fn(u16, u16, &str)) {
+    for (w, h) in [(80, 24), (60, 16), (20, 5)] {
+        for th in [
+            Theme::new(ColorMode::None, false),
+            Theme {
+                ascii: true,
+                ..Theme::new(ColorMode::TrueColor, false)
+            },
+        ] {
+            let mut app = ready_decoder("tiny_llama", SHORT, w, h, th);
+            press(&mut app, keys);
+            let s = screen(&app);
+            if th.ascii {
+                let bad: String = s
+                    .chars()
+                    .filter(|c| ('\u{2500}'..='\u{25ff}').contains(c))
+                    .collect();
+                assert!(bad.is_empty(), "{w}x{h}: {bad:?}\n{s}");
+            }
+            check(w, h, &s);
+        }
+    }
+}
+
 /// [`serve`] with another model.
 pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &str) -> Vec<Effect> {
     let mut left = Vec::new();
@@ -162,6 +199,13 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                 Effect::Knockout(job) => next.extend(app.update(Msg::Worker(
                     codescope::tui::worker::knockout_job(model, &job, None),
                 ))),
+                Effect::Lens(job) => next
+                    .extend(app.update(Msg::Worker(codescope::tui::worker::lens_job(model, &job)))),
+                Effect::Ablate(job) => {
+                    for w in ablation_msgs(model, &job) {
+                        next.extend(app.update(Msg::Worker(w)));
+                    }
+                }
                 Effect::Compare(job) => {
                     let out = std::cell::RefCell::new(Vec::new());
                     codescope::tui::worker::compare(model, &job, None, &|w| {

@@ -9,7 +9,9 @@
 //!   back (alternate screen and mouse reports off, the job stopped), `fg` brings the
 //!   explorer back in raw mode;
 //! - SIGQUIT restores the terminal (bracketed paste off too), saves the session and
-//!   exits 131.
+//!   exits 131;
+//! - the knockout, the head grid's ablation scores and the logit lens run in the worker
+//!   thread (the last two on the tiny Llama).
 //!
 //! Every wait polls with a timeout. Needs tmux (and bash for job control).
 
@@ -638,4 +640,39 @@ fn tty_lines_starts_on_a_region() {
     let o = cmd(&["--lines", "1-2", "syntax", "area.py"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("is the explorer's"));
+}
+
+/// The head grid's ablation scores and the logit lens through the real binary and its
+/// worker thread, on the tiny Llama: `7` fills the grid head by head (the status line
+/// ends with the head identifiers suffer most from), `Y` opens the lens (the selected
+/// cell's line under the grid), Esc closes it, `q` quits.
+#[test]
+fn tty_ablation_scores_and_the_logit_lens_run_in_the_worker() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("area.py"), AREA).unwrap();
+    let llama = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_llama");
+    let tmux = Tmux::new("ablens");
+    let exit = start_cmd(
+        &tmux,
+        d.path(),
+        &sandbox(d.path()),
+        &format!("--model '{}' area.py", llama.display()),
+    );
+    tmux.wait_for("the analysis", 120, |s| {
+        s.contains("def area(w, h)") && s.contains("(llama)") && s.contains("rows query")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "7"]);
+    let s = tmux.wait_for("the ablation", 60, |s| {
+        s.contains("ablation: 8 heads zeroed (Δ bits); identifiers suffer most from L")
+    });
+    assert!(s.contains("Heads · ablation: ids [s]"), "{s}");
+    tmux.run(&["send-keys", "-t", "e2e", "Y"]);
+    let s = tmux.wait_for("the lens", 60, |s| {
+        s.contains("Logit lens") && s.contains("L2 (output): top-1")
+    });
+    assert!(s.contains("identifiers decided at:"), "{s}");
+    tmux.run(&["send-keys", "-t", "e2e", "Escape"]);
+    tmux.wait_for("the lens closed", 30, |s| !s.contains("Logit lens"));
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0", "exit status after q");
 }

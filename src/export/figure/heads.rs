@@ -24,27 +24,46 @@ fn cell_text(metric: &str, v: Option<f64>) -> String {
     }
 }
 
-pub fn draw(view: &FigureData, m: Metrics, pal: Palette) -> Figure {
-    let g = &view.head_grid;
+/// One grid of a head-grid figure: a score per head, the heads of `best` underlined.
+pub struct Grid<'a> {
+    pub metric: &'a str,
+    pub values: &'a [Vec<Option<f64>>],
+    pub signed: bool,
+    pub best: &'a [Option<usize>],
+    /// The colour bar's caption instead of the metric's.
+    pub caption: Option<&'a str>,
+}
+
+/// Per layer, the head with the largest positive value.
+pub fn best_per_layer(values: &[Vec<Option<f64>>]) -> Vec<Option<usize>> {
+    values
+        .iter()
+        .map(|row| {
+            let mut b: Option<(usize, f64)> = None;
+            for (h, v) in row.iter().enumerate() {
+                if let Some(v) = *v {
+                    if v > 0.0 && b.is_none_or(|(_, bv)| v > bv) {
+                        b = Some((h, v));
+                    }
+                }
+            }
+            b.map(|(h, _)| h)
+        })
+        .collect()
+}
+
+/// Draw grid `g` below `y0` (layer numbers, cells with their values, the current head
+/// framed, the colour bar); returns the y below it.
+pub fn draw_grid(
+    svg: &mut Svg,
+    m: Metrics,
+    pal: Palette,
+    view: &FigureData,
+    g: &Grid,
+    y0: f64,
+) -> f64 {
     let layers = g.values.len();
     let heads = g.values.first().map_or(0, |r| r.len());
-    let mut svg = Svg::new(m.width(), m.width() * 0.5);
-    let current = match view.head {
-        Some(h) => format!("current: layer {} head {h} (framed)", view.layer),
-        None => format!("current: mean of layer {} (framed)", view.layer),
-    };
-    let mut sub = vec![format!(
-        "{} per head · threshold {:.2} · {} input · {current}",
-        g.name, view.threshold, view.mode
-    )];
-    if g.signed {
-        sub.push(
-            "compare mode: each cell is the twin's score minus the original's (B − A): orange where the twin scores higher, blue lower".into(),
-        );
-    } else if is_f1(&g.metric) {
-        sub.push("underlined: the best head of each layer".into());
-    }
-    let y0 = header(&mut svg, m, pal, &title_of(view), &sub);
     let amax = g
         .values
         .iter()
@@ -67,10 +86,12 @@ pub fn draw(view: &FigureData, m: Metrics, pal: Palette) -> Figure {
     } else {
         [0.0, 0.25, 0.5, 0.75, 1.0]
             .iter()
-            .map(|&p: &f64| (p, cell_text(&g.metric, Some(smax * p * p))))
+            .map(|&p: &f64| (p, cell_text(g.metric, Some(smax * p * p))))
             .collect()
     };
-    let caption = if g.signed {
+    let caption = if let Some(c) = g.caption {
+        c
+    } else if g.signed {
         "B − A (√)"
     } else if g.metric == "entropy_bits" {
         "bits (√)"
@@ -101,24 +122,6 @@ pub fn draw(view: &FigureData, m: Metrics, pal: Palette) -> Figure {
             &format!("L{}", l + 1),
         );
     }
-    let best: Vec<Option<usize>> = g
-        .values
-        .iter()
-        .map(|row| {
-            if !is_f1(&g.metric) || g.signed {
-                return None;
-            }
-            let mut b: Option<(usize, f64)> = None;
-            for (h, v) in row.iter().enumerate() {
-                if let Some(v) = *v {
-                    if v > 0.0 && b.is_none_or(|(_, bv)| v > bv) {
-                        b = Some((h, v));
-                    }
-                }
-            }
-            b.map(|(h, _)| h)
-        })
-        .collect();
     svg.group("grid");
     for h in 0..heads {
         let y = top + h as f64 * ch;
@@ -147,13 +150,13 @@ pub fn draw(view: &FigureData, m: Metrics, pal: Palette) -> Figure {
             };
             svg.rect_titled(x, y, cw, ch, bg, &title);
             let mut f = Font::new(body, readable(pal.fg(), bg)).anchor(Anchor::Middle);
-            let is_best = best[l] == Some(h);
+            let is_best = g.best.get(l).copied().flatten() == Some(h);
             if is_best {
                 f = f.bold();
             }
             let text = match v {
                 Some(x) if g.signed => fmt_signed(x),
-                _ => cell_text(&g.metric, v),
+                _ => cell_text(g.metric, v),
             };
             svg.text(x + cw * 0.5, y + ch * 0.5 + 0.36 * body, f, &text);
             if is_best {
@@ -201,7 +204,7 @@ pub fn draw(view: &FigureData, m: Metrics, pal: Palette) -> Figure {
     svg.end_group();
     let grid_h = ch * heads as f64;
     colorbar_v(
-        &mut svg,
+        svg,
         m,
         pal,
         (
@@ -217,7 +220,42 @@ pub fn draw(view: &FigureData, m: Metrics, pal: Palette) -> Figure {
         &ticks,
         caption,
     );
-    let bottom = top + grid_h.max(200.0 * m.s) + m.margin();
+    top + grid_h.max(200.0 * m.s) + m.margin()
+}
+
+pub fn draw(view: &FigureData, m: Metrics, pal: Palette) -> Figure {
+    let g = &view.head_grid;
+    let layers = g.values.len();
+    let mut svg = Svg::new(m.width(), m.width() * 0.5);
+    let current = match view.head {
+        Some(h) => format!("current: layer {} head {h} (framed)", view.layer),
+        None => format!("current: mean of layer {} (framed)", view.layer),
+    };
+    let mut sub = vec![format!(
+        "{} per head · threshold {:.2} · {} input · {current}",
+        g.name, view.threshold, view.mode
+    )];
+    if g.signed {
+        sub.push(
+            "compare mode: each cell is the twin's score minus the original's (B − A): orange where the twin scores higher, blue lower".into(),
+        );
+    } else if is_f1(&g.metric) {
+        sub.push("underlined: the best head of each layer".into());
+    }
+    let y0 = header(&mut svg, m, pal, &title_of(view), &sub);
+    let best = if is_f1(&g.metric) && !g.signed {
+        best_per_layer(&g.values)
+    } else {
+        vec![None; layers]
+    };
+    let grid = Grid {
+        metric: &g.metric,
+        values: &g.values,
+        signed: g.signed,
+        best: &best,
+        caption: None,
+    };
+    let bottom = draw_grid(&mut svg, m, pal, view, &grid, y0);
     svg.grow_to(m.width(), bottom);
     let (width, height) = (svg.width, svg.height);
     Figure {

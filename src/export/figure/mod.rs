@@ -11,16 +11,18 @@
 //!
 //! Views: [`Kind::Heatmap`] (code shaded by the attention of the selected token beside
 //! the attention matrix; with a pinned head, both matrices), [`Kind::Surprisal`],
-//! [`Kind::Knockout`], [`Kind::Heads`], [`Kind::Categories`], [`Kind::Probes`], [`Kind::Overview`] and
+//! [`Kind::Knockout`], [`Kind::Heads`], [`Kind::Ablation`], [`Kind::Lens`], [`Kind::Categories`], [`Kind::Probes`], [`Kind::Overview`] and
 //! [`Kind::Screen`] (the explorer screen from its ratatui buffer, [`screen`]).
 //! Large matrices are embedded as one PNG raster (one pixel per cell, drawn without
 //! smoothing) so a 512-token heat map stays well under 1 MB.
 
+mod ablation;
 mod categories;
 mod code;
 mod finding;
 mod heads;
 mod heatmap;
+mod lens;
 mod matrix;
 mod overview;
 pub mod palette;
@@ -51,6 +53,12 @@ pub enum Kind {
     Surprisal,
     /// The code coloured by each token's change under an attention knockout (`K`).
     Knockout,
+    /// The head ablation's effect per head on identifiers and on syntactic tokens
+    /// (the head grid's scores 7 and 8).
+    Ablation,
+    /// The logit lens: layers by code tokens, each cell the top-1 guess shaded by the
+    /// actual token's probability (causal models).
+    Lens,
     /// Every head as a thumbnail with its score.
     Overview,
     /// The study's finding: syn–syn, id–id and syn–id F1 per layer, with the shares.
@@ -60,13 +68,15 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Heatmap,
         Kind::Heads,
         Kind::Categories,
         Kind::Probes,
         Kind::Surprisal,
         Kind::Knockout,
+        Kind::Ablation,
+        Kind::Lens,
         Kind::Overview,
         Kind::Screen,
         Kind::Finding,
@@ -80,6 +90,8 @@ impl Kind {
             Kind::Probes => "probes",
             Kind::Surprisal => "surprisal",
             Kind::Knockout => "knockout",
+            Kind::Ablation => "ablation",
+            Kind::Lens => "lens",
             Kind::Overview => "overview",
             Kind::Screen => "screen",
             Kind::Finding => "finding",
@@ -274,6 +286,24 @@ pub fn render(kind: Kind, view: &FigureData, opts: &FigureOptions) -> Result<Fig
             code::draw_knockout(view, &crop, m, pal)
         }
         Kind::Heads => heads::draw(view, m, pal),
+        Kind::Ablation => match &view.ablation {
+            Some(a) => ablation::draw(view, a, m, pal),
+            None => {
+                return Err(unavailable(
+                    kind,
+                    "the head ablation was not run (head-grid score 7 or 8 in the explorer)",
+                ))
+            }
+        },
+        Kind::Lens => match &view.lens {
+            Some(d) if !d.tokens.is_empty() => lens::draw(view, d, m, pal),
+            _ => {
+                return Err(unavailable(
+                    kind,
+                    "the logit lens was not computed (Y in the explorer; causal models)",
+                ))
+            }
+        },
         Kind::Categories => categories::draw(view, m, pal),
         Kind::Finding => match &view.finding {
             Some(fd) => finding::draw(view, fd, m, pal),

@@ -326,6 +326,9 @@ impl App {
     /// of A), with B's values computed the same way.
     pub fn compare_grid(&self, values_a: &[Vec<Option<f64>>]) -> Option<Vec<Vec<Option<f64>>>> {
         let c = self.comparison()?;
+        if self.view.metric.is_ablation() {
+            return None; // the twin is not ablated
+        }
         let (_, scores_b) = self.compare.scores_b.as_ref()?;
         let vb = self.view.metric.values(&c.b, scores_b);
         Some(

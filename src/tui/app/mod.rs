@@ -21,8 +21,10 @@
 //! they move the grid's own cursor (Enter jumps there). The token cursor has its own keys
 //! (hjkl, w/b, PgUp/PgDn, Home/End, `/`), so both work from any panel.
 
+pub mod ablation;
 mod compare;
 pub mod knockout;
+pub mod lens;
 mod model;
 mod mouse;
 mod partial;
@@ -104,6 +106,8 @@ pub enum Overlay {
     ExportMenu(crate::export::figure::Kind),
     /// The model overview: every head as a thumbnail (`O`).
     Overview(OverviewCursor),
+    /// The logit lens: layers by code tokens (`Y`).
+    Lens,
 }
 
 /// Settings the explorer starts with.
@@ -153,6 +157,10 @@ pub struct App {
     pub compare: CompareMode,
     /// The knockout mode (`K`).
     pub knockout: knockout::KnockoutMode,
+    /// The head grid's ablation scores (`7`, `8`).
+    pub ablation: ablation::Ablation,
+    /// The logit lens view (`Y`).
+    pub lens: lens::LensView,
     /// Exports, the overview, the pinned head, tours and sessions.
     pub present: Present,
     /// Only some lines of the file are analysed: the whole file and which lines.
@@ -189,6 +197,8 @@ impl App {
             editor: None,
             compare: CompareMode::default(),
             knockout: knockout::KnockoutMode::default(),
+            ablation: ablation::Ablation::default(),
+            lens: lens::LensView::default(),
             present: Present {
                 export_dir: crate::export::export_dir(None),
                 ..Present::default()
@@ -721,6 +731,8 @@ impl App {
             }
         }
         self.compare_settle(fx);
+        self.settle_ablation(fx);
+        self.settle_lens(fx);
         if let Some((key, job)) = self.label_request() {
             if self.probe.label.as_ref().is_none_or(|(k, _)| *k != key)
                 && !fx
@@ -781,7 +793,11 @@ impl App {
     }
 
     fn worker(&mut self, w: WorkerMsg) {
-        if self.probe.worker(&w) || self.compare_worker(&w) {
+        if self.probe.worker(&w)
+            || self.compare_worker(&w)
+            || self.ablation_worker(&w)
+            || self.lens_worker(&w)
+        {
             return;
         }
         match w {
@@ -902,7 +918,10 @@ impl App {
             | WorkerMsg::TwinMade { .. }
             | WorkerMsg::Compared { .. }
             | WorkerMsg::CompareFailed { .. }
-            | WorkerMsg::Knocked { .. } => {}
+            | WorkerMsg::Knocked { .. }
+            | WorkerMsg::AblatedHead { .. }
+            | WorkerMsg::AblationFailed { .. }
+            | WorkerMsg::Lensed { .. } => {}
         }
     }
 
@@ -976,6 +995,7 @@ impl App {
             Overlay::Models(p) => return self.picker_key(p, k),
             Overlay::ExportMenu(kind) => return self.export_menu_key(kind, k),
             Overlay::Overview(c) => return self.overview_key(c, k),
+            Overlay::Lens => return self.lens_key(k),
         }
         self.normal_key(k)
     }
@@ -1239,6 +1259,7 @@ impl App {
             Command::Language => return self.next_language(),
             Command::Surprisal => return self.toggle_surprisal(),
             Command::Knockout => return self.cycle_knockout(),
+            Command::Lens => return self.open_lens(),
             Command::ProbeTrain | Command::ProbeTask => {
                 if v.focus != Focus::Code {
                     v.focus = Focus::Probes;

@@ -52,6 +52,8 @@ impl Partial {
                     None => match metric {
                         Metric::SynToId => pl.coarse.iter().map(|m| m.share_at(0, 1)).collect(),
                         Metric::IdToSyn => pl.coarse.iter().map(|m| m.share_at(1, 0)).collect(),
+                        // Not part of the analysis: asked for once it is finished.
+                        Metric::AblationId | Metric::AblationSyn => vec![None; heads],
                         _ => pl.entropy.iter().map(|&e| Some(e)).collect(),
                     },
                 },

@@ -243,7 +243,8 @@ impl super::App {
                 Kind::Heatmap | Kind::Overview => Some(Focus::Heatmap),
                 Kind::Screen => None,
                 Kind::Surprisal | Kind::Knockout => Some(Focus::Code),
-                Kind::Heads => Some(Focus::Heads),
+                Kind::Heads | Kind::Ablation => Some(Focus::Heads),
+                Kind::Lens => None,
                 Kind::Categories | Kind::Finding => Some(Focus::Categories),
                 Kind::Probes => Some(Focus::Probes),
             };
@@ -259,6 +260,16 @@ impl super::App {
             }
             if kind == Kind::Overview {
                 self.open_overview();
+            }
+            // The ablation view is the head grid on an ablation score (identifiers
+            // unless the scene names one).
+            if kind == Kind::Ablation && !self.view.metric.is_ablation() {
+                self.view.metric = crate::tui::data::Metric::AblationId;
+            }
+            if kind == Kind::Lens {
+                fx.extend(self.open_lens());
+            } else if matches!(self.overlay, super::Overlay::Lens) {
+                self.overlay = super::Overlay::None;
             }
             match kind {
                 Kind::Surprisal if !self.view.surprisal => fx.extend(self.toggle_surprisal()),

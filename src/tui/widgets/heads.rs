@@ -20,6 +20,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{clip, fit_title, panel};
+use crate::analysis::causal::Measure;
 use crate::tui::app::{App, Focus};
 use crate::tui::data::Metric;
 use crate::tui::layout::{self, GRID_LABEL_W};
@@ -34,6 +35,8 @@ pub fn unit(m: Metric) -> &'static str {
         Metric::SynToId => "syn→id, % of attention",
         Metric::IdToSyn => "id→syn, % of attention",
         Metric::Entropy => "entropy, bits",
+        Metric::AblationId => "ablation: ids",
+        Metric::AblationSyn => "ablation: syn",
     }
 }
 
@@ -41,7 +44,9 @@ pub fn unit(m: Metric) -> &'static str {
 fn fmt_cell(m: Metric, v: Option<f64>, w: usize) -> String {
     let s = match v {
         None => "·".to_string(),
-        Some(x) if m == Metric::Entropy => {
+        Some(x) if m == Metric::Entropy || m.is_ablation() => {
+            // Ablation: the magnitude (the colour, or a sign glyph, says which way).
+            let x = x.abs();
             if w >= 3 && x < 9.95 {
                 format!("{x:.1}")
             } else {
@@ -65,14 +70,26 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
             vec![
                 Span::styled("Heads", t.accent()),
                 Span::styled(
-                    if app.comparison().is_some() {
+                    if app.comparison().is_some() && !m.is_ablation() {
                         " · B−A"
                     } else {
                         ""
                     },
                     t.warn(),
                 ),
-                Span::styled(format!(" · {} [s]", unit(m)), t.dim()),
+                Span::styled(
+                    format!(
+                        " · {}{} [s]",
+                        unit(m),
+                        // An encoder's 1 − cos is small: its cells show it ×100.
+                        if m.is_ablation() && app.ablation.measure == Some(Measure::Cosine) {
+                            " ×100"
+                        } else {
+                            ""
+                        }
+                    ),
+                    t.dim(),
+                ),
             ],
             area.width,
         ),
@@ -83,7 +100,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let partial = app.partial();
     let values = match (partial, app.prepared()) {
         (Some(pt), _) => pt.values(m),
-        (None, Some(p)) => m.values(p, &app.shown.scores),
+        (None, Some(_)) => app.grid_values(m).unwrap_or_default(),
         (None, None) => {
             f.render_widget(
                 Paragraph::new(Span::styled("waiting for the analysis…", t.dim())),
@@ -100,7 +117,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         .is_none()
         .then(|| app.compare_grid(&values))
         .flatten();
-    let signed = diff.is_some();
+    // The ablation's effects are signed too (a head whose removal helps).
+    let signed = diff.is_some() || m.is_ablation();
+    let compared = diff.is_some();
     let values = diff.unwrap_or(values);
     let (layers, heads) = (values.len(), values.first().map_or(0, |r| r.len()));
     if layers != g.layers || heads != g.heads {
@@ -116,6 +135,8 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     } else {
         m.scale_max(&values)
     };
+    let cosine = m.is_ablation() && app.ablation.measure == Some(Measure::Cosine);
+    let show_k = if cosine { 100.0 } else { 1.0 };
     let cw = g.cw as usize;
     let digits = if t.colored() { cw - 1 } else { cw - 2 };
     let f1 = !signed && m.graph().is_some();
@@ -217,7 +238,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 Style::default()
             };
             let text = if t.colored() {
-                fmt_cell(m, v, digits)
+                fmt_cell(m, v.map(|x| x * show_k), digits)
             } else {
                 // Shape instead of colour: a shade glyph (compare mode: the sign) before
                 // the digits.
@@ -226,7 +247,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                     Some(d) if signed && d > 0.0 => '+',
                     _ => Theme::shade(x.abs()),
                 };
-                format!("{g}{}", fmt_cell(m, v, digits))
+                format!("{g}{}", fmt_cell(m, v.map(|x| x * show_k), digits))
             };
             if best[l] == Some(h) {
                 style = style.add_modifier(Modifier::UNDERLINED);
@@ -250,7 +271,21 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     // range when the grid scrolls, then the keys.
     let mut foot = vec![format!("L{} H{}: ", gl + 1, gh + 1)];
     let diff_here = values.get(gl).and_then(|r| r.get(gh)).copied().flatten();
+    let ab_unit = crate::tui::app::ablation::unit(app.ablation.measure);
     match m {
+        _ if m.is_ablation() && !compared => {
+            let e = app
+                .ablation_shown()
+                .and_then(|a| a.grid.get(gl)?.get(gh).copied().flatten());
+            match e {
+                Some(e) => {
+                    let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:+.3}"));
+                    foot[0].push_str(&format!("identifiers {}", f(e.identifier)));
+                    foot.push(format!("syntactic {} {ab_unit}", f(e.syntactic)));
+                }
+                None => foot[0].push_str("not yet"),
+            }
+        }
         _ if signed => match diff_here {
             Some(v) if m == Metric::Entropy => foot[0].push_str(&format!("B−A {v:+.2} bits")),
             Some(v) => foot[0].push_str(&format!("B−A {:+.1} points", v * 100.0)),
@@ -287,6 +322,12 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     }
     if let Some(pt) = partial {
         foot.push(pt.so_far());
+    }
+    if m.is_ablation() && partial.is_none() {
+        match app.ablation_shown() {
+            Some(a) if a.done < a.total => foot.push(format!("{}/{} heads", a.done, a.total)),
+            _ => {}
+        }
     }
     if focused {
         foot.push("Enter: open".into());

@@ -7,6 +7,7 @@ mod categories;
 mod code;
 mod heads;
 mod heatmap;
+mod lens;
 mod overlay;
 mod presenting;
 mod probes;
@@ -23,6 +24,7 @@ use super::app::{App, Focus, Overlay};
 use super::layout;
 pub use super::layout::{FULL_H, FULL_W, MIN_H, MIN_W};
 pub use heads::unit as metric_unit;
+pub use lens::word as lens_word;
 pub use probes::probe_rows;
 
 /// Draw the whole explorer.
@@ -115,6 +117,7 @@ fn draw_screen(app: &App, f: &mut Frame) {
         Overlay::Models(p) => overlay::models(app, f, area, p),
         Overlay::ExportMenu(kind) => presenting::export_menu(app, f, area, *kind),
         Overlay::Overview(c) => presenting::overview(app, f, *c),
+        Overlay::Lens => lens::draw(app, f),
     }
 }
 

@@ -97,7 +97,7 @@ pub fn overview(app: &App, f: &mut Frame, c: crate::tui::app::OverviewCursor) {
         }
         return;
     };
-    let values = metric.values(p, &app.shown.scores);
+    let values = app.grid_values(metric).unwrap_or_default();
     let mut lines: Vec<Line> = Vec::new();
     let mut head = vec![Span::raw(" ".repeat(g.label_w as usize))];
     for l in 0..layers {
