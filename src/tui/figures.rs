@@ -153,7 +153,7 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
         language: app.doc.lang.name().to_string(),
         model: label,
         model_source: info.source.clone(),
-        architecture: info.architecture.clone(),
+        architecture: info.architecture_note(),
         random_weights: info.random_weights,
         mode: a.mode.name().to_string(),
         layer: l + 1,

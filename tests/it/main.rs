@@ -61,6 +61,7 @@ mod tui_e2e;
 mod tui_input;
 mod tui_knockout;
 mod tui_snapshots;
+mod tui_stack;
 mod tui_stream;
 mod tui_tty;
 mod twins;
