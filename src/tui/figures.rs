@@ -388,7 +388,12 @@ pub fn kinds(app: &App, what: ExportWhat) -> Vec<Kind> {
             } else if app.surprisal_shown().is_some() {
                 k.push(Kind::Surprisal);
             }
-            k.extend([Kind::Heads, Kind::Categories, Kind::Finding]);
+            // The cross stack has no head scores (`CROSS_NO_SCORES`).
+            if app.cross_stack_shown() {
+                k.push(Kind::Categories);
+            } else {
+                k.extend([Kind::Heads, Kind::Categories, Kind::Finding]);
+            }
             if app.probe_report().is_some() {
                 k.push(Kind::Probes);
             }
@@ -417,6 +422,12 @@ pub fn figures(app: &App, kinds: &[Kind], opts: &figure::FigureOptions) -> Resul
     };
     let mut out = Vec::new();
     for &k in kinds {
+        if matches!(k, Kind::Heads | Kind::Finding) && app.cross_stack_shown() {
+            return Err(Error::Input {
+                name: format!("figure {}", k.name()),
+                reason: crate::tui::app::CROSS_NO_SCORES.into(),
+            });
+        }
         let fig = match (k, &view) {
             (Kind::Screen, _) => figure::screen::render(&screen_buffer(app), opts),
             (_, Some(v)) => figure::render(k, v, opts)?,

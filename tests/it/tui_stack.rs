@@ -303,3 +303,91 @@ fn sessions_and_tour_steps_keep_the_stack() {
         "{bad}"
     );
 }
+
+/// A tour whose steps name stacks: the explorer's `]` reloads the model with each step's
+/// stack (inherited by a step that names none), and `render --tour` draws each step on its
+/// stack (the figure's title names it; a cross step's head grid is refused in one line).
+#[test]
+fn tour_steps_run_on_their_stacks_in_the_explorer_and_the_deck() {
+    let root = tempfile::tempdir().unwrap();
+    let tmp = root.path();
+    std::fs::write(tmp.join("a.py"), SHORT).unwrap();
+    let model = crate::cli_sources::fixture("tiny_t5");
+    let tour = format!(
+        "[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nstack = \"decoder\"\n\n[[step]]\nfile = \"a.py\"\nstack = \"cross\"\n\n[[step]]\nfile = \"a.py\"\nview = \"categories\"\n"
+    );
+    let tour_path = tmp.join("talk.toml");
+    std::fs::write(&tour_path, &tour).unwrap();
+
+    let mut app = t5_app();
+    app.present.tour = Some(codescope::tui::tour_state(&tour_path).unwrap());
+    for want in [Stack::Decoder, Stack::Cross, Stack::Cross] {
+        let fx = app.update(Msg::Key(KeyEvent::new(
+            KeyCode::Char(']'),
+            KeyModifiers::NONE,
+        )));
+        serve_t5(&mut app, fx);
+        assert_eq!(app.model.stack, want);
+        assert_eq!(shown_stack(&app), Some(want.name()));
+    }
+    // And back to the first step's stack.
+    for _ in 0..2 {
+        let fx = app.update(Msg::Key(KeyEvent::new(
+            KeyCode::Char('['),
+            KeyModifiers::NONE,
+        )));
+        serve_t5(&mut app, fx);
+    }
+    assert_eq!(shown_stack(&app), Some("decoder"));
+
+    let out = tmp.join("deck");
+    let o = crate::cli_sources::sandboxed(tmp)
+        .args(["render", "--tour"])
+        .arg(&tour_path)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    crate::cli_sources::ok(&o);
+    let mut titles = Vec::new();
+    for e in std::fs::read_dir(&out).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "svg") {
+            let svg = std::fs::read_to_string(&p).unwrap();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            titles.push((
+                name,
+                svg.contains("t5, decoder stack"),
+                svg.contains("t5, cross stack"),
+            ));
+        }
+    }
+    titles.sort();
+    let flags: Vec<(bool, bool)> = titles.iter().map(|t| (t.1, t.2)).collect();
+    assert_eq!(
+        flags,
+        [(true, false), (false, true), (false, true)],
+        "{titles:?}"
+    );
+
+    // The cross stack's head grid as a figure: one line saying why not.
+    std::fs::write(
+        &tour_path,
+        format!(
+            "[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nstack = \"cross\"\nview = \"heads\"\n"
+        ),
+    )
+    .unwrap();
+    let o = crate::cli_sources::sandboxed(tmp)
+        .args(["render", "--tour"])
+        .arg(&tour_path)
+        .arg("--out")
+        .arg(tmp.join("deck2"))
+        .output()
+        .unwrap();
+    let line = crate::cli_sources::fails(&o);
+    assert!(
+        line.contains("step 1") && line.contains("no head scores on the cross stack"),
+        "{line}"
+    );
+}
