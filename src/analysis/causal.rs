@@ -1420,10 +1420,15 @@ fn lens_cells(
 pub fn lens(model: &LoadedModel, source: &str, lang: Language, mode: Mode) -> Result<LensResult> {
     refuse_cross(model)?;
     if !model.info.causal {
+        let reason = if model.info.stack.is_some() {
+            "the logit lens reads an LM head and the encoder stack has none; use \
+             --stack decoder"
+        } else {
+            "the logit lens reads a causal model's LM head; this model is an encoder"
+        };
         return Err(Error::Input {
             name: "--model".into(),
-            reason: "the logit lens reads a causal model's LM head; this model is an encoder"
-                .into(),
+            reason: reason.into(),
         });
     }
     let syn = syntax::parse(source, lang)?;

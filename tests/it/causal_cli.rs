@@ -786,6 +786,17 @@ fn causal_tests_run_on_the_decoder_stack_and_refuse_the_cross_stack() {
             .unwrap()
             .iter()
             .any(|h| h["all"].as_f64().is_some_and(|d| d != 0.0)));
+        let o = env
+            .cmd()
+            .args(["--model", &fixture(name), "lens"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        let line = fails(&o);
+        assert!(
+            line.contains("encoder stack") && line.contains("--stack decoder"),
+            "{line}"
+        );
         let l = run_json(&env, name, &f, &["lens", "--stack", "decoder"]);
         assert_eq!(
             l["layers"], 2,

@@ -337,6 +337,10 @@ fn interventions_match_transformers_on_the_decoder_stack() {
         };
         let got = stack_bits(&m, &ids, &opts);
         let w = worst_all(&got, &k["bits"]);
+        eprintln!(
+            "{name}: unmodified {:.1e} bits, knockout {w:.1e} bits",
+            worst_all(&plain, &case["bits"])
+        );
         assert!(w < 1e-3, "{name} knockout: {w} bits from transformers");
         assert!(
             worst_all(&got, &case["bits"]) > 1e-3,
@@ -383,6 +387,7 @@ fn interventions_match_transformers_on_the_decoder_stack() {
                 },
             );
             let w = worst_all(&got, &a["bits"]);
+            eprintln!("{name}: ablation {} {w:.1e} bits", a["mode"]);
             assert!(w < 1e-3, "{name} ablation {a:?}: {w} bits");
         }
 
@@ -391,10 +396,12 @@ fn interventions_match_transformers_on_the_decoder_stack() {
         let cells = causal::lens_ids(&m, &ids).unwrap();
         let want = case["lens"].as_array().unwrap();
         assert_eq!(cells.len(), want.len(), "{name}: lens layers");
+        let mut lens_worst = 0.0f64;
         for (l, rows) in want.iter().enumerate() {
             for (i, r) in rows.as_array().unwrap().iter().enumerate() {
                 let c = cells[l][i].unwrap_or_else(|| panic!("{name}: no lens cell {l},{i}"));
                 let wp = r[0].as_f64().unwrap();
+                lens_worst = lens_worst.max((f64::from(c.prob) - wp).abs());
                 assert!(
                     (f64::from(c.prob) - wp).abs() < 1e-4,
                     "{name} lens {l},{i}: {} vs {wp}",
@@ -408,6 +415,7 @@ fn interventions_match_transformers_on_the_decoder_stack() {
             }
             assert!(cells[l][n - 1].is_none(), "{name}: decoder position 0");
         }
+        eprintln!("{name}: lens probability {lens_worst:.1e}");
 
         // The cross stack refuses them in one line saying why.
         let c = load_decoder_stack(name, model::Stack::Cross);
