@@ -880,7 +880,6 @@ mod tests {
     fn the_job_slot_is_latest_wins_per_kind_in_priority_order() {
         let shared = Shared {
             cache_root: std::path::PathBuf::new(),
-            stack: Default::default(),
             slot: Mutex::new(Slot::default()),
             cv: Condvar::new(),
             newest: Default::default(),
