@@ -85,6 +85,56 @@ fn knockout_of(m: &LoadedModel, k: &Value) -> Intervention {
     }
 }
 
+/// Each of the case's head ablations, recomputed from the recorded residual stream
+/// entering the ablated layer (as `codescope ablate` does): `diff` gives the largest
+/// difference in bits of the pass with those options from the reference's.
+fn check_ablations(
+    m: &LoadedModel,
+    ids: &[u32],
+    case: &Value,
+    diff: &dyn Fn(&ForwardOptions, &Value) -> f64,
+) {
+    let name = case["name"].as_str().unwrap();
+    let cap = m
+        .forward_ids(
+            ids,
+            &ForwardOptions {
+                hidden: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let hidden = cap.hidden.unwrap().layers;
+    for a in case["ablations"].as_array().unwrap() {
+        let layer = a["layer"].as_u64().unwrap() as usize;
+        let mode = match a["mode"].as_str().unwrap() {
+            "zero" => AblationMode::Zero,
+            _ => AblationMode::Mean,
+        };
+        let iv = Intervention {
+            knockout: None,
+            ablate: vec![HeadAblation {
+                layer,
+                head: a["head"].as_u64().unwrap() as usize,
+                mode,
+            }],
+        };
+        let opts = ForwardOptions {
+            intervention: Some(&iv),
+            partial: Some(Partial {
+                first: layer,
+                end: m.info.layers,
+                input: &hidden[layer],
+                logits: true,
+            }),
+            ..Default::default()
+        };
+        let w = diff(&opts, &a["bits"]);
+        eprintln!("{name}: ablation {} {w:.1e} bits", a["mode"]);
+        assert!(w < 1e-3, "{name} ablation {a:?}: {w} bits");
+    }
+}
+
 fn check(case: &Value) {
     let name = case["name"].as_str().unwrap();
     let m = load(name);
@@ -130,48 +180,7 @@ fn check(case: &Value) {
         assert!(w < 1e-3, "{name} {key}: {w} bits from transformers");
     }
 
-    // Ablation from the recorded residual stream entering the ablated layer.
-    let cap = m
-        .forward_ids(
-            &ids,
-            &ForwardOptions {
-                hidden: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    let hidden = cap.hidden.unwrap().layers;
-    for a in case["ablations"].as_array().unwrap() {
-        let layer = a["layer"].as_u64().unwrap() as usize;
-        let mode = match a["mode"].as_str().unwrap() {
-            "zero" => AblationMode::Zero,
-            _ => AblationMode::Mean,
-        };
-        let iv = Intervention {
-            knockout: None,
-            ablate: vec![HeadAblation {
-                layer,
-                head: a["head"].as_u64().unwrap() as usize,
-                mode,
-            }],
-        };
-        let got = bits(
-            &m,
-            &ids,
-            &ForwardOptions {
-                intervention: Some(&iv),
-                partial: Some(Partial {
-                    first: layer,
-                    end: m.info.layers,
-                    input: &hidden[layer],
-                    logits: true,
-                }),
-                ..Default::default()
-            },
-        );
-        let w = worst(&got, &a["bits"]);
-        assert!(w < 1e-3, "{name} ablation {a:?}: {w} bits");
-    }
+    check_ablations(&m, &ids, case, &|o, want| worst(&bits(&m, &ids, o), want));
 
     let cells = causal::lens_ids(&m, &ids).unwrap();
     let want = case["lens"].as_array().unwrap();
@@ -347,49 +356,9 @@ fn interventions_match_transformers_on_the_decoder_stack() {
             "{name}: the knockout changes bits"
         );
 
-        // Ablation from the recorded residual stream entering the ablated layer.
-        let cap = m
-            .forward_ids(
-                &ids,
-                &ForwardOptions {
-                    hidden: true,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-        let hidden = cap.hidden.unwrap().layers;
-        for a in case["ablations"].as_array().unwrap() {
-            let layer = a["layer"].as_u64().unwrap() as usize;
-            let mode = match a["mode"].as_str().unwrap() {
-                "zero" => AblationMode::Zero,
-                _ => AblationMode::Mean,
-            };
-            let iv = Intervention {
-                knockout: None,
-                ablate: vec![HeadAblation {
-                    layer,
-                    head: a["head"].as_u64().unwrap() as usize,
-                    mode,
-                }],
-            };
-            let got = stack_bits(
-                &m,
-                &ids,
-                &ForwardOptions {
-                    intervention: Some(&iv),
-                    partial: Some(Partial {
-                        first: layer,
-                        end: m.info.layers,
-                        input: &hidden[layer],
-                        logits: true,
-                    }),
-                    ..Default::default()
-                },
-            );
-            let w = worst_all(&got, &a["bits"]);
-            eprintln!("{name}: ablation {} {w:.1e} bits", a["mode"]);
-            assert!(w < 1e-3, "{name} ablation {a:?}: {w} bits");
-        }
+        check_ablations(&m, &ids, case, &|o, want| {
+            worst_all(&stack_bits(&m, &ids, o), want)
+        });
 
         // The lens: read row i predicts s_{i+1} (decoder position i + 1); the last row,
         // decoder position 0, has no next subword in the encoding.

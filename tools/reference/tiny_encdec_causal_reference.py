@@ -40,18 +40,13 @@ from transformers import (AttentionInterface, BartForConditionalGeneration,
                           PLBartForConditionalGeneration, T5ForConditionalGeneration)
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
+# The decoder-only reference's rounding, knockout rows and ablation hook (this directory).
+from causal_reference import head_hook, knock_rows, r7
+
 ROOT = "tests/fixtures"
 FIXTURES = [("tiny_t5", T5ForConditionalGeneration), ("tiny_t5_v11", T5ForConditionalGeneration),
             ("tiny_bart", BartForConditionalGeneration),
             ("tiny_plbart", PLBartForConditionalGeneration)]
-
-
-def r7(x):
-    return float(f"{x:.7g}")
-
-
-def knock_rows(n):
-    return [sorted({j for j in (1, p // 2) if j != p and j < n}) for p in range(n)]
 
 
 def is_t5(model):
@@ -108,16 +103,7 @@ def knocked(model, ids, layers, heads, rows):
 
 
 def ablated(model, ids, layer, head, mode, d):
-    def hook(_module, args):
-        x = args[0].clone()
-        cols = slice(head * d, (head + 1) * d)
-        if mode == "zero":
-            x[..., cols] = 0
-        else:
-            x[..., cols] = x[..., cols].mean(dim=1, keepdim=True)
-        return (x,) + args[1:]
-
-    h = self_out(model, layer).register_forward_pre_hook(hook)
+    h = self_out(model, layer).register_forward_pre_hook(head_hook(head, mode, d))
     try:
         return run(model, ids).logits[0]
     finally:
