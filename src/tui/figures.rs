@@ -225,7 +225,15 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
         pinned,
         probes: probe_chart(app),
         // Every head's thumbnail needs every layer's matrices (kept unless too long).
-        overview: (overview && ta.resident()).then(|| overview_of(a, v.metric, &grid)),
+        // The cross stack's thumbnails carry no scores (`CROSS_NO_SCORES`).
+        overview: (overview && ta.resident()).then(|| {
+            let scores = if app.cross_stack_shown() {
+                &[][..]
+            } else {
+                &grid[..]
+            };
+            overview_of(a, v.metric, scores)
+        }),
         finding: Some(crate::analysis::finding::Finding::of(a).to_json()),
         compare: app.comparison().map(|_| export::CompareInfo {
             twin: app.compare.choice.label(),

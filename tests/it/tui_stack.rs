@@ -123,6 +123,22 @@ fn the_stack_key_cycles_an_encoder_decoders_stacks() {
         "{s}"
     );
     press(&mut app, 'F');
+    // The overview: every head's cross-attention thumbnail, no scores under them.
+    press(&mut app, 'O');
+    let s = screen(&app);
+    assert!(
+        s.contains("Overview") && s.contains("no head scores on the cross"),
+        "{s}"
+    );
+    let fig = codescope::tui::figures::figure_data_with(&app, true).unwrap();
+    let o = fig.overview.expect("the overview's thumbnails");
+    assert!(o
+        .heads
+        .iter()
+        .flatten()
+        .all(|t| t.score.is_none() && t.max > 0.0));
+    let fx = app.update(Msg::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)));
+    serve_t5(&mut app, fx);
 
     // Back to the encoder: scores again.
     press(&mut app, 'E');
