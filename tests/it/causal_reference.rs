@@ -320,6 +320,26 @@ fn interventions_match_transformers_on_the_decoder_stack() {
             "{name}: unmodified"
         );
 
+        // An empty knockout is the unmodified pass, bit for bit.
+        let empty = Intervention {
+            knockout: Some(Knockout {
+                layers: vec![true; m.info.layers],
+                heads: vec![true; m.info.heads],
+                rows: vec![Vec::new(); n],
+            }),
+            ablate: Vec::new(),
+        };
+        let same = stack_bits(
+            &m,
+            &ids,
+            &ForwardOptions {
+                intervention: Some(&empty),
+                ..Default::default()
+            },
+        );
+        let b = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(b(&same), b(&plain), "{name}: an empty knockout changes nothing");
+
         // The knockout's decoder positions in read order.
         let k = &case["knockout"];
         let dec_rows: Vec<Vec<usize>> = k["rows"].as_array().unwrap().iter().map(usizes).collect();
