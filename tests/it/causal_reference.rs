@@ -338,7 +338,11 @@ fn interventions_match_transformers_on_the_decoder_stack() {
             },
         );
         let b = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(b(&same), b(&plain), "{name}: an empty knockout changes nothing");
+        assert_eq!(
+            b(&same),
+            b(&plain),
+            "{name}: an empty knockout changes nothing"
+        );
 
         // The knockout's decoder positions in read order.
         let k = &case["knockout"];
