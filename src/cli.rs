@@ -139,8 +139,9 @@ pub enum Command {
     /// Causal test: ablate each head in turn and measure the effect on identifiers and
     /// syntactic tokens.
     Ablate(AblateArgs),
-    /// Logit lens (causal models): every layer's residual stream through the final norm
-    /// and the LM head; where each code token becomes the top guess.
+    /// Logit lens (causal models; an encoder–decoder with --stack decoder): every layer's
+    /// residual stream through the final norm and the LM head; where each code token
+    /// becomes the top guess.
     Lens(LensArgs),
     /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
     /// the tables one process would have written.

@@ -288,6 +288,7 @@ impl Prepared {
         keep_hidden: bool,
         cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
     ) -> Result<Prepared> {
+        refuse_cross(model)?;
         let syn = syntax::parse(source, lang)?;
         let input = model_input(&syn, mode)?;
         let enc = model.encode(&input.text, model.info.window)?;
@@ -1371,6 +1372,18 @@ pub struct LensCell {
     pub top: u32,
 }
 
+/// Refuse the causal tests on an encoder–decoder's cross stack, in one line saying why
+/// (on its decoder stack they apply to the decoder's self-attention).
+fn refuse_cross(model: &LoadedModel) -> Result<()> {
+    if model.info.stack == Some(crate::model::Stack::Cross.name()) {
+        return Err(Error::Setting {
+            name: "--stack cross".into(),
+            reason: crate::model::CROSS_REFUSAL.into(),
+        });
+    }
+    Ok(())
+}
+
 /// The logit lens of one snippet: `cells[layer][position]` for layers 0 (embeddings) to
 /// `layers` (the model's output), positions with a next subword.
 pub struct LensResult {
@@ -1418,11 +1431,17 @@ fn lens_cells(
 /// Read every layer's residual stream through the final norm and the LM head (causal
 /// models only).
 pub fn lens(model: &LoadedModel, source: &str, lang: Language, mode: Mode) -> Result<LensResult> {
+    refuse_cross(model)?;
     if !model.info.causal {
+        let reason = if model.info.stack.is_some() {
+            "the logit lens reads an LM head and the encoder stack has none; use \
+             --stack decoder"
+        } else {
+            "the logit lens reads a causal model's LM head; this model is an encoder"
+        };
         return Err(Error::Input {
             name: "--model".into(),
-            reason: "the logit lens reads a causal model's LM head; this model is an encoder"
-                .into(),
+            reason: reason.into(),
         });
     }
     let syn = syntax::parse(source, lang)?;

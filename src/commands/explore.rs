@@ -3,6 +3,7 @@
 
 use crate::cli::Cli;
 use crate::error::{Error, Result};
+use crate::model::Stack;
 use crate::present::session;
 use crate::settings::Settings;
 use crate::syntax::Language;
@@ -16,6 +17,7 @@ pub fn explore(cli: &Cli, s: &Settings) -> Result<()> {
         ..Start::default()
     };
     let mut model = s.model.clone();
+    let mut stack = s.stack;
     if let Some(p) = &cli.tour {
         start.tour = Some(tour_state(p)?);
     }
@@ -24,6 +26,12 @@ pub fn explore(cli: &Cli, s: &Settings) -> Result<()> {
         let lang = Language::from_name(&sess.lang).map_err(|e| Error::Syntax(e.to_string()))?;
         if model.is_none() {
             model = sess.model.clone();
+        }
+        // The session's stack unless `--stack` names another than the default.
+        if stack == Stack::Encoder {
+            if let Some(st) = sess.stack.as_deref().and_then(Stack::from_name) {
+                stack = st;
+            }
         }
         if start.tour.is_none() {
             if let Some((p, _)) = &sess.tour {
@@ -43,6 +51,7 @@ pub fn explore(cli: &Cli, s: &Settings) -> Result<()> {
                 if let Some(m) = t.tour.models(model.as_deref())[0].clone() {
                     model = Some(m);
                 }
+                stack = t.tour.stacks(stack)[0];
                 start.step = Some(0);
                 (snip.name, snip.text, snip.lang)
             }
@@ -76,6 +85,7 @@ pub fn explore(cli: &Cli, s: &Settings) -> Result<()> {
     };
     let mut settings = s.clone();
     settings.model = model;
+    settings.stack = stack;
     crate::tui::run(crate::tui::ExplorerOptions {
         name,
         text,

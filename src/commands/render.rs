@@ -178,7 +178,8 @@ fn render_deck(
     }
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let specs = tour.models(spec);
-    let mut models: HashMap<String, (LoadedModel, String)> = HashMap::new();
+    let stacks = tour.stacks(lo.stack);
+    let mut models: HashMap<(String, &str), (LoadedModel, String)> = HashMap::new();
     let opts = options_of(args);
     let mut html = String::new();
     let title = tour
@@ -196,8 +197,12 @@ fn render_deck(
             name: format!("{} step {n}", path.display()),
             reason: e.to_string(),
         };
-        let key = specs[i].clone().unwrap_or_default();
+        let key = (specs[i].clone().unwrap_or_default(), stacks[i].name());
         if !models.contains_key(&key) {
+            let lo = crate::model::LoadOptions {
+                stack: stacks[i],
+                ..lo
+            };
             let loaded = super::load_labelled(specs[i].as_deref(), lo).map_err(at)?;
             models.insert(key.clone(), loaded);
         }

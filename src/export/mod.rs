@@ -189,7 +189,8 @@ pub struct FigureData {
     /// Snippet name (file) and language.
     pub name: String,
     pub language: String,
-    /// Model as the user named it, its resolved source and architecture.
+    /// Model as the user named it, its resolved source and architecture (an
+    /// encoder–decoder's with its stack: `t5, decoder stack`).
     pub model: String,
     pub model_source: String,
     pub architecture: String,

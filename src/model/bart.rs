@@ -488,7 +488,14 @@ impl Seq2Seq for Bart {
         embed_with(self, dec, &d.positions, &d.emb_norm)
     }
 
-    fn decoder_layer(&self, layer: usize, x: &mut Vec<f32>, enc: &[f32], cross: bool) -> Vec<f32> {
+    fn decoder_layer(
+        &self,
+        layer: usize,
+        x: &mut Vec<f32>,
+        enc: &[f32],
+        cross: bool,
+        iv: Option<&super::intervene::Intervention>,
+    ) -> Vec<f32> {
         let dec = self.dec();
         let (l, ca) = &dec.layers[layer];
         let d = self.cfg.d_model;
@@ -498,7 +505,9 @@ impl Seq2Seq for Bart {
         let n = x.len() / d;
         let qkv = l.qkv.apply(x, n, None);
         let mut ctx = vec![0.0f32; n * d];
-        let self_probs = kernels::attention_probs(&qkv, n, heads, hd, scale, true, None, &mut ctx);
+        let self_probs = super::intervene::attend(
+            iv, layer, &qkv, n, heads, hd, scale, true, None, None, &mut ctx,
+        );
         let mut a = l.out_proj.apply(&ctx, n, Some(x));
         l.attn_norm.apply(&mut a);
         let q = ca.q.apply(&a, n, None);

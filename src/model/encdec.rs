@@ -25,6 +25,7 @@
 use candle_core::Tensor;
 use candle_nn::VarBuilder;
 
+use super::intervene::{Intervention, Knockout};
 use super::kernels;
 use crate::error::{Error, Result};
 
@@ -152,9 +153,17 @@ pub(crate) trait Seq2Seq {
     /// The decoder's embeddings of `dec` `[n, d_model]` (its hidden state 0).
     fn decoder_embed(&self, dec: &[u32]) -> Vec<f32>;
     /// Decoder layer `layer` on the residual stream `x` (`[n, d_model]`, replaced by the
-    /// layer's output) over the encoder output `enc`; returns the probabilities `[heads,
-    /// n, n]` of its self-attention, or with `cross` of its cross-attention.
-    fn decoder_layer(&self, layer: usize, x: &mut Vec<f32>, enc: &[f32], cross: bool) -> Vec<f32>;
+    /// layer's output) over the encoder output `enc`, with `iv` (in decoder order)
+    /// applied to its self-attention; returns the probabilities `[heads, n, n]` of its
+    /// self-attention, or with `cross` of its cross-attention.
+    fn decoder_layer(
+        &self,
+        layer: usize,
+        x: &mut Vec<f32>,
+        enc: &[f32],
+        cross: bool,
+        iv: Option<&Intervention>,
+    ) -> Vec<f32>;
     /// The decoder's last hidden state from the last layer's output (T5's final norm;
     /// BART's decoder has none).
     fn decoder_final(&self, x: &[f32]) -> Vec<f32>;
@@ -167,8 +176,11 @@ const LOGIT_ROWS: usize = 64;
 
 /// The decoder or cross stack's forward pass (module docs): the encoder over `ids`, the
 /// decoder over their shift, attention of the `stack` captured and, with `sink`, the LM
-/// head's logits, every per-position result in read order. Interventions and the logit
-/// lens are refused (they run on the encoder stack and on decoder-only models).
+/// head's logits, every per-position result in read order. On the decoder stack an
+/// intervention (given in read order) applies to the decoder's self-attention, and the
+/// logit lens reads the residual stream entering each decoder layer through the final
+/// norm and the LM head, in read order like the logits; the cross stack refuses both
+/// ([`CROSS_REFUSAL`]).
 pub(crate) fn forward_stack<M: Seq2Seq>(
     m: &M,
     stack: Stack,
@@ -177,16 +189,23 @@ pub(crate) fn forward_stack<M: Seq2Seq>(
     sink: Option<&mut super::LogitsSink>,
 ) -> Result<super::Capture> {
     super::check_ids(ids, m.window(), m.vocab())?;
-    if opts.intervention.is_some() || opts.lens.is_some() {
-        return Err(Error::Compute(format!(
-            "knockouts, head ablations and the logit lens are not implemented for the \
-             {} stack; run them on the encoder stack (--stack encoder)",
-            stack.name()
-        )));
-    }
     let cross = stack == Stack::Cross;
+    if cross && (opts.intervention.is_some() || opts.lens.is_some()) {
+        return Err(Error::Compute(CROSS_REFUSAL.into()));
+    }
     let (n, d, heads) = (ids.len(), m.d_model(), m.decoder_heads());
     let layers = m.decoder_layers();
+    let iv = match opts.intervention {
+        Some(iv) => {
+            iv.check(layers, heads, n)?;
+            Some(to_decoder_order(iv, n))
+        }
+        None => None,
+    };
+    let lens = opts
+        .lens
+        .filter(|_| sink.is_some() && opts.partial.is_none());
+    let mut residual = Vec::new();
     let mut capture = super::Capture::new(n, heads, d);
     let enc = m.encode(ids)?;
     let mut x = match &opts.partial {
@@ -202,7 +221,10 @@ pub(crate) fn forward_stack<M: Seq2Seq>(
         if opts.cancelled(li) {
             return Err(Error::Cancelled);
         }
-        let probs = m.decoder_layer(li, &mut x, &enc, cross);
+        if lens.is_some() {
+            residual.push(x.clone());
+        }
+        let probs = m.decoder_layer(li, &mut x, &enc, cross, iv.as_ref());
         super::check_layer_host(&x, li)?;
         capture.keep_attention(opts, li, probs_to_read_order(&probs, heads, n, !cross))?;
         if li + 1 == layers {
@@ -229,7 +251,36 @@ pub(crate) fn forward_stack<M: Seq2Seq>(
     if opts.cancelled(layers) {
         return Err(Error::Cancelled);
     }
-    let last = to_read_order(&last, n, d);
+    head_blocks(m, &to_read_order(&last, n, d), n, sink)?;
+    if let Some(lens) = lens {
+        // The residual stream entering each layer through the final norm and the head.
+        for (l, r) in residual.iter().enumerate() {
+            if opts.cancelled(layers) {
+                return Err(Error::Cancelled);
+            }
+            let normed = to_read_order(&m.decoder_final(r), n, d);
+            head_blocks(m, &normed, n, &mut |start, block| lens(l, start, block))?;
+        }
+    }
+    Ok(capture)
+}
+
+/// Why the cross stack takes no intervention and no logit lens (the one-line refusal).
+pub const CROSS_REFUSAL: &str = "knockouts, head ablations and the logit lens do not run \
+     on the cross stack: its keys are the encoder's positions, while the knockout's gold \
+     graphs and the surprisal it changes are defined within the decoder's one sequence; \
+     run them on --stack decoder (the decoder's self-attention; knockouts and ablations \
+     also on --stack encoder)";
+
+/// The LM head over the last hidden states `last` (`[n, d_model]`, read order) into
+/// `sink` in blocks of [`LOGIT_ROWS`], refusing non-finite logits.
+fn head_blocks<M: Seq2Seq>(
+    m: &M,
+    last: &[f32],
+    n: usize,
+    sink: &mut super::LogitsSink,
+) -> Result<()> {
+    let d = m.d_model();
     let mut start = 0;
     while start < n {
         let rows = LOGIT_ROWS.min(n - start);
@@ -243,7 +294,30 @@ pub(crate) fn forward_stack<M: Seq2Seq>(
         sink(start, &block)?;
         start += rows;
     }
-    Ok(capture)
+    Ok(())
+}
+
+/// An intervention given in read order (subword indices, module docs) moved to decoder
+/// positions: the knockout's query `p` takes read row `(p + n - 1) % n`, its keys move
+/// from index `j` to position `(j + 1) % n`. Ablations name layers and heads only.
+fn to_decoder_order(iv: &Intervention, n: usize) -> Intervention {
+    let knockout = iv.knockout.as_ref().map(|k| Knockout {
+        layers: k.layers.clone(),
+        heads: k.heads.clone(),
+        rows: (0..n)
+            .map(|p| {
+                k.rows[(p + n - 1) % n]
+                    .iter()
+                    .filter(|&&j| (j as usize) < n)
+                    .map(|&j| ((j as usize + 1) % n) as u32)
+                    .collect()
+            })
+            .collect(),
+    });
+    Intervention {
+        knockout,
+        ablate: iv.ablate.clone(),
+    }
 }
 
 /// A host copy of a tensor's values (row-major).

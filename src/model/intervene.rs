@@ -13,7 +13,10 @@
 //!   through the final norm and the LM head (decoders; see `decoder::Pass::finish`).
 //!
 //! The positions are the model's subword positions (special tokens included); mapping
-//! code tokens and their categories onto them is `analysis::causal`'s work.
+//! code tokens and their categories onto them is `analysis::causal`'s work. On an
+//! encoder–decoder's decoder stack they are read-order indices, which
+//! `encdec::forward_stack` moves to decoder positions for the decoder's self-attention
+//! (its lens goes through the decoder's final norm and LM head there).
 
 use super::kernels::KeyBlock;
 

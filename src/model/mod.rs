@@ -108,7 +108,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 use crate::error::{Error, Result};
-pub use encdec::Stack;
+pub use encdec::{Stack, CROSS_REFUSAL};
 pub use intervene::{AblationMode, HeadAblation, Intervention, Knockout};
 use quant::{QuantStore, WeightsMode};
 pub use source::{ModelFiles, Weights};

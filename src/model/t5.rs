@@ -45,6 +45,7 @@ use serde::Deserialize;
 use super::encdec::{
     find_prefix, forward_stack, fuse_rows, host, shift_right, Act, Linear, Seq2Seq, Stack,
 };
+use super::intervene::Intervention;
 use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
@@ -676,7 +677,14 @@ impl Seq2Seq for T5 {
         self.embed(dec)
     }
 
-    fn decoder_layer(&self, layer: usize, x: &mut Vec<f32>, enc: &[f32], cross: bool) -> Vec<f32> {
+    fn decoder_layer(
+        &self,
+        layer: usize,
+        x: &mut Vec<f32>,
+        enc: &[f32],
+        cross: bool,
+        iv: Option<&Intervention>,
+    ) -> Vec<f32> {
         let dec = self
             .decoder
             .as_ref()
@@ -696,6 +704,7 @@ impl Seq2Seq for T5 {
         for (r, row) in self_probs.chunks_exact_mut(n).enumerate() {
             row[r % n + 1..].iter_mut().for_each(|p| *p = 0.0);
         }
+        super::intervene::after_softmax(iv, layer, &mut self_probs, &qkv, n, heads, dk, &mut ctx);
         *x = block.o.apply(&ctx, n, Some(x));
         let h = ca.norm.apply(x);
         let q = ca.q.apply(&h, n, None);

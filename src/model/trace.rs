@@ -62,10 +62,15 @@ impl ModelInfo {
         }
     }
 
-    /// The source with [`ModelInfo::weights_note`]: what tells a model's results from
-    /// another's (a random-weight baseline's from the trained model's).
+    /// The source with [`ModelInfo::weights_note`] and the stack: what tells a model's
+    /// results from another's (a random-weight baseline's from the trained model's, an
+    /// encoder–decoder's decoder stack from its encoder stack).
     pub fn run_key(&self) -> String {
-        format!("{}{}", self.source, self.weights_note())
+        let stack = self
+            .stack
+            .map(|s| format!(", {s} stack"))
+            .unwrap_or_default();
+        format!("{}{}{stack}", self.source, self.weights_note())
     }
 }
 

@@ -1,7 +1,8 @@
 //! Sessions: what the explorer showed, saved in the cache when it quits (and on
 //! SIGHUP / SIGTERM, e.g. a dropped SSH connection) and after every applied edit, so
 //! `codescope --resume` brings back the snippet with its edits (and an open editor's
-//! unapplied text), the model, the language and the view.
+//! unapplied text), the model (an encoder–decoder's with its stack), the language and
+//! the view.
 //!
 //! The file is JSON at `<cache>/session.json` (or `CODESCOPE_SESSION`), written to a temporary file first and
 //! renamed, so a crash while saving leaves the previous session intact.
@@ -37,6 +38,10 @@ pub struct Session {
     pub edited: bool,
     /// Model spec as the user gave it (None: the default model).
     pub model: Option<String>,
+    /// An encoder–decoder's stack (`encoder`, `decoder`, `cross`; absent for one-stack
+    /// models and in sessions saved before stacks were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
     /// The editor, if it was open (its text not applied yet).
     pub editor: Option<EditorState>,
     /// Layer, head, token, threshold, input mode, overlays, metric, pinned head.

@@ -1,6 +1,8 @@
 //! Tours: a TOML file of steps to present, one view each. A step names its snippet (a
 //! file, relative to the tour file, or inline `code`), optionally its language and
-//! model (default: the previous step's, the first step's default `--model`), the
+//! model (default: the previous step's, the first step's default `--model`), an
+//! encoder–decoder's `stack` (`encoder`, `decoder`, `cross`; default: the previous
+//! step's, the first step's `--stack`), the
 //! [`Scene`] (view, layer, head, token, threshold, ...), a `caption` shown in the
 //! status line, and a `rewrite` (the explorer turns compare mode on with that twin; the
 //! pre-rendered deck shows the snippet alone).
@@ -29,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use super::Scene;
 use crate::error::{Error, Result};
 use crate::export::figure::Kind;
+use crate::model::Stack;
 use crate::syntax::Language;
 
 /// One step of a tour.
@@ -50,6 +53,10 @@ pub struct Step {
     /// Model spec (default: the previous step's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// An encoder–decoder's stack: `encoder`, `decoder` or `cross` (default: the
+    /// previous step's, the first step's `--stack`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
     /// A twin to compare with (`rename:neutral`, `rename:shuffle`, or a twin file,
     /// `twin:FILE`, relative to the tour): the explorer shows the step in compare mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,8 +154,32 @@ impl Tour {
             if let Some(l) = &s.lang {
                 Language::from_name(l).map_err(|e| format!("step {}: {e}", i + 1))?;
             }
+            if let Some(st) = s.stack.as_deref() {
+                if Stack::from_name(st).is_none() {
+                    return Err(format!(
+                        "step {}: stack '{st}' is not one of {}",
+                        i + 1,
+                        Stack::NAMES.join(", ")
+                    ));
+                }
+            }
         }
         Ok(t)
+    }
+
+    /// The stack each step runs with: its own, else the previous step's, else `default`
+    /// (names checked by [`Tour::parse`]).
+    pub fn stacks(&self, default: Stack) -> Vec<Stack> {
+        let mut cur = default;
+        self.steps
+            .iter()
+            .map(|s| {
+                if let Some(st) = s.stack.as_deref().and_then(Stack::from_name) {
+                    cur = st;
+                }
+                cur
+            })
+            .collect()
     }
 
     /// The model each step runs with: its own, else the previous step's, else

@@ -153,7 +153,7 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
         language: app.doc.lang.name().to_string(),
         model: label,
         model_source: info.source.clone(),
-        architecture: info.architecture.clone(),
+        architecture: info.architecture_note(),
         random_weights: info.random_weights,
         mode: a.mode.name().to_string(),
         layer: l + 1,
@@ -227,7 +227,15 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
         pinned,
         probes: probe_chart(app),
         // Every head's thumbnail needs every layer's matrices (kept unless too long).
-        overview: (overview && ta.resident()).then(|| overview_of(a, v.metric, &grid)),
+        // The cross stack's thumbnails carry no scores (`CROSS_NO_SCORES`).
+        overview: (overview && ta.resident()).then(|| {
+            let scores = if app.cross_stack_shown() {
+                &[][..]
+            } else {
+                &grid[..]
+            };
+            overview_of(a, v.metric, scores)
+        }),
         finding: Some(crate::analysis::finding::Finding::of(a).to_json()),
         compare: app.comparison().map(|_| export::CompareInfo {
             twin: app.compare.choice.label(),
@@ -446,14 +454,19 @@ pub fn kinds(app: &App, what: ExportWhat) -> Vec<Kind> {
             } else if app.surprisal_shown().is_some() {
                 k.push(Kind::Surprisal);
             }
-            k.push(Kind::Heads);
-            if app.ablation_shown().is_some() {
-                k.push(Kind::Ablation);
+            // The cross stack has no head scores (`CROSS_NO_SCORES`).
+            if app.cross_stack_shown() {
+                k.push(Kind::Categories);
+            } else {
+                k.push(Kind::Heads);
+                if app.ablation_shown().is_some() {
+                    k.push(Kind::Ablation);
+                }
+                if app.lens_shown().is_some() {
+                    k.push(Kind::Lens);
+                }
+                k.extend([Kind::Categories, Kind::Finding]);
             }
-            if app.lens_shown().is_some() {
-                k.push(Kind::Lens);
-            }
-            k.extend([Kind::Categories, Kind::Finding]);
             if app.probe_report().is_some() {
                 k.push(Kind::Probes);
             }
@@ -482,6 +495,12 @@ pub fn figures(app: &App, kinds: &[Kind], opts: &figure::FigureOptions) -> Resul
     };
     let mut out = Vec::new();
     for &k in kinds {
+        if matches!(k, Kind::Heads | Kind::Finding) && app.cross_stack_shown() {
+            return Err(Error::Input {
+                name: format!("figure {}", k.name()),
+                reason: crate::tui::app::CROSS_NO_SCORES.into(),
+            });
+        }
         let fig = match (k, &view) {
             (Kind::Screen, _) => figure::screen::render(&screen_buffer(app), opts),
             (_, Some(v)) => figure::render(k, v, opts)?,

@@ -34,6 +34,13 @@ pub fn app(m: Model, doc: Doc, size: (u16, u16), theme: Theme) -> Result<App> {
     );
     app.status.hide_timing = true;
     app.model.random_weights = m.model.info.random_weights;
+    app.model.stack = m
+        .model
+        .info
+        .stack
+        .and_then(crate::model::Stack::from_name)
+        .unwrap_or_default();
+    app.model.default_stack = app.model.stack;
     app.update(Msg::Resize {
         width: size.0,
         height: size.1,

@@ -64,6 +64,8 @@ pub enum Command {
     Region,
     Models,
     RandomWeights,
+    /// E: an encoder–decoder's next stack (encoder → decoder → cross).
+    Stack,
     Language,
     Export,
     Help,
@@ -336,6 +338,12 @@ pub const KEYMAP: &[Section] = &[
                 help: "random weights on/off",
                 manual: &[("R", "random weights on/off: reload the model with its seeded random initialisation (seed from `--random-weights`, else 0) or back with its trained weights; the status bar says `random weights (seed S)` (see [Random-weight baselines](#random-weight-baselines))")],
                 bind: &[(ch('R'), C::RandomWeights)],
+            },
+            KeyBinding {
+                keys: "E",
+                help: "stack: encoder/decoder/cross",
+                manual: &[("E", "an encoder–decoder's stack: encoder → decoder → cross → encoder, re-analysed with the model reloaded for that stack (see `--stack`); the status bar names the stack on; cross-attention shows the heat map and categories, and the head grid says why it has no scores; a model with one stack says so in one line")],
+                bind: &[(ch('E'), C::Stack)],
             },
             KeyBinding {
                 keys: "L",

@@ -177,6 +177,8 @@ pub fn run(opts: ExplorerOptions) -> Result<()> {
     );
     app.model.random_weights = opts.settings.random_weights;
     app.model.random_seed = opts.settings.random_weights.unwrap_or(0);
+    app.model.stack = opts.settings.stack;
+    app.model.default_stack = opts.settings.stack;
     app.present.export_dir = opts.start.export_dir.clone();
     app.present.tour = opts.start.tour.clone();
     app.region = opts.start.region.clone();
@@ -189,13 +191,9 @@ pub fn run(opts: ExplorerOptions) -> Result<()> {
 
     let (tx, rx) = mpsc::channel::<Msg>();
     let wtx = tx.clone();
-    let worker = Worker::spawn_with_stack(
-        opts.settings.cache_dir.clone(),
-        opts.settings.stack,
-        move |m| {
-            let _ = wtx.send(Msg::Worker(m));
-        },
-    );
+    let worker = Worker::spawn(opts.settings.cache_dir.clone(), move |m| {
+        let _ = wtx.send(Msg::Worker(m));
+    });
     let iotx = tx.clone();
     let io_thread = io::IoThread::spawn(move |m| {
         let _ = iotx.send(m);
@@ -311,7 +309,7 @@ fn event_loop(
                 Effect::ReadFile(path) => io_thread.read(path),
                 Effect::Complete(typed) => io_thread.complete(typed),
                 Effect::CheckPresets(names) => io_thread.check_presets(names),
-                Effect::LoadModel(spec, random) => worker.load(spec, random),
+                Effect::LoadModel(spec, random, stack) => worker.load(spec, random, stack),
                 Effect::Analyse(job) => {
                     let since_start_ms = crate::logging::started().elapsed().as_millis() as u64;
                     let lm_head_only = job.base.is_some();

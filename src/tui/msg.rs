@@ -431,8 +431,9 @@ pub enum Effect {
     /// Check which of these preset names are on local disk.
     CheckPresets(Vec<String>),
     /// Load a model (`None`: the default model) in the worker; with `Some(seed)`, its
-    /// random-weight baseline (`--random-weights`).
-    LoadModel(Option<String>, Option<u64>),
+    /// random-weight baseline (`--random-weights`); an encoder–decoder with its
+    /// [`crate::model::Stack`] (`--stack`, the stack key).
+    LoadModel(Option<String>, Option<u64>, crate::model::Stack),
     /// Analyse a parsed snippet in the worker (supersedes any earlier request).
     Analyse(AnalyseJob),
     /// Recompute one layer's code-token attention of an analysis that did not keep its

@@ -90,8 +90,6 @@ impl Slot {
 struct Shared {
     /// Where probe features are cached (codescope's cache directory).
     cache_root: std::path::PathBuf,
-    /// The stack of an encoder–decoder that models load with (`--stack`).
-    stack: crate::model::Stack,
     slot: Mutex<Slot>,
     cv: Condvar,
     /// Per kind, the newest request id; a running job of that kind whose id is older is
@@ -135,18 +133,8 @@ impl Worker {
         cache_root: std::path::PathBuf,
         send: impl Fn(WorkerMsg) + Send + Sync + 'static,
     ) -> Self {
-        Self::spawn_with_stack(cache_root, crate::model::Stack::default(), send)
-    }
-
-    /// [`Worker::spawn`] whose models load with `stack` (`--stack`).
-    pub fn spawn_with_stack(
-        cache_root: std::path::PathBuf,
-        stack: crate::model::Stack,
-        send: impl Fn(WorkerMsg) + Send + Sync + 'static,
-    ) -> Self {
         let shared = Arc::new(Shared {
             cache_root,
-            stack,
             slot: Mutex::new(Slot::default()),
             cv: Condvar::new(),
             newest: Default::default(),
@@ -170,9 +158,16 @@ impl Worker {
     }
 
     /// Queue a model load.
-    /// `random_weights: Some(seed)`: the model's random-weight baseline.
-    pub fn load(&self, spec: Option<String>, random_weights: Option<u64>) {
-        self.queue(Job::Load(spec, random_weights));
+    /// `random_weights: Some(seed)`: the model's random-weight baseline; `stack`: the
+    /// stack an encoder–decoder runs (another stack is another load: the backbone is
+    /// built for one).
+    pub fn load(
+        &self,
+        spec: Option<String>,
+        random_weights: Option<u64>,
+        stack: crate::model::Stack,
+    ) {
+        self.queue(Job::Load(spec, random_weights, stack));
     }
 
     /// Queue an analysis.
@@ -235,7 +230,7 @@ impl Drop for Worker {
 }
 
 enum Job {
-    Load(Option<String>, Option<u64>),
+    Load(Option<String>, Option<u64>, crate::model::Stack),
     Analyse(AnalyseJob),
     Layer(LayerKey, Arc<SnippetAnalysis>),
     Compare(CompareJob),
@@ -298,11 +293,11 @@ fn run(shared: &Shared, send: &Sender) {
     let mut model: Option<LoadedModel> = None;
     while let Some(job) = next_job(shared) {
         match job {
-            Job::Load(spec, random) => {
+            Job::Load(spec, random, stack) => {
                 let label = spec.clone().unwrap_or_else(|| "default model".into());
                 let lo = crate::model::LoadOptions {
                     random_weights: random,
-                    stack: shared.stack,
+                    stack,
                 };
                 let r = catch_unwind(AssertUnwindSafe(|| load(spec, lo, send)));
                 match r {
@@ -1072,7 +1067,6 @@ mod tests {
     fn the_job_slot_is_latest_wins_per_kind_in_priority_order() {
         let shared = Shared {
             cache_root: std::path::PathBuf::new(),
-            stack: Default::default(),
             slot: Mutex::new(Slot::default()),
             cv: Condvar::new(),
             newest: Default::default(),
@@ -1081,10 +1075,14 @@ mod tests {
         assert!(!shared.lock().urgent(), "a probe alone is not urgent");
         shared.queue(probe_job(2));
         assert!(!shared.current(Kind::Probe, 1) && shared.current(Kind::Probe, 2));
-        shared.queue(Job::Load(Some("minilm".into()), None));
+        shared.queue(Job::Load(
+            Some("minilm".into()),
+            None,
+            crate::model::Stack::Encoder,
+        ));
         assert!(shared.lock().urgent());
         // The load first, then the one probe left (the newer).
-        assert!(matches!(next_job(&shared), Some(Job::Load(Some(s), None)) if s == "minilm"));
+        assert!(matches!(next_job(&shared), Some(Job::Load(Some(s), None, _)) if s == "minilm"));
         assert!(matches!(next_job(&shared), Some(Job::Probe(p)) if p.req == 2));
         shared.queue(probe_job(3));
         shared.lock().stop = true;

@@ -841,3 +841,93 @@ fn render_draws_the_ablation_and_lens_figures_with_the_commands_numbers() {
         "{e}"
     );
 }
+
+/// On an encoder–decoder's decoder stack the causal tests run on the decoder's
+/// self-attention with seq2seq surprisal (the numbers: `causal_reference`); on the cross
+/// stack they are refused in one line saying why.
+#[test]
+fn causal_tests_run_on_the_decoder_stack_and_refuse_the_cross_stack() {
+    let env = Env::new();
+    let f = write(&env, CODE);
+    for name in ["tiny_t5", "tiny_bart"] {
+        let v = run_json(
+            &env,
+            name,
+            &f,
+            &[
+                "--stack",
+                "decoder",
+                "knockout",
+                "--edges",
+                "syn-id",
+                "--control",
+                "3",
+            ],
+        );
+        assert_eq!(
+            (v["command"].as_str(), v["measure"].as_str()),
+            (Some("knockout"), Some("bits"))
+        );
+        assert_eq!(v["model"]["stack"], "decoder");
+        assert!(v["blocked"]["token_pairs"].as_u64().unwrap() > 0, "{name}");
+        let tokens = v["tokens"].as_array().unwrap();
+        // The first code token is scored too (from the decoder's first position).
+        assert!(
+            tokens[0]["bits"].as_f64().is_some_and(|b| b > 0.0),
+            "{name}"
+        );
+        assert!(
+            tokens
+                .iter()
+                .any(|t| t["delta_bits"].as_f64().is_some_and(|d| d != 0.0)),
+            "{name}: the knockout changes the surprisal"
+        );
+        let a = run_json(&env, name, &f, &["--stack", "decoder", "ablate"]);
+        assert_eq!(
+            a["heads"].as_array().unwrap().len(),
+            4,
+            "1 decoder layer x 4 heads"
+        );
+        assert!(a["heads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["all"].as_f64().is_some_and(|d| d != 0.0)));
+        let o = env
+            .cmd()
+            .args(["--model", &fixture(name), "lens"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        let line = fails(&o);
+        assert!(
+            line.contains("encoder stack") && line.contains("--stack decoder"),
+            "{line}"
+        );
+        let l = run_json(&env, name, &f, &["lens", "--stack", "decoder"]);
+        assert_eq!(
+            l["layers"], 2,
+            "the decoder's embeddings and its one layer's output"
+        );
+        for cmd in [
+            &["knockout", "--edges", "syn-id"][..],
+            &["ablate"],
+            &["lens"],
+        ] {
+            let o = env
+                .cmd()
+                .args(["--model", &fixture(name), "--stack", "cross"])
+                .args(cmd)
+                .arg(&f)
+                .output()
+                .unwrap();
+            let line = fails(&o);
+            assert!(
+                line.contains("--stack cross")
+                    && line.contains("encoder's positions")
+                    && line.contains("--stack decoder"),
+                "{name} {cmd:?}: {line}"
+            );
+        }
+    }
+}

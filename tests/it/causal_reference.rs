@@ -85,6 +85,56 @@ fn knockout_of(m: &LoadedModel, k: &Value) -> Intervention {
     }
 }
 
+/// Each of the case's head ablations, recomputed from the recorded residual stream
+/// entering the ablated layer (as `codescope ablate` does): `diff` gives the largest
+/// difference in bits of the pass with those options from the reference's.
+fn check_ablations(
+    m: &LoadedModel,
+    ids: &[u32],
+    case: &Value,
+    diff: &dyn Fn(&ForwardOptions, &Value) -> f64,
+) {
+    let name = case["name"].as_str().unwrap();
+    let cap = m
+        .forward_ids(
+            ids,
+            &ForwardOptions {
+                hidden: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let hidden = cap.hidden.unwrap().layers;
+    for a in case["ablations"].as_array().unwrap() {
+        let layer = a["layer"].as_u64().unwrap() as usize;
+        let mode = match a["mode"].as_str().unwrap() {
+            "zero" => AblationMode::Zero,
+            _ => AblationMode::Mean,
+        };
+        let iv = Intervention {
+            knockout: None,
+            ablate: vec![HeadAblation {
+                layer,
+                head: a["head"].as_u64().unwrap() as usize,
+                mode,
+            }],
+        };
+        let opts = ForwardOptions {
+            intervention: Some(&iv),
+            partial: Some(Partial {
+                first: layer,
+                end: m.info.layers,
+                input: &hidden[layer],
+                logits: true,
+            }),
+            ..Default::default()
+        };
+        let w = diff(&opts, &a["bits"]);
+        eprintln!("{name}: ablation {} {w:.1e} bits", a["mode"]);
+        assert!(w < 1e-3, "{name} ablation {a:?}: {w} bits");
+    }
+}
+
 fn check(case: &Value) {
     let name = case["name"].as_str().unwrap();
     let m = load(name);
@@ -130,48 +180,7 @@ fn check(case: &Value) {
         assert!(w < 1e-3, "{name} {key}: {w} bits from transformers");
     }
 
-    // Ablation from the recorded residual stream entering the ablated layer.
-    let cap = m
-        .forward_ids(
-            &ids,
-            &ForwardOptions {
-                hidden: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-    let hidden = cap.hidden.unwrap().layers;
-    for a in case["ablations"].as_array().unwrap() {
-        let layer = a["layer"].as_u64().unwrap() as usize;
-        let mode = match a["mode"].as_str().unwrap() {
-            "zero" => AblationMode::Zero,
-            _ => AblationMode::Mean,
-        };
-        let iv = Intervention {
-            knockout: None,
-            ablate: vec![HeadAblation {
-                layer,
-                head: a["head"].as_u64().unwrap() as usize,
-                mode,
-            }],
-        };
-        let got = bits(
-            &m,
-            &ids,
-            &ForwardOptions {
-                intervention: Some(&iv),
-                partial: Some(Partial {
-                    first: layer,
-                    end: m.info.layers,
-                    input: &hidden[layer],
-                    logits: true,
-                }),
-                ..Default::default()
-            },
-        );
-        let w = worst(&got, &a["bits"]);
-        assert!(w < 1e-3, "{name} ablation {a:?}: {w} bits");
-    }
+    check_ablations(&m, &ids, case, &|o, want| worst(&bits(&m, &ids, o), want));
 
     let cells = causal::lens_ids(&m, &ids).unwrap();
     let want = case["lens"].as_array().unwrap();
@@ -249,4 +258,174 @@ fn interventions_match_transformers_on_the_packaged_gemma3() {
         .find(|c| c["name"] == "gemma3-270m")
         .expect("the Gemma 3 case (tools/reference/causal_reference.py with the GGUF)");
     check(c);
+}
+
+/// An encoder–decoder's decoder stack loaded from its fixture.
+fn load_decoder_stack(name: &str, stack: model::Stack) -> LoadedModel {
+    let files = model::source::resolve(&crate::cli_sources::fixture(name)).unwrap();
+    LoadedModel::load_opts(
+        &files,
+        &model::LoadOptions {
+            random_weights: None,
+            stack,
+        },
+    )
+    .unwrap()
+}
+
+/// Per-subword bits of a decoder-stack pass (every subword scored, the first from the
+/// decoder's first position, reported last).
+fn stack_bits(m: &LoadedModel, ids: &[u32], opts: &ForwardOptions) -> Vec<f32> {
+    let mut scorer = model::lm::Scorer::new(ids, m.vocab_size(), 1).wrap_first();
+    m.forward_lm_ids(ids, opts, &mut |start, block| {
+        scorer.feed(start, block);
+        Ok(())
+    })
+    .unwrap();
+    scorer
+        .finish(|_| None)
+        .bits
+        .into_iter()
+        .map(Option::unwrap)
+        .collect()
+}
+
+fn worst_all(got: &[f32], want: &Value) -> f64 {
+    let want = want.as_array().unwrap();
+    assert_eq!(got.len(), want.len());
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (f64::from(*g) - w.as_f64().unwrap()).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Knockout, head ablation and the logit lens on the decoder stack of T5 v1.0 (tied,
+/// rescaled head), T5 v1.1, BART and PLBART against transformers with the same
+/// interventions on the decoder's self-attention
+/// (`tools/reference/tiny_encdec_causal_reference.py`): the reference's decoder positions
+/// moved to codescope's read order (index `i` is decoder position `(i + 1) % n`).
+#[test]
+fn interventions_match_transformers_on_the_decoder_stack() {
+    let r = reference_file("encdec_causal_reference.json");
+    let cases = r["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 4);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let m = load_decoder_stack(name, model::Stack::Decoder);
+        let ids: Vec<u32> = usizes(&case["ids"]).into_iter().map(|i| i as u32).collect();
+        let n = ids.len();
+        let plain = stack_bits(&m, &ids, &ForwardOptions::default());
+        assert!(
+            worst_all(&plain, &case["bits"]) < 1e-3,
+            "{name}: unmodified"
+        );
+
+        // An empty knockout is the unmodified pass, bit for bit.
+        let empty = Intervention {
+            knockout: Some(Knockout {
+                layers: vec![true; m.info.layers],
+                heads: vec![true; m.info.heads],
+                rows: vec![Vec::new(); n],
+            }),
+            ablate: Vec::new(),
+        };
+        let same = stack_bits(
+            &m,
+            &ids,
+            &ForwardOptions {
+                intervention: Some(&empty),
+                ..Default::default()
+            },
+        );
+        let b = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            b(&same),
+            b(&plain),
+            "{name}: an empty knockout changes nothing"
+        );
+
+        // The knockout's decoder positions in read order.
+        let k = &case["knockout"];
+        let dec_rows: Vec<Vec<usize>> = k["rows"].as_array().unwrap().iter().map(usizes).collect();
+        let rows = (0..n)
+            .map(|i| {
+                dec_rows[(i + 1) % n]
+                    .iter()
+                    .map(|&q| ((q + n - 1) % n) as u32)
+                    .collect()
+            })
+            .collect();
+        let (layers, heads) = (usizes(&k["layers"]), usizes(&k["heads"]));
+        let iv = Intervention {
+            knockout: Some(Knockout {
+                layers: (0..m.info.layers).map(|l| layers.contains(&l)).collect(),
+                heads: (0..m.info.heads).map(|h| heads.contains(&h)).collect(),
+                rows,
+            }),
+            ablate: Vec::new(),
+        };
+        let opts = ForwardOptions {
+            intervention: Some(&iv),
+            ..Default::default()
+        };
+        let got = stack_bits(&m, &ids, &opts);
+        let w = worst_all(&got, &k["bits"]);
+        eprintln!(
+            "{name}: unmodified {:.1e} bits, knockout {w:.1e} bits",
+            worst_all(&plain, &case["bits"])
+        );
+        assert!(w < 1e-3, "{name} knockout: {w} bits from transformers");
+        assert!(
+            worst_all(&got, &case["bits"]) > 1e-3,
+            "{name}: the knockout changes bits"
+        );
+
+        check_ablations(&m, &ids, case, &|o, want| {
+            worst_all(&stack_bits(&m, &ids, o), want)
+        });
+
+        // The lens: read row i predicts s_{i+1} (decoder position i + 1); the last row,
+        // decoder position 0, has no next subword in the encoding.
+        let cells = causal::lens_ids(&m, &ids).unwrap();
+        let want = case["lens"].as_array().unwrap();
+        assert_eq!(cells.len(), want.len(), "{name}: lens layers");
+        let mut lens_worst = 0.0f64;
+        for (l, rows) in want.iter().enumerate() {
+            for (i, r) in rows.as_array().unwrap().iter().enumerate() {
+                let c = cells[l][i].unwrap_or_else(|| panic!("{name}: no lens cell {l},{i}"));
+                let wp = r[0].as_f64().unwrap();
+                lens_worst = lens_worst.max((f64::from(c.prob) - wp).abs());
+                assert!(
+                    (f64::from(c.prob) - wp).abs() < 1e-4,
+                    "{name} lens {l},{i}: {} vs {wp}",
+                    c.prob
+                );
+                assert_eq!(
+                    (u64::from(c.rank), u64::from(c.top)),
+                    (r[1].as_u64().unwrap(), r[2].as_u64().unwrap()),
+                    "{name} lens rank and top {l},{i}"
+                );
+            }
+            assert!(cells[l][n - 1].is_none(), "{name}: decoder position 0");
+        }
+        eprintln!("{name}: lens probability {lens_worst:.1e}");
+
+        // The cross stack refuses them in one line saying why.
+        let c = load_decoder_stack(name, model::Stack::Cross);
+        let e = c
+            .forward_ids(
+                &ids,
+                &ForwardOptions {
+                    intervention: Some(&iv),
+                    ..Default::default()
+                },
+            )
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("cross stack") && e.contains("--stack decoder"),
+            "{e}"
+        );
+    }
 }

@@ -65,6 +65,7 @@ mod tui_input;
 mod tui_knockout;
 mod tui_lens;
 mod tui_snapshots;
+mod tui_stack;
 mod tui_stream;
 mod tui_tty;
 mod twins;

@@ -291,7 +291,7 @@ fn the_explorer_key_r_toggles_random_weights_and_the_status_bar_says_so() {
     assert!(!screen(&app).contains("random weights"));
     let fx = app.update(key(KeyCode::Char('R')));
     assert!(
-        matches!(&fx[0], Effect::LoadModel(Some(s), Some(0)) if s == "tiny"),
+        matches!(&fx[0], Effect::LoadModel(Some(s), Some(0), _) if s == "tiny"),
         "R reloads the model with random weights"
     );
     assert!(app
@@ -315,7 +315,7 @@ fn the_explorer_key_r_toggles_random_weights_and_the_status_bar_says_so() {
     );
     // R again: back to the trained weights.
     let fx = app.update(key(KeyCode::Char('R')));
-    assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None) if s == "tiny"));
+    assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None, _) if s == "tiny"));
 }
 
 #[test]

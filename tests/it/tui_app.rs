@@ -29,7 +29,7 @@ fn analyses(fx: &[Effect]) -> Vec<&AnalyseJob> {
 #[test]
 fn start_loads_the_model_then_analyses() {
     let (mut app, fx) = fresh(SAMPLE, 120, 40, theme(ColorMode::TrueColor));
-    assert!(matches!(fx[0], Effect::LoadModel(Some(ref s), None) if s == "tiny"));
+    assert!(matches!(fx[0], Effect::LoadModel(Some(ref s), None, _) if s == "tiny"));
     // The parse runs off the UI thread; its result asks for the analysis.
     assert!(matches!(fx[1], Effect::Parse(_)));
     let fx = parsed(&mut app, fx);
@@ -272,7 +272,7 @@ fn model_picker_loads_in_the_background() {
     let fx = app.update(key(KeyCode::Down));
     assert!(fx.is_empty());
     let fx = app.update(key(KeyCode::Enter));
-    assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None) if s == "graphcodebert"));
+    assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None, _) if s == "graphcodebert"));
     assert_eq!(analyses(&fx).len(), 1);
     assert!(app
         .status
@@ -297,7 +297,7 @@ fn model_picker_loads_in_the_background() {
     let fx = app.type_keys("pypi:some-model");
     assert!(fx.is_empty());
     let fx = app.update(key(KeyCode::Enter));
-    assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None) if s == "pypi:some-model"));
+    assert!(matches!(&fx[0], Effect::LoadModel(Some(s), None, _) if s == "pypi:some-model"));
 }
 
 #[test]
@@ -413,7 +413,11 @@ fn worker_thread_latest_wins() {
     let w = Worker::spawn(cache.path().into(), move |m| {
         let _ = tx.send(m);
     });
-    w.load(Some(dir.path().display().to_string()), None);
+    w.load(
+        Some(dir.path().display().to_string()),
+        None,
+        codescope::model::Stack::Encoder,
+    );
     let job = |req: u64, text: &str| AnalyseJob {
         req,
         syntax: Arc::new(codescope::analysis::parse(text, Language::Python).unwrap()),
@@ -748,7 +752,11 @@ fn worker_thread_trains_probes_latest_wins() {
     let w = Worker::spawn(cache.path().into(), move |m| {
         let _ = tx.send(m);
     });
-    w.load(Some(dir.path().display().to_string()), None);
+    w.load(
+        Some(dir.path().display().to_string()),
+        None,
+        codescope::model::Stack::Encoder,
+    );
     let source = loop {
         match rx.recv_timeout(Duration::from_secs(60)).expect("loaded") {
             WorkerMsg::ModelLoaded { info, .. } => break info.source,

@@ -525,3 +525,42 @@ fn text_output_to_a_terminal_is_printable() {
         .unwrap()
         .contains("\u{1b}]2;pwned"));
 }
+
+/// The stack key in a real terminal: `--stack decoder` starts on the decoder stack, `E`
+/// reloads the model on the cross stack (the status bar names it, the head grid says why
+/// it has no scores), `q` saves the session with its stack and `--resume` (no `--stack`)
+/// brings the cross stack back.
+#[test]
+fn the_stack_key_switches_stacks_and_a_session_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("area.py"),
+        "def area(w, h):\n    return w * h\n",
+    )
+    .unwrap();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_t5");
+    let model = model.display().to_string();
+    let tmux = Tmux::new("stack");
+    let exit = start_with(&tmux, dir.path(), &model, "--stack decoder area.py");
+    tmux.wait_for("the decoder stack", 120, |s| {
+        s.contains("t5, decoder stack") && s.contains("def area(w, h)") && !s.contains("analysing")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "E"]);
+    tmux.wait_for("the cross stack", 120, |s| {
+        s.contains("t5, cross stack") && s.contains("no head scores")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0");
+    let saved = std::fs::read_to_string(dir.path().join("session.json")).unwrap();
+    assert!(saved.contains("\"stack\": \"cross\""), "{saved}");
+    drop(tmux);
+    std::fs::remove_file(&exit).unwrap();
+
+    let tmux = Tmux::new("stack-resume");
+    let exit = start_with(&tmux, dir.path(), &model, "--resume");
+    tmux.wait_for("the resumed cross stack", 120, |s| {
+        s.contains("t5, cross stack") && s.contains("def area(w, h)")
+    });
+    tmux.run(&["send-keys", "-t", "e2e", "q"]);
+    assert_eq!(wait_file(&exit, 30), "0");
+}

@@ -507,7 +507,11 @@ fn worker_reports_the_lm_head() {
         let _ = tx.send(m);
     });
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_llama");
-    w.load(Some(dir.display().to_string()), None);
+    w.load(
+        Some(dir.display().to_string()),
+        None,
+        codescope::model::Stack::Encoder,
+    );
     w.analyse(AnalyseJob {
         req: 1,
         syntax: Arc::new(codescope::analysis::parse(SHORT, Language::Python).unwrap()),

@@ -201,7 +201,11 @@ fn the_worker_sends_each_layer_before_the_result() {
     let w = Worker::spawn(cache.path().into(), move |m| {
         let _ = tx.send(m);
     });
-    w.load(Some(dir.path().display().to_string()), None);
+    w.load(
+        Some(dir.path().display().to_string()),
+        None,
+        codescope::model::Stack::Encoder,
+    );
     w.analyse(AnalyseJob {
         req: 5,
         syntax: Arc::new(analysis::parse(SAMPLE, Language::Python).unwrap()),

@@ -119,7 +119,9 @@ def knocked(model, ids, layers, heads, rows):
         model.config._attn_implementation = "eager"
 
 
-def ablated(model, ids, layer, head, mode, d):
+def head_hook(head, mode, d):
+    """A forward pre-hook replacing head `head`'s slice (`d` wide) of a projection's input
+    by zeros (`zero`) or by its mean over the positions (`mean`)."""
     def hook(_module, args):
         x = args[0].clone()
         cols = slice(head * d, (head + 1) * d)
@@ -129,7 +131,11 @@ def ablated(model, ids, layer, head, mode, d):
             x[..., cols] = x[..., cols].mean(dim=1, keepdim=True)
         return (x,) + args[1:]
 
-    h = out_proj(model, layer).register_forward_pre_hook(hook)
+    return hook
+
+
+def ablated(model, ids, layer, head, mode, d):
+    h = out_proj(model, layer).register_forward_pre_hook(head_hook(head, mode, d))
     try:
         return run(model, ids).logits[0]
     finally:

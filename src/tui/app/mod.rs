@@ -178,6 +178,11 @@ fn plain(c: char) -> KeyEvent {
     KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
 }
 
+/// What the head grid and the finding say on the cross stack instead of scores.
+pub const CROSS_NO_SCORES: &str = "no head scores on the cross stack: the gold graphs \
+    relate tokens within one sequence, cross-attention relates the decoder's tokens to the \
+    encoder's (E: next stack)";
+
 impl App {
     /// A new explorer on `doc`; call [`App::start`] for the first effects.
     pub fn new(cfg: Config, doc: Doc) -> Self {
@@ -231,9 +236,46 @@ impl App {
         };
         // The loaded model's label: the default model's name once it is chosen.
         let spec = m.loaded.as_ref().map(|(l, _)| l.clone()).or(m.spec.clone());
-        let mut fx = vec![Effect::LoadModel(spec, m.random_weights)];
+        let mut fx = vec![Effect::LoadModel(spec, m.random_weights, m.stack)];
         fx.extend(self.request_parse_or_analysis());
         self.status.busy = Some(busy);
+        fx
+    }
+
+    /// `E`: reload an encoder–decoder with its next stack (encoder → decoder → cross →
+    /// encoder) and re-analyse; a model with one stack gets a line saying so.
+    fn next_stack(&mut self) -> Vec<Effect> {
+        use crate::model::Stack;
+        let Some((label, info)) = self.model.loaded.clone() else {
+            self.status.warn("no model is loaded yet");
+            return Vec::new();
+        };
+        if info.stack.is_none() {
+            self.status.warn(format!(
+                "{label} ({}) has one stack: E switches the encoder, decoder and \
+                 cross-attention of an encoder–decoder (t5, bart, plbart)",
+                info.architecture
+            ));
+            return Vec::new();
+        }
+        let m = &mut self.model;
+        m.stack = match m.stack {
+            Stack::Encoder => Stack::Decoder,
+            Stack::Decoder => Stack::Cross,
+            Stack::Cross => Stack::Encoder,
+        };
+        // Only the decoder stack has an LM head.
+        if m.stack != Stack::Decoder {
+            self.view.surprisal = false;
+        }
+        let stack = m.stack;
+        let mut fx = vec![Effect::LoadModel(
+            Some(label.clone()),
+            m.random_weights,
+            stack,
+        )];
+        fx.extend(self.request_parse_or_analysis());
+        self.status.busy = Some(format!("loading {label} with its {} stack…", stack.name()));
         fx
     }
 
@@ -243,6 +285,7 @@ impl App {
         let mut fx = vec![Effect::LoadModel(
             self.model.spec.clone(),
             self.model.random_weights,
+            self.model.stack,
         )];
         fx.extend(self.request_parse_or_analysis());
         self.settle(&mut fx);
@@ -252,6 +295,17 @@ impl App {
     /// The current threshold.
     pub fn threshold(&self) -> f32 {
         self.view.threshold()
+    }
+
+    /// Whether the attention shown is an encoder–decoder's cross-attention (the analysis
+    /// shown, else the model loaded): the head grid and the finding then show
+    /// [`CROSS_NO_SCORES`] instead of scores.
+    pub fn cross_stack_shown(&self) -> bool {
+        let stack = match self.prepared() {
+            Some(p) => p.trace.model.stack,
+            None => self.model.info().and_then(|i| i.stack),
+        };
+        stack == Some(crate::model::Stack::Cross.name())
     }
 
     /// The analysis shown, if any.
@@ -1256,6 +1310,7 @@ impl App {
             }
             Command::Models => return self.open_picker(),
             Command::RandomWeights => return self.toggle_random_weights(),
+            Command::Stack => return self.next_stack(),
             Command::Language => return self.next_language(),
             Command::Surprisal => return self.toggle_surprisal(),
             Command::Knockout => return self.cycle_knockout(),
@@ -1448,6 +1503,7 @@ impl App {
                 let mut fx = vec![Effect::LoadModel(
                     Some(spec.clone()),
                     self.model.random_weights,
+                    self.model.stack,
                 )];
                 fx.extend(self.request_parse_or_analysis());
                 self.status.busy = Some(format!("loading model {spec}…"));

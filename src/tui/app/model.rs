@@ -17,6 +17,10 @@ pub struct ModelState {
     pub random_weights: Option<u64>,
     /// The seed `R` turns random weights on with: `--random-weights`'s, else 0.
     pub random_seed: u64,
+    /// The stack an encoder–decoder loads with (`--stack`; the stack key `E` cycles it).
+    pub stack: crate::model::Stack,
+    /// The stack the explorer started with (`--stack`): a tour's steps default to it.
+    pub default_stack: crate::model::Stack,
     /// The last load that failed (`model LABEL: why`), until a model loads: kept on the
     /// status line instead of a bare "no model is loaded", and on stderr (with a non-zero
     /// exit) when the explorer ends without any model having loaded.

@@ -574,14 +574,30 @@ impl super::App {
         let step = t.tour.steps[i].clone();
         let base = t.tour.base.clone();
         let model = t.tour.models(self.model.spec.as_deref())[i].clone();
+        let stack = t.tour.stacks(self.model.default_stack)[i];
         let mut fx = Vec::new();
-        let model_changes = model.is_some()
-            && model.as_deref() != self.model.loaded.as_ref().map(|(l, _)| l.as_str());
-        if model_changes {
-            self.model.spec = model.clone();
-            self.status.busy = Some(format!("loading model {}…", model.as_deref().unwrap_or("")));
-            fx.push(Effect::LoadModel(model.clone(), self.model.random_weights));
+        let loaded = self.model.loaded.as_ref().map(|(l, _)| l.clone());
+        let model_changes = model.is_some() && model != loaded;
+        // Another stack of the model shown is another load (its backbone is built for one).
+        let stack_changes = stack != self.model.stack;
+        if model_changes || stack_changes {
+            if model_changes {
+                self.model.spec = model.clone();
+            }
+            self.model.stack = stack;
+            let spec = if model_changes {
+                model.clone()
+            } else {
+                loaded.or(self.model.spec.clone())
+            };
+            self.status.busy = Some(format!(
+                "loading model {} ({} stack)…",
+                spec.as_deref().unwrap_or("(default)"),
+                stack.name()
+            ));
+            fx.push(Effect::LoadModel(spec, self.model.random_weights, stack));
         }
+        let model_changes = model_changes || stack_changes;
         let doc_changes = snip.text != self.doc.text || snip.lang != self.doc.lang;
         if doc_changes {
             self.view.cursor = 0;
@@ -676,6 +692,12 @@ impl super::App {
             .or_else(|| self.model.loaded.as_ref().map(|(l, _)| l.clone()))
     }
 
+    /// The stack of the encoder–decoder shown (`None` for one-stack models): what a
+    /// session and a tour step keep.
+    fn stack_here(&self) -> Option<crate::model::Stack> {
+        self.model.info()?.stack.map(|_| self.model.stack)
+    }
+
     /// The current view as a tour step: the snippet inline (the runtime refers to its
     /// file instead when the file still holds this text), the model, the scene.
     pub fn step_here(&self) -> Option<crate::present::tour::Step> {
@@ -685,6 +707,7 @@ impl super::App {
             name: Some(self.doc.name.clone()),
             lang: Some(self.doc.lang.name().to_string()),
             model: self.model_label(),
+            stack: self.stack_here().map(|s| s.name().to_string()),
             scene: self.scene_here(),
             rewrite: self.compare.on.then(|| self.compare.choice.label()),
             ..Default::default()
@@ -704,6 +727,7 @@ impl super::App {
             lang: self.doc.lang.name().to_string(),
             edited: self.doc.name.ends_with(" (edited)"),
             model: self.model_label(),
+            stack: self.stack_here().map(|s| s.name().to_string()),
             editor: self.editor.as_ref().map(|e| EditorState {
                 text: e.text(),
                 row: e.row,

@@ -125,6 +125,10 @@ fn draw_finding(app: &App, f: &mut Frame, area: Rect) {
     let Some((inner, a)) = framed(app, f, area, title) else {
         return;
     };
+    if app.cross_stack_shown() {
+        f.render_widget(super::heads::cross_note(t), inner);
+        return;
+    }
     let fd = crate::analysis::finding::Finding::of(a);
     let w = inner.width as usize;
     // Below the rows: the marker's legend, then the reading wrapped to the panel.

@@ -60,6 +60,12 @@ fn fmt_cell(m: Metric, v: Option<f64>, w: usize) -> String {
     format!("{s:>w$}")
 }
 
+/// [`crate::tui::app::CROSS_NO_SCORES`], wrapped to the panel.
+pub fn cross_note(t: &Theme) -> Paragraph<'static> {
+    Paragraph::new(Span::styled(crate::tui::app::CROSS_NO_SCORES, t.dim()))
+        .wrap(ratatui::widgets::Wrap { trim: true })
+}
+
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
     let m = app.view.metric;
@@ -96,6 +102,10 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
+    if app.cross_stack_shown() {
+        f.render_widget(cross_note(t), inner);
+        return;
+    }
     // The layers of the analysis in progress (the rest `·`), else the analysis shown.
     let partial = app.partial();
     let values = match (partial, app.prepared()) {

@@ -64,8 +64,12 @@ pub fn overview(app: &App, f: &mut Frame, c: crate::tui::app::OverviewCursor) {
             Span::styled(" Overview ", t.accent()),
             Span::styled(
                 format!(
-                    "· {} [s] · Enter: open · *: pin · x: export · Esc ",
-                    metric.name()
+                    "· {} · Enter: open · *: pin · x: export · Esc ",
+                    if app.cross_stack_shown() {
+                        "no head scores on the cross stack".to_string()
+                    } else {
+                        format!("{} [s]", metric.name())
+                    }
                 ),
                 t.dim(),
             ),
@@ -97,7 +101,12 @@ pub fn overview(app: &App, f: &mut Frame, c: crate::tui::app::OverviewCursor) {
         }
         return;
     };
-    let values = app.grid_values(metric).unwrap_or_default();
+    // The cross stack has no head scores (`CROSS_NO_SCORES`): `·` under every thumbnail.
+    let values = if app.cross_stack_shown() {
+        Vec::new()
+    } else {
+        app.grid_values(metric).unwrap_or_default()
+    };
     let mut lines: Vec<Line> = Vec::new();
     let mut head = vec![Span::raw(" ".repeat(g.label_w as usize))];
     for l in 0..layers {
