@@ -102,9 +102,9 @@ pub fn read_to_string_bounded(path: &Path, max: u64, what: &str) -> Result<Strin
 /// `n` bytes as a short figure (`16 MiB`).
 pub fn human(n: u64) -> String {
     const MIB: u64 = 1 << 20;
-    if n >= MIB && n % MIB == 0 {
+    if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
-    } else if n >= 1024 && n % 1024 == 0 {
+    } else if n >= 1024 && n.is_multiple_of(1024) {
         format!("{} KiB", n / 1024)
     } else {
         format!("{n} bytes")

@@ -77,7 +77,9 @@ fn default_act() -> String {
 impl BartConfig {
     /// Refuse values that cannot give a working model (as a one-line reason).
     pub fn validate(&self) -> std::result::Result<(), String> {
-        if self.encoder_attention_heads == 0 || self.d_model % self.encoder_attention_heads != 0 {
+        if self.encoder_attention_heads == 0
+            || !self.d_model.is_multiple_of(self.encoder_attention_heads)
+        {
             return Err(format!(
                 "d_model {} is not a multiple of encoder_attention_heads {}",
                 self.d_model, self.encoder_attention_heads
@@ -91,7 +93,7 @@ impl BartConfig {
     /// Refuse a decoder that cannot run (the decoder stacks).
     pub fn validate_decoder(&self) -> std::result::Result<(), String> {
         let heads = self.decoder_heads();
-        if heads == 0 || self.d_model % heads != 0 {
+        if heads == 0 || !self.d_model.is_multiple_of(heads) {
             return Err(format!(
                 "d_model {} is not a multiple of decoder_attention_heads {heads}",
                 self.d_model

@@ -246,7 +246,8 @@ impl Bert {
                 )));
             }
         }
-        if cfg.num_attention_heads == 0 || cfg.hidden_size % cfg.num_attention_heads != 0 {
+        if cfg.num_attention_heads == 0 || !cfg.hidden_size.is_multiple_of(cfg.num_attention_heads)
+        {
             return Err(Error::Compute(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 cfg.hidden_size, cfg.num_attention_heads

@@ -72,13 +72,13 @@ impl CodeGenConfig {
     pub fn validate(&self) -> std::result::Result<(), String> {
         super::check_eps("layer_norm_epsilon", self.layer_norm_epsilon)?;
         Gelu::parse(&self.activation_function)?;
-        if self.n_head == 0 || self.n_embd % self.n_head != 0 {
+        if self.n_head == 0 || !self.n_embd.is_multiple_of(self.n_head) {
             return Err(format!(
                 "n_embd {} is not a multiple of n_head {}",
                 self.n_embd, self.n_head
             ));
         }
-        if self.n_embd % MP_NUM != 0 {
+        if !self.n_embd.is_multiple_of(MP_NUM) {
             return Err(format!(
                 "n_embd {} is not a multiple of CodeGen's {MP_NUM} qkv shards",
                 self.n_embd

@@ -181,7 +181,7 @@ impl Gemma3Config {
                     6
                 };
                 let pattern = self.sliding_window_pattern.unwrap_or(default).max(1);
-                (i + 1) % pattern != 0
+                !(i + 1).is_multiple_of(pattern)
             }
         }
     }

@@ -53,7 +53,7 @@ impl Gpt2Config {
                 self.activation_function
             ));
         }
-        if self.n_head == 0 || self.n_embd % self.n_head != 0 {
+        if self.n_head == 0 || !self.n_embd.is_multiple_of(self.n_head) {
             return Err(format!(
                 "n_embd {} is not a multiple of n_head {}",
                 self.n_embd, self.n_head

@@ -78,7 +78,7 @@ impl GptBigCodeConfig {
     pub fn validate(&self) -> std::result::Result<(), String> {
         super::check_eps("layer_norm_epsilon", self.layer_norm_epsilon)?;
         Gelu::parse(&self.activation_function)?;
-        if self.n_head == 0 || self.n_embd % self.n_head != 0 {
+        if self.n_head == 0 || !self.n_embd.is_multiple_of(self.n_head) {
             return Err(format!(
                 "n_embd {} is not a multiple of n_head {}",
                 self.n_embd, self.n_head

@@ -229,7 +229,7 @@ impl LlamaConfig {
             return Err("sliding_window is 0; it must be at least 1".into());
         }
         let rot = self.rotary_dim();
-        if rot == 0 || rot % 2 != 0 || rot > d {
+        if rot == 0 || !rot.is_multiple_of(2) || rot > d {
             return Err(format!(
                 "partial_rotary_factor {} gives {rot} rotary features of a {d}-wide head",
                 self.rotary_factor()

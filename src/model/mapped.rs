@@ -223,7 +223,7 @@ impl Mapping {
     /// it to the heap, writing to it touches only this process's copy of the pages.
     pub fn values(&self, offset: usize, count: usize) -> Result<Vec<f32>> {
         let bad = |why: &str| Error::Compute(format!("mapped values at {offset}: {why}"));
-        if (self.start + offset) % 4 != 0 {
+        if !(self.start + offset).is_multiple_of(4) {
             return Err(bad("not 4-byte aligned"));
         }
         if count == 0 || offset.checked_add(count * 4).is_none_or(|e| e > self.len) {

@@ -216,7 +216,7 @@ impl<'a> Machine<'a> {
     }
 
     fn set_items(&mut self, items: Vec<Obj>) -> Res<()> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err("SETITEMS with an odd number of objects".into());
         }
         let d = Obj::seq_depth(&items) + 1;

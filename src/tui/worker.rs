@@ -801,7 +801,7 @@ fn thousands(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -1056,7 +1056,7 @@ mod tests {
         let mut s = Slot::default();
         s.pending[Kind::Probe as usize] = Some(probe_job(1));
         assert!(!s.waiting_before(Kind::Ablate));
-        s.pending[Kind::Load as usize] = Some(Job::Load(None, None));
+        s.pending[Kind::Load as usize] = Some(Job::Load(None, None, Default::default()));
         assert!(s.waiting_before(Kind::Ablate));
         s.pending[Kind::Load as usize] = None;
         s.stop = true;

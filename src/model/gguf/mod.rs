@@ -129,7 +129,7 @@ impl GgufFile {
         // candle reinterprets the bytes as blocks: hand it an 8-byte-aligned copy when
         // the mapped bytes are not (llama.cpp's alignment may be as small as 1).
         let aligned: Vec<u64>;
-        let raw = if (raw.as_ptr() as usize) % 8 == 0 {
+        let raw = if (raw.as_ptr() as usize).is_multiple_of(8) {
             raw
         } else {
             let mut v = vec![0u64; raw.len().div_ceil(8)];
@@ -552,7 +552,7 @@ impl GgufFile {
         let bytes: &[u8] = match permute {
             Some(heads) => {
                 let rows = t.dims[0];
-                if heads == 0 || rows % (2 * heads) != 0 {
+                if heads == 0 || !rows.is_multiple_of(2 * heads) {
                     return Err(corrupt(format!(
                         "tensor {}: {rows} rows do not split into {heads} heads",
                         t.name
@@ -605,7 +605,7 @@ fn kept_quantized(hf: &str, t: &TensorEntry) -> bool {
         || hf == "lm_head.weight"
         || (hf.starts_with("model.layers.") && hf.ends_with("_proj.weight"));
     let block = !matches!(t.dtype, T::F32 | T::F16 | T::BF16);
-    role && block && t.dims.len() == 2 && t.dims[1] % t.dtype.block_size() == 0
+    role && block && t.dims.len() == 2 && t.dims[1].is_multiple_of(t.dtype.block_size())
 }
 
 /// The bytes of `raw`, borrowed when 8-byte aligned, else an aligned copy (candle
@@ -616,7 +616,7 @@ enum Aligned<'a> {
 }
 
 fn aligned(raw: &[u8]) -> Aligned<'_> {
-    if (raw.as_ptr() as usize) % 8 == 0 {
+    if (raw.as_ptr() as usize).is_multiple_of(8) {
         return Aligned::Borrowed(raw);
     }
     let mut v = vec![0u64; raw.len().div_ceil(8)];
@@ -667,7 +667,7 @@ fn non_finite_blocks(
         _ => return None,
     };
     debug_assert_eq!(size, dtype.type_size());
-    if n == 0 || n % per != 0 || raw.len() < (n / per).checked_mul(size)? {
+    if n == 0 || !n.is_multiple_of(per) || raw.len() < (n / per).checked_mul(size)? {
         return None;
     }
     let blocks = raw[..n / per * size].par_chunks_exact(size);
@@ -754,7 +754,7 @@ fn blocks_into<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], ys: &m
     let count = n / per;
     let size = std::mem::size_of::<B>();
     if count.checked_mul(size).is_none_or(|b| raw.len() < b)
-        || (raw.as_ptr() as usize) % std::mem::align_of::<B>() != 0
+        || !(raw.as_ptr() as usize).is_multiple_of(std::mem::align_of::<B>())
     {
         return false;
     }
@@ -771,13 +771,13 @@ fn blocks_into<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], ys: &m
 
 fn blocks<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], n: usize) -> Option<Vec<f32>> {
     let per = B::BLCK_SIZE;
-    if per == 0 || n == 0 || n % per != 0 {
+    if per == 0 || n == 0 || !n.is_multiple_of(per) {
         return None;
     }
     let count = n / per;
     let size = std::mem::size_of::<B>();
     if raw.len() < count.checked_mul(size)?
-        || (raw.as_ptr() as usize) % std::mem::align_of::<B>() != 0
+        || !(raw.as_ptr() as usize).is_multiple_of(std::mem::align_of::<B>())
     {
         return None;
     }
