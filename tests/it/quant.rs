@@ -26,7 +26,7 @@ use crate::cli_sources::fails;
 use crate::hostile_models::Gguf;
 
 /// Attention (all layers), hidden states (all) and logits of `ids`.
-fn outputs(m: &dyn Backbone, ids: &[u32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+pub(crate) fn outputs(m: &dyn Backbone, ids: &[u32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut logits = Vec::new();
     let opts = ForwardOptions {
         hidden: true,
@@ -43,7 +43,7 @@ fn outputs(m: &dyn Backbone, ids: &[u32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     (attention, hidden, logits)
 }
 
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter()
         .zip(b)
@@ -57,7 +57,7 @@ fn quantized_fixture(dtype: GgmlDType, dir: &Path) -> std::path::PathBuf {
 }
 
 /// `g` with every 2-D tensor but the norms quantized to `dtype`, saved in `dir`.
-fn quantized(mut g: Gguf, dtype: GgmlDType, dir: &Path) -> std::path::PathBuf {
+pub(crate) fn quantized(mut g: Gguf, dtype: GgmlDType, dir: &Path) -> std::path::PathBuf {
     let names: Vec<String> = g
         .tensors
         .iter()
