@@ -7,18 +7,16 @@
 //! it and give the safetensors model's outputs (the fixtures' `reference.json`,
 //! transformers 5.24; for StarCoder2 and Gemma 2, whose files cannot carry the fixtures'
 //! sliding window and query scale, codescope's safetensors model with the settings the
-//! file implies). The new architectures also with their matrices quantized to Q8_0
-//! (`--weights native` gives the f32 path's outputs exactly). Gemma 3 from GGUF is
+//! file implies); each quantized to Q8_0 in `tests/it/quant.rs`. Gemma 3 from GGUF is
 //! checked on the real packaged model (`tests/gemma3_reference.rs`).
 
-use candle_core::quantized::GgmlDType;
 use codescope::model::quant::WeightsMode;
 use codescope::model::source::ModelFiles;
 use codescope::model::{self, ForwardOptions, LoadedModel};
 use serde_json::Value;
 
 use crate::hostile_models::Gguf;
-use crate::quant::{max_diff, outputs, quantized};
+use crate::quant::{max_diff, outputs};
 
 fn root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -234,9 +232,7 @@ fn safetensors_outputs(name: &str, ids: &[u32], edit: Value) -> Outputs {
 }
 
 /// The GGUF fixture `name` against `want` (attention within 1e-4, hidden states and logits
-/// within 1e-3) as `arch` with `layers` layers; then with its matrices quantized to Q8_0,
-/// held quantized (`--weights native`) against dequantized (`--weights f32`): the same
-/// outputs exactly, the memory plan counting the quantized matrices at their own size.
+/// within 1e-3) as `arch` with `layers` layers (quantized to Q8_0: `tests/it/quant.rs`).
 fn check_new(name: &str, arch: &str, layers: usize, ids: &[u32], want: &Outputs) {
     let path = root().join("tiny_gguf").join(format!("{name}.gguf"));
     let (m, got_arch, _) = model::load_gguf_backbone_as(&path, WeightsMode::F32).unwrap();
@@ -260,28 +256,6 @@ fn check_new(name: &str, arch: &str, layers: usize, ids: &[u32], want: &Outputs)
         worst[0] < 1e-4 && worst[1] < 1e-3 && worst[2] < 1e-3,
         "{name}: {worst:?}"
     );
-    let d = tempfile::tempdir().unwrap();
-    let q = quantized(Gguf::fixture(name), GgmlDType::Q8_0, d.path());
-    let file = codescope::model::gguf::GgufFile::open(&q).unwrap();
-    let held: u64 = file
-        .header
-        .tensors
-        .iter()
-        .map(|t| {
-            if t.dtype == GgmlDType::Q8_0 {
-                t.bytes
-            } else {
-                t.dims.iter().product::<usize>() as u64 * 4
-            }
-        })
-        .sum();
-    assert!(held < file.f32_bytes());
-    assert_eq!(file.native_bytes(), held, "{name}: every Q8_0 matrix held");
-    let load = |mode| model::load_gguf_backbone_as(&q, mode).unwrap().0;
-    let f32_out = outputs(load(WeightsMode::F32).as_ref(), ids);
-    let native = outputs(load(WeightsMode::Native).as_ref(), ids);
-    assert!(native == f32_out, "{name}: native differs from f32");
-    assert!(max_diff(&f32_out.2, &got.2) > 0.0, "{name}: quantized");
 }
 
 /// Mistral as llama.cpp writes it (`llama`, Q/K permuted) with its sliding window (6 of

@@ -151,13 +151,37 @@ fn a_non_finite_quantized_block_is_named_in_both_modes() {
 }
 
 /// Every GGUF family codescope reads, its tiny fixture quantized to Q8_0: Qwen2's biases,
-/// Qwen3's q/k norms, Phi-3's fused `attn_qkv` and `ffn_up`, Gemma 1's tied head.
+/// Qwen3's q/k norms, Phi-3's fused `attn_qkv` and `ffn_up`, Gemma 1's tied head,
+/// Mistral's window, Granite's permuted Q/K rows, StarCoder2's `ffn_up` (`c_fc`), Gemma
+/// 2's soft-capping; the memory plan counts every Q8_0 matrix at its own size (held).
 #[test]
 fn every_gguf_family_native_is_the_f32_path() {
     let d = tempfile::tempdir().unwrap();
     let ids: Vec<u32> = (0..20).map(|i| (i * 11 + 5) % 300).collect();
-    for name in ["qwen2", "qwen3", "phi3", "gemma"] {
+    let names = [
+        "qwen2",
+        "qwen3",
+        "phi3",
+        "gemma",
+        "mistral",
+        "granite",
+        "starcoder2",
+        "gemma2",
+    ];
+    for name in names {
         let p = quantized(Gguf::fixture(name), GgmlDType::Q8_0, &d.path().join(name));
+        let file = codescope::model::gguf::GgufFile::open(&p).unwrap();
+        let held: u64 = file
+            .header
+            .tensors
+            .iter()
+            .map(|t| match t.dtype {
+                GgmlDType::Q8_0 => t.bytes,
+                _ => t.dims.iter().product::<usize>() as u64 * 4,
+            })
+            .sum();
+        assert!(held < file.f32_bytes(), "{name}");
+        assert_eq!(file.native_bytes(), held, "{name}: every Q8_0 matrix held");
         let load = |mode| model::load_gguf_backbone_as(&p, mode).unwrap().0;
         let f32_out = outputs(load(WeightsMode::F32).as_ref(), &ids);
         let native = outputs(load(WeightsMode::Native).as_ref(), &ids);
