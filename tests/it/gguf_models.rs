@@ -16,7 +16,7 @@ use codescope::model::{self, ForwardOptions, LoadedModel};
 use serde_json::Value;
 
 use crate::hostile_models::Gguf;
-use crate::quant::{max_diff, outputs};
+use crate::quant::{max_diff, outputs, outputs_of};
 
 fn root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -213,22 +213,7 @@ fn safetensors_outputs(name: &str, ids: &[u32], edit: Value) -> Outputs {
     std::fs::write(d.path().join("config.json"), cfg.to_string()).unwrap();
     let files = ModelFiles::from_dir(d.path(), name.into()).unwrap();
     let m = LoadedModel::load(&files).unwrap();
-    let mut logits = Vec::new();
-    let opts = ForwardOptions {
-        hidden: true,
-        ..Default::default()
-    };
-    let cap = m
-        .forward_lm_ids(ids, &opts, &mut |_, block| {
-            logits.extend_from_slice(block);
-            Ok(())
-        })
-        .unwrap();
-    (
-        cap.attention.layers.concat(),
-        cap.hidden.unwrap().layers.concat(),
-        logits,
-    )
+    outputs_of(|opts, sink| m.forward_lm_ids(ids, opts, sink))
 }
 
 /// The GGUF fixture `name` against `want` (attention within 1e-4, hidden states and logits

@@ -20,24 +20,31 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use codescope::model::gguf::reader::ggml_type_id;
 use codescope::model::quant::WeightsMode;
-use codescope::model::{self, Backbone, ForwardOptions};
+use codescope::model::{self, Backbone, Capture, ForwardOptions, LogitsSink};
 
 use crate::cli_sources::fails;
 use crate::hostile_models::Gguf;
 
 /// Attention (all layers), hidden states (all) and logits of `ids`.
 pub(crate) fn outputs(m: &dyn Backbone, ids: &[u32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    outputs_of(|opts, sink| m.forward_lm(ids, opts, sink))
+}
+
+/// [`outputs`] of one forward pass through the LM head (`run`, given the options and the
+/// logits sink: a backbone's or a loaded model's).
+pub(crate) fn outputs_of(
+    run: impl FnOnce(&ForwardOptions, &mut LogitsSink) -> codescope::error::Result<Capture>,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut logits = Vec::new();
     let opts = ForwardOptions {
         hidden: true,
         ..Default::default()
     };
-    let cap = m
-        .forward_lm(ids, &opts, &mut |_, block| {
-            logits.extend_from_slice(block);
-            Ok(())
-        })
-        .unwrap();
+    let cap = run(&opts, &mut |_, block| {
+        logits.extend_from_slice(block);
+        Ok(())
+    })
+    .unwrap();
     let attention = cap.attention.layers.concat();
     let hidden = cap.hidden.unwrap().layers.concat();
     (attention, hidden, logits)
