@@ -313,3 +313,60 @@ fn an_unsupported_gguf_architecture_is_named_with_the_supported_ones() {
          granite, llama, phi3, qwen2, qwen3, starcoder2)"
     );
 }
+
+/// The new GGUF architectures through the binary, as a user opens one (`--model
+/// DIR/NAME.gguf`, the fixture's `tokenizer.json` beside it): `trace --surprisal --json`
+/// names the family; Mistral's and Granite's files, which say all their fixtures say,
+/// give the safetensors fixtures' surprisal.
+#[test]
+fn new_gguf_architectures_trace_through_the_binary() {
+    let env = crate::cli_sources::Env::new();
+    let snippet = env.sample();
+    let trace = |model: &std::path::Path| -> Value {
+        let o = env
+            .cmd()
+            .args(["trace", "--surprisal", "--json", "--model"])
+            .arg(model)
+            .arg(&snippet)
+            .output()
+            .unwrap();
+        serde_json::from_str(&crate::cli_sources::ok(&o)).unwrap()
+    };
+    for (name, arch, layers) in [
+        ("mistral", "mistral", 2),
+        ("granite", "granite", 2),
+        ("starcoder2", "starcoder2", 2),
+        ("gemma2", "gemma2", 3),
+    ] {
+        let d = env.root.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let gguf = d.join(format!("{name}.gguf"));
+        std::fs::copy(root().join(format!("tiny_gguf/{name}.gguf")), &gguf).unwrap();
+        std::fs::copy(
+            root().join(format!("tiny_{name}/tokenizer.json")),
+            d.join("tokenizer.json"),
+        )
+        .unwrap();
+        let v = trace(&gguf);
+        assert_eq!(v["model"]["architecture"], arch, "{name}");
+        assert_eq!(v["model"]["layers"], layers, "{name}");
+        if name == "mistral" || name == "granite" {
+            let s = trace(&root().join(format!("tiny_{name}")));
+            assert_eq!(v["tokens"], s["tokens"], "{name}");
+            let bits = |t: &Value| -> Vec<f64> {
+                t["surprisal"].as_array().unwrap()[1..]
+                    .iter()
+                    .map(|b| b.as_f64().unwrap())
+                    .collect()
+            };
+            let (a, b) = (bits(&v), bits(&s));
+            assert!(!a.is_empty());
+            let worst = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f64::max);
+            assert!(worst < 1e-3, "{name}: surprisal differs by {worst}");
+        }
+    }
+}
