@@ -11,9 +11,9 @@
 //! 3. the tensors are renamed to the HF checkpoint names, undoing llama.cpp's conversion
 //!    edits: Gemma's (1, 2 and 3) RMSNorm weights are stored as `1 + w`, Llama's and
 //!    Granite's Q/K rows (and biases) are permuted for llama.cpp's interleaved rope
-//!    (transformers' `reverse_permute_weights`). With `--weights f32` every tensor is dequantized to f32
-//!    (in parallel, from the mapped bytes; [`GgufFile::hf_tensors`]); by default the
-//!    projections, MLP, embedding and LM head stay quantized
+//!    (transformers' `reverse_permute_weights`). With `--weights f32` every tensor is
+//!    dequantized to f32 (in parallel, from the mapped bytes; [`GgufFile::hf_tensors`]); by
+//!    default the projections, MLP, embedding and LM head stay quantized
 //!    ([`GgufFile::hf_tensors_native`], [`crate::model::quant`]: Llama's Q/K rows
 //!    permuted as whole rows of blocks) and only the norms and biases are dequantized.
 //!
