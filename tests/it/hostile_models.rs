@@ -56,7 +56,7 @@ impl Gguf {
         Gguf { meta, tensors }
     }
 
-    fn set(&mut self, key: &str, v: Value) {
+    pub(crate) fn set(&mut self, key: &str, v: Value) {
         self.meta.retain(|(k, _)| k != key);
         self.meta.push((key.to_string(), v));
     }

@@ -20,30 +20,37 @@ use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use codescope::model::gguf::reader::ggml_type_id;
 use codescope::model::quant::WeightsMode;
-use codescope::model::{self, Backbone, ForwardOptions};
+use codescope::model::{self, Backbone, Capture, ForwardOptions, LogitsSink};
 
 use crate::cli_sources::fails;
 use crate::hostile_models::Gguf;
 
 /// Attention (all layers), hidden states (all) and logits of `ids`.
-fn outputs(m: &dyn Backbone, ids: &[u32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+pub(crate) fn outputs(m: &dyn Backbone, ids: &[u32]) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    outputs_of(|opts, sink| m.forward_lm(ids, opts, sink))
+}
+
+/// [`outputs`] of one forward pass through the LM head (`run`, given the options and the
+/// logits sink: a backbone's or a loaded model's).
+pub(crate) fn outputs_of(
+    run: impl FnOnce(&ForwardOptions, &mut LogitsSink) -> codescope::error::Result<Capture>,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut logits = Vec::new();
     let opts = ForwardOptions {
         hidden: true,
         ..Default::default()
     };
-    let cap = m
-        .forward_lm(ids, &opts, &mut |_, block| {
-            logits.extend_from_slice(block);
-            Ok(())
-        })
-        .unwrap();
+    let cap = run(&opts, &mut |_, block| {
+        logits.extend_from_slice(block);
+        Ok(())
+    })
+    .unwrap();
     let attention = cap.attention.layers.concat();
     let hidden = cap.hidden.unwrap().layers.concat();
     (attention, hidden, logits)
 }
 
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+pub(crate) fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
     a.iter()
         .zip(b)
@@ -57,7 +64,7 @@ fn quantized_fixture(dtype: GgmlDType, dir: &Path) -> std::path::PathBuf {
 }
 
 /// `g` with every 2-D tensor but the norms quantized to `dtype`, saved in `dir`.
-fn quantized(mut g: Gguf, dtype: GgmlDType, dir: &Path) -> std::path::PathBuf {
+pub(crate) fn quantized(mut g: Gguf, dtype: GgmlDType, dir: &Path) -> std::path::PathBuf {
     let names: Vec<String> = g
         .tensors
         .iter()
@@ -151,13 +158,37 @@ fn a_non_finite_quantized_block_is_named_in_both_modes() {
 }
 
 /// Every GGUF family codescope reads, its tiny fixture quantized to Q8_0: Qwen2's biases,
-/// Qwen3's q/k norms, Phi-3's fused `attn_qkv` and `ffn_up`, Gemma 1's tied head.
+/// Qwen3's q/k norms, Phi-3's fused `attn_qkv` and `ffn_up`, Gemma 1's tied head,
+/// Mistral's window, Granite's permuted Q/K rows, StarCoder2's `ffn_up` (`c_fc`), Gemma
+/// 2's soft-capping; the memory plan counts every Q8_0 matrix at its own size (held).
 #[test]
 fn every_gguf_family_native_is_the_f32_path() {
     let d = tempfile::tempdir().unwrap();
     let ids: Vec<u32> = (0..20).map(|i| (i * 11 + 5) % 300).collect();
-    for name in ["qwen2", "qwen3", "phi3", "gemma"] {
+    let names = [
+        "qwen2",
+        "qwen3",
+        "phi3",
+        "gemma",
+        "mistral",
+        "granite",
+        "starcoder2",
+        "gemma2",
+    ];
+    for name in names {
         let p = quantized(Gguf::fixture(name), GgmlDType::Q8_0, &d.path().join(name));
+        let file = codescope::model::gguf::GgufFile::open(&p).unwrap();
+        let held: u64 = file
+            .header
+            .tensors
+            .iter()
+            .map(|t| match t.dtype {
+                GgmlDType::Q8_0 => t.bytes,
+                _ => t.dims.iter().product::<usize>() as u64 * 4,
+            })
+            .sum();
+        assert!(held < file.f32_bytes(), "{name}");
+        assert_eq!(file.native_bytes(), held, "{name}: every Q8_0 matrix held");
         let load = |mode| model::load_gguf_backbone_as(&p, mode).unwrap().0;
         let f32_out = outputs(load(WeightsMode::F32).as_ref(), &ids);
         let native = outputs(load(WeightsMode::Native).as_ref(), &ids);

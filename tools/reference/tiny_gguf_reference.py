@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""GGUF files of the tiny random Llama, Qwen2, Qwen3, Gemma 1 and Phi-3 fixtures, written the way
+"""GGUF files of the tiny random Llama, Qwen2, Qwen3, Gemma 1 and Phi-3 fixtures (and, by
+`convert_more`, StarCoder2, Gemma 2, Granite and Mistral), written the way
 llama.cpp's convert_hf_to_gguf.py writes them (llama.cpp tensor names; Llama's Q/K rows
 permuted for llama.cpp's interleaved rope; Qwen3's q/k norms as attn_q_norm / attn_k_norm;
 Gemma's RMSNorm weights stored as 1 + w, its head_dim as attention.key_length, no rope
@@ -12,10 +13,14 @@ its own code) and must reproduce the safetensors model's logits, so the files ar
 real converter would produce. codescope's outputs from the GGUF are then compared with the
 fixtures' existing reference.json (transformers on the safetensors weights).
 
-  /work/ref/venv/bin/python tools/reference/tiny_gguf_reference.py
+  /work/ref/venv/bin/python tools/reference/tiny_gguf_reference.py [NAME ...]
+
+(a venv with torch, transformers==5.24.0 and gguf==0.19.0; names: any of llama, qwen2,
+qwen3, gemma, phi3, starcoder2, gemma2, granite, mistral; all when none given).
 """
 import json
 import os
+import sys
 import tempfile
 
 import gguf
@@ -134,8 +139,103 @@ def convert(name, longrope=False):
     assert diff < 1e-5, diff
 
 
+def convert_more(name):
+    """StarCoder2, Gemma 2, Granite and Mistral as convert_hf_to_gguf.py writes them: the
+    tensor names from gguf's own map for the architecture; StarCoder2 (TextModel's keys:
+    LayerNorm epsilon, no sliding window); Gemma 2 (no rope base, head_dim as key/value
+    length, both soft-capping values and the sliding window, norms stored as 1 + w, no
+    lm_head); Granite (LlamaModel: Q/K rows of weights and biases permuted, its
+    multipliers as embedding_scale / residual_scale / attention.scale / logit_scale);
+    Mistral as `llama` (permuted Q/K) with its sliding window written."""
+    src = os.path.join("tests/fixtures", f"tiny_{name}")
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    sd = load_file(os.path.join(src, "model.safetensors"))
+    arch = {"mistral": "llama"}.get(name, name)
+    heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    layers = cfg["num_hidden_layers"]
+    path = os.path.join(OUT, f"{name}.gguf")
+    w = gguf.GGUFWriter(path, arch)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_block_count(layers)
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(heads)
+    w.add_head_count_kv(kv)
+    theta = (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+    if name == "starcoder2":
+        w.add_rope_freq_base(theta)
+        w.add_layer_norm_eps(cfg["norm_epsilon"])
+    else:
+        w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    if name == "gemma2":
+        w.add_key_length(cfg["head_dim"])
+        w.add_value_length(cfg["head_dim"])
+        w.add_attn_logit_softcapping(cfg["attn_logit_softcapping"])
+        w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
+        w.add_sliding_window(cfg["sliding_window"])
+    if arch in ("llama", "granite"):
+        w.add_rope_freq_base(theta)
+        w.add_vocab_size(cfg["vocab_size"])
+        w.add_rope_dimension_count(cfg["hidden_size"] // heads)
+    if name == "mistral":
+        w.add_sliding_window(cfg["sliding_window"])
+    if name == "granite":
+        w.add_attention_scale(cfg["attention_multiplier"])
+        w.add_embedding_scale(cfg["embedding_multiplier"])
+        w.add_residual_scale(cfg["residual_multiplier"])
+        w.add_logit_scale(cfg["logits_scaling"])
+    arch_id = {"starcoder2": gguf.MODEL_ARCH.STARCODER2, "gemma2": gguf.MODEL_ARCH.GEMMA2,
+               "granite": gguf.MODEL_ARCH.GRANITE, "llama": gguf.MODEL_ARCH.LLAMA}[arch]
+    tmap = gguf.get_tensor_name_map(arch_id, layers)
+    for k, t in sd.items():
+        t = t.astype(np.float32)
+        if name == "gemma2" and k == "lm_head.weight":
+            continue
+        base, kind = k.rsplit(".", 1)
+        stem = tmap.get_name(base)
+        assert stem is not None, k
+        if arch in ("llama", "granite") and base.endswith("self_attn.q_proj"):
+            t = permute(t, heads)
+        if arch in ("llama", "granite") and base.endswith("self_attn.k_proj"):
+            t = permute(t, kv)
+        if name == "gemma2" and k.endswith("norm.weight"):
+            t = t + 1
+        w.add_tensor(f"{stem}.{kind}", np.ascontiguousarray(t))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    if name == "granite":
+        # transformers 5.24 has no GGUF loader for granite: codescope's outputs from this
+        # file are compared with reference.json directly.
+        print(name, "->", path, os.path.getsize(path), "bytes (no transformers GGUF loader for granite)")
+        return
+    ref = json.load(open(os.path.join(src, "reference.json")))
+    ids = torch.tensor([ref["ids"]])
+    config = AutoConfig.from_pretrained(src)
+    if name == "mistral":
+        # transformers reads a `llama` GGUF only into a Llama model: both sides run as
+        # Llama (no sliding window), which checks the weights and their un-permutation.
+        from transformers import LlamaConfig
+        config = LlamaConfig(**{k: v for k, v in config.to_dict().items() if k != "model_type"})
+    a = AutoModelForCausalLM.from_pretrained(src, config=config, dtype=torch.float32).eval()
+    d, f = os.path.split(path)
+    b = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, config=config,
+                                             dtype=torch.float32).eval()
+    with torch.no_grad():
+        diff = (a(ids).logits - b(ids).logits).abs().max().item()
+    print(name, "->", path, os.path.getsize(path), "bytes; transformers GGUF vs safetensors logits", diff)
+    assert diff < 1e-5, diff
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
-    for n in ["llama", "qwen2", "qwen3", "gemma", "phi3"]:
-        convert(n)
-    convert("phi3", longrope=True)
+    first = ["llama", "qwen2", "qwen3", "gemma", "phi3"]
+    more = ["starcoder2", "gemma2", "granite", "mistral"]
+    for n in sys.argv[1:] or first + more:
+        if n in first:
+            convert(n)
+        else:
+            convert_more(n)
+    if not sys.argv[1:]:
+        convert("phi3", longrope=True)

@@ -1,5 +1,5 @@
-//! Quantized GGUF checkpoints (llama.cpp's format) for the Llama, Qwen2, Qwen3, Phi-3,
-//! Gemma 1 and Gemma 3 families.
+//! Quantized GGUF checkpoints (llama.cpp's format) for the Llama (and Mistral), Qwen2, Qwen3,
+//! Phi-3, Granite, StarCoder2, Gemma 1, Gemma 2 and Gemma 3 families.
 //!
 //! A GGUF file carries its own configuration (`{arch}.*` metadata), tokenizer
 //! (`tokenizer.ggml.*`, rebuilt by [`super::gguf_tokenizer`]) and tensors in llama.cpp's
@@ -9,11 +9,11 @@
 //! 2. an HF-style `config.json` value is built from the metadata, so the architectures
 //!    are configured exactly as from a hub checkpoint;
 //! 3. the tensors are renamed to the HF checkpoint names, undoing llama.cpp's conversion
-//!    edits: Gemma's (1 and 3) RMSNorm weights are stored as `1 + w`, Llama's Q/K rows
-//!    are permuted for llama.cpp's interleaved rope (transformers'
-//!    `reverse_permute_weights`). With `--weights f32` every tensor is dequantized to f32
-//!    (in parallel, from the mapped bytes; [`GgufFile::hf_tensors`]); by default the
-//!    projections, MLP, embedding and LM head stay quantized
+//!    edits: Gemma's (1, 2 and 3) RMSNorm weights are stored as `1 + w`, Llama's and
+//!    Granite's Q/K rows (and biases) are permuted for llama.cpp's interleaved rope
+//!    (transformers' `reverse_permute_weights`). With `--weights f32` every tensor is
+//!    dequantized to f32 (in parallel, from the mapped bytes; [`GgufFile::hf_tensors`]); by
+//!    default the projections, MLP, embedding and LM head stay quantized
 //!    ([`GgufFile::hf_tensors_native`], [`crate::model::quant`]: Llama's Q/K rows
 //!    permuted as whole rows of blocks) and only the norms and biases are dequantized.
 //!
@@ -44,7 +44,17 @@ pub use reader::{Array, Header, Metadata, TensorEntry, Value};
 use crate::error::{Error, Result};
 
 /// GGUF `general.architecture` values codescope can run.
-pub const GGUF_ARCHITECTURES: &[&str] = &["gemma", "gemma3", "llama", "phi3", "qwen2", "qwen3"];
+pub const GGUF_ARCHITECTURES: &[&str] = &[
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "granite",
+    "llama",
+    "phi3",
+    "qwen2",
+    "qwen3",
+    "starcoder2",
+];
 
 /// An opened GGUF file: the validated header and the file's bytes, memory-mapped (no
 /// tensor dequantized yet).
@@ -261,6 +271,11 @@ impl GgufFile {
     pub fn hf_config(&self) -> Result<serde_json::Value> {
         use serde_json::json;
         let arch = self.architecture()?;
+        // Before any `{arch}.*` key is looked for: an architecture codescope does not run
+        // is named as such, not as a missing key.
+        if !GGUF_ARCHITECTURES.contains(&arch.as_str()) {
+            return Err(unsupported_gguf(&arch));
+        }
         let a = |k: &str| format!("{arch}.{k}");
         let hidden = self.need(&a("embedding_length"))? as usize;
         let heads = self.need(&a("attention.head_count"))? as usize;
@@ -285,9 +300,14 @@ impl GgufFile {
             "num_key_value_heads": kv,
             "head_dim": head_dim,
             "max_position_embeddings": self.need(&a("context_length"))? as usize,
-            "rms_norm_eps": self.need(&a("attention.layer_norm_rms_epsilon"))?,
             "tie_word_embeddings": self.header.tensor("output.weight").is_none(),
         });
+        if arch == "starcoder2" {
+            // LayerNorms: llama.cpp's `attention.layer_norm_epsilon` (HF `norm_epsilon`).
+            cfg["norm_epsilon"] = json!(self.need(&a("attention.layer_norm_epsilon"))?);
+        } else {
+            cfg["rms_norm_eps"] = json!(self.need(&a("attention.layer_norm_rms_epsilon"))?);
+        }
         let theta = self.num(&a("rope.freq_base"));
         match arch.as_str() {
             "gemma3" => {
@@ -346,8 +366,65 @@ impl GgufFile {
                     _ => serde_json::Value::Null,
                 };
             }
-            "llama" | "qwen2" | "qwen3" => {
-                cfg["model_type"] = json!(arch);
+            "gemma2" => {
+                // llama.cpp's Gemma 2: no rope base (10 000), every second layer global
+                // (the first sliding), the soft-capping values in the metadata (absent:
+                // llama.cpp's and transformers' 50 and 30). The query scale is not in the
+                // file: llama.cpp takes head_dim^-1/2, but (hidden / heads)^-1/2 for the
+                // 46-layer 27B, whose query_pre_attn_scalar is hidden / heads; so here.
+                cfg["model_type"] = json!("gemma2");
+                cfg["hidden_activation"] = json!("gelu_pytorch_tanh");
+                cfg["rope_theta"] = json!(theta.unwrap_or(10_000.0));
+                let layers = cfg["num_hidden_layers"].as_u64().unwrap_or(0) as usize;
+                cfg["query_pre_attn_scalar"] =
+                    json!(gemma2_query_scalar(layers, hidden, heads, head_dim));
+                if let Some(w) = self.num(&a("attention.sliding_window")) {
+                    cfg["sliding_window"] = json!(w as usize);
+                }
+                for (key, hf) in [
+                    ("attn_logit_softcapping", "attn_logit_softcapping"),
+                    ("final_logit_softcapping", "final_logit_softcapping"),
+                ] {
+                    if let Some(v) = self.num(&a(key)) {
+                        cfg[hf] = json!(v);
+                    }
+                }
+            }
+            "starcoder2" => {
+                // llama.cpp's StarCoder2: LayerNorms with biases, a GELU MLP; its sliding
+                // window is not in the file (llama.cpp attends to every earlier token).
+                cfg["model_type"] = json!("starcoder2");
+                cfg["hidden_act"] = json!("gelu_pytorch_tanh");
+                cfg["rope_theta"] = json!(theta.unwrap_or(10_000.0));
+                cfg["sliding_window"] = serde_json::Value::Null;
+            }
+            "llama" | "qwen2" | "qwen3" | "granite" => {
+                // A `llama` file with a sliding window (a Mistral written with one) runs as
+                // Mistral: every layer limited to the window.
+                let window = self
+                    .num(&a("attention.sliding_window"))
+                    .filter(|&w| w > 0.0 && arch == "llama");
+                cfg["model_type"] = json!(if window.is_some() {
+                    "mistral"
+                } else {
+                    arch.as_str()
+                });
+                if let Some(w) = window {
+                    cfg["sliding_window"] = json!(w as usize);
+                }
+                if arch == "granite" {
+                    // llama.cpp's names for Granite's multipliers.
+                    for (key, hf) in [
+                        ("embedding_scale", "embedding_multiplier"),
+                        ("residual_scale", "residual_multiplier"),
+                        ("attention.scale", "attention_multiplier"),
+                        ("logit_scale", "logits_scaling"),
+                    ] {
+                        if let Some(v) = self.num(&a(key)) {
+                            cfg[hf] = json!(v);
+                        }
+                    }
+                }
                 cfg["hidden_act"] = json!("silu");
                 cfg["rope_theta"] = json!(theta.unwrap_or(10_000.0));
                 if let Some(kind) = self.string(&a("rope.scaling.type")) {
@@ -357,12 +434,7 @@ impl GgufFile {
                     }
                 }
             }
-            other => {
-                return Err(Error::UnsupportedArchitecture {
-                    found: format!("{other} (GGUF)"),
-                    supported: GGUF_ARCHITECTURES.join(", "),
-                })
-            }
+            other => return Err(unsupported_gguf(other)),
         }
         Ok(cfg)
     }
@@ -466,14 +538,15 @@ impl GgufFile {
             path: self.path.clone(),
             reason: format!("tensor {name}: {}", crate::error::candle_message(&e)),
         };
-        // Llama's Q/K rows, permuted by llama.cpp: the heads to undo it over.
+        // Llama's and Granite's Q/K rows (weights and biases), permuted by llama.cpp: the
+        // heads to undo it over.
         let permuted = |name: &str| -> Option<usize> {
-            if arch != "llama" {
+            if arch != "llama" && arch != "granite" {
                 return None;
             }
-            if name.ends_with("attn_q.weight") {
+            if name.ends_with("attn_q.weight") || name.ends_with("attn_q.bias") {
                 Some(heads)
-            } else if name.ends_with("attn_k.weight") {
+            } else if name.ends_with("attn_k.weight") || name.ends_with("attn_k.bias") {
                 Some(kv)
             } else {
                 None
@@ -501,7 +574,7 @@ impl GgufFile {
                 let w = self.dequantize(t)?;
                 self.release(t);
                 let edit = || -> candle_core::Result<Tensor> {
-                    if (arch == "gemma3" || arch == "gemma") && name.ends_with("norm.weight") {
+                    if arch.starts_with("gemma") && name.ends_with("norm.weight") {
                         // llama.cpp stores Gemma's `1 + w`; HF checkpoints hold `w`.
                         return w.affine(1.0, -1.0);
                     }
@@ -596,6 +669,24 @@ impl GgufFile {
     }
 }
 
+fn unsupported_gguf(arch: &str) -> Error {
+    Error::UnsupportedArchitecture {
+        found: format!("{arch} (GGUF)"),
+        supported: GGUF_ARCHITECTURES.join(", "),
+    }
+}
+
+/// Gemma 2's `query_pre_attn_scalar`, which its GGUF does not carry: llama.cpp scales
+/// queries by `head_dim^-1/2`, but by `(hidden / heads)^-1/2` for the 46-layer 27B model
+/// (whose `query_pre_attn_scalar` is 144 = 4608 / 32, its head_dim 128).
+fn gemma2_query_scalar(layers: usize, hidden: usize, heads: usize, head_dim: usize) -> usize {
+    if layers == 46 {
+        hidden / heads.max(1)
+    } else {
+        head_dim
+    }
+}
+
 /// Whether `--weights native` keeps the tensor `t` (HF name `hf`) quantized: a layer's
 /// projection or MLP weight, the token embedding or the LM head, of a block-quantized
 /// type, 2-D, its rows whole blocks.
@@ -603,7 +694,8 @@ fn kept_quantized(hf: &str, t: &TensorEntry) -> bool {
     use candle_core::quantized::GgmlDType as T;
     let role = hf == "model.embed_tokens.weight"
         || hf == "lm_head.weight"
-        || (hf.starts_with("model.layers.") && hf.ends_with("_proj.weight"));
+        || (hf.starts_with("model.layers.")
+            && (hf.ends_with("_proj.weight") || hf.ends_with("c_fc.weight")));
     let block = !matches!(t.dtype, T::F32 | T::F16 | T::BF16);
     role && block && t.dims.len() == 2 && t.dims[1].is_multiple_of(t.dtype.block_size())
 }
@@ -794,7 +886,12 @@ fn blocks<B: candle_core::quantized::k_quants::GgmlType>(raw: &[u8], n: usize) -
 
 /// Undo llama.cpp's `permute` of Llama Q/K rows (`[heads, 2, d/2]` → `[heads, d/2, 2]`
 /// reversed): transformers' `reverse_permute_weights`.
+/// A bias (1-D) is permuted as a one-column matrix.
 fn reverse_permute(w: &Tensor, heads: usize) -> candle_core::Result<Tensor> {
+    if w.rank() == 1 {
+        let rows = w.dim(0)?;
+        return reverse_permute(&w.reshape((rows, 1))?, heads)?.reshape(rows);
+    }
     let (rows, cols) = w.dims2()?;
     let d2 = rows / heads / 2;
     w.reshape((heads, d2, 2, cols))?
@@ -809,6 +906,8 @@ pub fn hf_name(arch: &str, gguf: &str) -> Option<String> {
     match gguf {
         "token_embd.weight" => return Some("model.embed_tokens.weight".into()),
         "output_norm.weight" => return Some("model.norm.weight".into()),
+        // StarCoder2's final LayerNorm.
+        "output_norm.bias" => return Some("model.norm.bias".into()),
         "output.weight" => return Some("lm_head.weight".into()),
         _ => {}
     }
@@ -816,7 +915,7 @@ pub fn hf_name(arch: &str, gguf: &str) -> Option<String> {
     let (layer, name) = rest.split_once('.')?;
     let layer: usize = layer.parse().ok()?;
     let (stem, kind) = name.rsplit_once('.')?;
-    let ffn_norm = if arch == "gemma3" {
+    let ffn_norm = if arch == "gemma3" || arch == "gemma2" {
         "pre_feedforward_layernorm"
     } else {
         "post_attention_layernorm"
@@ -836,6 +935,9 @@ pub fn hf_name(arch: &str, gguf: &str) -> Option<String> {
         "ffn_gate" => "mlp.gate_proj",
         // Phi-3's fused `[gate | up]`.
         "ffn_up" if arch == "phi3" => "mlp.gate_up_proj",
+        // StarCoder2's plain MLP.
+        "ffn_up" if arch == "starcoder2" => "mlp.c_fc",
+        "ffn_down" if arch == "starcoder2" => "mlp.c_proj",
         "ffn_up" => "mlp.up_proj",
         "ffn_down" => "mlp.down_proj",
         _ => return None,
@@ -871,6 +973,39 @@ mod tests {
             Some("model.layers.0.self_attn.qkv_proj.weight")
         );
         assert_eq!(hf_name("llama", "blk.0.attn_qkv.weight"), None);
+    }
+
+    #[test]
+    fn gemma2_query_scale_is_llama_cpp_s() {
+        // Gemma 2 2B (26 layers, 2304 / 8 heads, head_dim 256) and 9B (42, 3584 / 16,
+        // 256): head_dim; 27B (46, 4608 / 32, 128): hidden / heads.
+        assert_eq!(gemma2_query_scalar(26, 2304, 8, 256), 256);
+        assert_eq!(gemma2_query_scalar(42, 3584, 16, 256), 256);
+        assert_eq!(gemma2_query_scalar(46, 4608, 32, 128), 144);
+    }
+
+    #[test]
+    fn new_names_map_to_hf() {
+        assert_eq!(
+            hf_name("starcoder2", "blk.1.ffn_up.bias").as_deref(),
+            Some("model.layers.1.mlp.c_fc.bias")
+        );
+        assert_eq!(
+            hf_name("starcoder2", "blk.1.ffn_down.weight").as_deref(),
+            Some("model.layers.1.mlp.c_proj.weight")
+        );
+        assert_eq!(
+            hf_name("starcoder2", "output_norm.bias").as_deref(),
+            Some("model.norm.bias")
+        );
+        assert_eq!(
+            hf_name("gemma2", "blk.0.ffn_norm.weight").as_deref(),
+            Some("model.layers.0.pre_feedforward_layernorm.weight")
+        );
+        assert_eq!(
+            hf_name("granite", "blk.0.ffn_up.weight").as_deref(),
+            Some("model.layers.0.mlp.up_proj.weight")
+        );
     }
 
     #[test]
