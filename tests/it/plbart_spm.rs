@@ -3,7 +3,7 @@
 //! and tricky strings (whitespace runs, tabs, unicode, unknown characters, the character
 //! map's rules, special-token text), for no source language, `python`, `java` and the
 //! `multi` language codes; a PLBART directory with only the model traces through the
-//! binary; a corrupt or unigram model is a one-line error. Fixtures made by
+//! binary; a corrupt, unigram or byte-fallback model is a one-line error. Fixtures made by
 //! `tools/reference/plbart_spm_reference.py`.
 
 use std::path::{Path, PathBuf};
@@ -195,6 +195,12 @@ fn plbart_corrupt_or_unigram_sentencepiece_model_is_a_one_line_error() {
             "unigram",
             unigram(&good),
             "unigram",
+        ),
+        (
+            // A second trainer spec (protobuf merges it) with byte_fallback (field 35).
+            "byte fallback",
+            [&good[..], &[0x12, 0x03, 0x98, 0x02, 0x01]].concat(),
+            "byte fallback",
         ),
     ] {
         let root = tempfile::tempdir().unwrap();
