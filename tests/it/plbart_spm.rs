@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use codescope::model::tokenizer::CodeTokenizer;
 
-use crate::cli_sources::{fails, fixture, ok, sandboxed};
+use crate::cli_sources::{fails, fixture, ok};
+use crate::t5_bart_reference::run;
 
 fn model() -> PathBuf {
     PathBuf::from(fixture("tiny_plbart")).join("sentencepiece.bpe.model")
@@ -117,12 +118,17 @@ fn plbart_sentencepiece_offsets_name_the_source_text() {
     );
 }
 
-fn run(root: &Path, args: &[&str]) -> std::process::Output {
-    sandboxed(root)
-        .env("HF_HUB_OFFLINE", "1")
-        .args(args)
-        .output()
-        .unwrap()
+/// The error line of `trace --model m s`.
+fn trace_fails(root: &Path, m: &Path, s: &Path) -> String {
+    fails(&run(
+        root,
+        &[
+            "trace",
+            "--model",
+            &m.display().to_string(),
+            &s.display().to_string(),
+        ],
+    ))
 }
 
 /// A PLBART directory as the hub has it: config, weights, the SentencePiece model, a
@@ -207,15 +213,7 @@ fn plbart_corrupt_or_unigram_sentencepiece_model_is_a_one_line_error() {
         let m = plbart_dir(root.path(), &bytes);
         let s = root.path().join("s.py");
         std::fs::write(&s, sample).unwrap();
-        let line = fails(&run(
-            root.path(),
-            &[
-                "trace",
-                "--model",
-                &m.display().to_string(),
-                &s.display().to_string(),
-            ],
-        ));
+        let line = trace_fails(root.path(), &m, &s);
         assert!(
             line.contains("sentencepiece.bpe.model") && line.contains(want),
             "{what}: {line}"
@@ -231,15 +229,7 @@ fn sentencepiece_bpe_model_beside_another_family_is_a_one_line_error() {
     std::fs::write(m.join("config.json"), cfg.replace("\"plbart\"", "\"bart\"")).unwrap();
     let s = root.path().join("s.py");
     std::fs::write(&s, "x = 1\n").unwrap();
-    let line = fails(&run(
-        root.path(),
-        &[
-            "trace",
-            "--model",
-            &m.display().to_string(),
-            &s.display().to_string(),
-        ],
-    ));
+    let line = trace_fails(root.path(), &m, &s);
     assert!(
         line.contains("PLBART's tokenizer") && line.contains("bart model"),
         "{line}"

@@ -161,7 +161,7 @@ fn t5_position_buckets_match_transformers() {
 }
 
 /// `codescope` on `sample` with `args`, in a sandbox rooted at `root`.
-fn run(root: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn run(root: &Path, args: &[&str]) -> std::process::Output {
     sandboxed(root)
         .env("HF_HUB_OFFLINE", "1")
         .args(args)
