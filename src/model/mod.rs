@@ -92,6 +92,7 @@ pub mod pth;
 pub mod quant;
 pub mod random;
 pub mod rope;
+pub mod sentencepiece;
 pub mod source;
 pub mod spm_bpe;
 pub mod t5;
@@ -607,6 +608,14 @@ impl LoadedModel {
             load_gguf(files, path, random_weights)?
         } else {
             let (cfg, model_type) = read_config(&files.config)?;
+            if matches!(files.tokenizer, TokenizerFiles::SentencePiece(_)) && model_type != "plbart"
+            {
+                return Err(Error::Tokenizer(format!(
+                    "{}: sentencepiece.bpe.model is read as PLBART's tokenizer, and this is a \
+                     {model_type} model; give it a tokenizer.json",
+                    files.dir.display()
+                )));
+            }
             let mode = quant::mode();
             let half = mode != WeightsMode::F32 && random_weights.is_none();
             let (backbone, arch) = build_backbone(

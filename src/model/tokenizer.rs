@@ -34,6 +34,9 @@ pub enum TokenizerFiles {
     WordPiece { vocab: PathBuf },
     /// Rebuilt from a GGUF file's `tokenizer.ggml.*` metadata.
     Gguf(PathBuf),
+    /// PLBART's SentencePiece BPE model, `sentencepiece.bpe.model` (+
+    /// `tokenizer_config.json` for `language_codes` and `src_lang`).
+    SentencePiece(PathBuf),
 }
 
 impl TokenizerFiles {
@@ -48,9 +51,11 @@ impl TokenizerFiles {
             return Some(TokenizerFiles::Bpe { vocab, merges });
         }
         let vocab = dir.join("vocab.txt");
-        vocab
-            .is_file()
-            .then_some(TokenizerFiles::WordPiece { vocab })
+        if vocab.is_file() {
+            return Some(TokenizerFiles::WordPiece { vocab });
+        }
+        let spm = dir.join("sentencepiece.bpe.model");
+        spm.is_file().then_some(TokenizerFiles::SentencePiece(spm))
     }
 }
 
@@ -80,6 +85,8 @@ enum Inner {
     Hf(Box<Tokenizer>),
     /// codescope's own Gemma-style SentencePiece encoder (GGUF files it covers).
     Spm(std::sync::Arc<super::spm_bpe::SpmBpe>),
+    /// PLBART from its SentencePiece model ([`super::sentencepiece::PlBart`]).
+    PlBart(std::sync::Arc<super::sentencepiece::PlBart>),
 }
 
 fn tk_err(context: &str, e: impl std::fmt::Display) -> Error {
@@ -92,6 +99,9 @@ impl CodeTokenizer {
     pub fn load(files: &TokenizerFiles, dir: &Path) -> Result<Self> {
         if let TokenizerFiles::Gguf(path) = files {
             return Self::from_gguf(&super::gguf::GgufFile::open(path)?);
+        }
+        if let TokenizerFiles::SentencePiece(path) = files {
+            return Self::plbart(path, dir);
         }
         // tokenizers panics on some malformed files (an `expect` in its decoder
         // deserializer): one error line instead.
@@ -122,6 +132,27 @@ impl CodeTokenizer {
         })
     }
 
+    /// PLBART's tokenizer from `sentencepiece.bpe.model`, with `tokenizer_config.json`'s
+    /// `language_codes` (default `base`) and `src_lang` (default none), as
+    /// `PLBartTokenizer.from_pretrained` reads them.
+    pub fn plbart(model: &Path, dir: &Path) -> Result<Self> {
+        check_file_size(model, MAX_TOKENIZER_BYTES, "sentencepiece.bpe.model")?;
+        let bytes = std::fs::read(model).map_err(|e| Error::io(model, e))?;
+        let tc = read_tokenizer_config(dir)?;
+        let s = |k: &str| tc.get(k).and_then(|v| v.as_str());
+        let codes = s("language_codes").unwrap_or("base");
+        let t = super::sentencepiece::PlBart::new(&bytes, codes, s("src_lang")).map_err(
+            |e| match e {
+                Error::Tokenizer(m) => Error::Tokenizer(format!("{}: {m}", model.display())),
+                other => other,
+            },
+        )?;
+        Ok(CodeTokenizer {
+            inner: Inner::PlBart(std::sync::Arc::new(t)),
+            mode_prefix: None,
+        })
+    }
+
     /// The tokenizer stored in a GGUF file's metadata: codescope's own encoder where it
     /// covers the file (Gemma-style vocabularies), else the `tokenizers` pipeline
     /// [`super::gguf_tokenizer::from_gguf`] builds. Both give the same encodings.
@@ -142,17 +173,17 @@ impl CodeTokenizer {
     }
 
     /// What a later build of codescope's own encoder from the same GGUF can start from
-    /// (`None` for a `tokenizers` pipeline).
+    /// (`None` for a `tokenizers` pipeline and for PLBART's).
     pub fn stored_form(&self) -> Option<Vec<u8>> {
         match &self.inner {
-            Inner::Hf(_) => None,
+            Inner::Hf(_) | Inner::PlBart(_) => None,
             Inner::Spm(s) => Some(s.to_bytes()),
         }
     }
 
     /// Whether this is codescope's own encoder (rather than a `tokenizers` pipeline).
     pub fn is_native(&self) -> bool {
-        matches!(self.inner, Inner::Spm(_))
+        matches!(self.inner, Inner::Spm(_) | Inner::PlBart(_))
     }
 
     /// The vocabulary size including added tokens.
@@ -160,6 +191,7 @@ impl CodeTokenizer {
         match &self.inner {
             Inner::Hf(t) => t.get_vocab_size(true),
             Inner::Spm(s) => s.vocab_size(),
+            Inner::PlBart(s) => s.vocab_size(),
         }
     }
 
@@ -168,6 +200,7 @@ impl CodeTokenizer {
         match &self.inner {
             Inner::Hf(t) => t.id_to_token(id),
             Inner::Spm(s) => s.id_to_token(id),
+            Inner::PlBart(s) => s.id_to_token(id),
         }
     }
 
@@ -176,6 +209,7 @@ impl CodeTokenizer {
         let t = match &self.inner {
             Inner::Hf(t) => t,
             Inner::Spm(s) => return Ok(s.encode(text)),
+            Inner::PlBart(s) => return Ok(s.encode(text)),
         };
         let enc = t
             .encode(text, true)
@@ -264,6 +298,10 @@ pub fn build(files: &TokenizerFiles, dir: &Path) -> Result<Tokenizer> {
             let file = super::gguf::GgufFile::open(path)?;
             super::gguf_tokenizer::from_gguf(file.metadata())
         }
+        TokenizerFiles::SentencePiece(p) => Err(Error::Tokenizer(format!(
+            "{} is read by codescope's own PLBART tokenizer, not a tokenizers pipeline",
+            p.display()
+        ))),
     }
 }
 
@@ -321,32 +359,36 @@ fn build_bpe(vocab: &Path, merges: &Path) -> Result<Tokenizer> {
     Ok(tok)
 }
 
-fn build_wordpiece(vocab: &Path, dir: &Path) -> Result<Tokenizer> {
-    use tokenizers::models::wordpiece::WordPiece;
-    use tokenizers::normalizers::bert::BertNormalizer;
-    use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
-    use tokenizers::processors::bert::BertProcessing;
-    use tokenizers::{AddedToken, TokenizerImpl};
-    // tokenizer_config.json is optional; one that is there must be read and parse.
+/// `tokenizer_config.json` of `dir` (empty when there is none): optional, but one that is
+/// there must be read and parse.
+fn read_tokenizer_config(dir: &Path) -> Result<serde_json::Value> {
     let cfg = dir.join("tokenizer_config.json");
-    let lowercase = match std::fs::symlink_metadata(&cfg) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+    match std::fs::symlink_metadata(&cfg) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::json!({})),
         _ => {
             let text = crate::fsio::read_to_string_bounded(
                 &cfg,
                 MAX_CONFIG_BYTES,
                 "tokenizer_config.json",
             )?;
-            let v: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| Error::BadConfig {
-                    path: cfg.clone(),
-                    reason: e.to_string(),
-                })?;
-            v.get("do_lower_case")
-                .and_then(|b| b.as_bool())
-                .unwrap_or(true)
+            serde_json::from_str(&text).map_err(|e| Error::BadConfig {
+                path: cfg.clone(),
+                reason: e.to_string(),
+            })
         }
-    };
+    }
+}
+
+fn build_wordpiece(vocab: &Path, dir: &Path) -> Result<Tokenizer> {
+    use tokenizers::models::wordpiece::WordPiece;
+    use tokenizers::normalizers::bert::BertNormalizer;
+    use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
+    use tokenizers::processors::bert::BertProcessing;
+    use tokenizers::{AddedToken, TokenizerImpl};
+    let lowercase = read_tokenizer_config(dir)?
+        .get("do_lower_case")
+        .and_then(|b| b.as_bool())
+        .unwrap_or(true);
     check_file_size(vocab, MAX_TOKENIZER_BYTES, "vocab.txt")?;
     let vocab_s = vocab.to_string_lossy().to_string();
     let wp = WordPiece::from_file(&vocab_s)

@@ -641,10 +641,11 @@ fn hostile_hub_answers_never_become_paths() {
     }
 }
 
-/// A hub repo whose only tokenizer is a SentencePiece model (PLBART's, some T5s') is
-/// refused in one line naming what is missing, before its weights are downloaded.
+/// A hub repo whose only tokenizer is a SentencePiece unigram model (`spiece.model`, some
+/// T5s') is refused in one line naming what is missing, before its weights are
+/// downloaded; PLBART's `sentencepiece.bpe.model` is downloaded and read.
 #[test]
-fn t5_plbart_hub_repo_with_only_sentencepiece_is_refused_before_the_weights() {
+fn t5_hub_repo_with_only_spiece_model_is_refused_before_the_weights() {
     let env = Env::new();
     // Served from `tiny`, the one model directory the sandbox check allows.
     let m = env.root.join("tiny");
@@ -653,7 +654,7 @@ fn t5_plbart_hub_repo_with_only_sentencepiece_is_refused_before_the_weights() {
     for f in ["config.json", "pytorch_model.bin"] {
         std::fs::copy(fixture.join(f), m.join(f)).unwrap();
     }
-    std::fs::write(m.join("sentencepiece.bpe.model"), b"not read").unwrap();
+    std::fs::write(m.join("spiece.model"), b"not read").unwrap();
     let server = hub(&m, |_| {});
     let line = fails(
         &env.cmd()
@@ -664,11 +665,45 @@ fn t5_plbart_hub_repo_with_only_sentencepiece_is_refused_before_the_weights() {
             .unwrap(),
     );
     assert!(
-        line.contains("sentencepiece.bpe.model") && line.contains("tokenizer.json"),
+        line.contains("spiece.model") && line.contains("tokenizer.json"),
         "{line}"
     );
     let blobs = env.root.join("hf/models--acme--tiny/blobs");
     let n = std::fs::read_dir(&blobs).map_or(0, |d| d.count());
     assert_eq!(n, 0, "nothing downloaded");
+    nothing_outside_the_caches(&env);
+}
+
+#[test]
+fn plbart_hub_repo_with_only_its_sentencepiece_model_downloads_and_traces() {
+    let env = Env::new();
+    let m = env.root.join("tiny");
+    std::fs::create_dir_all(&m).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tiny_plbart");
+    for f in [
+        "config.json",
+        "pytorch_model.bin",
+        "sentencepiece.bpe.model",
+    ] {
+        std::fs::copy(fixture.join(f), m.join(f)).unwrap();
+    }
+    std::fs::write(m.join("tokenizer_config.json"), r#"{"src_lang": "java"}"#).unwrap();
+    let server = hub(&m, |_| {});
+    let out = ok(&env
+        .cmd()
+        .env("HF_ENDPOINT", &server.base)
+        .args(["trace", "--json", "--model", "acme/tiny"])
+        .arg(env.sample())
+        .output()
+        .unwrap());
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["model"]["architecture"], "plbart");
+    let toks = v["tokens"].as_array().unwrap();
+    // `</s> __java__`: tokenizer_config.json came down with the model.
+    let last: Vec<u64> = toks[toks.len() - 2..]
+        .iter()
+        .map(|t| t["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(last, [2, 97]);
     nothing_outside_the_caches(&env);
 }

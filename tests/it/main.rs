@@ -35,6 +35,7 @@ mod mapped;
 mod minilm_reference;
 mod model_tiny;
 mod paper_mode;
+mod plbart_spm;
 mod present;
 mod probe_astprobe;
 mod probe_cli;

@@ -4,7 +4,7 @@
 //! a `tokenizer.json` ending `</s> __python__`, no `scale_embedding` in its config). Their
 //! ENCODER self-attention and hidden states at 1e-4, T5's position buckets exactly; the
 //! CLI end to end (`trace --json`, `analyze --json`, a preset from the hub cache layout);
-//! random weights with each family's transformers init; the SentencePiece-only error.
+//! random weights with each family's transformers init; the `spiece.model`-only error.
 //! Fixtures made by `tools/reference/tiny_encdec_reference.py`.
 
 use std::path::{Path, PathBuf};
@@ -161,7 +161,7 @@ fn t5_position_buckets_match_transformers() {
 }
 
 /// `codescope` on `sample` with `args`, in a sandbox rooted at `root`.
-fn run(root: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn run(root: &Path, args: &[&str]) -> std::process::Output {
     sandboxed(root)
         .env("HF_HUB_OFFLINE", "1")
         .args(args)
@@ -282,12 +282,12 @@ fn t5_codet5_preset_loads_from_the_hub_cache_layout() {
 #[test]
 fn t5_sentencepiece_only_tokenizer_is_a_one_line_error() {
     let root = tempfile::tempdir().unwrap();
-    let m = root.path().join("plbart");
+    let m = root.path().join("t5");
     std::fs::create_dir_all(&m).unwrap();
     for f in ["config.json", "pytorch_model.bin"] {
-        std::fs::copy(dir("tiny_plbart").join(f), m.join(f)).unwrap();
+        std::fs::copy(dir("tiny_t5").join(f), m.join(f)).unwrap();
     }
-    std::fs::write(m.join("sentencepiece.bpe.model"), b"not read").unwrap();
+    std::fs::write(m.join("spiece.model"), b"not read").unwrap();
     let sample = root.path().join("s.py");
     std::fs::write(&sample, "x = 1\n").unwrap();
     let line = fails(&run(
@@ -300,7 +300,7 @@ fn t5_sentencepiece_only_tokenizer_is_a_one_line_error() {
         ],
     ));
     assert!(
-        line.contains("sentencepiece.bpe.model") && line.contains("tokenizer.json"),
+        line.contains("spiece.model") && line.contains("tokenizer.json"),
         "{line}"
     );
 }

@@ -59,8 +59,9 @@ impl ModelFiles {
         let tokenizer = TokenizerFiles::find(dir).ok_or_else(|| Error::MissingFile {
             dir: dir.into(),
             what: match sentencepiece_only(dir) {
-                // PLBART and T5 checkpoints may ship only the SentencePiece model, which
-                // codescope does not read; transformers writes the tokenizer.json.
+                // T5 checkpoints may ship only their SentencePiece unigram model, which
+                // codescope does not read (PLBART's `sentencepiece.bpe.model` it reads);
+                // transformers writes the tokenizer.json.
                 Some(spm) => format!(
                     "tokenizer.json (the directory has only the SentencePiece model {spm}, \
                      which codescope cannot read; write one with transformers: \
@@ -80,12 +81,10 @@ impl ModelFiles {
     }
 }
 
-/// The SentencePiece model file a directory holds, if any (`sentencepiece.bpe.model` as
-/// PLBART ships it, `spiece.model` as T5 does).
+/// The SentencePiece model file codescope does not read that a directory holds, if any
+/// (`spiece.model`, as T5 ships it).
 fn sentencepiece_only(dir: &Path) -> Option<&'static str> {
-    ["sentencepiece.bpe.model", "spiece.model"]
-        .into_iter()
-        .find(|f| dir.join(f).is_file())
+    ["spiece.model"].into_iter().find(|f| dir.join(f).is_file())
 }
 
 impl ModelFiles {
@@ -129,7 +128,9 @@ impl ModelFiles {
                 v.push(("tokenizer merges", merges.clone()));
             }
             TokenizerFiles::WordPiece { vocab } => v.push(("tokenizer vocab", vocab.clone())),
-            TokenizerFiles::Gguf(p) => v.push(("tokenizer", p.clone())),
+            TokenizerFiles::Gguf(p) | TokenizerFiles::SentencePiece(p) => {
+                v.push(("tokenizer", p.clone()))
+            }
         }
         let tc = self.dir.join("tokenizer_config.json");
         if !matches!(self.weights, Weights::Gguf(_)) && tc.is_file() {

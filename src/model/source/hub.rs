@@ -336,11 +336,11 @@ fn download_hub(repo: &str, revision: &str, source: &str) -> Result<ModelFiles> 
         wanted.extend(["vocab.json".into(), "merges.txt".into()]);
     } else if has("vocab.txt") {
         wanted.push("vocab.txt".into());
-    } else if let Some(spm) = ["sentencepiece.bpe.model", "spiece.model"]
-        .into_iter()
-        .find(|f| has(f))
-    {
-        // Refused before the weights are downloaded (PLBART's hub repos, some T5s).
+    } else if has("sentencepiece.bpe.model") {
+        // PLBART's hub repos: its SentencePiece BPE model (`model::sentencepiece`).
+        wanted.push("sentencepiece.bpe.model".into());
+    } else if let Some(spm) = ["spiece.model"].into_iter().find(|f| has(f)) {
+        // Refused before the weights are downloaded (some T5s).
         return Err(Error::ModelNotFound {
             spec: source.into(),
             reason: format!(
