@@ -421,8 +421,16 @@ impl Prepared {
                 if subs.is_empty() {
                     return Ok(None);
                 }
-                pll_bits(model, &self.enc.ids, &subs, mask, vocab, intervention, cancel)
-                    .map(|b| Some(b as f32))
+                pll_bits(
+                    model,
+                    &self.enc.ids,
+                    &subs,
+                    mask,
+                    vocab,
+                    intervention,
+                    cancel,
+                )
+                .map(|b| Some(b as f32))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Readout::Bits(bits))

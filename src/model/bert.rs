@@ -240,15 +240,21 @@ impl MlmHead {
     /// The head under the checkpoint's root `vb`, if it has one.
     fn load(cfg: &BertConfig, act: Act, word: &[f32], vb: &VarBuilder) -> Result<Option<Self>> {
         let (h, v) = (cfg.hidden_size, cfg.vocab_size);
-        let (head, dense, norm, act) = if vb.contains_tensor("cls.predictions.transform.dense.weight") {
-            let p = vb.pp("cls").pp("predictions");
-            (p.clone(), p.pp("transform").pp("dense"), p.pp("transform").pp("LayerNorm"), act)
-        } else if vb.contains_tensor("lm_head.dense.weight") {
-            let p = vb.pp("lm_head");
-            (p.clone(), p.pp("dense"), p.pp("layer_norm"), Act::GeluErf)
-        } else {
-            return Ok(None);
-        };
+        let (head, dense, norm, act) =
+            if vb.contains_tensor("cls.predictions.transform.dense.weight") {
+                let p = vb.pp("cls").pp("predictions");
+                (
+                    p.clone(),
+                    p.pp("transform").pp("dense"),
+                    p.pp("transform").pp("LayerNorm"),
+                    act,
+                )
+            } else if vb.contains_tensor("lm_head.dense.weight") {
+                let p = vb.pp("lm_head");
+                (p.clone(), p.pp("dense"), p.pp("layer_norm"), Act::GeluErf)
+            } else {
+                return Ok(None);
+            };
         let load = || -> candle_core::Result<MlmHead> {
             let dec = head.pp("decoder");
             let w = if dec.contains_tensor("weight") {
@@ -278,7 +284,9 @@ impl MlmHead {
         let h = self.dense.inp;
         for start in (0..n).step_by(MLM_ROWS) {
             let rows = MLM_ROWS.min(n - start);
-            let mut t = self.dense.apply(&x[start * h..(start + rows) * h], rows, None);
+            let mut t = self
+                .dense
+                .apply(&x[start * h..(start + rows) * h], rows, None);
             self.act.apply(&mut t);
             self.norm.apply(&mut t);
             sink(start, &self.decoder.apply(&t, rows, None))?;

@@ -175,9 +175,7 @@ impl CodeTokenizer {
     /// `<mask>`), if the vocabulary has one.
     pub fn mask_id(&self) -> Option<u32> {
         match &self.inner {
-            Inner::Hf(t) => ["[MASK]", "<mask>"]
-                .iter()
-                .find_map(|m| t.token_to_id(m)),
+            Inner::Hf(t) => ["[MASK]", "<mask>"].iter().find_map(|m| t.token_to_id(m)),
             Inner::Spm(_) => None,
         }
     }
