@@ -7,6 +7,8 @@
 //!   subwords masked at once, their bits summed) within 1e-3;
 //! - `codescope ablate --json`: each head's mean Δ PLL bits on identifiers and on
 //!   syntactic tokens within 1e-3 of transformers with that head's output zeroed.
+//! - `knockout --data` and `ablate --data` on a one-snippet corpus give the file runs'
+//!   numbers in `pll_bits`.
 //!
 //! And the packaged MiniLM, which has no masked-LM head, keeps `1 - cos`.
 
@@ -157,4 +159,61 @@ fn minilm_without_a_head_keeps_one_minus_cos() {
     let v: Value = serde_json::from_str(&ok(&o)).unwrap();
     assert_eq!(v["measure"], "one_minus_cos");
     assert!(v["tokens"][0].get("bits").is_none());
+}
+
+/// The corpus runs measure the same: a one-snippet corpus's `knockout --data` row and
+/// `ablate --data`'s per-head means are the file runs' (on the snippet as the corpus
+/// loader keeps it, without its trailing newline).
+#[test]
+fn corpus_runs_measure_pll_bits_too() {
+    let r = reference();
+    let env = Env::new();
+    let dir = env.root.join("corpus");
+    std::fs::create_dir_all(&dir).unwrap();
+    let code = r["text"].as_str().unwrap().trim_end();
+    std::fs::write(dir.join("a.py"), code).unwrap();
+    let data = dir.display().to_string();
+    let file = |args: &[&str]| -> Value {
+        let o = env
+            .cmd()
+            .args(["--model", &fixture("tiny_roberta")])
+            .args(args)
+            .arg(dir.join("a.py"))
+            .arg("--json")
+            .output()
+            .unwrap();
+        serde_json::from_str(&ok(&o)).unwrap()
+    };
+    let corpus = |args: &[&str]| -> Value {
+        let o = env
+            .cmd()
+            .args(["--model", &fixture("tiny_roberta")])
+            .args(args)
+            .args(["--json", "--data", &data])
+            .output()
+            .unwrap();
+        serde_json::from_str(&ok(&o)).unwrap()
+    };
+    let ko = ["knockout", "--edges", "syn-id", "--control", "2"];
+    let (one, v) = (file(&ko), corpus(&ko));
+    assert_eq!(v["measure"], "pll_bits");
+    let (k, s) = (&v["rows"][0], &one["summary"][0]);
+    assert_eq!(k["class"], "identifier");
+    let close = |a: &Value, b: &Value| (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < 1e-5;
+    assert!(close(&k["knocked"], &s["mean_delta"]), "{k} vs {s}");
+    assert!(close(&k["control"], &s["control"]["mean"]), "{k} vs {s}");
+    let (one, v) = (file(&["ablate"]), corpus(&["ablate"]));
+    assert_eq!(v["measure"], "pll_bits");
+    let heads = v["heads"].as_array().unwrap();
+    assert_eq!(heads.len(), 2 * one["heads"].as_array().unwrap().len());
+    for h in heads {
+        let w = one["heads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["layer"] == h["layer"] && w["head"] == h["head"])
+            .unwrap();
+        let class = h["class"].as_str().unwrap();
+        assert!(close(&h["mean"], &w[class]), "{h} vs {w}");
+    }
 }
