@@ -592,32 +592,26 @@ fn render_draws_the_knockout_figure_with_the_commands_numbers() {
         c["hi"].as_f64().unwrap()
     );
     assert!(text.contains(&line), "{line} not in the figure");
-    // The default edge set, and an encoder's 1 − cos (T5's, without a masked-LM head).
-    let o = env
-        .cmd()
-        .args(["--model", &fixture("tiny_t5"), "render"])
-        .arg(&f)
-        .args(["--view", "knockout", "--out"])
-        .arg(&svg)
-        .output()
-        .unwrap();
-    ok(&o);
-    let text = std::fs::read_to_string(&svg).unwrap();
+    // The default edge set, and an encoder's 1 − cos (T5's, without a masked-LM head);
+    // one with a masked-LM head (RoBERTa's): Δ PLL bits.
+    let default_figure = |model: &str| {
+        let o = env
+            .cmd()
+            .args(["--model", &fixture(model), "render"])
+            .arg(&f)
+            .args(["--view", "knockout", "--out"])
+            .arg(&svg)
+            .output()
+            .unwrap();
+        ok(&o);
+        std::fs::read_to_string(&svg).unwrap()
+    };
+    let text = default_figure("tiny_t5");
     assert!(
         text.contains("knockout syn-id: ") && text.contains("1 − cos per token"),
         "{text}"
     );
-    // An encoder with a masked-LM head: Δ PLL bits.
-    let o = env
-        .cmd()
-        .args(["--model", &fixture("tiny_roberta"), "render"])
-        .arg(&f)
-        .args(["--view", "knockout", "--out"])
-        .arg(&svg)
-        .output()
-        .unwrap();
-    ok(&o);
-    let text = std::fs::read_to_string(&svg).unwrap();
+    let text = default_figure("tiny_roberta");
     assert!(text.contains("Δ PLL bits per token"), "{text}");
     let o = env
         .cmd()
