@@ -155,6 +155,9 @@ impl KnockoutOptions {
 pub enum Measure {
     /// Surprisal change in bits (causal models).
     Bits,
+    /// Masked-LM pseudo-log-likelihood change in bits (encoders with a masked-LM
+    /// head): each code token's subwords all masked at once, their bits summed.
+    PllBits,
     /// `1 - cos` of the last hidden state (encoders).
     Cosine,
 }
@@ -163,7 +166,34 @@ impl Measure {
     pub fn name(self) -> &'static str {
         match self {
             Measure::Bits => "bits",
+            Measure::PllBits => "pll_bits",
             Measure::Cosine => "one_minus_cos",
+        }
+    }
+
+    /// Whether the effect is a change in bits (surprisal or PLL).
+    pub fn is_bits(self) -> bool {
+        self != Measure::Cosine
+    }
+
+    /// The unit of a change, for the text tables.
+    pub fn delta_unit(self) -> &'static str {
+        match self {
+            Measure::Bits => "Δ bits",
+            Measure::PllBits => "Δ PLL bits",
+            Measure::Cosine => "1 - cos",
+        }
+    }
+
+    /// The measure of `model`'s effects: bits for a causal model, PLL bits for an
+    /// encoder with a masked-LM head, else `1 - cos`.
+    pub fn of(model: &LoadedModel) -> Measure {
+        if model.info.causal {
+            Measure::Bits
+        } else if model.masked_lm().is_some() {
+            Measure::PllBits
+        } else {
+            Measure::Cosine
         }
     }
 }
@@ -255,6 +285,8 @@ pub struct Prepared {
     hidden: Option<Vec<Vec<f32>>>,
     paper: Option<syntax::PaperInput>,
     model_layers: usize,
+    /// The mask token's id ([`Measure::PllBits`]).
+    mask: Option<u32>,
 }
 
 /// What one pass gives per code token.
@@ -293,11 +325,7 @@ impl Prepared {
         let input = model_input(&syn, mode)?;
         let enc = model.encode(&input.text, model.info.window)?;
         let alignment = align_subwords(&enc.tokens, &input.tokens);
-        let measure = if model.info.causal {
-            Measure::Bits
-        } else {
-            Measure::Cosine
-        };
+        let measure = Measure::of(model);
         let mut p = Prepared {
             syntax: syn,
             tokens: input.tokens,
@@ -309,6 +337,7 @@ impl Prepared {
             hidden: None,
             paper: input.paper,
             model_layers: model.info.layers,
+            mask: model.masked_lm(),
         };
         let discard = |_: usize, _: Vec<f32>| Ok(());
         let opts = ForwardOptions {
@@ -317,6 +346,10 @@ impl Prepared {
             cancel,
             ..Default::default()
         };
+        if measure == Measure::PllBits {
+            p.base = p.pll(model, None, cancel)?;
+            return Ok(p);
+        }
         let mut trace = p.run(model, &opts)?;
         p.base = p.readout(&trace)?;
         if keep_hidden {
@@ -341,8 +374,74 @@ impl Prepared {
         )
     }
 
+    /// One pass's read-out with `intervention` (a full pass; for the PLL one masked
+    /// pass per code token).
+    fn pass(
+        &self,
+        model: &LoadedModel,
+        intervention: Option<&Intervention>,
+        cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+    ) -> Result<Readout> {
+        if self.measure == Measure::PllBits {
+            return self.pll(model, intervention, cancel);
+        }
+        let discard = |_: usize, _: Vec<f32>| Ok(());
+        let opts = ForwardOptions {
+            hidden: self.measure == Measure::Cosine,
+            on_attention: Some(&discard),
+            intervention,
+            cancel,
+            ..Default::default()
+        };
+        self.readout(&self.run(model, &opts)?)
+    }
+
+    /// The pseudo-log-likelihood per code token: all its subwords (special tokens
+    /// aside) replaced by the mask token at once, one pass, the bits of the original
+    /// subwords at those positions summed (`None` for a token without subwords).
+    fn pll(
+        &self,
+        model: &LoadedModel,
+        intervention: Option<&Intervention>,
+        cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+    ) -> Result<Readout> {
+        let mask = self
+            .mask
+            .ok_or_else(|| Error::Compute("the model has no mask token".into()))?;
+        let vocab = model.vocab_size();
+        let bits = self
+            .alignment
+            .token_to_subwords
+            .iter()
+            .map(|subs| {
+                let subs: Vec<usize> = subs
+                    .iter()
+                    .copied()
+                    .filter(|&p| !self.enc.tokens[p].special)
+                    .collect();
+                if subs.is_empty() {
+                    return Ok(None);
+                }
+                pll_bits(
+                    model,
+                    &self.enc.ids,
+                    &subs,
+                    mask,
+                    vocab,
+                    intervention,
+                    cancel,
+                )
+                .map(|b| Some(b as f32))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Readout::Bits(bits))
+    }
+
     fn readout(&self, t: &Trace) -> Result<Readout> {
         match self.measure {
+            Measure::PllBits => Err(Error::Compute(
+                "the PLL is read from masked passes, not one trace".into(),
+            )),
             Measure::Bits => {
                 let s =
                     super::surprisal::TokenSurprisal::new(t, &self.alignment).ok_or_else(|| {
@@ -438,6 +537,50 @@ impl Prepared {
 
 /// A (query, key) code-token pair and its subword pairs (query position, key position).
 type Candidate = ((usize, usize), Vec<(u32, u32)>);
+
+/// The masked-LM bits of `ids` at `positions` with every one of them replaced by
+/// `mask` in one pass: `sum -log2 p(ids[p])` over the positions (an encoder with a
+/// masked-LM head; `intervention` applies inside the pass).
+pub fn pll_bits(
+    model: &LoadedModel,
+    ids: &[u32],
+    positions: &[usize],
+    mask: u32,
+    vocab: usize,
+    intervention: Option<&Intervention>,
+    cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+) -> Result<f64> {
+    let mut masked = ids.to_vec();
+    for &p in positions {
+        masked[p] = mask;
+    }
+    let discard = |_: usize, _: Vec<f32>| Ok(());
+    let opts = ForwardOptions {
+        on_attention: Some(&discard),
+        intervention,
+        cancel,
+        ..Default::default()
+    };
+    let mut total = 0.0f64;
+    model.forward_lm_ids(&masked, &opts, &mut |start, block| {
+        for (r, row) in block.chunks_exact(vocab).enumerate() {
+            let p = start + r;
+            if !positions.contains(&p) {
+                continue;
+            }
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let lse = f64::from(max)
+                + row
+                    .iter()
+                    .map(|&z| f64::from(z - max).exp())
+                    .sum::<f64>()
+                    .ln();
+            total += (lse - f64::from(row[ids[p] as usize])) / std::f64::consts::LN_2;
+        }
+        Ok(())
+    })?;
+    Ok(total)
+}
 
 /// Cosine similarity in f64: exactly 1 for identical vectors (an unchanged token's
 /// `1 - cos` is 0, not rounding noise), clamped to [-1, 1].
@@ -572,15 +715,7 @@ fn knockout_prepared_with(
             }),
             ablate: Vec::new(),
         };
-        let discard = |_: usize, _: Vec<f32>| Ok(());
-        let opts = ForwardOptions {
-            hidden: p.measure == Measure::Cosine,
-            on_attention: Some(&discard),
-            intervention: Some(&iv),
-            cancel,
-            ..Default::default()
-        };
-        p.readout(&p.run(model, &opts)?)
+        p.pass(model, Some(&iv), cancel)
     };
     let inside: Vec<&Vec<(u32, u32)>> = candidates
         .iter()
@@ -694,11 +829,7 @@ pub fn knockout_corpus(
     // per set, per class (identifier, syntactic): (knocked, control) per snippet
     let mut pairs: Vec<[Vec<(f64, f64)>; 2]> = vec![[Vec::new(), Vec::new()]; sets.len()];
     let (mut failed, mut done) = (0, 0);
-    let measure = if model.info.causal {
-        Measure::Bits
-    } else {
-        Measure::Cosine
-    };
+    let measure = Measure::of(model);
     for (i, sn) in snippets.iter().enumerate() {
         let one = || -> Result<Vec<KnockoutResult>> {
             let p = Prepared::new(model, &sn.code, sn.language, o.mode, false)?;
@@ -819,10 +950,7 @@ impl CorpusKnockout {
 
     /// The text table (the README's form).
     pub fn summary_text(&self, corpus: &str) -> String {
-        let unit = match self.measure {
-            Measure::Bits => "Δ bits",
-            Measure::Cosine => "1 - cos",
-        };
+        let unit = self.measure.delta_unit();
         let mut s = format!(
             "{corpus}: {} snippets ({} failed), mean {unit} per snippet; control: {} draws of as many pairs\n",
             self.snippets, self.failed, self.draws
@@ -936,10 +1064,7 @@ impl KnockoutResult {
 
     /// The text form: the blocked set and the per-class table against the control.
     pub fn summary_text(&self, name: &str) -> String {
-        let unit = match self.measure {
-            Measure::Bits => "Δ bits",
-            Measure::Cosine => "1 - cos",
-        };
+        let unit = self.measure.delta_unit();
         let mut s = format!(
             "{name}: knockout {} in {} layer(s) x {} head(s): {} token pairs ({} subword pairs) blocked\n",
             self.edges,
@@ -954,7 +1079,7 @@ impl KnockoutResult {
         ));
         // Bits read well to 4 decimals; 1 - cos of a small model is often 1e-5.
         let f = |v: f64| match self.measure {
-            Measure::Bits => format!("{v:+.4}"),
+            Measure::Bits | Measure::PllBits => format!("{v:+.4}"),
             Measure::Cosine => format!("{v:.3e}"),
         };
         for (c, name) in CLASSES.iter().enumerate() {
@@ -1044,12 +1169,6 @@ pub fn ablate_head(
     l: usize,
     h: usize,
 ) -> Result<HeadEffect> {
-    let hidden = p.hidden.as_ref().ok_or_else(|| {
-        Error::Compute("the ablation needs the unmodified pass's hidden states".into())
-    })?;
-    let input = hidden
-        .get(l)
-        .ok_or_else(|| Error::Compute(format!("no hidden state entering layer {}", l + 1)))?;
     let iv = Intervention {
         knockout: None,
         ablate: vec![HeadAblation {
@@ -1058,6 +1177,21 @@ pub fn ablate_head(
             mode,
         }],
     };
+    if p.measure == Measure::PllBits {
+        // Every masked copy has its own residual stream: full passes.
+        let means = class_means(&p.tokens, &p.delta(&p.pass(model, Some(&iv), None)?));
+        return Ok(HeadEffect {
+            identifier: means[0].1,
+            syntactic: means[1].1,
+            all: means[CLASSES.len() - 1].1,
+        });
+    }
+    let hidden = p.hidden.as_ref().ok_or_else(|| {
+        Error::Compute("the ablation needs the unmodified pass's hidden states".into())
+    })?;
+    let input = hidden
+        .get(l)
+        .ok_or_else(|| Error::Compute(format!("no hidden state entering layer {}", l + 1)))?;
     let discard = |_: usize, _: Vec<f32>| Ok(());
     let opts = ForwardOptions {
         hidden: p.measure == Measure::Cosine,
@@ -1126,11 +1260,7 @@ pub fn ablate_corpus(
     // per (layer, head, class): the snippets' mean effects
     let mut per: Vec<Vec<f64>> = vec![Vec::new(); layers * heads * 2];
     let (mut done, mut failed) = (0, 0);
-    let measure = if model.info.causal {
-        Measure::Bits
-    } else {
-        Measure::Cosine
-    };
+    let measure = Measure::of(model);
     for (i, sn) in snippets.iter().enumerate() {
         let one = || -> Result<AblationResult> {
             let p = Prepared::new(model, &sn.code, sn.language, input, true)?;
@@ -1246,10 +1376,7 @@ impl CorpusAblation {
 
     /// Text: per class, the ten heads with the largest mean effect and their intervals.
     pub fn summary_text(&self, corpus: &str) -> String {
-        let unit = match self.measure {
-            Measure::Bits => "mean Δ bits",
-            Measure::Cosine => "mean 1 - cos",
-        };
+        let unit = format!("mean {}", self.measure.delta_unit());
         let mut s = format!(
             "{corpus}: {} snippets ({} failed), {} ablation of each of {} x {} heads, {unit} per snippet\n",
             self.snippets,
@@ -1332,10 +1459,7 @@ impl AblationResult {
 
     /// Text: the grid of mean effects on identifiers and on syntactic tokens.
     pub fn summary_text(&self, name: &str) -> String {
-        let unit = match self.measure {
-            Measure::Bits => "mean Δ bits",
-            Measure::Cosine => "mean 1 - cos",
-        };
+        let unit = format!("mean {}", self.measure.delta_unit());
         let mut s = format!(
             "{name}: {} ablation of each head, {unit} (identifiers / syntactic tokens)\n",
             self.mode.name()

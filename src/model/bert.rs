@@ -20,7 +20,7 @@ use candle_core::Tensor;
 use candle_nn::VarBuilder;
 use serde::Deserialize;
 
-use super::{kernels, Backbone, Capture, ForwardOptions};
+use super::{kernels, Backbone, Capture, ForwardOptions, LogitsSink};
 use crate::error::{Error, Result};
 
 /// Which encoder flavour: they differ in position ids only.
@@ -221,6 +221,80 @@ impl Layer {
     }
 }
 
+/// The masked-LM head of a `BertForMaskedLM` / `RobertaForMaskedLM` checkpoint:
+/// transform dense, activation, LayerNorm, then the decoder (the checkpoint's
+/// `decoder.weight`, else the word embeddings it is tied to) plus its bias. BERT's is
+/// `cls.predictions.*` with the config's `hidden_act`; RoBERTa's is `lm_head.*` with
+/// GELU (erf), as transformers' `RobertaLMHead` has.
+struct MlmHead {
+    dense: Dense,
+    act: Act,
+    norm: Norm,
+    decoder: Dense,
+}
+
+/// Rows of logits per block handed to the sink (`rows * vocab` floats at a time).
+const MLM_ROWS: usize = 64;
+
+impl MlmHead {
+    /// The head under the checkpoint's root `vb`, if it has one.
+    fn load(cfg: &BertConfig, act: Act, word: &[f32], vb: &VarBuilder) -> Result<Option<Self>> {
+        let (h, v) = (cfg.hidden_size, cfg.vocab_size);
+        let (head, dense, norm, act) =
+            if vb.contains_tensor("cls.predictions.transform.dense.weight") {
+                let p = vb.pp("cls").pp("predictions");
+                (
+                    p.clone(),
+                    p.pp("transform").pp("dense"),
+                    p.pp("transform").pp("LayerNorm"),
+                    act,
+                )
+            } else if vb.contains_tensor("lm_head.dense.weight") {
+                let p = vb.pp("lm_head");
+                (p.clone(), p.pp("dense"), p.pp("layer_norm"), Act::GeluErf)
+            } else {
+                return Ok(None);
+            };
+        let load = || -> candle_core::Result<MlmHead> {
+            let dec = head.pp("decoder");
+            let w = if dec.contains_tensor("weight") {
+                host(&dec.get((v, h), "weight")?)?
+            } else {
+                word.to_vec()
+            };
+            let b = if head.contains_tensor("bias") {
+                host(&head.get(v, "bias")?)?
+            } else if dec.contains_tensor("bias") {
+                host(&dec.get(v, "bias")?)?
+            } else {
+                vec![0.0; v]
+            };
+            Ok(MlmHead {
+                dense: Dense::load(h, h, dense)?,
+                act,
+                norm: layer_norm(h, cfg.layer_norm_eps, norm)?,
+                decoder: Dense::new(&w, b, h, v),
+            })
+        };
+        Ok(Some(load()?))
+    }
+
+    /// Logits of the `n` rows of the last hidden state `x`, in blocks of [`MLM_ROWS`].
+    fn apply(&self, x: &[f32], n: usize, sink: &mut LogitsSink) -> Result<()> {
+        let h = self.dense.inp;
+        for start in (0..n).step_by(MLM_ROWS) {
+            let rows = MLM_ROWS.min(n - start);
+            let mut t = self
+                .dense
+                .apply(&x[start * h..(start + rows) * h], rows, None);
+            self.act.apply(&mut t);
+            self.norm.apply(&mut t);
+            sink(start, &self.decoder.apply(&t, rows, None))?;
+        }
+        Ok(())
+    }
+}
+
 /// A loaded BERT/RoBERTa encoder.
 pub struct Bert {
     cfg: BertConfig,
@@ -233,6 +307,8 @@ pub struct Bert {
     token_type0: Vec<f32>,
     emb_norm: Norm,
     layers: Vec<Layer>,
+    /// The masked-LM head, when the checkpoint has one.
+    mlm: Option<MlmHead>,
 }
 
 impl Bert {
@@ -254,6 +330,7 @@ impl Bert {
             )));
         }
         let act = Act::parse(&cfg.hidden_act)?;
+        let root = vb.clone();
         let vb = ["", "bert", "roberta", "model"]
             .iter()
             .map(|p| if p.is_empty() { vb.clone() } else { vb.pp(p) })
@@ -281,6 +358,7 @@ impl Bert {
         let layers = (0..cfg.num_hidden_layers)
             .map(|i| Layer::load(&cfg, vb.pp("encoder").pp("layer").pp(i)))
             .collect::<candle_core::Result<Vec<_>>>()?;
+        let mlm = MlmHead::load(&cfg, act, &word, &root)?;
         Ok(Bert {
             cfg,
             flavor,
@@ -294,6 +372,7 @@ impl Bert {
             },
             emb_norm,
             layers,
+            mlm,
         })
     }
 
@@ -357,6 +436,35 @@ impl Backbone for Bert {
     }
 
     fn forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
+        Ok(self.run(ids, opts)?.0)
+    }
+
+    fn masked_lm(&self) -> bool {
+        self.mlm.is_some()
+    }
+
+    /// The masked-LM head's logits over the last layer's output (a partial pass that
+    /// stops before the last layer gives none).
+    fn forward_lm(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        sink: &mut LogitsSink,
+    ) -> Result<Capture> {
+        let head = self.mlm.as_ref().ok_or_else(|| {
+            Error::Compute("this encoder's checkpoint has no masked-LM head".into())
+        })?;
+        let (cap, x) = self.run(ids, opts)?;
+        if opts.span(self.layers.len()).1 == self.layers.len() {
+            head.apply(&x, ids.len(), sink)?;
+        }
+        Ok(cap)
+    }
+}
+
+impl Bert {
+    /// The forward pass: the capture and the last layer's output `[n, hidden]`.
+    fn run(&self, ids: &[u32], opts: &ForwardOptions) -> Result<(Capture, Vec<f32>)> {
         super::check_ids(ids, self.window(), self.cfg.vocab_size)?;
         let heads = self.cfg.num_attention_heads;
         let n = ids.len();
@@ -389,6 +497,6 @@ impl Backbone for Bert {
                 capture.push_hidden_host(&x);
             }
         }
-        Ok(capture)
+        Ok((capture, x))
     }
 }

@@ -505,6 +505,11 @@ pub trait Backbone: Send + Sync {
     fn causal(&self) -> bool {
         false
     }
+    /// Encoders whose checkpoint has a masked-LM head ([`Backbone::forward_lm`] gives
+    /// its logits).
+    fn masked_lm(&self) -> bool {
+        false
+    }
     /// Which stack of an encoder–decoder runs (`Some("encoder")`: [`encdec::ENCODER`]);
     /// `None` for encoder-only and decoder-only models, which have one.
     fn stack(&self) -> Option<&'static str> {
@@ -882,6 +887,15 @@ impl LoadedModel {
             .backbone
             .forward_lm(ids, opts, sink)?
             .finish(opts.hidden))
+    }
+
+    /// Whether the model is an encoder with a masked-LM head (and a mask token to feed
+    /// it): [`LoadedModel::forward_lm_ids`] then gives the head's logits.
+    pub fn masked_lm(&self) -> Option<u32> {
+        if self.info.causal || !self.backbone.masked_lm() {
+            return None;
+        }
+        self.tokenizer.mask_id()
     }
 
     /// The vocabulary size of the model's embeddings and LM head.

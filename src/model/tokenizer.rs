@@ -204,6 +204,15 @@ impl CodeTokenizer {
         }
     }
 
+    /// The id of the mask token a masked-LM head was trained with (`[MASK]` or
+    /// `<mask>`), if the vocabulary has one.
+    pub fn mask_id(&self) -> Option<u32> {
+        match &self.inner {
+            Inner::Hf(t) => ["[MASK]", "<mask>"].iter().find_map(|m| t.token_to_id(m)),
+            Inner::Spm(_) => None,
+        }
+    }
+
     /// Every token of `text`, special tokens included, before windowing.
     pub fn encode_all(&self, text: &str) -> Result<Vec<Subword>> {
         let t = match &self.inner {

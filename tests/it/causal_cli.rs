@@ -324,11 +324,11 @@ fn ablate_and_lens_print_their_grids() {
 fn encoders_measure_the_last_hidden_state_and_have_no_lens() {
     let env = Env::new();
     let f = write(&env, CODE);
-    // RoBERTa, and the encoder stacks of T5 (its biased attention knocked out after the
-    // softmax) and BART.
+    // The encoder stacks of T5 (its biased attention knocked out after the softmax) and
+    // BART: no masked-LM head (RoBERTa's is measured in PLL bits, `mlm_reference`).
     let g = env.root.join("no_ids.py");
     std::fs::write(&g, "1 + 2 * (3 - 4)\n").unwrap();
-    for m in ["tiny_roberta", "tiny_t5", "tiny_t5_v11", "tiny_bart"] {
+    for m in ["tiny_t5", "tiny_t5_v11", "tiny_bart"] {
         let v = run_json(
             &env,
             m,
@@ -592,21 +592,27 @@ fn render_draws_the_knockout_figure_with_the_commands_numbers() {
         c["hi"].as_f64().unwrap()
     );
     assert!(text.contains(&line), "{line} not in the figure");
-    // The default edge set, and an encoder's 1 − cos.
-    let o = env
-        .cmd()
-        .args(["--model", &fixture("tiny_roberta"), "render"])
-        .arg(&f)
-        .args(["--view", "knockout", "--out"])
-        .arg(&svg)
-        .output()
-        .unwrap();
-    ok(&o);
-    let text = std::fs::read_to_string(&svg).unwrap();
+    // The default edge set, and an encoder's 1 − cos (T5's, without a masked-LM head);
+    // one with a masked-LM head (RoBERTa's): Δ PLL bits.
+    let default_figure = |model: &str| {
+        let o = env
+            .cmd()
+            .args(["--model", &fixture(model), "render"])
+            .arg(&f)
+            .args(["--view", "knockout", "--out"])
+            .arg(&svg)
+            .output()
+            .unwrap();
+        ok(&o);
+        std::fs::read_to_string(&svg).unwrap()
+    };
+    let text = default_figure("tiny_t5");
     assert!(
         text.contains("knockout syn-id: ") && text.contains("1 − cos per token"),
         "{text}"
     );
+    let text = default_figure("tiny_roberta");
+    assert!(text.contains("Δ PLL bits per token"), "{text}");
     let o = env
         .cmd()
         .args(["--model", &fixture("tiny_llama"), "render"])

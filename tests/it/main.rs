@@ -33,6 +33,7 @@ mod json_convention;
 mod layers;
 mod mapped;
 mod minilm_reference;
+mod mlm_reference;
 mod model_tiny;
 mod paper_mode;
 mod plbart_spm;

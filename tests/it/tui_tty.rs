@@ -364,7 +364,7 @@ fn tty_knockout_runs_in_the_worker() {
     let exit = start(&tmux, dir.path());
     tmux.run(&["send-keys", "-t", "e2e", "K"]);
     let s = tmux.wait_for("the knockout", 60, |s| {
-        s.contains("knockout syn-id (1 − cos)") && s.contains("control")
+        s.contains("knockout syn-id (Δ PLL bits)") && s.contains("control")
     });
     assert!(s.contains("identifiers"), "{s}");
     tmux.run(&["send-keys", "-t", "e2e", "q"]);

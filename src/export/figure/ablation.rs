@@ -14,6 +14,11 @@ pub fn draw(view: &FigureData, a: &AblationData, m: Metrics, pal: Palette) -> Fi
     let mut svg = Svg::new(m.width(), m.width() * 0.5);
     let (unit, caption) = if a.measure == "one_minus_cos" {
         ("1 − cos of the last hidden state", "1 − cos (√)")
+    } else if a.measure == "pll_bits" {
+        (
+            "masked-LM pseudo-log-likelihood change in bits",
+            "Δ PLL bits (√)",
+        )
     } else {
         ("surprisal change in bits", "Δ bits (√)")
     };

@@ -341,10 +341,10 @@ pub fn draw_key(
         }
         Shade::Knockout => {
             let (edges, unit) = view.knockout.as_ref().map_or(("?", "Δ bits"), |k| {
-                let unit = if k.measure == "bits" {
-                    "Δ bits"
-                } else {
-                    "1 − cos"
+                let unit = match k.measure.as_str() {
+                    "bits" => "Δ bits",
+                    "pll_bits" => "Δ PLL bits",
+                    _ => "1 − cos",
                 };
                 (k.edges.as_str(), unit)
             });
@@ -594,7 +594,7 @@ pub fn draw_knockout(view: &FigureData, crop: &Crop, m: Metrics, pal: Palette) -
         (m.margin(), y, m.inner()),
         Shade::Knockout,
     );
-    let bits = k.measure == "bits";
+    let bits = k.measure != "one_minus_cos";
     let f = |v: f64| {
         if bits {
             format!("{v:+.2}")

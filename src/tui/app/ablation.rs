@@ -158,6 +158,7 @@ impl App {
 pub fn unit(m: Option<Measure>) -> &'static str {
     match m {
         Some(Measure::Cosine) => "1 − cos",
+        Some(Measure::PllBits) => "Δ PLL bits",
         _ => "Δ bits",
     }
 }

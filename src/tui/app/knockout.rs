@@ -118,12 +118,13 @@ impl App {
 fn summary(r: &KnockoutResult) -> String {
     let f = |v: Option<f64>| match (v, r.measure) {
         (None, _) => "-".to_string(),
-        (Some(v), Measure::Bits) => format!("{v:+.2}"),
+        (Some(v), Measure::Bits | Measure::PllBits) => format!("{v:+.2}"),
         (Some(v), Measure::Cosine) => format!("{v:.1e}"),
     };
     let ctl = |c: usize| r.control[c].map_or("-".to_string(), |i| f(Some(i.mean)));
     let unit = match r.measure {
         Measure::Bits => "bits",
+        Measure::PllBits => "PLL bits",
         Measure::Cosine => "1-cos",
     };
     format!(

@@ -86,6 +86,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     if let Some(k) = ko {
         let unit = match k.measure {
             crate::analysis::causal::Measure::Bits => "Δ bits",
+            crate::analysis::causal::Measure::PllBits => "Δ PLL bits",
             crate::analysis::causal::Measure::Cosine => "1 − cos",
         };
         title.push(Span::styled(
