@@ -209,7 +209,9 @@ impl CodeTokenizer {
     pub fn mask_id(&self) -> Option<u32> {
         match &self.inner {
             Inner::Hf(t) => ["[MASK]", "<mask>"].iter().find_map(|m| t.token_to_id(m)),
-            Inner::Spm(_) => None,
+            // Gemma-style and PLBART vocabularies: no encoder masked-LM head reads them
+            // (PLBART is an encoder–decoder).
+            Inner::Spm(_) | Inner::PlBart(_) => None,
         }
     }
 
