@@ -854,12 +854,18 @@ fn parse_dfg_graph(s: &str) -> Result<crate::syntax::Graph, String> {
 /// given on its command line (an environment variable such as `CODESCOPE_MODEL` stays
 /// harmless).
 pub const IGNORED_GLOBALS: [(&str, &[&str]); 6] = [
-    ("syntax", &["model", "random_weights", "stack"]),
-    ("rewrite", &["model", "random_weights", "stack"]),
+    ("syntax", &["model", "random_weights", "stack", "weights"]),
+    ("rewrite", &["model", "random_weights", "stack", "weights"]),
     ("models", &["model", "random_weights", "lang", "stack"]),
-    ("fetch", &["random_weights", "lang", "stack"]),
-    ("cache", &["model", "random_weights", "lang", "stack"]),
-    ("merge", &["model", "random_weights", "lang", "stack"]),
+    ("fetch", &["random_weights", "lang", "stack", "weights"]),
+    (
+        "cache",
+        &["model", "random_weights", "lang", "stack", "weights"],
+    ),
+    (
+        "merge",
+        &["model", "random_weights", "lang", "stack", "weights"],
+    ),
 ];
 
 /// The clap command with [`IGNORED_GLOBALS`] hidden where they do nothing: each such

@@ -749,6 +749,16 @@ impl LoadedModel {
         lm: bool,
     ) -> Result<Trace> {
         let start = Instant::now();
+        if lm && !self.info.causal && self.backbone.masked_lm() {
+            // An encoder's masked-LM head predicts the token at a masked position, not the
+            // next one: it gives no next-token surprisal (its pseudo-log-likelihood is what
+            // the causal tests measure, analysis::causal).
+            return Err(Error::Compute(
+                "this model has no language-model head for next tokens (surprisal needs a \
+                 causal model)"
+                    .into(),
+            ));
+        }
         let (cap, surprisal) = if lm {
             let mut scorer = lm::Scorer::new(&enc.ids, self.backbone.vocab_size(), TOP_NEXT);
             if self.info.stack == Some(Stack::Decoder.name()) {

@@ -561,12 +561,14 @@ fn options_a_command_ignores_are_not_offered_or_taken() {
         "random_weights" => "--random-weights",
         "model" => "--model",
         "stack" => "--stack",
+        "weights" => "--weights",
         _ => "--lang",
     };
     let value = |a: &str| match a {
         "random_weights" => "3",
         "model" => "minilm",
         "stack" => "decoder",
+        "weights" => "f32",
         _ => "python",
     };
     for (sub, ignored) in codescope::cli::IGNORED_GLOBALS {
