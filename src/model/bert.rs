@@ -156,8 +156,7 @@ impl Dense {
     }
     /// `x · wᵀ + b (+ residual)` for the `n` rows of `x`.
     fn apply(&self, x: &[f32], n: usize, residual: Option<&[f32]>) -> Vec<f32> {
-        let mut y = vec![0.0f32; n * self.out];
-        kernels::linear_kn(
+        kernels::linear_kn_new(
             x,
             n,
             self.inp,
@@ -165,9 +164,7 @@ impl Dense {
             self.out,
             Some(&self.b),
             residual,
-            &mut y,
-        );
-        y
+        )
     }
 }
 

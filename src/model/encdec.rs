@@ -376,8 +376,7 @@ impl Linear {
 
     /// `x · wᵀ (+ b) (+ residual)` for the `n` rows of `x`.
     pub fn apply(&self, x: &[f32], n: usize, residual: Option<&[f32]>) -> Vec<f32> {
-        let mut y = vec![0.0f32; n * self.out];
-        kernels::linear_kn(
+        kernels::linear_kn_new(
             x,
             n,
             self.inp,
@@ -385,9 +384,7 @@ impl Linear {
             self.out,
             self.b.as_deref(),
             residual,
-            &mut y,
-        );
-        y
+        )
     }
 }
 

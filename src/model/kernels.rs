@@ -489,10 +489,19 @@ mod tests {
             let res = rng.vec(rows * outp, 1.0);
             let w_kn = transpose_to_kn(&w, outp, inp);
             assert_eq!(w_kn[inp.min(2) * outp], w[inp.min(2)]);
-            for (bias, residual) in [(None, None), (Some(&b[..]), Some(&res[..]))] {
+            for (bias, residual) in [
+                (None, None),
+                (Some(&b[..]), Some(&res[..])),
+                (Some(&b[..]), None),
+                (None, Some(&res[..])),
+            ] {
                 let (mut a, mut t) = (vec![0.0; rows * outp], vec![0.0; rows * outp]);
                 linear(&x, rows, inp, &w, outp, bias, residual, &mut a);
                 linear_kn(&x, rows, inp, &w_kn, outp, bias, residual, &mut t);
+                // The allocating form: the same bits as into a zeroed buffer.
+                let fresh = linear_kn_new(&x, rows, inp, &w_kn, outp, bias, residual);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&fresh), bits(&t), "{rows}x{inp}x{outp} (allocating)");
                 for (x, y) in a.iter().zip(&t) {
                     assert!(
                         (x - y).abs() <= 1e-6 * x.abs().max(1.0),
@@ -500,7 +509,6 @@ mod tests {
                     );
                 }
                 if rows >= 64 {
-                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&a), bits(&t), "{rows}x{inp}x{outp}");
                 }
             }
