@@ -190,7 +190,7 @@ fn plbart_with_only_its_sentencepiece_model_traces_through_the_cli() {
 /// whatever `src_lang` the directory's `tokenizer_config.json` names (python here):
 /// `trace` through the binary on the bundled Python and Java snippets, by file
 /// extension and by `--lang`, and the analysis (`analyze`, the explorer, the causal tests)
-/// on the Java one.
+/// and the probes' hidden states on the Java one.
 #[test]
 fn plbart_encoder_input_ends_with_each_snippets_language_code() {
     use codescope::analysis::{self, AnalyzeOptions};
@@ -253,6 +253,22 @@ fn plbart_encoder_input_ends_with_each_snippets_language_code() {
                 analysis::analyze(&lm, text, Language::Java, &AnalyzeOptions::default()).unwrap();
             let got: Vec<u64> = a.trace.tokens.iter().map(|s| s.id as u64).collect();
             assert!(fits(&got), "{name} analysed: {got:?}");
+            // The probes' features: the same input, not the configured python code's.
+            let syn = codescope::syntax::parse(text, Language::Java).unwrap();
+            let h = analysis::hidden::hidden_states(&lm, &syn).unwrap();
+            let with = |l: Language| {
+                let enc = lm.encode_code(text, lm.info.window, Some(l)).unwrap();
+                let opts = codescope::model::ForwardOptions {
+                    hidden: true,
+                    ..Default::default()
+                };
+                let t = lm.trace_encoded(text, enc, &opts, false).unwrap();
+                analysis::hidden::token_hidden(&t, &syn.tokens)
+                    .unwrap()
+                    .layers
+            };
+            assert_eq!(h.layers, with(Language::Java));
+            assert_ne!(h.layers, with(Language::Python));
         }
     }
     assert_eq!(seen, [true, true]);
