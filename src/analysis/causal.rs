@@ -323,7 +323,7 @@ impl Prepared {
         refuse_cross(model)?;
         let syn = syntax::parse(source, lang)?;
         let input = model_input(&syn, mode)?;
-        let enc = model.encode(&input.text, model.info.window)?;
+        let enc = model.encode_code(&input.text, model.info.window, Some(lang))?;
         let alignment = align_subwords(&enc.tokens, &input.tokens);
         let measure = Measure::of(model);
         let mut p = Prepared {
@@ -1570,7 +1570,7 @@ pub fn lens(model: &LoadedModel, source: &str, lang: Language, mode: Mode) -> Re
     }
     let syn = syntax::parse(source, lang)?;
     let input = model_input(&syn, mode)?;
-    let enc = model.encode(&input.text, model.info.window)?;
+    let enc = model.encode_code(&input.text, model.info.window, Some(lang))?;
     let alignment = align_subwords(&enc.tokens, &input.tokens);
     let cells = lens_ids(model, &enc.ids)?;
     let ids = enc.ids.clone();

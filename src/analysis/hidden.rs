@@ -28,13 +28,17 @@ pub fn hidden_states_in(model: &LoadedModel, syn: &Syntax, mode: Mode) -> Result
     let ModelInput { text, tokens, .. } = model_input(syn, mode)?;
     // Probes read no attention: each layer's is dropped as soon as it is computed.
     let discard = |_: usize, _: Vec<f32>| Ok(());
-    let trace = model.trace(
+    // PLBART: the encoder input ends with the snippet's own language code.
+    let enc = model.encode_code(&text, model.info.window, Some(syn.language))?;
+    let trace = model.trace_encoded(
         &text,
+        enc,
         &ForwardOptions {
             hidden: true,
             on_attention: Some(&discard),
             ..Default::default()
         },
+        false,
     )?;
     token_hidden(&trace, &tokens)
 }
@@ -45,13 +49,17 @@ pub fn hidden_states_in(model: &LoadedModel, syn: &Syntax, mode: Mode) -> Result
 pub fn hidden_states_joined(model: &LoadedModel, syn: &Syntax) -> Result<SnippetHidden> {
     let (text, tokens) = joined_tokens(&syn.tokens);
     let discard = |_: usize, _: Vec<f32>| Ok(());
-    let trace = model.trace(
+    // PLBART: the encoder input ends with the snippet's own language code.
+    let enc = model.encode_code(&text, model.info.window, Some(syn.language))?;
+    let trace = model.trace_encoded(
         &text,
+        enc,
         &ForwardOptions {
             hidden: true,
             on_attention: Some(&discard),
             ..Default::default()
         },
+        false,
     )?;
     token_hidden(&trace, &tokens)
 }

@@ -157,7 +157,24 @@ impl std::fmt::Debug for SnippetAnalysis {
     }
 }
 
+/// Why an analysis shows no head scores on an encoder–decoder's cross stack (`analyze`'s
+/// text, CSV notice and JSON `head_scores_withheld`; `reproduce` refuses the stack with it).
+pub const CROSS_STACK_NO_SCORES: &str = "no head scores on the cross stack: the gold \
+    graphs relate tokens within one sequence, cross-attention relates the decoder's tokens \
+    to the encoder's";
+
+/// [`CROSS_STACK_NO_SCORES`] when `info` is an encoder–decoder loaded on its cross stack.
+pub fn head_scores_withheld(info: &crate::model::ModelInfo) -> Option<&'static str> {
+    (info.stack == Some(crate::model::Stack::Cross.name())).then_some(CROSS_STACK_NO_SCORES)
+}
+
 impl SnippetAnalysis {
+    /// Why this analysis's head scores (and the finding built on them) are not shown:
+    /// see [`head_scores_withheld`]; `None` when they are meaningful.
+    pub fn head_scores_withheld(&self) -> Option<&'static str> {
+        head_scores_withheld(&self.trace.model)
+    }
+
     /// Head scores of every gold graph at threshold `t` (no forward pass). Without the
     /// code-token matrices ([`TokenAttention::resident`]) they come from the sweep's grid
     /// (the explorer's thresholds are on it); a threshold off the grid then gets the
@@ -392,7 +409,7 @@ pub fn run(
         Matrices::All => info.window,
         Matrices::IfTheyFit | Matrices::OnDemand => info.stream_window,
     };
-    let enc = model.encode(&input.text, window)?;
+    let enc = model.encode_code(&input.text, window, Some(syn.language))?;
     let alignment = align_subwords(&enc.tokens, &input.tokens);
     let len = enc.tokens.len();
     let n = attention::Aggregator::new(len, &alignment).n();

@@ -75,10 +75,17 @@ pub fn category_json(a: &SnippetAnalysis) -> Value {
 
 /// The `analyze --json` document.
 pub fn to_json(a: &SnippetAnalysis) -> Value {
+    let withheld = a.head_scores_withheld();
     let mut relations = Map::new();
     for g in Graph::ALL {
         relations.insert(g.name().into(), scores_json(&a.relations[&g]));
     }
+    // The cross stack: no scores against gold graphs that do not apply (`relations`,
+    // `finding` null, no `sweep`), and the field saying why.
+    let relations = match withheld {
+        Some(_) => Value::Null,
+        None => Value::Object(relations),
+    };
     let mut doc = json!({
         "model": a.trace.model,
         "mode": a.mode.name(),
@@ -95,8 +102,12 @@ pub fn to_json(a: &SnippetAnalysis) -> Value {
     if let Some(note) = &a.input_note {
         doc["paper_note"] = note.as_str().into();
     }
-    doc["finding"] = super::finding::Finding::of(a).to_json();
-    if let Some(sw) = &a.sweep {
+    doc["head_scores_withheld"] = withheld.map_or(Value::Null, Value::from);
+    doc["finding"] = match withheld {
+        Some(_) => Value::Null,
+        None => super::finding::Finding::of(a).to_json(),
+    };
+    if let Some(sw) = a.sweep.as_ref().filter(|_| withheld.is_none()) {
         let mut m = Map::new();
         for g in Graph::ALL {
             m.insert(
@@ -115,7 +126,8 @@ fn fmt_opt(v: Option<f64>) -> String {
 
 /// Long-format CSV: `table,key,layer,head,threshold,metric,value` (layer/head 1-based;
 /// head empty for layer means). Tables: `relations` (key = graph; metrics precision,
-/// recall, f1, ged_per_node, one row per threshold with `--sweep`), `category_coarse` and
+/// recall, f1, ged_per_node, one row per threshold with `--sweep`; none on the cross
+/// stack), `category_coarse` and
 /// `category_fine` (key = `query->key` class pair; metrics mean, share).
 pub fn to_csv(a: &SnippetAnalysis) -> String {
     let mut out = String::from("table,key,layer,head,threshold,metric,value\n");
@@ -139,7 +151,11 @@ pub fn to_csv(a: &SnippetAnalysis) -> String {
             }
         }
     };
-    for g in Graph::ALL {
+    // The cross stack has no `relations` rows ([`SnippetAnalysis::head_scores_withheld`]).
+    for g in Graph::ALL
+        .into_iter()
+        .filter(|_| a.head_scores_withheld().is_none())
+    {
         match &a.sweep {
             Some(sw) => sw[&g].iter().for_each(|hs| rel(hs, g.name(), &mut out)),
             None => rel(&a.relations[&g], g.name(), &mut out),
@@ -186,7 +202,8 @@ pub fn to_csv(a: &SnippetAnalysis) -> String {
 }
 
 /// The readable summary: notices, best head per layer per graph, and the coarse
-/// category matrix per layer (head-averaged).
+/// category matrix per layer (head-averaged); on the cross stack one notice line instead
+/// of the head scores and the finding.
 pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
     let mut s = String::new();
     let m = &a.trace.model;
@@ -228,12 +245,17 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
             first.message
         );
     }
-    let _ = writeln!(
-        s,
-        "threshold {:.2}  (P = [A > t], diagonal included)",
-        a.threshold
-    );
-    for g in Graph::ALL {
+    let withheld = a.head_scores_withheld();
+    if let Some(why) = withheld {
+        let _ = writeln!(s, "notice    {why}");
+    } else {
+        let _ = writeln!(
+            s,
+            "threshold {:.2}  (P = [A > t], diagonal included)",
+            a.threshold
+        );
+    }
+    for g in Graph::ALL.into_iter().filter(|_| withheld.is_none()) {
         let hs = &a.relations[&g];
         let _ = writeln!(s, "\n{g} ({} gold edges): best head per layer", hs.edges);
         let _ = writeln!(s, "  layer  head  precision  recall     f1   GED/node");
@@ -277,8 +299,10 @@ pub fn summary(name: &str, a: &SnippetAnalysis) -> String {
             cell(m, 1, 1)
         );
     }
-    let _ = writeln!(s);
-    s.push_str(&super::finding::Finding::of(a).text());
+    if withheld.is_none() {
+        let _ = writeln!(s);
+        s.push_str(&super::finding::Finding::of(a).text());
+    }
     s
 }
 

@@ -39,17 +39,26 @@ pub(super) fn analyze_cmd(settings: &Settings, args: &AnalyzeArgs) -> Result<()>
             m.info.stream_window, a.trace.truncated
         ));
     }
-    let ged_max = match args.ged {
+    // The cross stack: no head scores (the summary and the JSON say why; CSV, which has
+    // no place for it, on stderr) and so no study GED either.
+    let withheld = a.head_scores_withheld();
+    if let (Some(why), true) = (withheld, args.csv) {
+        crate::logging::notice(format_args!("notice: {why}"));
+    }
+    let ged_max = match args.ged.filter(|_| withheld.is_none()) {
         Some(_) => analysis::ged::max_tokens()?,
         None => 0,
     };
-    let ged = args.ged.map(|analysis::ged::GedVariant::Study| {
-        let g = analysis::ged::compute(&a, threshold, ged_max);
-        if let Err(why) = &g {
-            crate::logging::notice(format_args!("notice: study GED skipped: {why}"));
-        }
-        g
-    });
+    let ged = args
+        .ged
+        .filter(|_| withheld.is_none())
+        .map(|analysis::ged::GedVariant::Study| {
+            let g = analysis::ged::compute(&a, threshold, ged_max);
+            if let Err(why) = &g {
+                crate::logging::notice(format_args!("notice: study GED skipped: {why}"));
+            }
+            g
+        });
     if args.json {
         let mut doc = analysis::report::to_json(&a);
         if let Some(g) = &ged {

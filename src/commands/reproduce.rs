@@ -46,6 +46,16 @@ pub(super) fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
 
 pub(super) fn reproduce_cmd(settings: &Settings, args: &ReproduceArgs) -> Result<()> {
     let threshold = args.threshold;
+    // The corpus tables are head scores against the gold graphs: none on the cross stack.
+    if settings.stack == crate::model::Stack::Cross {
+        return Err(Error::Setting {
+            name: "--stack cross".into(),
+            reason: format!(
+                "{}; reproduce runs on the encoder or decoder stack",
+                analysis::CROSS_STACK_NO_SCORES
+            ),
+        });
+    }
     let path = if args.data == "stdlib" {
         python_stdlib()?
     } else {

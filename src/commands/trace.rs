@@ -14,11 +14,10 @@ pub(super) fn trace_cmd(settings: &Settings, args: &TraceArgs) -> Result<()> {
         cancel: None,
         ..Default::default()
     };
-    let t = if args.surprisal {
-        m.trace_lm(&inp.text, &opts)?
-    } else {
-        m.trace(&inp.text, &opts)?
-    };
+    // The input's language: PLBART's encoder input ends with its code.
+    let lang = settings.language_for(&args.file, &inp.text);
+    let enc = m.encode_code(&inp.text, m.info.window, Some(lang))?;
+    let t = m.trace_encoded(&inp.text, enc, &opts, args.surprisal)?;
     if t.truncated > 0 {
         crate::logging::notice(format_args!(
             "notice: input truncated to the window of {} tokens ({} tokens dropped)",

@@ -730,7 +730,21 @@ impl LoadedModel {
     /// Tokenize `text` and fit it into `window` tokens (a warning in the log when it did
     /// not fit).
     pub fn encode(&self, text: &str, window: usize) -> Result<Encoded> {
-        let enc = self.tokenizer.encode(text, window)?;
+        self.encode_code(text, window, None)
+    }
+
+    /// [`LoadedModel::encode`] of source code in `lang`: PLBART's SentencePiece tokenizer
+    /// ends the encoder input with that language's code (`__python__`, `__java__`), as
+    /// `PLBartTokenizer` with `src_lang` set to it; other tokenizers are unaffected.
+    pub fn encode_code(
+        &self,
+        text: &str,
+        window: usize,
+        lang: Option<crate::syntax::Language>,
+    ) -> Result<Encoded> {
+        let enc = self
+            .tokenizer
+            .encode_lang(text, window, lang.map(|l| l.name()))?;
         if enc.truncated > 0 {
             tracing::warn!(dropped = enc.truncated, window, "input truncated");
         }

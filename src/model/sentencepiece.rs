@@ -22,7 +22,9 @@
 //! (`base`: `__java__ __python__ __en_XX__`, then `<mask>`; `multi`: seven codes, `<mask>`
 //! unknown), special-token text split out before encoding (`<mask>` takes the spaces
 //! before it), and a source sequence
-//! `tokens </s>` or, with a source language, `tokens </s> __lang__`.
+//! `tokens </s>` or, with a source language, `tokens </s> __lang__`; the analyses give each
+//! input its own language's code ([`PlBart::encode_lang`]: `__python__`, `__java__`), the
+//! configured `src_lang` standing for inputs of no known language.
 //! `tests/it/plbart_spm.rs` checks the ids against transformers.
 
 use std::collections::{BinaryHeap, HashMap};
@@ -641,6 +643,19 @@ impl PlBart {
 
     /// The source sequence of `text`: its tokens, `</s>` and the language code.
     pub fn encode(&self, text: &str) -> Vec<Subword> {
+        self.encode_lang(text, None)
+    }
+
+    /// [`PlBart::encode`] with the language code of `lang` (`python`, `java`: what
+    /// `PLBartTokenizer` gives with `src_lang` set to it) when the vocabulary has that
+    /// code; else (`None`, or a language without a code) the `src_lang` it was built with.
+    pub fn encode_lang(&self, text: &str, lang: Option<&str>) -> Vec<Subword> {
+        let code = lang.map(|l| format!("__{l}__"));
+        let own = code
+            .as_ref()
+            .and_then(|c| self.specials.iter().find(|s| &s.0 == c))
+            .map(|(c, id)| vec![(2, "</s>".to_string()), (*id, c.clone())]);
+        let suffix = own.as_ref().unwrap_or(&self.suffix);
         let mut out = Vec::new();
         let mut last = 0;
         let push_text = |out: &mut Vec<Subword>, from: usize, to: usize| {
@@ -678,7 +693,7 @@ impl PlBart {
         if last < text.len() {
             push_text(&mut out, last, text.len());
         }
-        out.extend(self.suffix.iter().map(|(id, t)| Subword {
+        out.extend(suffix.iter().map(|(id, t)| Subword {
             id: *id,
             text: t.clone(),
             start: 0,

@@ -217,10 +217,17 @@ impl CodeTokenizer {
 
     /// Every token of `text`, special tokens included, before windowing.
     pub fn encode_all(&self, text: &str) -> Result<Vec<Subword>> {
+        self.encode_all_lang(text, None)
+    }
+
+    /// [`CodeTokenizer::encode_all`] for an input in language `lang` (`python`, `java`):
+    /// PLBART's SentencePiece tokenizer ends it with that language's code
+    /// ([`super::sentencepiece::PlBart::encode_lang`]); the other tokenizers ignore it.
+    pub fn encode_all_lang(&self, text: &str, lang: Option<&str>) -> Result<Vec<Subword>> {
         let t = match &self.inner {
             Inner::Hf(t) => t,
             Inner::Spm(s) => return Ok(s.encode(text)),
-            Inner::PlBart(s) => return Ok(s.encode(text)),
+            Inner::PlBart(s) => return Ok(s.encode_lang(text, lang)),
         };
         let enc = t
             .encode(text, true)
@@ -260,7 +267,13 @@ impl CodeTokenizer {
 
     /// Tokenize `text` with special tokens and fit it into `window` tokens.
     pub fn encode(&self, text: &str, window: usize) -> Result<Encoded> {
-        let all = self.encode_all(text)?;
+        self.encode_lang(text, window, None)
+    }
+
+    /// [`CodeTokenizer::encode`] for an input in language `lang` (see
+    /// [`CodeTokenizer::encode_all_lang`]).
+    pub fn encode_lang(&self, text: &str, window: usize, lang: Option<&str>) -> Result<Encoded> {
+        let all = self.encode_all_lang(text, lang)?;
         let n = all.len();
         let prefix = all.iter().take_while(|t| t.special).count();
         let suffix = if prefix == n {

@@ -6,7 +6,7 @@
 //!
 //! The key is a SHA-256 over a format version, the model's source string and
 //! description (architecture, layers, heads, hidden size, window; the seed of a
-//! random-weight baseline) and every snippet's
+//! random-weight baseline; PLBART's per-snippet language code) and every snippet's
 //! language and text, so changing the model or one byte of the corpus misses the cache.
 //! Writes are atomic ([`crate::fsio::write_atomic`]), so a crash or a full disk never
 //! leaves a torn layer; a file that fails to load (or is not a regular file) is treated
@@ -43,6 +43,11 @@ pub fn key(model: &ModelInfo, snippets: &[Snippet]) -> String {
     // models unchanged).
     if let Some(seed) = model.random_weights {
         h.update(format!("/random-weights {seed}").as_bytes());
+    }
+    // PLBART's features end each snippet with its own language's code since this tag
+    // (other models' keys unchanged).
+    if model.architecture == "plbart" {
+        h.update(b"/per-snippet language code");
     }
     for s in snippets {
         h.update([0]);

@@ -185,6 +185,95 @@ fn plbart_with_only_its_sentencepiece_model_traces_through_the_cli() {
     assert_eq!(v["attention"][1][3].as_array().unwrap().len(), n);
 }
 
+/// Each input carries its own language's code (`tokens </s> __python__` / `__java__`), as
+/// transformers' `PLBartTokenizer` with `src_lang` set to that language encodes it,
+/// whatever `src_lang` the directory's `tokenizer_config.json` names (python here):
+/// `trace` through the binary on the bundled Python and Java snippets, by file
+/// extension and by `--lang`, and the analysis (`analyze`, the explorer, the causal tests)
+/// and the probes' hidden states on the Java one.
+#[test]
+fn plbart_encoder_input_ends_with_each_snippets_language_code() {
+    use codescope::analysis::{self, AnalyzeOptions};
+    use codescope::syntax::Language;
+    let r = reference();
+    let root = tempfile::tempdir().unwrap();
+    let m = plbart_dir(root.path(), &std::fs::read(model()).unwrap());
+    let ids_of = |c: &serde_json::Value, form: &str| -> Vec<u64> {
+        c["ids"][form]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let trace_ids = |file: &Path, extra: &[&str]| -> Vec<u64> {
+        let mut args = vec!["trace", "--json", "--model"];
+        let (ms, fs) = (m.display().to_string(), file.display().to_string());
+        args.push(&ms);
+        args.extend_from_slice(extra);
+        args.push(&fs);
+        let v: serde_json::Value = serde_json::from_str(&ok(&run(root.path(), &args))).unwrap();
+        v["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_u64().unwrap())
+            .collect()
+    };
+    let mut seen = [false; 2];
+    for c in r["cases"].as_array().unwrap() {
+        let name = c["name"].as_str().unwrap();
+        let (form, code, ext) = match name.split('_').next() {
+            Some("py") => ("python", 98, "py"),
+            Some("java") => ("java", 97, "java"),
+            _ => continue,
+        };
+        seen[(ext == "java") as usize] = true;
+        let text = c["text"].as_str().unwrap();
+        let want = ids_of(c, form);
+        assert_eq!(want[want.len() - 2..], [2, code], "{name}");
+        let file = root.path().join(format!("s.{ext}"));
+        std::fs::write(&file, text).unwrap();
+        // The model's window keeps the first subwords and the two suffix tokens.
+        let fits = |got: &[u64]| {
+            let k = got.len() - 2;
+            got.len() > 2 && got[..k] == want[..k] && got[k..] == want[want.len() - 2..]
+        };
+        assert!(fits(&trace_ids(&file, &[])), "{name}");
+        // No extension: `--lang` names it.
+        let bare = root.path().join("s.txt");
+        std::fs::write(&bare, text).unwrap();
+        assert!(fits(&trace_ids(&bare, &["--lang", form])), "{name} --lang");
+        if form == "java" {
+            let lm = codescope::model::LoadedModel::load(
+                &codescope::model::ModelFiles::from_dir(&m, "plbart".into()).unwrap(),
+            )
+            .unwrap();
+            let a =
+                analysis::analyze(&lm, text, Language::Java, &AnalyzeOptions::default()).unwrap();
+            let got: Vec<u64> = a.trace.tokens.iter().map(|s| s.id as u64).collect();
+            assert!(fits(&got), "{name} analysed: {got:?}");
+            // The probes' features: the same input, not the configured python code's.
+            let syn = codescope::syntax::parse(text, Language::Java).unwrap();
+            let h = analysis::hidden::hidden_states(&lm, &syn).unwrap();
+            let with = |l: Language| {
+                let enc = lm.encode_code(text, lm.info.window, Some(l)).unwrap();
+                let opts = codescope::model::ForwardOptions {
+                    hidden: true,
+                    ..Default::default()
+                };
+                let t = lm.trace_encoded(text, enc, &opts, false).unwrap();
+                analysis::hidden::token_hidden(&t, &syn.tokens)
+                    .unwrap()
+                    .layers
+            };
+            assert_eq!(h.layers, with(Language::Java));
+            assert_ne!(h.layers, with(Language::Python));
+        }
+    }
+    assert_eq!(seen, [true, true]);
+}
+
 #[test]
 fn plbart_corrupt_or_unigram_sentencepiece_model_is_a_one_line_error() {
     let good = std::fs::read(model()).unwrap();

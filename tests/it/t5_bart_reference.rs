@@ -584,6 +584,59 @@ fn t5_bart_plbart_decoder_and_cross_stacks_match_transformers() {
     }
 }
 
+/// tiny_t5_v11 is T5 v1.1 as the hub has it: config `tie_word_embeddings: false` and its
+/// own `lm_head.weight`, distinct from `shared`, so the decoder output goes to that head
+/// unscaled. transformers' logits are that head on the last decoder hidden state, and far
+/// from the tied head, the rescaled one, or both: the 1e-4 logit check of
+/// `t5_bart_plbart_decoder_and_cross_stacks_match_transformers` fails for either mistake.
+#[test]
+fn t5_v11_lm_head_is_untied_and_unscaled() {
+    let cfg: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir("tiny_t5_v11").join("config.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cfg["tie_word_embeddings"], false);
+    assert!(cfg.get("scale_decoder_outputs").is_none());
+    let t = candle_core::safetensors::load(
+        dir("tiny_t5_v11").join("model.safetensors"),
+        &candle_core::Device::Cpu,
+    )
+    .unwrap();
+    let mat = |n: &str| -> Vec<Vec<f32>> { t[n].to_vec2().unwrap() };
+    let (head, shared) = (mat("lm_head.weight"), mat("shared.weight"));
+    assert_eq!(head.len(), shared.len());
+    assert_ne!(head, shared);
+    let r = decoder_reference("tiny_t5_v11");
+    let hs = r["decoder_hidden_states"].as_array().unwrap();
+    let last = hs.last().unwrap().as_array().unwrap();
+    let d = head[0].len();
+    let scale = (d as f64).powf(-0.5);
+    let dot = |w: &[f32], x: &[serde_json::Value]| -> f64 {
+        w.iter()
+            .zip(x)
+            .map(|(a, b)| *a as f64 * b.as_f64().unwrap())
+            .sum()
+    };
+    let (mut own, mut tied, mut rescaled, mut both) = (0f64, 0f64, 0f64, 0f64);
+    for (p, x) in last.iter().enumerate() {
+        let x = x.as_array().unwrap();
+        for v in 0..head.len() {
+            let want = r["logits"][p][v].as_f64().unwrap();
+            let rel = |got: f64| (got - want).abs() / want.abs().max(1.0);
+            let (h, s) = (dot(&head[v], x), dot(&shared[v], x));
+            own = own.max(rel(h));
+            tied = tied.max(rel(s));
+            rescaled = rescaled.max(rel(h * scale));
+            both = both.max(rel(s * scale));
+        }
+    }
+    assert!(own < 1e-4, "{own}");
+    assert!(
+        tied > 0.1 && rescaled > 0.1 && both > 0.1,
+        "{tied} {rescaled} {both}"
+    );
+}
+
 #[test]
 fn t5_decoder_buckets_are_one_directional() {
     use codescope::model::t5::causal_bucket;
@@ -724,4 +777,123 @@ fn t5_bart_decoder_stacks_through_the_cli() {
         !o.status.success() && err.contains("--stack does nothing"),
         "{err}"
     );
+}
+
+/// The cross stack's head scores through every front end of the binary: `analyze` shows
+/// the cross-attention's category attention but no head scores against the gold graphs
+/// (text: one notice line instead of the tables and the finding; JSON: `relations` and
+/// `finding` null, `head_scores_withheld` saying why, null on the other stacks; CSV: no
+/// `relations` rows, the line on stderr; `--ged study` and `--sweep` add nothing);
+/// `reproduce` refuses the stack in one line; `render` draws the heat map and refuses the
+/// head grid and the finding in one line.
+#[test]
+fn cross_stack_head_scores_are_withheld_in_every_front_end() {
+    use codescope::analysis::CROSS_STACK_NO_SCORES;
+    let root = tempfile::tempdir().unwrap();
+    let sample = root.path().join("sample.py");
+    std::fs::write(&sample, "def add(a, b):\n    return a + b\n").unwrap();
+    let sample = sample.to_str().unwrap();
+    let m = fixture("tiny_t5");
+    let out = ok(&run(
+        root.path(),
+        &["--stack", "cross", "analyze", "--model", &m, sample],
+    ));
+    assert!(out.contains("t5, cross stack"), "{out}");
+    assert!(
+        out.contains(&format!("notice    {CROSS_STACK_NO_SCORES}")),
+        "{out}"
+    );
+    assert!(out.contains("category attention"), "{out}");
+    assert!(
+        !out.contains("best head per layer") && !out.contains("reading:"),
+        "{out}"
+    );
+    let enc = ok(&run(root.path(), &["analyze", "--model", &m, sample]));
+    assert!(enc.contains("best head per layer") && !enc.contains("no head scores"));
+
+    for extra in [&[][..], &["--sweep", "--ged", "study"][..]] {
+        let mut args = vec![
+            "--stack", "cross", "analyze", "--json", "--model", &m, sample,
+        ];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&ok(&run(root.path(), &args))).unwrap();
+        assert_eq!(v["head_scores_withheld"], CROSS_STACK_NO_SCORES);
+        assert!(v["relations"].is_null() && v["finding"].is_null(), "{v}");
+        assert!(v.get("sweep").is_none() && v.get("ged_study").is_none());
+        assert!(v["category_attention"]["coarse_all"].is_object());
+    }
+    for stack in ["encoder", "decoder"] {
+        let args = ["--stack", stack, "analyze", "--json", "--model", &m, sample];
+        let v: serde_json::Value = serde_json::from_str(&ok(&run(root.path(), &args))).unwrap();
+        assert!(v["head_scores_withheld"].is_null(), "{stack}");
+        assert!(v["relations"]["ast_motif"]["f1"].is_array(), "{stack}");
+        assert!(v["finding"].is_object(), "{stack}");
+    }
+    let o = run(
+        root.path(),
+        &[
+            "--stack", "cross", "analyze", "--csv", "--model", &m, sample,
+        ],
+    );
+    let csv = ok(&o);
+    assert!(csv.lines().any(|l| l.starts_with("category_coarse,")));
+    assert!(!csv.lines().any(|l| l.starts_with("relations,")), "{csv}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(CROSS_STACK_NO_SCORES), "{err}");
+    let enc = ok(&run(
+        root.path(),
+        &["analyze", "--csv", "--model", &m, sample],
+    ));
+    assert!(enc.lines().any(|l| l.starts_with("relations,")));
+
+    // reproduce: its tables are the head scores.
+    let corpus = root.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::copy(sample, corpus.join("a.py")).unwrap();
+    let rep = root.path().join("rep");
+    let line = fails(&run(
+        root.path(),
+        &[
+            "--stack",
+            "cross",
+            "--model",
+            &m,
+            "reproduce",
+            "--data",
+            corpus.to_str().unwrap(),
+            "--out",
+            rep.to_str().unwrap(),
+        ],
+    ));
+    assert!(
+        line.contains("--stack cross") && line.contains(CROSS_STACK_NO_SCORES),
+        "{line}"
+    );
+    assert!(!rep.exists());
+
+    // render: the heat map of the cross-attention, no head grid or finding figure.
+    let svg = root.path().join("cross.svg");
+    let svg_s = svg.to_str().unwrap();
+    ok(&run(
+        root.path(),
+        &[
+            "--stack", "cross", "--model", &m, "render", sample, "--view", "heatmap", "--out",
+            svg_s,
+        ],
+    ));
+    assert!(std::fs::read_to_string(&svg)
+        .unwrap()
+        .contains("cross stack"));
+    for view in ["heads", "finding"] {
+        let line = fails(&run(
+            root.path(),
+            &[
+                "--stack", "cross", "--model", &m, "render", sample, "--view", view, "--out", svg_s,
+            ],
+        ));
+        assert!(
+            line.contains("no head scores on the cross stack"),
+            "{view}: {line}"
+        );
+    }
 }

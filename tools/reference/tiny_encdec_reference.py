@@ -8,8 +8,9 @@ Writes four fixture directories under tests/fixtures/:
   T5ForConditionalGeneration, pytorch_model.bin, vocab.json + merges.txt (RoBERTa
   byte-level BPE, `<s> ... </s>`, as the study fed CodeT5); few relative-position buckets
   (8, max distance 20) so that the snippet reaches the logarithmic buckets and the clamp;
-- tiny_t5_v11: T5 v1.1 / CodeT5+: `gated-gelu`, untied LM head, model.safetensors, the
-  default 32 buckets / 128;
+- tiny_t5_v11: T5 v1.1: `gated-gelu`, an untied LM head (its own `lm_head.weight`, config
+  `tie_word_embeddings: false` as the hub's v1.1 configs, hence no `d_model ** -0.5`
+  rescale of the decoder output), model.safetensors, the default 32 buckets / 128;
 - tiny_bart: BartForConditionalGeneration, model.safetensors, the same BPE files;
 - tiny_plbart: PLBartForConditionalGeneration, pytorch_model.bin, a tokenizer.json
   (Metaspace BPE trained here, `... </s> __python__` as PLBART's tokenizer ends a source
@@ -168,9 +169,43 @@ def save_safetensors(model, out):
 def finish(out, ref):
     with open(f"{out}/reference.json", "w") as f:
         json.dump(ref, f)
-    size = sum(os.path.getsize(f"{out}/{f}") for f in os.listdir(out))
+    # decoder_reference.json, from tiny_encdec_decoder_reference.py, is not counted here.
+    size = sum(os.path.getsize(f"{out}/{f}") for f in os.listdir(out) if f != "decoder_reference.json")
     print(out, len(ref["ids"]), "tokens;", sorted(os.listdir(out)), size, "bytes")
     assert size < 700_000, f"{out} is {size} bytes"
+
+
+def untie(model):
+    """T5 v1.1's own LM head: transformers 5 always builds T5 with `lm_head` tied to
+    `shared` (whatever `tie_word_embeddings` says), so a distinct, seeded `lm_head.weight`
+    replaces it here (the other tensors, drawn before, are unchanged)."""
+    g = torch.Generator().manual_seed(11)
+    w = torch.randn(model.lm_head.weight.shape, generator=g) * 0.15
+    model.lm_head.weight = torch.nn.Parameter(w)
+    model.all_tied_weights_keys.pop("lm_head.weight", None)
+    assert model.lm_head.weight.data_ptr() != model.shared.weight.data_ptr()
+
+
+def check_untied(model, out):
+    """The hub's v1.1 config (`tie_word_embeddings: false`, no transformers-5
+    `scale_decoder_outputs`), and that the saved file and transformers, loading it, keep
+    the head distinct from `shared` and do not rescale the decoder output."""
+    from safetensors.torch import load_file
+    path = f"{out}/config.json"
+    with open(path) as f:
+        c = json.load(f)
+    c["tie_word_embeddings"] = False
+    c.pop("scale_decoder_outputs", None)
+    with open(path, "w") as f:
+        json.dump(c, f, indent=2, sort_keys=True)
+    sd = load_file(f"{out}/model.safetensors")
+    assert "lm_head.weight" in sd, sorted(sd)
+    assert not torch.equal(sd["lm_head.weight"], sd["shared.weight"])
+    assert torch.equal(sd["lm_head.weight"], model.lm_head.weight.detach())
+    back = T5ForConditionalGeneration.from_pretrained(out)
+    assert not back.config.scale_decoder_outputs
+    assert torch.equal(back.lm_head.weight.detach(), sd["lm_head.weight"])
+    assert not torch.equal(back.lm_head.weight.detach(), back.shared.weight.detach())
 
 
 def t5(out, ff, tied, buckets_n, distance, bin_weights):
@@ -184,7 +219,11 @@ def t5(out, ff, tied, buckets_n, distance, bin_weights):
     cfg.architectures = ["T5ForConditionalGeneration"]
     model = eager(T5ForConditionalGeneration(cfg))
     randomize(model, 0.15)
+    if not tied:
+        untie(model)
     (save_bin if bin_weights else save_safetensors)(model, out)
+    if not tied:
+        check_untied(model, out)
     extra = {"buckets": [buckets(buckets_n, distance), buckets(32, 128)]}
     finish(out, reference(model, tk, extra))
 
