@@ -294,6 +294,18 @@ fn codet5p_stacks_through_the_cli() {
         assert_eq!(v["model"]["architecture"], "codet5p");
         assert_eq!(v["model"]["stack"], stack);
     }
+    // Random weights (the released `_init_weights`: normal(0, initializer_range), zero
+    // biases, unit norms) load for every stack and change the attention.
+    for stack in ["encoder", "decoder", "cross"] {
+        let json = |extra: &[&str]| -> serde_json::Value {
+            let mut args = vec!["trace", "--stack", stack, "--json", "--model", &m, &sample];
+            args.extend_from_slice(extra);
+            serde_json::from_str(&ok(&run(root.path(), &args))).unwrap()
+        };
+        let (a, b) = (json(&[]), json(&["--random-weights", "7"]));
+        assert_eq!(b["model"]["architecture"], "codet5p");
+        assert_ne!(a["attention"], b["attention"], "{stack}");
+    }
     // Seq2seq surprisal for every subword on the decoder stack; refused elsewhere.
     let out = ok(&run(
         root.path(),
