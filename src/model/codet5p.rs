@@ -311,7 +311,7 @@ impl Side {
     fn block(
         &self,
         li: usize,
-        x: &mut Vec<f32>,
+        x: &mut [f32],
         enc: Option<&[f32]>,
         iv: Option<&Intervention>,
     ) -> (Vec<f32>, Option<Vec<f32>>) {
@@ -319,7 +319,7 @@ impl Side {
         let (h, heads, d) = (self.cfg.n_embd, self.cfg.n_head, self.cfg.head_dim());
         let n = x.len() / h;
         let scale = 1.0 / (d as f32).sqrt();
-        let mut hs = x.clone();
+        let mut hs = x.to_vec();
         b.ln_1.apply(&mut hs);
         let mut qkv = b.qkv.apply(&hs, n, None);
         self.rotate(&mut qkv, 3 * h, 0, 2 * h);

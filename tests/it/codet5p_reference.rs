@@ -364,7 +364,8 @@ fn codet5p_bad_configs_are_one_line_errors() {
     std::fs::write(&sample, "x = 1\n").unwrap();
     let cfg: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir().join("config.json")).unwrap()).unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "heads",
             Box::new(|c| c["encoder"]["n_head"] = 6.into()),
