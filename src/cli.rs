@@ -38,10 +38,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "SEED")]
     pub random_weights: Option<u64>,
 
-    /// Which attention of an encoder–decoder (T5/CodeT5, BART, PLBART) to analyse: the
-    /// encoder's self-attention (the default, as the study), the decoder's causal
-    /// self-attention with the snippet teacher-forced (with the LM head: sequence-to-
-    /// sequence surprisal), or the decoder's cross-attention over the encoder (README
+    /// Which attention of an encoder–decoder (T5/CodeT5, BART, PLBART, CodeT5+ 2B/6B/16B)
+    /// to analyse: the encoder's self-attention (the default, as the study), the decoder's
+    /// causal self-attention with the snippet teacher-forced (with the LM head: sequence-
+    /// to-sequence surprisal), or the decoder's cross-attention over the encoder (README
     /// "Encoder–decoders").
     #[arg(long, global = true, value_parser = crate::model::Stack::NAMES)]
     pub stack: Option<String>,

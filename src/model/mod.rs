@@ -10,7 +10,8 @@
 //! Rooms: [`source`] (where a model comes from: presets, specs, caches, hub, PyPI),
 //! one file per family (`bert`, `gpt2`, `codegen`, `gpt_bigcode`, `llama` for Llama,
 //! Qwen2, Qwen3, Mistral, StarCoder2, Granite and Phi-3, `gemma3` for Gemma 1, 2 and 3;
-//! for the encoder–decoders `t5`, and `bart` for BART and PLBART, their encoder stack or
+//! for the encoder–decoders `t5`, `bart` for BART and PLBART, and `codet5p` for CodeT5+
+//! 2B/6B/16B (CodeGen blocks), their encoder stack or
 //! with [`Stack`] their decoder's, with their shared parts in [`encdec`]) sharing [`rope`], [`kernels`] and the decoder steps
 //! (`decoder`);
 //! [`gguf`] + [`gguf_tokenizer`] and [`pth`] read the containers candle's loaders do not
@@ -72,6 +73,7 @@ macro_rules! decoder_backbone {
 pub mod bart;
 pub mod bert;
 pub mod codegen;
+pub mod codet5p;
 mod decoder;
 pub mod encdec;
 pub mod gemma3;
@@ -148,6 +150,8 @@ pub enum Family {
     Bart,
     /// PLBART (BART's computation, its own config defaults): as BART.
     PlBart,
+    /// CodeT5+ 2B/6B/16B: CodeGen-block encoder and decoder (released modelling code).
+    CodeT5p,
 }
 
 impl Family {
@@ -192,6 +196,7 @@ impl Family {
             Family::T5 => "t5",
             Family::Bart => "bart",
             Family::PlBart => "plbart",
+            Family::CodeT5p => "codet5p",
         }
     }
 }
@@ -220,6 +225,7 @@ pub const MODEL_TYPES: &[(&str, Family)] = &[
     ("t5", Family::T5),
     ("bart", Family::Bart),
     ("plbart", Family::PlBart),
+    ("codet5p", Family::CodeT5p),
 ];
 
 /// The accepted `model_type` values, comma-separated (for messages and listings).
@@ -305,7 +311,7 @@ fn no_decoder(stack: Stack, family: &str) -> Error {
         name: format!("--stack {}", stack.name()),
         reason: format!(
             "{family} has no encoder–decoder stacks; only the encoder–decoder families \
-             (t5, bart, plbart) have a decoder and cross-attention"
+             (t5, bart, plbart, codet5p) have a decoder and cross-attention"
         ),
     }
 }
@@ -1009,7 +1015,12 @@ fn build_backbone(
         found: model_type.to_string(),
         supported: supported_architectures(),
     })?;
-    if stack != Stack::Encoder && !matches!(family, Family::T5 | Family::Bart | Family::PlBart) {
+    if stack != Stack::Encoder
+        && !matches!(
+            family,
+            Family::T5 | Family::Bart | Family::PlBart | Family::CodeT5p
+        )
+    {
         return Err(no_decoder(stack, family.name()));
     }
     let quant = std::cell::RefCell::new(QuantStore::default());
@@ -1093,6 +1104,14 @@ fn build_backbone(
             }
             let plbart = family == Family::PlBart;
             Box::new(bart::Bart::load(bcfg, plbart, stack, vb()?).map_err(corrupt)?)
+        }
+        Family::CodeT5p => {
+            let ccfg: codet5p::CodeT5pConfig = parse(cfg, bad_config)?;
+            ccfg.validate().map_err(bad_config)?;
+            if stack != Stack::Encoder {
+                ccfg.validate_decoder().map_err(bad_config)?;
+            }
+            Box::new(codet5p::CodeT5p::load(ccfg, stack, vb()?).map_err(corrupt)?)
         }
     };
     // A model without layers (or heads, ...) loads but has nothing to show: the

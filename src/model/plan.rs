@@ -230,7 +230,12 @@ fn config_dims(config: &Path) -> Dims {
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
-    let v = v.get("text_config").cloned().unwrap_or(v);
+    // A `codet5p` config nests its stacks' shapes: the decoder's is the larger.
+    let nested = match v.get("model_type").and_then(|m| m.as_str()) {
+        Some("codet5p") => "decoder",
+        _ => "text_config",
+    };
+    let v = v.get(nested).cloned().unwrap_or(v);
     let causal = !matches!(
         v.get("model_type").and_then(|m| m.as_str()),
         Some("bert" | "roberta" | "t5" | "bart" | "plbart")

@@ -82,6 +82,8 @@ impl InitRules {
     pub fn from_config(family: Family, cfg: &serde_json::Value) -> Self {
         let cfg = match family {
             Family::Gemma3 => cfg.get("text_config").unwrap_or(cfg),
+            // Both sub-configs name the same `initializer_range` in the releases.
+            Family::CodeT5p => cfg.get("decoder").unwrap_or(cfg),
             _ => cfg,
         };
         // The config class's default when the file has none (StarCoder2's is its own).

@@ -10,6 +10,7 @@ mod causal_cli;
 mod causal_reference;
 mod cli_sources;
 mod codegen_bigcode_reference;
+mod codet5p_reference;
 mod deck;
 mod decoder_cli;
 #[allow(dead_code)]

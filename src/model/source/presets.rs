@@ -142,6 +142,21 @@ pub const PRESETS: &[Preset] = &[
         description: "CodeT5+ 770M (T5, encoder stack, 24 x 16)",
     },
     Preset {
+        name: "codet5p-2b",
+        spec: "Salesforce/codet5p-2b",
+        description: "CodeT5+ 2B (codet5p, encoder stack 20 x 16; decoder 32 x 32)",
+    },
+    Preset {
+        name: "codet5p-6b",
+        spec: "Salesforce/codet5p-6b",
+        description: "CodeT5+ 6B (codet5p, the 2B's classes; encoder stack by default)",
+    },
+    Preset {
+        name: "codet5p-16b",
+        spec: "Salesforce/codet5p-16b",
+        description: "CodeT5+ 16B (codet5p, the 2B's classes; encoder stack by default)",
+    },
+    Preset {
         name: "plbart-base",
         spec: "uclanlp/plbart-base",
         description: "PLBART-base (BART, encoder stack, 6 x 12; needs a tokenizer.json)",

@@ -253,7 +253,7 @@ impl App {
         if info.stack.is_none() {
             self.status.warn(format!(
                 "{label} ({}) has one stack: E switches the encoder, decoder and \
-                 cross-attention of an encoder–decoder (t5, bart, plbart)",
+                 cross-attention of an encoder–decoder (t5, bart, plbart, codet5p)",
                 info.architecture
             ));
             return Vec::new();
