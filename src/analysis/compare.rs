@@ -322,8 +322,9 @@ fn side_json(a: &SnippetAnalysis) -> Value {
 /// The `compare --json` document (shape documented in the README).
 pub fn to_json(c: &Comparison) -> Value {
     let (a, b, t) = (&c.a, &c.b, &c.twin);
+    let withheld = a.head_scores_withheld();
     let mut relations = Map::new();
-    for g in Graph::ALL {
+    for g in Graph::ALL.into_iter().filter(|_| withheld.is_none()) {
         let (fa, fb) = f1_pair(c, g);
         relations.insert(
             g.name().into(),
@@ -352,7 +353,8 @@ pub fn to_json(c: &Comparison) -> Value {
         "alignment": t.pairs,
         "changed": t.pairs.iter().zip(&t.changed).filter(|(_, c)| **c).map(|(p, _)| *p).collect::<Vec<_>>(),
         "renamed": t.renamed,
-        "relations": relations,
+        "relations": if withheld.is_some() { Value::Null } else { Value::Object(relations) },
+        "head_scores_withheld": withheld,
         "shares": {
             "a": {"syn_to_id": shares(a, 0, 1), "id_to_syn": shares(a, 1, 0)},
             "b": {"syn_to_id": shares(b, 0, 1), "id_to_syn": shares(b, 1, 0)},
@@ -406,7 +408,10 @@ pub fn to_csv(c: &Comparison) -> String {
             }
         }
     };
-    for g in Graph::ALL {
+    // The cross stack has no head scores (see [`SnippetAnalysis::head_scores_withheld`]):
+    // no `relations` rows.
+    let withheld = c.a.head_scores_withheld();
+    for g in Graph::ALL.into_iter().filter(|_| withheld.is_none()) {
         let (fa, fb) = f1_pair(c, g);
         grid(&mut out, "relations", g.name(), "f1_a", &fa);
         grid(&mut out, "relations", g.name(), "f1_b", &fb);
@@ -499,7 +504,14 @@ pub fn summary(name: &str, c: &Comparison) -> String {
     for &(l, h) in cells.iter().take(5) {
         let _ = writeln!(s, "  L{}H{}  {:.3}", l + 1, h + 1, c.attention_shift[l][h]);
     }
-    for g in [Graph::AstMotif, Graph::Dfg] {
+    if let Some(why) = a.head_scores_withheld() {
+        let _ = writeln!(s, "\nnotice   {why}");
+    }
+    let scored: &[Graph] = match a.head_scores_withheld() {
+        Some(_) => &[],
+        None => &[Graph::AstMotif, Graph::Dfg],
+    };
+    for &g in scored {
         let (fa, fb) = f1_pair(c, g);
         let d = diff(&fa, &fb);
         cells.sort_by(|x, y| d[y.0][y.1].abs().total_cmp(&d[x.0][x.1].abs()));

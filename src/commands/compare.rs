@@ -84,6 +84,10 @@ pub(super) fn compare_cmd(settings: &Settings, args: &CompareArgs) -> Result<()>
     if args.json {
         print(&format!("{}\n", compare::to_json(&c)))
     } else if args.csv {
+        // CSV has no place for the reason the cross stack has no head scores: stderr.
+        if let Some(why) = c.a.head_scores_withheld() {
+            crate::logging::notice(format_args!("notice: {why}"));
+        }
         print(&compare::to_csv(&c))
     } else {
         print(&compare::summary(&inp.name, &c))

@@ -784,6 +784,8 @@ fn t5_bart_decoder_stacks_through_the_cli() {
 /// (text: one notice line instead of the tables and the finding; JSON: `relations` and
 /// `finding` null, `head_scores_withheld` saying why, null on the other stacks; CSV: no
 /// `relations` rows, the line on stderr; `--ged study` and `--sweep` add nothing);
+/// `compare` gives the attention shift and shares but no F1 differences (text notice,
+/// JSON `relations` null with `head_scores_withheld`, no CSV `relations` rows);
 /// `reproduce` refuses the stack in one line; `render` draws the heat map and refuses the
 /// head grid and the finding in one line.
 #[test]
@@ -845,6 +847,43 @@ fn cross_stack_head_scores_are_withheld_in_every_front_end() {
         &["analyze", "--csv", "--model", &m, sample],
     ));
     assert!(enc.lines().any(|l| l.starts_with("relations,")));
+
+    // compare: the attention shift and the category shares, no F1 differences.
+    let cmp = ok(&run(
+        root.path(),
+        &["--stack", "cross", "compare", "--model", &m, sample],
+    ));
+    assert!(
+        cmp.contains(&format!("notice   {CROSS_STACK_NO_SCORES}")),
+        "{cmp}"
+    );
+    assert!(cmp.contains("heads whose attention moved most"), "{cmp}");
+    assert!(!cmp.contains("F1 at t ="), "{cmp}");
+    let enc = ok(&run(root.path(), &["compare", "--model", &m, sample]));
+    assert!(enc.contains("ast_motif F1 at t =") && !enc.contains("no head scores"));
+    let args = [
+        "--stack", "cross", "compare", "--json", "--model", &m, sample,
+    ];
+    let v: serde_json::Value = serde_json::from_str(&ok(&run(root.path(), &args))).unwrap();
+    assert_eq!(v["head_scores_withheld"], CROSS_STACK_NO_SCORES);
+    assert!(v["relations"].is_null(), "{v}");
+    assert!(v["attention_shift"].is_array() && v["shares"]["a"]["syn_to_id"].is_array());
+    let args = [
+        "--stack", "decoder", "compare", "--json", "--model", &m, sample,
+    ];
+    let v: serde_json::Value = serde_json::from_str(&ok(&run(root.path(), &args))).unwrap();
+    assert!(v["head_scores_withheld"].is_null());
+    assert!(v["relations"]["dfg"]["f1_diff"].is_array());
+    let o = run(
+        root.path(),
+        &[
+            "--stack", "cross", "compare", "--csv", "--model", &m, sample,
+        ],
+    );
+    let csv = ok(&o);
+    assert!(csv.lines().any(|l| l.starts_with("attention_shift,")));
+    assert!(!csv.lines().any(|l| l.starts_with("relations,")), "{csv}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains(CROSS_STACK_NO_SCORES));
 
     // reproduce: its tables are the head scores.
     let corpus = root.path().join("corpus");
