@@ -62,9 +62,11 @@ fn bits_of(model: &LoadedModel, ids: &[u32], opts: &ForwardOptions) -> Result<Ve
     Ok(scorer.finish(|_| None).bits)
 }
 
-/// One full pass over `ids` keeping its hidden states (`[0..=layers][n * hidden]`) and
-/// subword bits.
-fn base(model: &LoadedModel, ids: &[u32]) -> Result<(Vec<Vec<f32>>, Vec<Option<f32>>)> {
+/// A pass's hidden states (`[0..=layers][n * hidden]`) and subword bits.
+type Base = (Vec<Vec<f32>>, Vec<Option<f32>>);
+
+/// One full pass over `ids` keeping its hidden states and subword bits.
+fn base(model: &LoadedModel, ids: &[u32]) -> Result<Base> {
     let discard = |_: usize, _: Vec<f32>| Ok(());
     let opts = ForwardOptions {
         hidden: true,
