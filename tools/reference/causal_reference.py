@@ -34,7 +34,7 @@ With --families: the same for the newer families' fixtures (Qwen3, Mistral, Star
 Gemma 1, Gemma 2 with its attention soft-capping, Granite with its logits_scaling in the
 lens, Phi-3), written to tests/fixtures/causal_reference_families.json instead.
 
-Run from the repository root (~1 min on 2 cores; the GGUF part needs `pip install gguf`
+Run from the repository root (~1 min on 2 cores; the GGUF part needs `pip install gguf accelerate`
 and `codescope fetch gemma3-270m`):
   /work/ref/venv/bin/python tools/reference/causal_reference.py [--gguf PATH]
   /work/ref/venv/bin/python tools/reference/causal_reference.py --families
