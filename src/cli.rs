@@ -143,6 +143,10 @@ pub enum Command {
     /// residual stream through the final norm and the LM head; where each code token
     /// becomes the top guess.
     Lens(LensArgs),
+    /// Activation patching (causal decoder-only models): the residual stream at the
+    /// renamed tokens copied from the twin, one layer at a time; how much of the rename's
+    /// surprisal change on the unchanged tokens each layer carries.
+    Patch(PatchArgs),
     /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
     /// the tables one process would have written.
     Merge(MergeArgs),
@@ -550,6 +554,23 @@ pub struct LensArgs {
     /// Feed the source as written, or the study's space-joined code tokens.
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PatchArgs {
+    /// The original snippet (a file, or `-` for stdin).
+    pub file: String,
+    /// Its twin: a second file with the same code, names changed (to names that tokenize
+    /// into as many subwords). Without it, the twin is the rewrite.
+    pub twin: Option<String>,
+    /// How to make the twin when no TWIN file is given (as for compare).
+    #[arg(long, value_parser = REWRITES, default_value = "rename:neutral", conflicts_with = "twin")]
+    pub rewrite: String,
+    /// Seed of rename:shuffle.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     #[command(flatten)]
     pub out: OutputArgs,
 }

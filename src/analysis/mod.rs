@@ -46,6 +46,7 @@ pub mod finding;
 pub mod ged;
 pub mod hidden;
 pub mod overview;
+pub mod patch;
 pub mod relations;
 pub mod report;
 pub mod reproduce;

@@ -1,5 +1,5 @@
-//! `codescope knockout`, `ablate` and `lens`: the causal tests (attention knockout against
-//! a matched control, head ablation, the logit lens).
+//! `codescope knockout`, `ablate`, `lens` and `patch`: the causal tests (attention knockout
+//! against a matched control, head ablation, the logit lens, patching from the twin).
 
 use super::*;
 
@@ -141,6 +141,33 @@ pub(super) fn lens_cmd(settings: &Settings, args: &crate::cli::LensArgs) -> Resu
         &args.out,
         || r.to_json(&m.info, &tok),
         || r.to_csv(&tok),
+        || r.summary_text(&crate::error::printable(&inp.name, false)),
+    )
+}
+
+pub(super) fn patch_cmd(settings: &Settings, args: &crate::cli::PatchArgs) -> Result<()> {
+    use analysis::compare::TwinSpec;
+    let inp = input::read(&args.file)?;
+    let lang = settings.language_for(&args.file, &inp.text);
+    let spec = match &args.twin {
+        Some(f) => {
+            let t = input::read(f)?;
+            TwinSpec::Text {
+                label: t.name,
+                text: t.text,
+            }
+        }
+        None => TwinSpec::Rename(rewrite_of(&args.rewrite, args.seed)?),
+    };
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(settings.random_weights),
+    )?;
+    let r = analysis::patch::patch(&m, &inp.text, lang, &spec)?;
+    print_out(
+        &args.out,
+        || r.to_json(&m.info),
+        || r.to_csv(),
         || r.summary_text(&crate::error::printable(&inp.name, false)),
     )
 }

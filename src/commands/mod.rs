@@ -51,6 +51,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Knockout(args)) => causal::knockout_cmd(s, args),
         Some(Command::Ablate(args)) => causal::ablate_cmd(s, args),
         Some(Command::Lens(args)) => causal::lens_cmd(s, args),
+        Some(Command::Patch(args)) => causal::patch_cmd(s, args),
         Some(Command::Render(args)) => render::run(s, args),
         Some(Command::Fetch { spec }) => models::fetch_cmd(spec.as_deref().or(s.model.as_deref())),
         None => explore::explore(&cli, s),

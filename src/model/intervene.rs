@@ -11,6 +11,12 @@
 //!   input. Its attention probabilities are left as they were.
 //! - The logit lens ([`super::ForwardOptions::lens`]): each layer's residual stream
 //!   through the final norm and the LM head (decoders; see `decoder::Pass::finish`).
+//! - The residual patch ([`patch_rows`]): a recorded hidden state (the residual stream
+//!   entering a layer) with some positions' rows taken from another input's, fed to a
+//!   partial pass ([`super::Partial`]) that runs the layers from there, the final norm and
+//!   the LM head. Every decoder family runs partial passes through `decoder::Pass`, so the
+//!   patch needs no hook of its own in each; with no position patched the pass is the
+//!   unmodified one bit for bit (the same kernels on the same input).
 //!
 //! The positions are the model's subword positions (special tokens included); mapping
 //! code tokens and their categories onto them is `analysis::causal`'s work. On an
@@ -129,6 +135,20 @@ impl Intervention {
             }
         }
     }
+}
+
+/// The residual patch: `base` (`[n, dim]`, a recorded hidden state) with the rows
+/// `positions` copied from `from` (the same hidden state of another input of `n`
+/// positions). Positions beyond `n` are ignored.
+pub fn patch_rows(base: &[f32], from: &[f32], dim: usize, positions: &[usize]) -> Vec<f32> {
+    let mut out = base.to_vec();
+    for &p in positions {
+        let rows = p * dim..(p + 1) * dim;
+        if rows.end <= out.len() && rows.end <= from.len() {
+            out[rows.clone()].copy_from_slice(&from[rows]);
+        }
+    }
+    out
 }
 
 /// Receives the logit lens: `(layer, first row, rows * vocab floats)` for each residual
@@ -271,6 +291,18 @@ mod tests {
         for (a, b) in ctx.iter().zip(&want_ctx) {
             assert!((a - b).abs() < 1e-5, "{a} vs {b}");
         }
+    }
+
+    #[test]
+    fn the_residual_patch_copies_only_its_rows() {
+        // n = 3, dim = 2.
+        let base = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let from = [-1.0, -2.0, -3.0, -4.0, -5.0, -6.0];
+        assert_eq!(patch_rows(&base, &from, 2, &[]), base.to_vec());
+        assert_eq!(
+            patch_rows(&base, &from, 2, &[0, 2, 7]),
+            vec![-1.0, -2.0, 3.0, 4.0, -5.0, -6.0]
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! the final norm and the LM head) on every tiny decoder fixture (the newer families'
 //! from `causal_reference.py --families`) and on the packaged Gemma 3 270M: knockout surprisal within 1e-3 bits, ablation (recomputed from the
 //! ablated layer's recorded input, as `codescope ablate` does) within 1e-3 bits, lens
-//! probabilities within 1e-4 with the same ranks and top guesses.
+//! probabilities within 1e-4 with the same ranks and top guesses; patching from a twin
+//! (hooks replacing rows of the residual stream entering a layer, or of the final norm's
+//! output) within 1e-3 bits at every hidden state.
 
 use codescope::analysis::causal;
 use codescope::model::{
@@ -182,6 +184,8 @@ fn check(case: &Value) {
 
     check_ablations(&m, &ids, case, &|o, want| worst(&bits(&m, &ids, o), want));
 
+    check_patch(&m, &ids, &plain, case);
+
     let cells = causal::lens_ids(&m, &ids).unwrap();
     let want = case["lens"].as_array().unwrap();
     assert_eq!(cells.len(), want.len(), "{name}: lens layers");
@@ -217,6 +221,65 @@ fn check(case: &Value) {
         "{name}: lens probability {prob} from transformers"
     );
     assert_eq!(ranks, total, "{name}: lens ranks and top guesses");
+}
+
+/// Patching from a twin (`codescope patch`'s numbers, `analysis::patch::patch_ids`):
+/// with no position patched every hidden state reproduces the unmodified pass bit for bit;
+/// with every position patched at hidden state 0 the pass is the twin's bit for bit; the
+/// case's positions at each hidden state agree with transformers' hooks within 1e-3 bits
+/// (cases without a `patch` entry are the newer families': not regenerated).
+fn check_patch(m: &LoadedModel, ids: &[u32], plain: &[Option<f32>], case: &Value) {
+    use codescope::analysis::patch;
+    let name = case["name"].as_str().unwrap();
+    let b = |v: &[Option<f32>]| v.iter().map(|x| x.map(f32::to_bits)).collect::<Vec<_>>();
+    let none = patch::patch_ids(m, ids, ids, &[]).unwrap();
+    assert_eq!(none.patched.len(), m.info.layers + 1, "{name}");
+    assert_eq!(
+        b(&none.a),
+        b(plain),
+        "{name}: the base pass is the plain one"
+    );
+    for (l, p) in none.patched.iter().enumerate() {
+        assert_eq!(b(p), b(plain), "{name}: nothing patched at L{l}");
+    }
+    let Some(want) = case.get("patch") else {
+        return;
+    };
+    let ids_b: Vec<u32> = usizes(&want["ids_b"])
+        .into_iter()
+        .map(|i| i as u32)
+        .collect();
+    let all: Vec<usize> = (0..ids.len()).collect();
+    let every = patch::patch_ids(m, ids, &ids_b, &all).unwrap();
+    // Where A's and B's ids agree (the unchanged positions) the prediction is B's.
+    let same: Vec<usize> = (0..ids.len()).filter(|&p| ids[p] == ids_b[p]).collect();
+    let at = |v: &[Option<f32>]| {
+        same.iter()
+            .map(|&p| v[p].map(f32::to_bits))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        at(&every.patched[0]),
+        at(&every.b),
+        "{name}: all of L0 is B"
+    );
+    assert!(worst(&every.b, &want["bits_b"]) < 1e-3, "{name}: B's pass");
+    let got = patch::patch_ids(m, ids, &ids_b, &usizes(&want["positions"])).unwrap();
+    let layers = want["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), m.info.layers + 1, "{name}: hidden states");
+    for (l, w) in layers.iter().enumerate() {
+        let d = worst(&got.patched[l], w);
+        assert!(
+            d < 1e-3,
+            "{name}: patched at L{l}: {d} bits from transformers"
+        );
+    }
+    // The patch matters: some position's bits move at the first hidden state.
+    assert_ne!(
+        b(&got.patched[0]),
+        b(plain),
+        "{name}: the patch changes nothing"
+    );
 }
 
 #[test]

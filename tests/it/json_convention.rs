@@ -13,8 +13,8 @@ use crate::cli_sources::{ok, sandboxed};
 use crate::cli_sources::fixture;
 
 /// Every rule broken in `v`, with its JSON path.
-/// `hidden`: hidden-state outputs (probes), whose layer 0 is the embeddings and layer 1
-/// the first transformer layer, as everywhere else.
+/// `hidden`: hidden-state outputs (probes, patch), whose layer 0 is the embeddings and
+/// layer 1 the first transformer layer, as everywhere else.
 fn violations(v: &Value, path: &str, hidden: bool, out: &mut Vec<String>) {
     match v {
         Value::Object(m) => {
@@ -68,7 +68,12 @@ fn short_decimals(v: &Value, path: &str, out: &mut Vec<String>) {
 
 fn check(what: &str, v: &Value) {
     let mut bad = Vec::new();
-    violations(v, "", what.starts_with("probe"), &mut bad);
+    violations(
+        v,
+        "",
+        what.starts_with("probe") || what == "patch",
+        &mut bad,
+    );
     bad.truncate(12);
     assert!(bad.is_empty(), "{what}:\n{}", bad.join("\n"));
 }
@@ -112,6 +117,28 @@ fn every_command_follows_the_json_convention() {
         );
     }
     check("syntax", &json(&["syntax", "--json", s]));
+    // patch: its layers are hidden states (0 = the embeddings), as the probes' are.
+    let twins = root.join("area.py");
+    std::fs::write(
+        &twins,
+        "def area(w, h):\n    total = w * h\n    return total\n",
+    )
+    .unwrap();
+    let patch = json(&[
+        "--model",
+        &dec,
+        "patch",
+        twins.to_str().unwrap(),
+        "--rewrite",
+        "rename:shuffle",
+        "--json",
+    ]);
+    check("patch", &patch);
+    let mut fields = patch.clone();
+    // `renamed` is a map keyed by the snippet's names (README: `{old: new}`).
+    fields["renamed"] = Value::Null;
+    let missing = undocumented(&fields, "`patch --json`");
+    assert!(missing.is_empty(), "README's patch shape lacks {missing:?}");
     // reproduce: summary.json.
     let corpus = root.join("corpus");
     std::fs::create_dir(&corpus).unwrap();
@@ -207,7 +234,7 @@ fn documented(start: &str) -> std::collections::BTreeSet<String> {
         .unwrap_or_else(|| panic!("the README has no shape starting {start}"));
     let rest = &readme[at + 1..];
     // Up to the next command's shape (a line starting with `trace `, `probe `, ...).
-    const COMMANDS: [&str; 10] = [
+    const COMMANDS: [&str; 11] = [
         "trace",
         "syntax",
         "analyze",
@@ -215,6 +242,7 @@ fn documented(start: &str) -> std::collections::BTreeSet<String> {
         "knockout",
         "ablate",
         "lens",
+        "patch",
         "probe",
         "reproduce",
         "render",

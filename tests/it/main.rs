@@ -37,6 +37,7 @@ mod minilm_reference;
 mod mlm_reference;
 mod model_tiny;
 mod paper_mode;
+mod patch_cli;
 mod plbart_spm;
 mod present;
 mod probe_astprobe;

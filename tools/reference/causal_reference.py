@@ -20,6 +20,13 @@ fixture's own ids (the GGUF: the first 48 ids of a bundled snippet), eager atten
   logit soft-capping), and the model's own logits as the last layer: per position the
   probability and rank of the actual next id and the top id.
 
+- patch: a twin B of the ids with the ids at `positions` (2, 3 and n // 2) changed to
+  (id + 7) mod vocab; for each hidden state l (0 = embeddings, L = the final norm's
+  output) A is run with the rows `positions` of the residual stream entering layer l (a
+  forward pre-hook on decoder layer l) or of the final norm's output (a forward hook on
+  it) replaced by B's (B's hidden_states[l], and B's final norm output caught by a hook),
+  and the surprisal of A's ids is read.
+
 Surprisal is -log2 softmax(logits)[next id] per position (null for position 0).
 Writes tests/fixtures/causal_reference.json.
 
@@ -27,7 +34,7 @@ With --families: the same for the newer families' fixtures (Qwen3, Mistral, Star
 Gemma 1, Gemma 2 with its attention soft-capping, Granite with its logits_scaling in the
 lens, Phi-3), written to tests/fixtures/causal_reference_families.json instead.
 
-Run from the repository root (~1 min on 2 cores; the GGUF part needs `pip install gguf`
+Run from the repository root (~1 min on 2 cores; the GGUF part needs `pip install gguf accelerate`
 and `codescope fetch gemma3-270m`):
   /work/ref/venv/bin/python tools/reference/causal_reference.py [--gguf PATH]
   /work/ref/venv/bin/python tools/reference/causal_reference.py --families
@@ -169,6 +176,56 @@ def lens(model, ids):
     return layers
 
 
+def decoder_layer(model, layer):
+    return model.model.layers[layer] if hasattr(model, "model") else model.transformer.h[layer]
+
+
+def patched(model, ids, ids_b, positions):
+    """Per hidden state 0..L: the surprisal of `ids` with that state's rows `positions`
+    taken from the pass over `ids_b`."""
+    caught = {}
+
+    def catch(_m, _a, out):
+        caught["final"] = out.detach().clone()
+
+    h = final_norm(model).register_forward_hook(catch)
+    try:
+        hs_b = run(model, ids_b, output_hidden_states=True).hidden_states
+    finally:
+        h.remove()
+    idx = torch.tensor(positions)
+    out = []
+    for l in range(layer_count(model) + 1):
+        if l < layer_count(model):
+            src = hs_b[l]
+
+            def pre(_m, args, kwargs, src=src):
+                if args:
+                    x = args[0].clone()
+                    x[:, idx] = src[:, idx]
+                    return (x,) + tuple(args[1:]), kwargs
+                x = kwargs["hidden_states"].clone()
+                x[:, idx] = src[:, idx]
+                kwargs["hidden_states"] = x
+                return args, kwargs
+
+            h = decoder_layer(model, l).register_forward_pre_hook(pre, with_kwargs=True)
+        else:
+            src = caught["final"]
+
+            def post(_m, _a, o, src=src):
+                o = o.clone()
+                o[:, idx] = src[:, idx]
+                return o
+
+            h = final_norm(model).register_forward_hook(post)
+        try:
+            out.append(surprisal(run(model, ids).logits[0], ids))
+        finally:
+            h.remove()
+    return out
+
+
 def case(model, name, ids):
     cfg = model.config
     heads = getattr(cfg, "num_attention_heads", None) or cfg.n_head
@@ -199,6 +256,16 @@ def case(model, name, ids):
             "layer": layer, "head": head, "mode": mode,
             "bits": surprisal(ablated(model, ids, layer, head, mode, d), ids),
         })
+    n = len(ids)
+    positions = sorted({2, 3, n // 2})
+    vocab = model.config.vocab_size
+    ids_b = [(i + 7) % vocab if p in positions else i for p, i in enumerate(ids)]
+    c["patch"] = {
+        "positions": positions,
+        "ids_b": ids_b,
+        "bits_b": surprisal(run(model, ids_b).logits[0], ids_b),
+        "layers": patched(model, ids, ids_b, positions),
+    }
     return c
 
 

@@ -1,0 +1,231 @@
+//! `codescope patch` end to end (the numbers themselves are checked against transformers'
+//! hooks in `causal_reference`):
+//! - patching the renamed positions at the embeddings (layer 0) gives the twin's surprisal
+//!   on every unchanged token, bit for bit (the sequences differ only there): fraction 1;
+//! - the rename effect is compare's rename sensitivity (its mean over the same unchanged
+//!   tokens), and the per-layer sums are the per-token numbers added up;
+//! - a TWIN file with names of the same subword counts is patched; one that does not align
+//!   position by position, `rename:neutral` where a name's subword count changes, a twin
+//!   that renames nothing, encoders and encoder–decoders are one-line errors;
+//! - the JSON shape, CSV header and text table.
+
+use serde_json::Value;
+
+use crate::cli_sources::{fails, fixture, ok, Env};
+
+const CODE: &str = "def area(w, h):\n    total = w * h\n    return total\n";
+
+fn write(env: &Env, name: &str, text: &str) -> std::path::PathBuf {
+    let p = env.root.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn patch(env: &Env, model: &str, args: &[&str]) -> std::process::Output {
+    env.cmd()
+        .args(["--model", &fixture(model), "patch"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(env: &Env, model: &str, args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    serde_json::from_str(&ok(&patch(env, model, &a))).unwrap()
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn patching_the_embeddings_gives_the_twin_and_the_sums_are_compares() {
+    let env = Env::new();
+    let a = write(&env, "a.py", CODE);
+    let a = a.to_str().unwrap();
+    let v = json(&env, "tiny_llama", &[a, "--rewrite", "rename:shuffle"]);
+    assert_eq!(v["command"], "patch");
+    assert_eq!(v["twin"], "rename:shuffle");
+    assert_eq!(v["seed"], 0);
+    assert_eq!(
+        v["layers"], 3,
+        "embeddings, two layers' outputs (the last normed)"
+    );
+    assert_eq!(v["layer_0"], "embeddings");
+    assert_eq!(v["renamed"]["w"], "h");
+    let per_layer = v["per_layer"].as_array().unwrap();
+    assert_eq!(per_layer.len(), 3);
+    let tokens = v["tokens"].as_array().unwrap();
+    assert_eq!(tokens.len() as u64, v["unchanged_tokens"].as_u64().unwrap());
+    assert!(tokens.iter().all(|t| t["text"] != "w" && t["text"] != "h"));
+    // Layer 0: the twin's bits on every unchanged token, exactly.
+    for t in tokens {
+        assert_eq!(t["patched_bits"][0], t["bits_b"], "{t}");
+    }
+    assert_eq!(per_layer[0]["fraction"], 1.0);
+    // Per layer: the per-token numbers summed; per class: the tokens of that class.
+    for (l, row) in per_layer.iter().enumerate() {
+        assert_eq!(row["layer"], l);
+        let sum: f64 = tokens
+            .iter()
+            .map(|t| f(&t["patched_bits"][l]) - f(&t["bits_a"]))
+            .sum();
+        assert!((f(&row["delta_bits"]) - sum).abs() < 1e-4, "{row}");
+        let classes = row["classes"].as_array().unwrap();
+        let names: Vec<&str> = classes
+            .iter()
+            .map(|c| c["class"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["identifier", "syntactic", "all"]);
+        let ids = tokens
+            .iter()
+            .filter(|t| t["coarse"] == "identifier")
+            .count();
+        assert_eq!(classes[0]["tokens"].as_u64().unwrap() as usize, ids);
+        assert_eq!(
+            classes[0]["tokens"].as_u64().unwrap() + classes[1]["tokens"].as_u64().unwrap(),
+            classes[2]["tokens"].as_u64().unwrap()
+        );
+        let frac = f(&row["fraction"]);
+        assert!((frac - f(&row["delta_bits"]) / f(&v["rename_bits"])).abs() < 1e-5);
+    }
+    assert!(
+        per_layer.iter().any(|r| f(&r["fraction"]) != 1.0),
+        "the later layers carry less than all of it"
+    );
+    // The rename effect is compare's rename sensitivity over the same tokens.
+    let o = env
+        .cmd()
+        .args(["--model", &fixture("tiny_llama"), "compare", a])
+        .args(["--rewrite", "rename:shuffle", "--json"])
+        .output()
+        .unwrap();
+    let c: Value = serde_json::from_str(&ok(&o)).unwrap();
+    let s = &c["surprisal"];
+    let n = s["unchanged"].as_array().unwrap().len();
+    assert_eq!(n, tokens.len());
+    let want = f(&s["rename_sensitivity"]) * n as f64;
+    assert!(
+        (f(&v["rename_bits"]) - want).abs() < 1e-3,
+        "{want} vs {}",
+        v["rename_bits"]
+    );
+
+    let csv = ok(&patch(
+        &env,
+        "tiny_llama",
+        &[a, "--rewrite", "rename:shuffle", "--csv"],
+    ));
+    assert_eq!(
+        csv.lines().next(),
+        Some("layer,class,tokens,rename_bits,delta_bits,fraction")
+    );
+    assert_eq!(csv.lines().count(), 1 + 3 * 3);
+    assert!(csv.contains("\n0,all,"), "{csv}");
+    let text = ok(&patch(
+        &env,
+        "tiny_llama",
+        &[a, "--rewrite", "rename:shuffle"],
+    ));
+    assert!(
+        text.contains("patching from rename:shuffle")
+            && text.contains("fraction")
+            && text.contains("L2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_twin_file_with_names_of_the_same_subword_count_is_patched() {
+    let env = Env::new();
+    let a = write(&env, "a.py", CODE);
+    let b = write(&env, "b.py", &CODE.replace('w', "n").replace('h', "m"));
+    let v = json(
+        &env,
+        "tiny_llama",
+        &[a.to_str().unwrap(), b.to_str().unwrap()],
+    );
+    assert!(
+        v["twin"].as_str().unwrap().starts_with("twin:"),
+        "{}",
+        v["twin"]
+    );
+    assert_eq!(v["seed"], Value::Null);
+    assert_eq!(
+        v["patched_tokens"].as_array().unwrap().len(),
+        4,
+        "w, h twice each"
+    );
+    assert_eq!(v["per_layer"][0]["fraction"], 1.0);
+}
+
+#[test]
+fn twins_that_do_not_align_and_models_without_a_patch_are_one_line_errors() {
+    let env = Env::new();
+    let a = write(&env, "a.py", CODE);
+    let a = a.to_str().unwrap();
+    // rename:neutral's `f1` is fewer subwords than `area` in this vocabulary.
+    let line = fails(&patch(&env, "tiny_llama", &[a]));
+    assert!(
+        line.contains("rename:neutral")
+            && line.contains("`area` → `f1`")
+            && line.contains("subwords in the original"),
+        "{line}"
+    );
+    // A token inserted in the twin.
+    let b = write(&env, "b.py", &CODE.replace("w * h", "w * h + 1"));
+    let line = fails(&patch(&env, "tiny_llama", &[a, b.to_str().unwrap()]));
+    assert!(
+        line.contains("`+`") && line.contains("no counterpart"),
+        "{line}"
+    );
+    // Names of another length move every later position.
+    let b = write(&env, "c.py", &CODE.replace('w', "x").replace('h', "y"));
+    let line = fails(&patch(&env, "tiny_llama", &[a, b.to_str().unwrap()]));
+    assert!(line.contains("do not align position by position"), "{line}");
+    // Nothing of the snippet's own to rename.
+    let p = write(&env, "p.py", "print(1)\n");
+    let line = fails(&patch(&env, "tiny_llama", &[p.to_str().unwrap()]));
+    assert!(line.contains("renames nothing"), "{line}");
+    // An encoder; an encoder–decoder on either stack.
+    let line = fails(&patch(
+        &env,
+        "tiny_roberta",
+        &[a, "--rewrite", "rename:shuffle"],
+    ));
+    assert!(line.contains("is an encoder"), "{line}");
+    for stack in ["decoder", "cross"] {
+        let o = env
+            .cmd()
+            .args(["--model", &fixture("tiny_t5"), "--stack", stack, "patch", a])
+            .args(["--rewrite", "rename:shuffle"])
+            .output()
+            .unwrap();
+        let line = fails(&o);
+        assert!(line.contains("encoder–decoder"), "{stack}: {line}");
+    }
+}
+
+/// Once on the packaged Gemma 3 270M (`codescope fetch gemma3-270m`): a shuffle of two
+/// parameters, layer 0 the twin exactly, 19 hidden states.
+#[test]
+fn the_packaged_gemma3_is_patched_layer_by_layer() {
+    let env = Env::new();
+    let a = write(
+        &env,
+        "a.py",
+        "def scale(values, factor):\n    return values * factor\n",
+    );
+    let o = std::process::Command::new(crate::cli_sources::BIN)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("CODESCOPE_LOG_FILE", env.root.join("log"))
+        .args(["--model", "gemma3-270m", "patch", a.to_str().unwrap()])
+        .args(["--rewrite", "rename:shuffle", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(v["layers"], 19, "embeddings, 18 layers' outputs");
+    assert_eq!(v["per_layer"][0]["fraction"], 1.0);
+    assert!(v["unchanged_tokens"].as_u64().unwrap() > 3);
+}
