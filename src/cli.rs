@@ -143,8 +143,9 @@ pub enum Command {
     /// residual stream through the final norm and the LM head; where each code token
     /// becomes the top guess.
     Lens(LensArgs),
-    /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
-    /// the tables one process would have written.
+    /// Combine the outputs of `reproduce --shard K/N` (or `probe`, `knockout --data` or
+    /// `ablate --data` with `--shard K/N`) runs into the tables one process would have
+    /// written.
     Merge(MergeArgs),
     /// Draw a view as a slide-grade figure (SVG, PNG) or the explorer screen, or
     /// pre-render every step of a tour.
@@ -514,6 +515,15 @@ pub struct KnockoutArgs {
     /// Feed the source as written, or the study's space-joined code tokens.
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+    /// With --data: run only shard K of N of the corpus (snippets i with i mod N = K-1)
+    /// and write its snippets' paired values to --out DIR; `codescope merge` joins the N
+    /// shards into the tables one process prints.
+    #[arg(long, value_name = "K/N", requires_all = ["data", "shard_out"],
+          conflicts_with_all = ["json", "csv"])]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+    /// The shard's output directory (with --shard).
+    #[arg(long = "out", value_name = "DIR", requires = "shard")]
+    pub shard_out: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -539,6 +549,15 @@ pub struct AblateArgs {
     /// Feed the source as written, or the study's space-joined code tokens.
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+    /// With --data: run only shard K of N of the corpus (snippets i with i mod N = K-1)
+    /// and write its snippets' paired values to --out DIR; `codescope merge` joins the N
+    /// shards into the tables one process prints.
+    #[arg(long, value_name = "K/N", requires_all = ["data", "shard_out"],
+          conflicts_with_all = ["json", "csv"])]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+    /// The shard's output directory (with --shard).
+    #[arg(long = "out", value_name = "DIR", requires = "shard")]
+    pub shard_out: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -724,6 +743,10 @@ pub struct MergeArgs {
     /// Threshold of the printed table.
     #[arg(long, default_value_t = 0.05, value_parser = threshold)]
     pub threshold: f32,
+    /// knockout and ablate shards: print the merged table as the one-process run's
+    /// --json or --csv (they print, --out and --threshold are for reproduce shards).
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]

@@ -171,6 +171,13 @@ impl Measure {
         }
     }
 
+    /// The measure [`Measure::name`] gives `name`.
+    pub fn from_name(name: &str) -> Option<Measure> {
+        [Measure::Bits, Measure::PllBits, Measure::Cosine]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
+
     /// Whether the effect is a change in bits (surprisal or PLL).
     pub fn is_bits(self) -> bool {
         self != Measure::Cosine
@@ -815,6 +822,12 @@ pub struct CorpusKnockout {
     pub seed: u64,
 }
 
+/// One snippet of a corpus knockout: per edge set, per class (identifier, then
+/// syntactic), the snippet's mean effect with the knockout and its control's mean (`None`
+/// where the snippet has no measured token of the class or no control); `None` for a
+/// snippet that could not be run.
+pub type KnockoutPairs = Option<Vec<[Option<(f64, f64)>; 2]>>;
+
 /// Knock each of `sets` out on every snippet (the unmodified pass once per snippet) and
 /// aggregate the identifier and syntactic-token effects against the matched control.
 /// `progress(done, total)` after each snippet.
@@ -825,12 +838,34 @@ pub fn knockout_corpus(
     o: &KnockoutOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<CorpusKnockout> {
+    let per = knockout_snippets(model, snippets, &|_| true, sets, o, progress)?;
+    let per: Vec<KnockoutPairs> = per.into_iter().map(|(_, p)| p).collect();
+    let names: Vec<String> = sets.iter().map(EdgeSet::name).collect();
+    Ok(knockout_aggregate(
+        &per,
+        &names,
+        Measure::of(model),
+        o.control,
+        o.seed,
+    ))
+}
+
+/// The per-snippet half of [`knockout_corpus`]: the paired values of every snippet `i`
+/// with `owns(i)`, in corpus order, with its index (a shard's share, [`super::reproduce::Shard`]).
+/// A snippet that fails is logged and recorded as `None`.
+pub fn knockout_snippets(
+    model: &LoadedModel,
+    snippets: &[crate::corpus::Snippet],
+    owns: &dyn Fn(usize) -> bool,
+    sets: &[EdgeSet],
+    o: &KnockoutOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<(usize, KnockoutPairs)>> {
     o.check()?;
-    // per set, per class (identifier, syntactic): (knocked, control) per snippet
-    let mut pairs: Vec<[Vec<(f64, f64)>; 2]> = vec![[Vec::new(), Vec::new()]; sets.len()];
-    let (mut failed, mut done) = (0, 0);
-    let measure = Measure::of(model);
-    for (i, sn) in snippets.iter().enumerate() {
+    let own: Vec<usize> = (0..snippets.len()).filter(|&i| owns(i)).collect();
+    let mut out = Vec::with_capacity(own.len());
+    for (done, &i) in own.iter().enumerate() {
+        let sn = &snippets[i];
         let one = || -> Result<Vec<KnockoutResult>> {
             let p = Prepared::new(model, &sn.code, sn.language, o.mode, false)?;
             sets.iter()
@@ -845,32 +880,53 @@ pub fn knockout_corpus(
         };
         match one() {
             Ok(results) => {
-                done += 1;
-                for (per_class, r) in pairs.iter_mut().zip(&results) {
-                    for (c, v) in per_class.iter_mut().enumerate() {
-                        if let (Some(k), Some(ctl)) = (r.summary[c].1, r.control[c]) {
-                            v.push((k, ctl.mean));
-                        }
-                    }
-                }
+                let v = results
+                    .iter()
+                    .map(|r| {
+                        let at = |c: usize| match (r.summary[c].1, r.control[c]) {
+                            (Some(k), Some(ctl)) => Some((k, ctl.mean)),
+                            _ => None,
+                        };
+                        [at(0), at(1)]
+                    })
+                    .collect();
+                out.push((i, Some(v)));
             }
             Err(Error::Cancelled) => return Err(Error::Cancelled),
             Err(e) => {
-                failed += 1;
                 tracing::warn!(snippet = %sn.origin, "knockout failed: {e}");
+                out.push((i, None));
             }
         }
-        progress(i + 1, snippets.len());
+        progress(done + 1, own.len());
     }
+    Ok(out)
+}
+
+/// The aggregate half of [`knockout_corpus`]: from the snippets' paired values in corpus
+/// order (`sets` the edge sets' names, in order), each row's means over the snippets with
+/// a value and the paired bootstrap of the difference, seeded by `seed`, set and class.
+pub fn knockout_aggregate(
+    per: &[KnockoutPairs],
+    sets: &[String],
+    measure: Measure,
+    draws: usize,
+    seed: u64,
+) -> CorpusKnockout {
+    let failed = per.iter().filter(|p| p.is_none()).count();
     let mut rows = Vec::new();
     for (s, set) in sets.iter().enumerate() {
         for (c, class) in CLASSES.iter().take(2).enumerate() {
-            let v = &pairs[s][c];
+            let v: Vec<(f64, f64)> = per
+                .iter()
+                .flatten()
+                .filter_map(|p| p.get(s).and_then(|x| x[c]))
+                .collect();
             let n = v.len();
             let mean =
                 |f: &dyn Fn(&(f64, f64)) -> f64| v.iter().map(f).sum::<f64>() / n.max(1) as f64;
             let (knocked, control) = (mean(&|p| p.0), mean(&|p| p.1));
-            let mut rng = crate::rng::Rng::new(crate::rng::mix(o.seed ^ (s * 2 + c) as u64));
+            let mut rng = crate::rng::Rng::new(crate::rng::mix(seed ^ (s * 2 + c) as u64));
             let boots: Vec<f64> = if n == 0 {
                 Vec::new()
             } else {
@@ -888,7 +944,7 @@ pub fn knockout_corpus(
             };
             let iv = Interval::of(&boots);
             rows.push(CorpusRow {
-                edges: set.name(),
+                edges: set.clone(),
                 class,
                 snippets: n,
                 knocked,
@@ -899,19 +955,20 @@ pub fn knockout_corpus(
             });
         }
     }
-    Ok(CorpusKnockout {
+    CorpusKnockout {
         rows,
         measure,
-        snippets: done,
+        snippets: per.len() - failed,
         failed,
-        draws: o.control,
-        seed: o.seed,
-    })
+        draws,
+        seed,
+    }
 }
 
 impl CorpusKnockout {
-    /// `knockout --data ... --json`.
-    pub fn to_json(&self, model: &crate::model::ModelInfo, corpus: &str) -> Value {
+    /// `knockout --data ... --json` (`model`: the [`crate::model::ModelInfo`], or its
+    /// JSON as a shard recorded it).
+    pub fn to_json(&self, model: &impl serde::Serialize, corpus: &str) -> Value {
         let rows: Vec<Value> = self
             .rows
             .iter()
@@ -1244,6 +1301,11 @@ pub struct CorpusAblation {
     pub seed: u64,
 }
 
+/// One snippet of a corpus ablation: per (layer, head, class) row-major, classes
+/// identifier then syntactic, the snippet's mean effect (`None` where not finite or
+/// without a token of the class); `None` for a snippet that could not be run.
+pub type AblationValues = Option<Vec<Option<f64>>>;
+
 /// [`ablate`] on every snippet, aggregated per head and class: the mean over snippets of
 /// each snippet's mean effect, with a bootstrap interval ([`BOOTSTRAP`] resamples of the
 /// snippets, seeded by `seed`, layer, head and class). `progress(done, total)` after each
@@ -1256,43 +1318,78 @@ pub fn ablate_corpus(
     seed: u64,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<CorpusAblation> {
-    let (layers, heads) = (model.info.layers, model.info.heads);
-    // per (layer, head, class): the snippets' mean effects
-    let mut per: Vec<Vec<f64>> = vec![Vec::new(); layers * heads * 2];
-    let (mut done, mut failed) = (0, 0);
-    let measure = Measure::of(model);
-    for (i, sn) in snippets.iter().enumerate() {
+    let per = ablate_snippets(model, snippets, &|_| true, mode, input, progress)?;
+    let per: Vec<AblationValues> = per.into_iter().map(|(_, v)| v).collect();
+    Ok(ablate_aggregate(
+        &per,
+        model.info.layers,
+        model.info.heads,
+        mode,
+        Measure::of(model),
+        seed,
+    ))
+}
+
+/// The per-snippet half of [`ablate_corpus`]: every snippet `i` with `owns(i)`, in
+/// corpus order, with its index. A snippet that fails is logged and recorded as `None`.
+pub fn ablate_snippets(
+    model: &LoadedModel,
+    snippets: &[crate::corpus::Snippet],
+    owns: &dyn Fn(usize) -> bool,
+    mode: AblationMode,
+    input: Mode,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<(usize, AblationValues)>> {
+    let own: Vec<usize> = (0..snippets.len()).filter(|&i| owns(i)).collect();
+    let mut out = Vec::with_capacity(own.len());
+    for (done, &i) in own.iter().enumerate() {
+        let sn = &snippets[i];
         let one = || -> Result<AblationResult> {
             let p = Prepared::new(model, &sn.code, sn.language, input, true)?;
             ablate(model, &p, mode, &mut |_, _, _| false)
         };
         match one() {
             Ok(r) => {
-                done += 1;
-                for (l, row) in r.grid.iter().enumerate() {
-                    for (h, e) in row.iter().enumerate() {
-                        for (c, v) in [e.identifier, e.syntactic].into_iter().enumerate() {
-                            if let Some(v) = v.filter(|v| v.is_finite()) {
-                                per[(l * heads + h) * 2 + c].push(v);
-                            }
-                        }
-                    }
-                }
+                let v = r
+                    .grid
+                    .iter()
+                    .flatten()
+                    .flat_map(|e| [e.identifier, e.syntactic])
+                    .map(|v| v.filter(|v| v.is_finite()))
+                    .collect();
+                out.push((i, Some(v)));
             }
             Err(Error::Cancelled) => return Err(Error::Cancelled),
             Err(e) => {
-                failed += 1;
                 tracing::warn!(snippet = %sn.origin, "ablation failed: {e}");
+                out.push((i, None));
             }
         }
-        progress(i + 1, snippets.len());
+        progress(done + 1, own.len());
     }
-    let mut out = Vec::with_capacity(per.len());
+    Ok(out)
+}
+
+/// The aggregate half of [`ablate_corpus`], from the snippets' values in corpus order.
+pub fn ablate_aggregate(
+    per: &[AblationValues],
+    layers: usize,
+    heads: usize,
+    mode: AblationMode,
+    measure: Measure,
+    seed: u64,
+) -> CorpusAblation {
+    let failed = per.iter().filter(|p| p.is_none()).count();
+    let mut out = Vec::with_capacity(layers * heads * 2);
     for l in 0..layers {
         for h in 0..heads {
             for (c, class) in CLASSES.iter().take(2).enumerate() {
                 let k = (l * heads + h) * 2 + c;
-                let v = &per[k];
+                let v: Vec<f64> = per
+                    .iter()
+                    .flatten()
+                    .filter_map(|p| p.get(k).copied().flatten())
+                    .collect();
                 let n = v.len();
                 let mean = v.iter().sum::<f64>() / n.max(1) as f64;
                 let mut rng = crate::rng::Rng::new(crate::rng::mix(seed ^ k as u64));
@@ -1316,21 +1413,22 @@ pub fn ablate_corpus(
             }
         }
     }
-    Ok(CorpusAblation {
+    CorpusAblation {
         mode,
         measure,
         heads: out,
         layers,
         heads_per_layer: heads,
-        snippets: done,
+        snippets: per.len() - failed,
         failed,
         seed,
-    })
+    }
 }
 
 impl CorpusAblation {
-    /// `ablate --data ... --json`.
-    pub fn to_json(&self, model: &crate::model::ModelInfo, corpus: &str) -> Value {
+    /// `ablate --data ... --json` (`model`: the [`crate::model::ModelInfo`], or its
+    /// JSON as a shard recorded it).
+    pub fn to_json(&self, model: &impl serde::Serialize, corpus: &str) -> Value {
         let heads: Vec<Value> = self
             .heads
             .iter()

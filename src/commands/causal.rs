@@ -33,8 +33,32 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         let mut progress = |done: usize, total: usize| {
             tracing::info!(done, total, "knockout corpus progress");
         };
-        let r = causal::knockout_corpus(&m, &corpus.snippets, &args.edges, &opts, &mut progress)?;
         let name = crate::error::printable(data, false).into_owned();
+        if let (Some(shard), Some(dir)) = (args.shard, &args.shard_out) {
+            let per = causal::knockout_snippets(
+                &m,
+                &corpus.snippets,
+                &|i| shard.owns(i),
+                &args.edges,
+                &opts,
+                &mut progress,
+            )?;
+            let key = run_key(settings, &m, &corpus.snippets, &name, args.limit, args.mode)?;
+            let key = crate::analysis::causal_shard::RunKey {
+                command: "knockout".into(),
+                seed: args.seed,
+                edges: args.edges.iter().map(causal::EdgeSet::name).collect(),
+                knock_layers: opts.layers.clone(),
+                knock_heads: opts.heads.clone(),
+                control: args.control,
+                ..key
+            };
+            let info = serde_json::to_value(&m.info)
+                .map_err(|e| Error::Compute(format!("cannot record the model: {e}")))?;
+            let path = crate::analysis::causal_shard::write_knockout(dir, key, info, shard, &per)?;
+            return shard_written(shard, per.len(), &path);
+        }
+        let r = causal::knockout_corpus(&m, &corpus.snippets, &args.edges, &opts, &mut progress)?;
         return print_out(
             &args.out,
             || r.to_json(&m.info, &name),
@@ -90,6 +114,28 @@ pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> 
         let mut progress = |done: usize, total: usize| {
             tracing::info!(done, total, "ablation corpus progress");
         };
+        if let (Some(shard), Some(dir)) = (args.shard, &args.shard_out) {
+            let per = causal::ablate_snippets(
+                &m,
+                &corpus.snippets,
+                &|i| shard.owns(i),
+                mode,
+                args.mode,
+                &mut progress,
+            )?;
+            let name = crate::error::printable(data, false).into_owned();
+            let key = run_key(settings, &m, &corpus.snippets, &name, args.limit, args.mode)?;
+            let key = crate::analysis::causal_shard::RunKey {
+                command: "ablate".into(),
+                seed: args.seed,
+                ablation: Some(mode.name().into()),
+                ..key
+            };
+            let info = serde_json::to_value(&m.info)
+                .map_err(|e| Error::Compute(format!("cannot record the model: {e}")))?;
+            let path = crate::analysis::causal_shard::write_ablation(dir, key, info, shard, &per)?;
+            return shard_written(shard, per.len(), &path);
+        }
         let r = causal::ablate_corpus(
             &m,
             &corpus.snippets,
@@ -121,6 +167,50 @@ pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> 
         || r.to_csv(),
         || r.summary_text(&crate::error::printable(&inp.name, false)),
     )
+}
+
+/// What a knockout or ablation shard shares with the other shards of its run (the
+/// command's own fields left at their defaults).
+fn run_key(
+    settings: &Settings,
+    m: &crate::model::LoadedModel,
+    snippets: &[crate::corpus::Snippet],
+    corpus: &str,
+    limit: Option<usize>,
+    mode: crate::analysis::Mode,
+) -> Result<crate::analysis::causal_shard::RunKey> {
+    Ok(crate::analysis::causal_shard::RunKey {
+        command: String::new(),
+        model: m.info.source.clone(),
+        model_digest: m.digest()?,
+        random_weights: settings.random_weights,
+        corpus: corpus.into(),
+        corpus_digest: crate::corpus::digest(snippets),
+        corpus_size: snippets.len(),
+        limit,
+        mode: mode.name().into(),
+        measure: crate::analysis::causal::Measure::of(m).name().into(),
+        seed: 0,
+        layers: m.info.layers,
+        heads: m.info.heads,
+        edges: Vec::new(),
+        knock_layers: None,
+        knock_heads: None,
+        control: 0,
+        ablation: None,
+    })
+}
+
+fn shard_written(
+    shard: crate::analysis::reproduce::Shard,
+    snippets: usize,
+    path: &std::path::Path,
+) -> Result<()> {
+    crate::logging::notice(format_args!(
+        "shard {shard}: {snippets} snippets written to {}; `codescope merge` joins the shards",
+        path.display()
+    ));
+    Ok(())
 }
 
 pub(super) fn lens_cmd(settings: &Settings, args: &crate::cli::LensArgs) -> Result<()> {
