@@ -524,6 +524,21 @@ pub struct KnockoutArgs {
     /// The shard's output directory (with --shard).
     #[arg(long = "out", value_name = "DIR", requires = "shard")]
     pub shard_out: Option<PathBuf>,
+    /// Also train a token probe (category or depth, as `codescope probe --task` does,
+    /// no intervention) and give its accuracy on the file's code tokens with and without
+    /// the knockout, per class, beside the control's (encoders measured by 1 - cos).
+    #[arg(long, value_enum, value_name = "TASK", conflicts_with = "data")]
+    pub probe: Option<crate::probe::Task>,
+    /// The probe's hidden layer (0 = embeddings; default the last).
+    #[arg(long, value_name = "L", requires = "probe")]
+    pub probe_layer: Option<usize>,
+    /// The probe's training corpus, as `probe --corpus` takes it (default: the bundled
+    /// probe corpus).
+    #[arg(long, value_name = "PATH", requires = "probe")]
+    pub probe_corpus: Option<String>,
+    /// Train the probe on at most this many snippets.
+    #[arg(long, value_name = "N", requires = "probe")]
+    pub probe_limit: Option<usize>,
     #[command(flatten)]
     pub out: OutputArgs,
 }

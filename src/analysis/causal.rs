@@ -132,6 +132,65 @@ pub struct KnockoutOptions {
     pub control: usize,
     pub seed: u64,
     pub mode: Mode,
+    /// A trained token probe to read before and after the knockout (encoders measured by
+    /// `1 - cos`, source mode).
+    pub probe: Option<std::sync::Arc<ProbeUse>>,
+}
+
+/// A token probe trained without any intervention (`codescope probe`'s machinery), to
+/// apply to a snippet's hidden states with and without a knockout.
+#[derive(Debug)]
+pub struct ProbeUse {
+    pub task: crate::probe::Task,
+    /// Hidden layer (0 = embeddings).
+    pub layer: usize,
+    pub classifier: std::sync::Arc<crate::probe::train::Classifier>,
+    /// What it was trained on: the corpus's name, its snippets, and the probe's
+    /// accuracy on its held-out test split there.
+    pub corpus: String,
+    pub snippets: usize,
+    pub test_accuracy: f64,
+}
+
+/// The probe's accuracy on one snippet: per row (`all`, then each class of the task by
+/// gold label) the examples, the accuracy unmodified, with the knockout, and the matched
+/// control's draws summarised.
+#[derive(Debug, Clone)]
+pub struct ProbeAccuracy {
+    pub task: String,
+    pub layer: usize,
+    pub corpus: String,
+    pub snippets: usize,
+    pub test_accuracy: f64,
+    /// `all`, then the task's classes.
+    pub rows: Vec<String>,
+    pub examples: Vec<usize>,
+    pub base: Vec<Option<f64>>,
+    pub knocked: Vec<Option<f64>>,
+    pub control: Vec<Option<Interval>>,
+    /// Per code token: the gold label, the prediction unmodified and knocked out (`None`
+    /// for a token the task does not label or without a hidden state).
+    pub tokens: Vec<Option<(usize, usize, usize)>>,
+}
+
+/// Per code token, its gold label and the probe's prediction.
+type Predictions = Vec<Option<(usize, usize)>>;
+
+/// Per row (`all`, then each class): examples and accuracy.
+fn probe_rows(pred: &Predictions, classes: usize) -> Vec<(usize, Option<f64>)> {
+    (0..=classes)
+        .map(|r| {
+            let v: Vec<bool> = pred
+                .iter()
+                .flatten()
+                .filter(|(g, _)| r == 0 || *g == r - 1)
+                .map(|(g, p)| g == p)
+                .collect();
+            let acc =
+                (!v.is_empty()).then(|| v.iter().filter(|&&b| b).count() as f64 / v.len() as f64);
+            (v.len(), acc)
+        })
+        .collect()
 }
 
 impl KnockoutOptions {
@@ -403,6 +462,58 @@ impl Prepared {
         self.readout(&self.run(model, &opts)?)
     }
 
+    /// [`Prepared::pass`] that also applies `probe` to the same pass's hidden states
+    /// (the `1 - cos` measure only; source mode).
+    fn pass_probe(
+        &self,
+        model: &LoadedModel,
+        intervention: Option<&Intervention>,
+        probe: &ProbeUse,
+        cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+    ) -> Result<(Readout, Predictions)> {
+        if self.measure != Measure::Cosine {
+            return Err(Error::Input {
+                name: "--probe".into(),
+                reason: format!(
+                    "reads encoders measured by 1 - cos (this model's effects are {})",
+                    self.measure.name()
+                ),
+            });
+        }
+        let discard = |_: usize, _: Vec<f32>| Ok(());
+        let opts = ForwardOptions {
+            hidden: true,
+            on_attention: Some(&discard),
+            intervention,
+            cancel,
+            ..Default::default()
+        };
+        let t = self.run(model, &opts)?;
+        let h = super::hidden::token_hidden(&t, &self.tokens)?;
+        let labels = crate::probe::dataset::label_snippet(
+            probe.task,
+            &self.syntax,
+            &h.tokens,
+            0,
+            0,
+            &mut crate::probe::Rng::new(0),
+        );
+        let layer = h
+            .layers
+            .get(probe.layer)
+            .ok_or_else(|| Error::Compute(format!("no hidden states at layer {}", probe.layer)))?;
+        let dim = layer.len() / h.tokens.len().max(1);
+        let mut pred = vec![None; self.tokens.len()];
+        for e in &labels {
+            let x = &layer[e.a * dim..(e.a + 1) * dim];
+            let y = probe.classifier.predict(x).ok_or_else(|| {
+                Error::Compute("the probe does not fit this model's width".into())
+            })?;
+            pred[h.tokens[e.a]] = Some((e.label, y));
+        }
+        Ok((self.readout(&t)?, pred))
+    }
+
     /// The pseudo-log-likelihood per code token: all its subwords (special tokens
     /// aside) replaced by the mask token at once, one pass, the bits of the original
     /// subwords at those positions summed (`None` for a token without subwords).
@@ -634,6 +745,8 @@ pub struct KnockoutResult {
     /// snippet has fewer pairs outside the set).
     pub control_pairs: usize,
     pub seed: u64,
+    /// A trained probe's accuracy with and without the knockout (`--probe`).
+    pub probe: Option<ProbeAccuracy>,
 }
 
 /// Rows of blocked keys per query position from subword pairs.
@@ -730,7 +843,28 @@ fn knockout_prepared_with(
         .map(|(_, sp)| sp)
         .collect();
     let (rows, subword_pairs) = rows_of(n, &inside);
-    let knocked = run(rows)?;
+    let knock = |rows: Vec<Vec<u32>>, probe: &ProbeUse| -> Result<(Readout, Predictions)> {
+        let iv = Intervention {
+            knockout: Some(Knockout {
+                layers: layers.clone(),
+                heads: heads.clone(),
+                rows,
+            }),
+            ablate: Vec::new(),
+        };
+        p.pass_probe(model, Some(&iv), probe, cancel)
+    };
+    // With a probe: its predictions unmodified (one more pass) and with the knockout.
+    let mut probed: Option<(Predictions, Predictions)> = None;
+    let knocked = match o.probe.as_deref() {
+        Some(pu) => {
+            let (_, base) = p.pass_probe(model, None, pu, cancel)?;
+            let (r, k) = knock(rows, pu)?;
+            probed = Some((base, k));
+            r
+        }
+        None => run(rows)?,
+    };
     let delta = p.delta(&knocked);
     let summary = class_means(&p.tokens, &delta);
     // The control: as many pairs drawn from the candidates outside the set.
@@ -741,6 +875,7 @@ fn knockout_prepared_with(
         .collect();
     let k = chosen.len().min(outside.len());
     let mut draws: Vec<Vec<(usize, Option<f64>)>> = Vec::new();
+    let mut probe_draws: Vec<Vec<(usize, Option<f64>)>> = Vec::new();
     if k > 0 {
         for r in 0..o.control {
             let mut rng =
@@ -753,9 +888,48 @@ fn knockout_prepared_with(
             }
             let pick: Vec<&Vec<(u32, u32)>> = idx[..k].iter().map(|&i| outside[i]).collect();
             let (rows, _) = rows_of(n, &pick);
-            draws.push(class_means(&p.tokens, &p.delta(&run(rows)?)));
+            match o.probe.as_deref() {
+                Some(pu) => {
+                    let (r, pred) = knock(rows, pu)?;
+                    draws.push(class_means(&p.tokens, &p.delta(&r)));
+                    probe_draws.push(probe_rows(&pred, pu.task.classes().len()));
+                }
+                None => draws.push(class_means(&p.tokens, &p.delta(&run(rows)?))),
+            }
         }
     }
+    let probe = match (o.probe.as_deref(), probed) {
+        (Some(pu), Some((base, k))) => {
+            let classes = pu.task.classes();
+            let (b, kn) = (
+                probe_rows(&base, classes.len()),
+                probe_rows(&k, classes.len()),
+            );
+            Some(ProbeAccuracy {
+                task: pu.task.name().into(),
+                layer: pu.layer,
+                corpus: pu.corpus.clone(),
+                snippets: pu.snippets,
+                test_accuracy: pu.test_accuracy,
+                rows: std::iter::once("all".to_string()).chain(classes).collect(),
+                examples: b.iter().map(|x| x.0).collect(),
+                base: b.iter().map(|x| x.1).collect(),
+                knocked: kn.iter().map(|x| x.1).collect(),
+                control: (0..b.len())
+                    .map(|r| {
+                        let v: Vec<f64> = probe_draws.iter().filter_map(|d| d[r].1).collect();
+                        Interval::of(&v)
+                    })
+                    .collect(),
+                tokens: base
+                    .iter()
+                    .zip(&k)
+                    .map(|(a, b)| Some((a.as_ref()?.0, a.as_ref()?.1, b.as_ref()?.1)))
+                    .collect(),
+            })
+        }
+        _ => None,
+    };
     let control = (0..CLASSES.len())
         .map(|c| {
             let v: Vec<f64> = draws.iter().filter_map(|d| d[c].1).collect();
@@ -788,6 +962,7 @@ fn knockout_prepared_with(
         control_draws: draws.len(),
         control_pairs: if draws.is_empty() { 0 } else { k },
         seed: o.seed,
+        probe,
     })
 }
 
@@ -1061,6 +1236,13 @@ impl KnockoutResult {
                     }
                     _ => v["one_minus_cos"] = json!(self.delta[i].map(r6)),
                 }
+                if let Some(pa) = &self.probe {
+                    let name = |c: usize| pa.rows.get(c + 1).cloned();
+                    let t = pa.tokens.get(i).copied().flatten();
+                    v["probe_gold"] = json!(t.and_then(|t| name(t.0)));
+                    v["probe_predicted"] = json!(t.and_then(|t| name(t.1)));
+                    v["probe_predicted_knocked"] = json!(t.and_then(|t| name(t.2)));
+                }
                 v
             })
             .collect();
@@ -1076,7 +1258,7 @@ impl KnockoutResult {
                 })
             })
             .collect();
-        json!({
+        let mut doc = json!({
             "command": "knockout",
             "model": model,
             "edges": self.edges,
@@ -1087,12 +1269,41 @@ impl KnockoutResult {
             "control": {"draws": self.control_draws, "token_pairs": self.control_pairs, "seed": self.seed},
             "summary": summary,
             "tokens": tokens,
-        })
+        });
+        if let Some(pa) = &self.probe {
+            let rows: Vec<Value> = pa
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(r, name)| {
+                    json!({
+                        "class": name,
+                        "examples": pa.examples[r],
+                        "accuracy": pa.base[r].map(r6),
+                        "accuracy_knocked": pa.knocked[r].map(r6),
+                        "control": pa.control[r].map(|i| i.json()),
+                    })
+                })
+                .collect();
+            doc["probe"] = json!({
+                "task": pa.task,
+                "layer": pa.layer,
+                "corpus": pa.corpus,
+                "snippets": pa.snippets,
+                "test_accuracy": r6(pa.test_accuracy),
+                "classes": rows,
+            });
+        }
+        doc
     }
 
     /// `knockout --csv`: one row per code token.
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("index,text,category,coarse,start,end,bits,bits_knocked,delta\n");
+        let mut s = String::from("index,text,category,coarse,start,end,bits,bits_knocked,delta");
+        if self.probe.is_some() {
+            s.push_str(",probe_gold,probe_predicted,probe_predicted_knocked");
+        }
+        s.push('\n');
         for (i, t) in self.tokens.iter().enumerate() {
             let bits = self
                 .base_bits
@@ -1105,7 +1316,7 @@ impl KnockoutResult {
                 .map(f64::from);
             let f = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
             s.push_str(&format!(
-                "{i},{},{},{},{},{},{},{},{}\n",
+                "{i},{},{},{},{},{},{},{},{}",
                 csv_field(&t.text),
                 t.category.name(),
                 coarse_name(t.coarse),
@@ -1115,6 +1326,14 @@ impl KnockoutResult {
                 f(knocked),
                 f(self.delta[i])
             ));
+            if let Some(pa) = &self.probe {
+                let name = |c: usize| pa.rows.get(c + 1).map(|n| csv_field(n)).unwrap_or_default();
+                match pa.tokens.get(i).copied().flatten() {
+                    Some((g, b, k)) => s.push_str(&format!(",{},{},{}", name(g), name(b), name(k))),
+                    None => s.push_str(",,,"),
+                }
+            }
+            s.push('\n');
         }
         s
     }
@@ -1150,6 +1369,32 @@ impl KnockoutResult {
             };
             let m = m.map_or("-".into(), f);
             s.push_str(&format!("{name:<12} {n:>6} {m:>10}   {ctl}\n"));
+        }
+        if let Some(pa) = &self.probe {
+            s.push_str(&format!(
+                "\nprobe {} at layer {} (trained on {} snippets of {}, test accuracy {:.3}): accuracy\n",
+                pa.task, pa.layer, pa.snippets, pa.corpus, pa.test_accuracy
+            ));
+            s.push_str(&format!(
+                "{:<12} {:>8} {:>9} {:>9}   control: mean [95% interval]\n",
+                "class", "examples", "unchanged", "knocked"
+            ));
+            let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
+            for (r, name) in pa.rows.iter().enumerate() {
+                if pa.examples[r] == 0 {
+                    continue;
+                }
+                let ctl = match pa.control[r] {
+                    Some(i) => format!("{:.3} [{:.3}, {:.3}]", i.mean, i.lo, i.hi),
+                    None => "-".into(),
+                };
+                s.push_str(&format!(
+                    "{name:<12} {:>8} {:>9} {:>9}   {ctl}\n",
+                    pa.examples[r],
+                    f(pa.base[r]),
+                    f(pa.knocked[r])
+                ));
+            }
         }
         s
     }

@@ -12,6 +12,7 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         control: args.control,
         seed: args.seed,
         mode: args.mode,
+        probe: None,
     };
     if let Some(data) = &args.data {
         let path = if data == "stdlib" {
@@ -79,6 +80,13 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         settings.model.as_deref(),
         settings.load_options(settings.random_weights),
     )?;
+    let opts = match args.probe {
+        Some(task) => causal::KnockoutOptions {
+            probe: Some(std::sync::Arc::new(train_probe(settings, args, &m, task)?)),
+            ..opts
+        },
+        None => opts,
+    };
     let r = causal::knockout(&m, &inp.text, lang, &opts)?;
     print_out(
         &args.out,
@@ -86,6 +94,85 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         || r.to_csv(),
         || r.summary_text(&crate::error::printable(&inp.name, false)),
     )
+}
+
+/// `knockout --probe TASK`: a linear probe of `task` at `--probe-layer` trained as
+/// `codescope probe --task TASK --layer L` trains it (its corpus, split, seed and feature
+/// cache), once per run.
+fn train_probe(
+    settings: &Settings,
+    args: &crate::cli::KnockoutArgs,
+    m: &crate::model::LoadedModel,
+    task: crate::probe::Task,
+) -> Result<crate::analysis::causal::ProbeUse> {
+    use crate::probe;
+    if task.is_pair() {
+        return Err(Error::Input {
+            name: "--probe".into(),
+            reason: format!(
+                "{} labels token pairs; the knockout reads token probes (category, depth)",
+                task.name()
+            ),
+        });
+    }
+    if args.mode != crate::analysis::Mode::Source {
+        return Err(Error::Input {
+            name: "--probe".into(),
+            reason: "probes are trained on the source as written: drop --mode paper".into(),
+        });
+    }
+    if crate::analysis::causal::Measure::of(m) != crate::analysis::causal::Measure::Cosine {
+        return Err(Error::Input {
+            name: "--probe".into(),
+            reason: format!(
+                "reads encoders measured by 1 - cos (this model's effects are {})",
+                crate::analysis::causal::Measure::of(m).name()
+            ),
+        });
+    }
+    let layer = args.probe_layer.unwrap_or(m.info.layers);
+    if layer > m.info.layers {
+        return Err(Error::Input {
+            name: "--probe-layer".into(),
+            reason: format!(
+                "layer {layer} does not exist: {} has hidden layers 0 (embeddings) to {}",
+                m.info.source, m.info.layers
+            ),
+        });
+    }
+    let (name, snippets) =
+        super::probe::probe_corpus(settings, args.probe_corpus.as_deref(), args.probe_limit)?;
+    let spec = probe::RunSpec {
+        tasks: vec![task],
+        layers: Some(vec![layer]),
+        cache_root: Some(settings.cache_dir.clone()),
+        ..probe::RunSpec::new(m, &snippets, name.clone())
+    };
+    let report = probe::run(&spec, &mut |_| {})?;
+    let fitted = report
+        .probes
+        .iter()
+        .find(|p| p.task == task && p.layer == layer)
+        .ok_or_else(|| Error::Compute(format!("no {} probe was fitted", task.name())))?;
+    let test_accuracy = report
+        .results
+        .iter()
+        .find(|r| r.task == task.name() && r.layer == layer)
+        .map_or(f64::NAN, |r| r.accuracy);
+    tracing::info!(
+        task = task.name(),
+        layer,
+        test_accuracy,
+        "knockout probe trained"
+    );
+    Ok(crate::analysis::causal::ProbeUse {
+        task,
+        layer,
+        classifier: fitted.classifier.clone(),
+        corpus: crate::error::printable(&name, false).into_owned(),
+        snippets: snippets.len(),
+        test_accuracy,
+    })
 }
 
 pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> Result<()> {
