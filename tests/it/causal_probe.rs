@@ -84,6 +84,14 @@ fn the_probe_under_a_knockout_is_the_probe_on_the_traced_passes() {
     std::fs::write(&f, NO_IDS).unwrap();
     let v = knockout(&env, &fixture("tiny_bart"), &f, "not-id-id");
     assert_eq!(v["measure"], "one_minus_cos");
+    // The model object has its shape of its own (every command's).
+    let mut shape = v.clone();
+    shape.as_object_mut().unwrap().remove("model");
+    let missing = crate::json_convention::undocumented(&shape, "`knockout --json`:");
+    assert!(
+        missing.is_empty(),
+        "knockout --probe fields not in the README: {missing:?}"
+    );
     let p = &v["probe"];
     assert_eq!(
         (p["task"].as_str(), p["layer"].as_u64()),
