@@ -137,19 +137,35 @@ pub struct KnockoutOptions {
     pub probe: Option<std::sync::Arc<ProbeUse>>,
 }
 
-/// A token probe trained without any intervention (`codescope probe`'s machinery), to
-/// apply to a snippet's hidden states with and without a knockout.
-#[derive(Debug)]
+/// Gold labels of a snippet's covered code tokens: `(row, label)` with `row` the
+/// position in `covered` (syntax-token indices with hidden states).
+pub type ProbeLabeller = dyn Fn(&Syntax, &[usize]) -> Vec<(usize, usize)> + Send + Sync;
+
+/// A trained classifier's label for one hidden-state vector (`None`: wrong width).
+pub type ProbePredictor = dyn Fn(&[f32]) -> Option<usize> + Send + Sync;
+
+/// A token probe trained without any intervention (`codescope probe`'s machinery, which
+/// stands above this module: the command hands its labeller and classifier in), to apply
+/// to a snippet's hidden states with and without a knockout.
 pub struct ProbeUse {
-    pub task: crate::probe::Task,
+    /// The task's name and class names (indexed by label).
+    pub task: String,
+    pub classes: Vec<String>,
     /// Hidden layer (0 = embeddings).
     pub layer: usize,
-    pub classifier: std::sync::Arc<crate::probe::train::Classifier>,
+    pub label: Box<ProbeLabeller>,
+    pub predict: Box<ProbePredictor>,
     /// What it was trained on: the corpus's name, its snippets, and the probe's
     /// accuracy on its held-out test split there.
     pub corpus: String,
     pub snippets: usize,
     pub test_accuracy: f64,
+}
+
+impl std::fmt::Debug for ProbeUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ProbeUse({} at layer {})", self.task, self.layer)
+    }
 }
 
 /// The probe's accuracy on one snippet: per row (`all`, then each class of the task by
@@ -490,26 +506,21 @@ impl Prepared {
         };
         let t = self.run(model, &opts)?;
         let h = super::hidden::token_hidden(&t, &self.tokens)?;
-        let labels = crate::probe::dataset::label_snippet(
-            probe.task,
-            &self.syntax,
-            &h.tokens,
-            0,
-            0,
-            &mut crate::probe::Rng::new(0),
-        );
+        let labels = (probe.label)(&self.syntax, &h.tokens);
         let layer = h
             .layers
             .get(probe.layer)
             .ok_or_else(|| Error::Compute(format!("no hidden states at layer {}", probe.layer)))?;
         let dim = layer.len() / h.tokens.len().max(1);
         let mut pred = vec![None; self.tokens.len()];
-        for e in &labels {
-            let x = &layer[e.a * dim..(e.a + 1) * dim];
-            let y = probe.classifier.predict(x).ok_or_else(|| {
+        for &(a, label) in &labels {
+            let x = layer
+                .get(a * dim..(a + 1) * dim)
+                .ok_or_else(|| Error::Compute("a probe label past the hidden states".into()))?;
+            let y = (probe.predict)(x).ok_or_else(|| {
                 Error::Compute("the probe does not fit this model's width".into())
             })?;
-            pred[h.tokens[e.a]] = Some((e.label, y));
+            pred[h.tokens[a]] = Some((label, y));
         }
         Ok((self.readout(&t)?, pred))
     }
@@ -892,7 +903,7 @@ fn knockout_prepared_with(
                 Some(pu) => {
                     let (r, pred) = knock(rows, pu)?;
                     draws.push(class_means(&p.tokens, &p.delta(&r)));
-                    probe_draws.push(probe_rows(&pred, pu.task.classes().len()));
+                    probe_draws.push(probe_rows(&pred, pu.classes.len()));
                 }
                 None => draws.push(class_means(&p.tokens, &p.delta(&run(rows)?))),
             }
@@ -900,13 +911,13 @@ fn knockout_prepared_with(
     }
     let probe = match (o.probe.as_deref(), probed) {
         (Some(pu), Some((base, k))) => {
-            let classes = pu.task.classes();
+            let classes = pu.classes.clone();
             let (b, kn) = (
                 probe_rows(&base, classes.len()),
                 probe_rows(&k, classes.len()),
             );
             Some(ProbeAccuracy {
-                task: pu.task.name().into(),
+                task: pu.task.clone(),
                 layer: pu.layer,
                 corpus: pu.corpus.clone(),
                 snippets: pu.snippets,

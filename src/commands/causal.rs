@@ -165,10 +165,18 @@ fn train_probe(
         test_accuracy,
         "knockout probe trained"
     );
+    let classifier = fitted.classifier.clone();
     Ok(crate::analysis::causal::ProbeUse {
-        task,
+        task: task.name().into(),
+        classes: task.classes(),
         layer,
-        classifier: fitted.classifier.clone(),
+        label: Box::new(move |syn, covered| {
+            probe::dataset::label_snippet(task, syn, covered, 0, 0, &mut probe::Rng::new(0))
+                .into_iter()
+                .map(|e| (e.a, e.label))
+                .collect()
+        }),
+        predict: Box::new(move |x| classifier.predict(x)),
         corpus: crate::error::printable(&name, false).into_owned(),
         snippets: snippets.len(),
         test_accuracy,
