@@ -147,8 +147,9 @@ pub enum Command {
     /// renamed tokens copied from the twin, one layer at a time; how much of the rename's
     /// surprisal change on the unchanged tokens each layer carries.
     Patch(PatchArgs),
-    /// Combine the outputs of `reproduce --shard K/N` (or `probe --shard K/N`) runs into
-    /// the tables one process would have written.
+    /// Combine the outputs of `reproduce --shard K/N` (or `probe`, `knockout --data` or
+    /// `ablate --data` with `--shard K/N`) runs into the tables one process would have
+    /// written.
     Merge(MergeArgs),
     /// Draw a view as a slide-grade figure (SVG, PNG) or the explorer screen, or
     /// pre-render every step of a tour.
@@ -518,6 +519,30 @@ pub struct KnockoutArgs {
     /// Feed the source as written, or the study's space-joined code tokens.
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+    /// With --data: run only shard K of N of the corpus (snippets i with i mod N = K-1)
+    /// and write its snippets' paired values to --out DIR; `codescope merge` joins the N
+    /// shards into the tables one process prints.
+    #[arg(long, value_name = "K/N", requires_all = ["data", "shard_out"],
+          conflicts_with_all = ["json", "csv"])]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+    /// The shard's output directory (with --shard).
+    #[arg(long = "out", value_name = "DIR", requires = "shard")]
+    pub shard_out: Option<PathBuf>,
+    /// Also train a token probe (category or depth, as `codescope probe --task` does,
+    /// no intervention) and give its accuracy on the file's code tokens with and without
+    /// the knockout, per class, beside the control's (encoders measured by 1 - cos).
+    #[arg(long, value_enum, value_name = "TASK", conflicts_with = "data")]
+    pub probe: Option<crate::probe::Task>,
+    /// The probe's hidden layer (0 = embeddings; default the last).
+    #[arg(long, value_name = "L", requires = "probe")]
+    pub probe_layer: Option<usize>,
+    /// The probe's training corpus, as `probe --corpus` takes it (default: the bundled
+    /// probe corpus).
+    #[arg(long, value_name = "PATH", requires = "probe")]
+    pub probe_corpus: Option<String>,
+    /// Train the probe on at most this many snippets.
+    #[arg(long, value_name = "N", requires = "probe")]
+    pub probe_limit: Option<usize>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -543,6 +568,15 @@ pub struct AblateArgs {
     /// Feed the source as written, or the study's space-joined code tokens.
     #[arg(long, value_enum, default_value_t = crate::analysis::Mode::Source)]
     pub mode: crate::analysis::Mode,
+    /// With --data: run only shard K of N of the corpus (snippets i with i mod N = K-1)
+    /// and write its snippets' paired values to --out DIR; `codescope merge` joins the N
+    /// shards into the tables one process prints.
+    #[arg(long, value_name = "K/N", requires_all = ["data", "shard_out"],
+          conflicts_with_all = ["json", "csv"])]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+    /// The shard's output directory (with --shard).
+    #[arg(long = "out", value_name = "DIR", requires = "shard")]
+    pub shard_out: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -745,6 +779,10 @@ pub struct MergeArgs {
     /// Threshold of the printed table.
     #[arg(long, default_value_t = 0.05, value_parser = threshold)]
     pub threshold: f32,
+    /// knockout and ablate shards: print the merged table as the one-process run's
+    /// --json or --csv (they print, --out and --threshold are for reproduce shards).
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, clap::Args)]

@@ -132,6 +132,81 @@ pub struct KnockoutOptions {
     pub control: usize,
     pub seed: u64,
     pub mode: Mode,
+    /// A trained token probe to read before and after the knockout (encoders measured by
+    /// `1 - cos`, source mode).
+    pub probe: Option<std::sync::Arc<ProbeUse>>,
+}
+
+/// Gold labels of a snippet's covered code tokens: `(row, label)` with `row` the
+/// position in `covered` (syntax-token indices with hidden states).
+pub type ProbeLabeller = dyn Fn(&Syntax, &[usize]) -> Vec<(usize, usize)> + Send + Sync;
+
+/// A trained classifier's label for one hidden-state vector (`None`: wrong width).
+pub type ProbePredictor = dyn Fn(&[f32]) -> Option<usize> + Send + Sync;
+
+/// A token probe trained without any intervention (`codescope probe`'s machinery, which
+/// stands above this module: the command hands its labeller and classifier in), to apply
+/// to a snippet's hidden states with and without a knockout.
+pub struct ProbeUse {
+    /// The task's name and class names (indexed by label).
+    pub task: String,
+    pub classes: Vec<String>,
+    /// Hidden layer (0 = embeddings).
+    pub layer: usize,
+    pub label: Box<ProbeLabeller>,
+    pub predict: Box<ProbePredictor>,
+    /// What it was trained on: the corpus's name, its snippets, and the probe's
+    /// accuracy on its held-out test split there.
+    pub corpus: String,
+    pub snippets: usize,
+    pub test_accuracy: f64,
+}
+
+impl std::fmt::Debug for ProbeUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ProbeUse({} at layer {})", self.task, self.layer)
+    }
+}
+
+/// The probe's accuracy on one snippet: per row (`all`, then each class of the task by
+/// gold label) the examples, the accuracy unmodified, with the knockout, and the matched
+/// control's draws summarised.
+#[derive(Debug, Clone)]
+pub struct ProbeAccuracy {
+    pub task: String,
+    pub layer: usize,
+    pub corpus: String,
+    pub snippets: usize,
+    pub test_accuracy: f64,
+    /// `all`, then the task's classes.
+    pub rows: Vec<String>,
+    pub examples: Vec<usize>,
+    pub base: Vec<Option<f64>>,
+    pub knocked: Vec<Option<f64>>,
+    pub control: Vec<Option<Interval>>,
+    /// Per code token: the gold label, the prediction unmodified and knocked out (`None`
+    /// for a token the task does not label or without a hidden state).
+    pub tokens: Vec<Option<(usize, usize, usize)>>,
+}
+
+/// Per code token, its gold label and the probe's prediction.
+type Predictions = Vec<Option<(usize, usize)>>;
+
+/// Per row (`all`, then each class): examples and accuracy.
+fn probe_rows(pred: &Predictions, classes: usize) -> Vec<(usize, Option<f64>)> {
+    (0..=classes)
+        .map(|r| {
+            let v: Vec<bool> = pred
+                .iter()
+                .flatten()
+                .filter(|(g, _)| r == 0 || *g == r - 1)
+                .map(|(g, p)| g == p)
+                .collect();
+            let acc =
+                (!v.is_empty()).then(|| v.iter().filter(|&&b| b).count() as f64 / v.len() as f64);
+            (v.len(), acc)
+        })
+        .collect()
 }
 
 impl KnockoutOptions {
@@ -169,6 +244,13 @@ impl Measure {
             Measure::PllBits => "pll_bits",
             Measure::Cosine => "one_minus_cos",
         }
+    }
+
+    /// The measure [`Measure::name`] gives `name`.
+    pub fn from_name(name: &str) -> Option<Measure> {
+        [Measure::Bits, Measure::PllBits, Measure::Cosine]
+            .into_iter()
+            .find(|m| m.name() == name)
     }
 
     /// Whether the effect is a change in bits (surprisal or PLL).
@@ -394,6 +476,53 @@ impl Prepared {
             ..Default::default()
         };
         self.readout(&self.run(model, &opts)?)
+    }
+
+    /// [`Prepared::pass`] that also applies `probe` to the same pass's hidden states
+    /// (the `1 - cos` measure only; source mode).
+    fn pass_probe(
+        &self,
+        model: &LoadedModel,
+        intervention: Option<&Intervention>,
+        probe: &ProbeUse,
+        cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
+    ) -> Result<(Readout, Predictions)> {
+        if self.measure != Measure::Cosine {
+            return Err(Error::Input {
+                name: "--probe".into(),
+                reason: format!(
+                    "reads encoders measured by 1 - cos (this model's effects are {})",
+                    self.measure.name()
+                ),
+            });
+        }
+        let discard = |_: usize, _: Vec<f32>| Ok(());
+        let opts = ForwardOptions {
+            hidden: true,
+            on_attention: Some(&discard),
+            intervention,
+            cancel,
+            ..Default::default()
+        };
+        let t = self.run(model, &opts)?;
+        let h = super::hidden::token_hidden(&t, &self.tokens)?;
+        let labels = (probe.label)(&self.syntax, &h.tokens);
+        let layer = h
+            .layers
+            .get(probe.layer)
+            .ok_or_else(|| Error::Compute(format!("no hidden states at layer {}", probe.layer)))?;
+        let dim = layer.len() / h.tokens.len().max(1);
+        let mut pred = vec![None; self.tokens.len()];
+        for &(a, label) in &labels {
+            let x = layer
+                .get(a * dim..(a + 1) * dim)
+                .ok_or_else(|| Error::Compute("a probe label past the hidden states".into()))?;
+            let y = (probe.predict)(x).ok_or_else(|| {
+                Error::Compute("the probe does not fit this model's width".into())
+            })?;
+            pred[h.tokens[a]] = Some((label, y));
+        }
+        Ok((self.readout(&t)?, pred))
     }
 
     /// The pseudo-log-likelihood per code token: all its subwords (special tokens
@@ -627,6 +756,8 @@ pub struct KnockoutResult {
     /// snippet has fewer pairs outside the set).
     pub control_pairs: usize,
     pub seed: u64,
+    /// A trained probe's accuracy with and without the knockout (`--probe`).
+    pub probe: Option<ProbeAccuracy>,
 }
 
 /// Rows of blocked keys per query position from subword pairs.
@@ -723,7 +854,28 @@ fn knockout_prepared_with(
         .map(|(_, sp)| sp)
         .collect();
     let (rows, subword_pairs) = rows_of(n, &inside);
-    let knocked = run(rows)?;
+    let knock = |rows: Vec<Vec<u32>>, probe: &ProbeUse| -> Result<(Readout, Predictions)> {
+        let iv = Intervention {
+            knockout: Some(Knockout {
+                layers: layers.clone(),
+                heads: heads.clone(),
+                rows,
+            }),
+            ablate: Vec::new(),
+        };
+        p.pass_probe(model, Some(&iv), probe, cancel)
+    };
+    // With a probe: its predictions unmodified (one more pass) and with the knockout.
+    let mut probed: Option<(Predictions, Predictions)> = None;
+    let knocked = match o.probe.as_deref() {
+        Some(pu) => {
+            let (_, base) = p.pass_probe(model, None, pu, cancel)?;
+            let (r, k) = knock(rows, pu)?;
+            probed = Some((base, k));
+            r
+        }
+        None => run(rows)?,
+    };
     let delta = p.delta(&knocked);
     let summary = class_means(&p.tokens, &delta);
     // The control: as many pairs drawn from the candidates outside the set.
@@ -734,6 +886,7 @@ fn knockout_prepared_with(
         .collect();
     let k = chosen.len().min(outside.len());
     let mut draws: Vec<Vec<(usize, Option<f64>)>> = Vec::new();
+    let mut probe_draws: Vec<Vec<(usize, Option<f64>)>> = Vec::new();
     if k > 0 {
         for r in 0..o.control {
             let mut rng =
@@ -746,9 +899,48 @@ fn knockout_prepared_with(
             }
             let pick: Vec<&Vec<(u32, u32)>> = idx[..k].iter().map(|&i| outside[i]).collect();
             let (rows, _) = rows_of(n, &pick);
-            draws.push(class_means(&p.tokens, &p.delta(&run(rows)?)));
+            match o.probe.as_deref() {
+                Some(pu) => {
+                    let (r, pred) = knock(rows, pu)?;
+                    draws.push(class_means(&p.tokens, &p.delta(&r)));
+                    probe_draws.push(probe_rows(&pred, pu.classes.len()));
+                }
+                None => draws.push(class_means(&p.tokens, &p.delta(&run(rows)?))),
+            }
         }
     }
+    let probe = match (o.probe.as_deref(), probed) {
+        (Some(pu), Some((base, k))) => {
+            let classes = pu.classes.clone();
+            let (b, kn) = (
+                probe_rows(&base, classes.len()),
+                probe_rows(&k, classes.len()),
+            );
+            Some(ProbeAccuracy {
+                task: pu.task.clone(),
+                layer: pu.layer,
+                corpus: pu.corpus.clone(),
+                snippets: pu.snippets,
+                test_accuracy: pu.test_accuracy,
+                rows: std::iter::once("all".to_string()).chain(classes).collect(),
+                examples: b.iter().map(|x| x.0).collect(),
+                base: b.iter().map(|x| x.1).collect(),
+                knocked: kn.iter().map(|x| x.1).collect(),
+                control: (0..b.len())
+                    .map(|r| {
+                        let v: Vec<f64> = probe_draws.iter().filter_map(|d| d[r].1).collect();
+                        Interval::of(&v)
+                    })
+                    .collect(),
+                tokens: base
+                    .iter()
+                    .zip(&k)
+                    .map(|(a, b)| Some((a.as_ref()?.0, a.as_ref()?.1, b.as_ref()?.1)))
+                    .collect(),
+            })
+        }
+        _ => None,
+    };
     let control = (0..CLASSES.len())
         .map(|c| {
             let v: Vec<f64> = draws.iter().filter_map(|d| d[c].1).collect();
@@ -781,6 +973,7 @@ fn knockout_prepared_with(
         control_draws: draws.len(),
         control_pairs: if draws.is_empty() { 0 } else { k },
         seed: o.seed,
+        probe,
     })
 }
 
@@ -815,6 +1008,12 @@ pub struct CorpusKnockout {
     pub seed: u64,
 }
 
+/// One snippet of a corpus knockout: per edge set, per class (identifier, then
+/// syntactic), the snippet's mean effect with the knockout and its control's mean (`None`
+/// where the snippet has no measured token of the class or no control); `None` for a
+/// snippet that could not be run.
+pub type KnockoutPairs = Option<Vec<[Option<(f64, f64)>; 2]>>;
+
 /// Knock each of `sets` out on every snippet (the unmodified pass once per snippet) and
 /// aggregate the identifier and syntactic-token effects against the matched control.
 /// `progress(done, total)` after each snippet.
@@ -825,12 +1024,34 @@ pub fn knockout_corpus(
     o: &KnockoutOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<CorpusKnockout> {
+    let per = knockout_snippets(model, snippets, &|_| true, sets, o, progress)?;
+    let per: Vec<KnockoutPairs> = per.into_iter().map(|(_, p)| p).collect();
+    let names: Vec<String> = sets.iter().map(EdgeSet::name).collect();
+    Ok(knockout_aggregate(
+        &per,
+        &names,
+        Measure::of(model),
+        o.control,
+        o.seed,
+    ))
+}
+
+/// The per-snippet half of [`knockout_corpus`]: the paired values of every snippet `i`
+/// with `owns(i)`, in corpus order, with its index (a shard's share, [`super::reproduce::Shard`]).
+/// A snippet that fails is logged and recorded as `None`.
+pub fn knockout_snippets(
+    model: &LoadedModel,
+    snippets: &[crate::corpus::Snippet],
+    owns: &dyn Fn(usize) -> bool,
+    sets: &[EdgeSet],
+    o: &KnockoutOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<(usize, KnockoutPairs)>> {
     o.check()?;
-    // per set, per class (identifier, syntactic): (knocked, control) per snippet
-    let mut pairs: Vec<[Vec<(f64, f64)>; 2]> = vec![[Vec::new(), Vec::new()]; sets.len()];
-    let (mut failed, mut done) = (0, 0);
-    let measure = Measure::of(model);
-    for (i, sn) in snippets.iter().enumerate() {
+    let own: Vec<usize> = (0..snippets.len()).filter(|&i| owns(i)).collect();
+    let mut out = Vec::with_capacity(own.len());
+    for (done, &i) in own.iter().enumerate() {
+        let sn = &snippets[i];
         let one = || -> Result<Vec<KnockoutResult>> {
             let p = Prepared::new(model, &sn.code, sn.language, o.mode, false)?;
             sets.iter()
@@ -845,32 +1066,53 @@ pub fn knockout_corpus(
         };
         match one() {
             Ok(results) => {
-                done += 1;
-                for (per_class, r) in pairs.iter_mut().zip(&results) {
-                    for (c, v) in per_class.iter_mut().enumerate() {
-                        if let (Some(k), Some(ctl)) = (r.summary[c].1, r.control[c]) {
-                            v.push((k, ctl.mean));
-                        }
-                    }
-                }
+                let v = results
+                    .iter()
+                    .map(|r| {
+                        let at = |c: usize| match (r.summary[c].1, r.control[c]) {
+                            (Some(k), Some(ctl)) => Some((k, ctl.mean)),
+                            _ => None,
+                        };
+                        [at(0), at(1)]
+                    })
+                    .collect();
+                out.push((i, Some(v)));
             }
             Err(Error::Cancelled) => return Err(Error::Cancelled),
             Err(e) => {
-                failed += 1;
                 tracing::warn!(snippet = %sn.origin, "knockout failed: {e}");
+                out.push((i, None));
             }
         }
-        progress(i + 1, snippets.len());
+        progress(done + 1, own.len());
     }
+    Ok(out)
+}
+
+/// The aggregate half of [`knockout_corpus`]: from the snippets' paired values in corpus
+/// order (`sets` the edge sets' names, in order), each row's means over the snippets with
+/// a value and the paired bootstrap of the difference, seeded by `seed`, set and class.
+pub fn knockout_aggregate(
+    per: &[KnockoutPairs],
+    sets: &[String],
+    measure: Measure,
+    draws: usize,
+    seed: u64,
+) -> CorpusKnockout {
+    let failed = per.iter().filter(|p| p.is_none()).count();
     let mut rows = Vec::new();
     for (s, set) in sets.iter().enumerate() {
         for (c, class) in CLASSES.iter().take(2).enumerate() {
-            let v = &pairs[s][c];
+            let v: Vec<(f64, f64)> = per
+                .iter()
+                .flatten()
+                .filter_map(|p| p.get(s).and_then(|x| x[c]))
+                .collect();
             let n = v.len();
             let mean =
                 |f: &dyn Fn(&(f64, f64)) -> f64| v.iter().map(f).sum::<f64>() / n.max(1) as f64;
             let (knocked, control) = (mean(&|p| p.0), mean(&|p| p.1));
-            let mut rng = crate::rng::Rng::new(crate::rng::mix(o.seed ^ (s * 2 + c) as u64));
+            let mut rng = crate::rng::Rng::new(crate::rng::mix(seed ^ (s * 2 + c) as u64));
             let boots: Vec<f64> = if n == 0 {
                 Vec::new()
             } else {
@@ -888,7 +1130,7 @@ pub fn knockout_corpus(
             };
             let iv = Interval::of(&boots);
             rows.push(CorpusRow {
-                edges: set.name(),
+                edges: set.clone(),
                 class,
                 snippets: n,
                 knocked,
@@ -899,19 +1141,20 @@ pub fn knockout_corpus(
             });
         }
     }
-    Ok(CorpusKnockout {
+    CorpusKnockout {
         rows,
         measure,
-        snippets: done,
+        snippets: per.len() - failed,
         failed,
-        draws: o.control,
-        seed: o.seed,
-    })
+        draws,
+        seed,
+    }
 }
 
 impl CorpusKnockout {
-    /// `knockout --data ... --json`.
-    pub fn to_json(&self, model: &crate::model::ModelInfo, corpus: &str) -> Value {
+    /// `knockout --data ... --json` (`model`: the [`crate::model::ModelInfo`], or its
+    /// JSON as a shard recorded it).
+    pub fn to_json(&self, model: &impl serde::Serialize, corpus: &str) -> Value {
         let rows: Vec<Value> = self
             .rows
             .iter()
@@ -1004,6 +1247,13 @@ impl KnockoutResult {
                     }
                     _ => v["one_minus_cos"] = json!(self.delta[i].map(r6)),
                 }
+                if let Some(pa) = &self.probe {
+                    let name = |c: usize| pa.rows.get(c + 1).cloned();
+                    let t = pa.tokens.get(i).copied().flatten();
+                    v["probe_gold"] = json!(t.and_then(|t| name(t.0)));
+                    v["probe_predicted"] = json!(t.and_then(|t| name(t.1)));
+                    v["probe_predicted_knocked"] = json!(t.and_then(|t| name(t.2)));
+                }
                 v
             })
             .collect();
@@ -1019,7 +1269,7 @@ impl KnockoutResult {
                 })
             })
             .collect();
-        json!({
+        let mut doc = json!({
             "command": "knockout",
             "model": model,
             "edges": self.edges,
@@ -1030,12 +1280,41 @@ impl KnockoutResult {
             "control": {"draws": self.control_draws, "token_pairs": self.control_pairs, "seed": self.seed},
             "summary": summary,
             "tokens": tokens,
-        })
+        });
+        if let Some(pa) = &self.probe {
+            let rows: Vec<Value> = pa
+                .rows
+                .iter()
+                .enumerate()
+                .map(|(r, name)| {
+                    json!({
+                        "class": name,
+                        "examples": pa.examples[r],
+                        "accuracy": pa.base[r].map(r6),
+                        "accuracy_knocked": pa.knocked[r].map(r6),
+                        "control": pa.control[r].map(|i| i.json()),
+                    })
+                })
+                .collect();
+            doc["probe"] = json!({
+                "task": pa.task,
+                "layer": pa.layer,
+                "corpus": pa.corpus,
+                "snippets": pa.snippets,
+                "test_accuracy": r6(pa.test_accuracy),
+                "classes": rows,
+            });
+        }
+        doc
     }
 
     /// `knockout --csv`: one row per code token.
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("index,text,category,coarse,start,end,bits,bits_knocked,delta\n");
+        let mut s = String::from("index,text,category,coarse,start,end,bits,bits_knocked,delta");
+        if self.probe.is_some() {
+            s.push_str(",probe_gold,probe_predicted,probe_predicted_knocked");
+        }
+        s.push('\n');
         for (i, t) in self.tokens.iter().enumerate() {
             let bits = self
                 .base_bits
@@ -1048,7 +1327,7 @@ impl KnockoutResult {
                 .map(f64::from);
             let f = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
             s.push_str(&format!(
-                "{i},{},{},{},{},{},{},{},{}\n",
+                "{i},{},{},{},{},{},{},{},{}",
                 csv_field(&t.text),
                 t.category.name(),
                 coarse_name(t.coarse),
@@ -1058,6 +1337,14 @@ impl KnockoutResult {
                 f(knocked),
                 f(self.delta[i])
             ));
+            if let Some(pa) = &self.probe {
+                let name = |c: usize| pa.rows.get(c + 1).map(|n| csv_field(n)).unwrap_or_default();
+                match pa.tokens.get(i).copied().flatten() {
+                    Some((g, b, k)) => s.push_str(&format!(",{},{},{}", name(g), name(b), name(k))),
+                    None => s.push_str(",,,"),
+                }
+            }
+            s.push('\n');
         }
         s
     }
@@ -1093,6 +1380,32 @@ impl KnockoutResult {
             };
             let m = m.map_or("-".into(), f);
             s.push_str(&format!("{name:<12} {n:>6} {m:>10}   {ctl}\n"));
+        }
+        if let Some(pa) = &self.probe {
+            s.push_str(&format!(
+                "\nprobe {} at layer {} (trained on {} snippets of {}, test accuracy {:.3}): accuracy\n",
+                pa.task, pa.layer, pa.snippets, pa.corpus, pa.test_accuracy
+            ));
+            s.push_str(&format!(
+                "{:<12} {:>8} {:>9} {:>9}   control: mean [95% interval]\n",
+                "class", "examples", "unchanged", "knocked"
+            ));
+            let f = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
+            for (r, name) in pa.rows.iter().enumerate() {
+                if pa.examples[r] == 0 {
+                    continue;
+                }
+                let ctl = match pa.control[r] {
+                    Some(i) => format!("{:.3} [{:.3}, {:.3}]", i.mean, i.lo, i.hi),
+                    None => "-".into(),
+                };
+                s.push_str(&format!(
+                    "{name:<12} {:>8} {:>9} {:>9}   {ctl}\n",
+                    pa.examples[r],
+                    f(pa.base[r]),
+                    f(pa.knocked[r])
+                ));
+            }
         }
         s
     }
@@ -1244,6 +1557,11 @@ pub struct CorpusAblation {
     pub seed: u64,
 }
 
+/// One snippet of a corpus ablation: per (layer, head, class) row-major, classes
+/// identifier then syntactic, the snippet's mean effect (`None` where not finite or
+/// without a token of the class); `None` for a snippet that could not be run.
+pub type AblationValues = Option<Vec<Option<f64>>>;
+
 /// [`ablate`] on every snippet, aggregated per head and class: the mean over snippets of
 /// each snippet's mean effect, with a bootstrap interval ([`BOOTSTRAP`] resamples of the
 /// snippets, seeded by `seed`, layer, head and class). `progress(done, total)` after each
@@ -1256,43 +1574,78 @@ pub fn ablate_corpus(
     seed: u64,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<CorpusAblation> {
-    let (layers, heads) = (model.info.layers, model.info.heads);
-    // per (layer, head, class): the snippets' mean effects
-    let mut per: Vec<Vec<f64>> = vec![Vec::new(); layers * heads * 2];
-    let (mut done, mut failed) = (0, 0);
-    let measure = Measure::of(model);
-    for (i, sn) in snippets.iter().enumerate() {
+    let per = ablate_snippets(model, snippets, &|_| true, mode, input, progress)?;
+    let per: Vec<AblationValues> = per.into_iter().map(|(_, v)| v).collect();
+    Ok(ablate_aggregate(
+        &per,
+        model.info.layers,
+        model.info.heads,
+        mode,
+        Measure::of(model),
+        seed,
+    ))
+}
+
+/// The per-snippet half of [`ablate_corpus`]: every snippet `i` with `owns(i)`, in
+/// corpus order, with its index. A snippet that fails is logged and recorded as `None`.
+pub fn ablate_snippets(
+    model: &LoadedModel,
+    snippets: &[crate::corpus::Snippet],
+    owns: &dyn Fn(usize) -> bool,
+    mode: AblationMode,
+    input: Mode,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<(usize, AblationValues)>> {
+    let own: Vec<usize> = (0..snippets.len()).filter(|&i| owns(i)).collect();
+    let mut out = Vec::with_capacity(own.len());
+    for (done, &i) in own.iter().enumerate() {
+        let sn = &snippets[i];
         let one = || -> Result<AblationResult> {
             let p = Prepared::new(model, &sn.code, sn.language, input, true)?;
             ablate(model, &p, mode, &mut |_, _, _| false)
         };
         match one() {
             Ok(r) => {
-                done += 1;
-                for (l, row) in r.grid.iter().enumerate() {
-                    for (h, e) in row.iter().enumerate() {
-                        for (c, v) in [e.identifier, e.syntactic].into_iter().enumerate() {
-                            if let Some(v) = v.filter(|v| v.is_finite()) {
-                                per[(l * heads + h) * 2 + c].push(v);
-                            }
-                        }
-                    }
-                }
+                let v = r
+                    .grid
+                    .iter()
+                    .flatten()
+                    .flat_map(|e| [e.identifier, e.syntactic])
+                    .map(|v| v.filter(|v| v.is_finite()))
+                    .collect();
+                out.push((i, Some(v)));
             }
             Err(Error::Cancelled) => return Err(Error::Cancelled),
             Err(e) => {
-                failed += 1;
                 tracing::warn!(snippet = %sn.origin, "ablation failed: {e}");
+                out.push((i, None));
             }
         }
-        progress(i + 1, snippets.len());
+        progress(done + 1, own.len());
     }
-    let mut out = Vec::with_capacity(per.len());
+    Ok(out)
+}
+
+/// The aggregate half of [`ablate_corpus`], from the snippets' values in corpus order.
+pub fn ablate_aggregate(
+    per: &[AblationValues],
+    layers: usize,
+    heads: usize,
+    mode: AblationMode,
+    measure: Measure,
+    seed: u64,
+) -> CorpusAblation {
+    let failed = per.iter().filter(|p| p.is_none()).count();
+    let mut out = Vec::with_capacity(layers * heads * 2);
     for l in 0..layers {
         for h in 0..heads {
             for (c, class) in CLASSES.iter().take(2).enumerate() {
                 let k = (l * heads + h) * 2 + c;
-                let v = &per[k];
+                let v: Vec<f64> = per
+                    .iter()
+                    .flatten()
+                    .filter_map(|p| p.get(k).copied().flatten())
+                    .collect();
                 let n = v.len();
                 let mean = v.iter().sum::<f64>() / n.max(1) as f64;
                 let mut rng = crate::rng::Rng::new(crate::rng::mix(seed ^ k as u64));
@@ -1316,21 +1669,22 @@ pub fn ablate_corpus(
             }
         }
     }
-    Ok(CorpusAblation {
+    CorpusAblation {
         mode,
         measure,
         heads: out,
         layers,
         heads_per_layer: heads,
-        snippets: done,
+        snippets: per.len() - failed,
         failed,
         seed,
-    })
+    }
 }
 
 impl CorpusAblation {
-    /// `ablate --data ... --json`.
-    pub fn to_json(&self, model: &crate::model::ModelInfo, corpus: &str) -> Value {
+    /// `ablate --data ... --json` (`model`: the [`crate::model::ModelInfo`], or its
+    /// JSON as a shard recorded it).
+    pub fn to_json(&self, model: &impl serde::Serialize, corpus: &str) -> Value {
         let heads: Vec<Value> = self
             .heads
             .iter()

@@ -40,6 +40,7 @@
 pub mod attention;
 pub mod categories;
 pub mod causal;
+pub mod causal_shard;
 pub mod compare;
 pub mod entropy;
 pub mod finding;

@@ -12,6 +12,7 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         control: args.control,
         seed: args.seed,
         mode: args.mode,
+        probe: None,
     };
     if let Some(data) = &args.data {
         let path = if data == "stdlib" {
@@ -33,8 +34,32 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         let mut progress = |done: usize, total: usize| {
             tracing::info!(done, total, "knockout corpus progress");
         };
-        let r = causal::knockout_corpus(&m, &corpus.snippets, &args.edges, &opts, &mut progress)?;
         let name = crate::error::printable(data, false).into_owned();
+        if let (Some(shard), Some(dir)) = (args.shard, &args.shard_out) {
+            let per = causal::knockout_snippets(
+                &m,
+                &corpus.snippets,
+                &|i| shard.owns(i),
+                &args.edges,
+                &opts,
+                &mut progress,
+            )?;
+            let key = run_key(settings, &m, &corpus.snippets, &name, args.limit, args.mode)?;
+            let key = crate::analysis::causal_shard::RunKey {
+                command: "knockout".into(),
+                seed: args.seed,
+                edges: args.edges.iter().map(causal::EdgeSet::name).collect(),
+                knock_layers: opts.layers.clone(),
+                knock_heads: opts.heads.clone(),
+                control: args.control,
+                ..key
+            };
+            let info = serde_json::to_value(&m.info)
+                .map_err(|e| Error::Compute(format!("cannot record the model: {e}")))?;
+            let path = crate::analysis::causal_shard::write_knockout(dir, key, info, shard, &per)?;
+            return shard_written(shard, per.len(), &path);
+        }
+        let r = causal::knockout_corpus(&m, &corpus.snippets, &args.edges, &opts, &mut progress)?;
         return print_out(
             &args.out,
             || r.to_json(&m.info, &name),
@@ -55,6 +80,13 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         settings.model.as_deref(),
         settings.load_options(settings.random_weights),
     )?;
+    let opts = match args.probe {
+        Some(task) => causal::KnockoutOptions {
+            probe: Some(std::sync::Arc::new(train_probe(settings, args, &m, task)?)),
+            ..opts
+        },
+        None => opts,
+    };
     let r = causal::knockout(&m, &inp.text, lang, &opts)?;
     print_out(
         &args.out,
@@ -62,6 +94,93 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         || r.to_csv(),
         || r.summary_text(&crate::error::printable(&inp.name, false)),
     )
+}
+
+/// `knockout --probe TASK`: a linear probe of `task` at `--probe-layer` trained as
+/// `codescope probe --task TASK --layer L` trains it (its corpus, split, seed and feature
+/// cache), once per run.
+fn train_probe(
+    settings: &Settings,
+    args: &crate::cli::KnockoutArgs,
+    m: &crate::model::LoadedModel,
+    task: crate::probe::Task,
+) -> Result<crate::analysis::causal::ProbeUse> {
+    use crate::probe;
+    if task.is_pair() {
+        return Err(Error::Input {
+            name: "--probe".into(),
+            reason: format!(
+                "{} labels token pairs; the knockout reads token probes (category, depth)",
+                task.name()
+            ),
+        });
+    }
+    if args.mode != crate::analysis::Mode::Source {
+        return Err(Error::Input {
+            name: "--probe".into(),
+            reason: "probes are trained on the source as written: drop --mode paper".into(),
+        });
+    }
+    if crate::analysis::causal::Measure::of(m) != crate::analysis::causal::Measure::Cosine {
+        return Err(Error::Input {
+            name: "--probe".into(),
+            reason: format!(
+                "reads encoders measured by 1 - cos (this model's effects are {})",
+                crate::analysis::causal::Measure::of(m).name()
+            ),
+        });
+    }
+    let layer = args.probe_layer.unwrap_or(m.info.layers);
+    if layer > m.info.layers {
+        return Err(Error::Input {
+            name: "--probe-layer".into(),
+            reason: format!(
+                "layer {layer} does not exist: {} has hidden layers 0 (embeddings) to {}",
+                m.info.source, m.info.layers
+            ),
+        });
+    }
+    let (name, snippets) =
+        super::probe::probe_corpus(settings, args.probe_corpus.as_deref(), args.probe_limit)?;
+    let spec = probe::RunSpec {
+        tasks: vec![task],
+        layers: Some(vec![layer]),
+        cache_root: Some(settings.cache_dir.clone()),
+        ..probe::RunSpec::new(m, &snippets, name.clone())
+    };
+    let report = probe::run(&spec, &mut |_| {})?;
+    let fitted = report
+        .probes
+        .iter()
+        .find(|p| p.task == task && p.layer == layer)
+        .ok_or_else(|| Error::Compute(format!("no {} probe was fitted", task.name())))?;
+    let test_accuracy = report
+        .results
+        .iter()
+        .find(|r| r.task == task.name() && r.layer == layer)
+        .map_or(f64::NAN, |r| r.accuracy);
+    tracing::info!(
+        task = task.name(),
+        layer,
+        test_accuracy,
+        "knockout probe trained"
+    );
+    let classifier = fitted.classifier.clone();
+    Ok(crate::analysis::causal::ProbeUse {
+        task: task.name().into(),
+        classes: task.classes(),
+        layer,
+        label: Box::new(move |syn, covered| {
+            probe::dataset::label_snippet(task, syn, covered, 0, 0, &mut probe::Rng::new(0))
+                .into_iter()
+                .map(|e| (e.a, e.label))
+                .collect()
+        }),
+        predict: Box::new(move |x| classifier.predict(x)),
+        corpus: crate::error::printable(&name, false).into_owned(),
+        snippets: snippets.len(),
+        test_accuracy,
+    })
 }
 
 pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> Result<()> {
@@ -90,6 +209,28 @@ pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> 
         let mut progress = |done: usize, total: usize| {
             tracing::info!(done, total, "ablation corpus progress");
         };
+        if let (Some(shard), Some(dir)) = (args.shard, &args.shard_out) {
+            let per = causal::ablate_snippets(
+                &m,
+                &corpus.snippets,
+                &|i| shard.owns(i),
+                mode,
+                args.mode,
+                &mut progress,
+            )?;
+            let name = crate::error::printable(data, false).into_owned();
+            let key = run_key(settings, &m, &corpus.snippets, &name, args.limit, args.mode)?;
+            let key = crate::analysis::causal_shard::RunKey {
+                command: "ablate".into(),
+                seed: args.seed,
+                ablation: Some(mode.name().into()),
+                ..key
+            };
+            let info = serde_json::to_value(&m.info)
+                .map_err(|e| Error::Compute(format!("cannot record the model: {e}")))?;
+            let path = crate::analysis::causal_shard::write_ablation(dir, key, info, shard, &per)?;
+            return shard_written(shard, per.len(), &path);
+        }
         let r = causal::ablate_corpus(
             &m,
             &corpus.snippets,
@@ -121,6 +262,50 @@ pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> 
         || r.to_csv(),
         || r.summary_text(&crate::error::printable(&inp.name, false)),
     )
+}
+
+/// What a knockout or ablation shard shares with the other shards of its run (the
+/// command's own fields left at their defaults).
+fn run_key(
+    settings: &Settings,
+    m: &crate::model::LoadedModel,
+    snippets: &[crate::corpus::Snippet],
+    corpus: &str,
+    limit: Option<usize>,
+    mode: crate::analysis::Mode,
+) -> Result<crate::analysis::causal_shard::RunKey> {
+    Ok(crate::analysis::causal_shard::RunKey {
+        command: String::new(),
+        model: m.info.source.clone(),
+        model_digest: m.digest()?,
+        random_weights: settings.random_weights,
+        corpus: corpus.into(),
+        corpus_digest: crate::corpus::digest(snippets),
+        corpus_size: snippets.len(),
+        limit,
+        mode: mode.name().into(),
+        measure: crate::analysis::causal::Measure::of(m).name().into(),
+        seed: 0,
+        layers: m.info.layers,
+        heads: m.info.heads,
+        edges: Vec::new(),
+        knock_layers: None,
+        knock_heads: None,
+        control: 0,
+        ablation: None,
+    })
+}
+
+fn shard_written(
+    shard: crate::analysis::reproduce::Shard,
+    snippets: usize,
+    path: &std::path::Path,
+) -> Result<()> {
+    crate::logging::notice(format_args!(
+        "shard {shard}: {snippets} snippets written to {}; `codescope merge` joins the shards",
+        path.display()
+    ));
+    Ok(())
 }
 
 pub(super) fn lens_cmd(settings: &Settings, args: &crate::cli::LensArgs) -> Result<()> {

@@ -16,31 +16,7 @@ pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
             reason: "the gold trees are AST-Probe's: it needs --probe ast".into(),
         });
     }
-    let lang = settings.lang;
-    let (name, mut snippets) = match args.corpus.as_deref() {
-        None => (
-            "bundled probe corpus".to_string(),
-            probe::bundled::snippets(lang),
-        ),
-        Some(c) => {
-            let path = if c == "stdlib" {
-                python_stdlib()?
-            } else {
-                std::path::PathBuf::from(c)
-            };
-            let corpus = crate::corpus::load(&path, lang, args.limit)?;
-            (path.display().to_string(), corpus.snippets)
-        }
-    };
-    if let Some(n) = args.limit {
-        snippets.truncate(n);
-    }
-    if snippets.is_empty() {
-        return Err(Error::Input {
-            name,
-            reason: "holds no usable snippet".into(),
-        });
-    }
+    let (name, snippets) = probe_corpus(settings, args.corpus.as_deref(), args.limit)?;
     crate::logging::notice(format_args!(
         "probing on {} snippets from {name}",
         snippets.len()
@@ -109,6 +85,41 @@ pub(super) fn probe_cmd(settings: &Settings, args: &ProbeArgs) -> Result<()> {
         print(&probe::table(&report))?;
         print(&probe::baseline::table(seed, &rows))
     }
+}
+
+/// The probe's corpus as `--corpus` and `--limit` give it (default: the bundled probe
+/// corpus): its name and snippets, never empty (`probe`, `knockout --probe`).
+pub(super) fn probe_corpus(
+    settings: &Settings,
+    corpus: Option<&str>,
+    limit: Option<usize>,
+) -> Result<(String, Vec<crate::corpus::Snippet>)> {
+    let lang = settings.lang;
+    let (name, mut snippets) = match corpus {
+        None => (
+            "bundled probe corpus".to_string(),
+            crate::probe::bundled::snippets(lang),
+        ),
+        Some(c) => {
+            let path = if c == "stdlib" {
+                python_stdlib()?
+            } else {
+                std::path::PathBuf::from(c)
+            };
+            let corpus = crate::corpus::load(&path, lang, limit)?;
+            (path.display().to_string(), corpus.snippets)
+        }
+    };
+    if let Some(n) = limit {
+        snippets.truncate(n);
+    }
+    if snippets.is_empty() {
+        return Err(Error::Input {
+            name,
+            reason: "holds no usable snippet".into(),
+        });
+    }
+    Ok((name, snippets))
 }
 
 /// One probe run (or, with --shard / --dump, the features written: `None`), on the

@@ -20,6 +20,29 @@ pub(super) fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
             model
         ));
     }
+    if args
+        .dirs
+        .iter()
+        .any(|d| crate::analysis::causal_shard::is_shard(d))
+    {
+        let m = crate::analysis::causal_shard::merge(&args.dirs)?;
+        crate::logging::notice(format_args!(
+            "{} knockout or ablation shards merged",
+            m.shards
+        ));
+        return print_out(
+            &args.output,
+            || m.to_json(),
+            || m.to_csv(),
+            || m.summary_text(),
+        );
+    }
+    if args.output.json || args.output.csv {
+        return Err(Error::Input {
+            name: "merge".into(),
+            reason: "--json and --csv are for knockout and ablation shards".into(),
+        });
+    }
     let shards = args
         .dirs
         .iter()

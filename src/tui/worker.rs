@@ -478,6 +478,7 @@ pub fn knockout_job(
         control: 20,
         seed: 0,
         mode: job.mode,
+        probe: None,
     };
     let result = causal::knockout_with(m, &job.syntax.source, job.syntax.language, &opts, cancel)
         .map(Arc::new)

@@ -265,7 +265,7 @@ fn documented(start: &str) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
-fn undocumented(v: &Value, start: &str) -> Vec<String> {
+pub(crate) fn undocumented(v: &Value, start: &str) -> Vec<String> {
     let mut k = std::collections::BTreeSet::new();
     keys(v, &mut k);
     let doc = documented(start);

@@ -7,7 +7,9 @@ static ALLOC: codescope::model::mapped::Alloc = codescope::model::mapped::Alloc;
 
 mod analysis_reference;
 mod causal_cli;
+mod causal_probe;
 mod causal_reference;
+mod causal_shards;
 mod cli_sources;
 mod codegen_bigcode_reference;
 mod codet5p_reference;
