@@ -459,3 +459,71 @@ fn codet5p_presets_load_from_the_hub_cache_layout() {
     }
     assert!(out.contains("codet5p"), "{out}");
 }
+
+/// `compare`, `render` and `probe` on CodeT5+ through the binary, on each stack: the
+/// comparison's attention shift has the stack's layers and heads (head-score differences
+/// on the encoder and decoder stacks, none on the cross stack), `render` writes the heat
+/// map naming the stack, and a probe trains on the encoder's and the decoder's hidden
+/// states.
+#[test]
+fn codet5p_compare_render_and_probe_run_on_every_stack() {
+    let root = tempfile::tempdir().unwrap();
+    let sample = root.path().join("sample.py");
+    std::fs::write(
+        &sample,
+        "def area(width, height):\n    return width * height\n",
+    )
+    .unwrap();
+    let sample = sample.display().to_string();
+    let m = fixture("tiny_codet5p");
+    for (stack, layers, heads) in [("encoder", 2, 4), ("decoder", 2, 8), ("cross", 1, 8)] {
+        let out = ok(&run(
+            root.path(),
+            &[
+                "--stack", stack, "compare", "--json", "--model", &m, &sample,
+            ],
+        ));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["model"]["stack"], stack);
+        let shift = v["attention_shift"].as_array().unwrap();
+        assert_eq!(shift.len(), layers, "{stack}");
+        assert_eq!(shift[0].as_array().unwrap().len(), heads, "{stack}");
+        assert_eq!(v["relations"].is_null(), stack == "cross", "{stack}");
+        let svg = root.path().join(format!("{stack}.svg"));
+        ok(&run(
+            root.path(),
+            &[
+                "--stack",
+                stack,
+                "--model",
+                &m,
+                "render",
+                &sample,
+                "--view",
+                "heatmap",
+                "--out",
+                svg.to_str().unwrap(),
+            ],
+        ));
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("<svg") && text.contains("codet5p"), "{stack}");
+    }
+    for stack in ["encoder", "decoder"] {
+        let out = ok(&run(
+            root.path(),
+            &[
+                "--stack", stack, "--model", &m, "probe", "--task", "category", "--layer", "1",
+                "--limit", "12", "--json",
+            ],
+        ));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["model"]["stack"], stack);
+        let r = &v["results"][0];
+        assert_eq!(r["layer"], 1, "{stack}: {v}");
+        assert!(
+            r["accuracy"].as_f64().is_some_and(|a| a > 0.0)
+                && r["control_accuracy"].as_f64().is_some(),
+            "{stack}: {v}"
+        );
+    }
+}
