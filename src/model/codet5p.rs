@@ -583,19 +583,8 @@ impl Backbone for CodeT5p {
         opts: &ForwardOptions,
         sink: &mut LogitsSink,
     ) -> Result<Capture> {
-        match self.stack {
-            Stack::Decoder => forward_stack(self, Stack::Decoder, ids, opts, Some(sink)),
-            Stack::Encoder => Err(Error::Compute(
-                "the encoder stack has no language-model head (surprisal needs a causal \
-                 model, or --stack decoder for an encoder–decoder)"
-                    .into(),
-            )),
-            Stack::Cross => Err(Error::Compute(
-                "surprisal comes from the decoder stack's LM head: use --stack decoder, not \
-                 --stack cross"
-                    .into(),
-            )),
-        }
+        super::encdec::lm_stack(self.stack)?;
+        forward_stack(self, Stack::Decoder, ids, opts, Some(sink))
     }
 }
 

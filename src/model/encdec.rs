@@ -174,6 +174,24 @@ pub(crate) trait Seq2Seq {
 /// Rows of logits per block handed to a sink.
 const LOGIT_ROWS: usize = 64;
 
+/// Refuse a language-model pass on a stack without the LM head: only the decoder stack
+/// has one (the encoder's and the cross stack's passes give attention, no surprisal).
+pub(crate) fn lm_stack(stack: Stack) -> Result<()> {
+    match stack {
+        Stack::Decoder => Ok(()),
+        Stack::Encoder => Err(Error::Compute(
+            "the encoder stack has no language-model head (surprisal needs a causal \
+             model, or --stack decoder for an encoder–decoder)"
+                .into(),
+        )),
+        Stack::Cross => Err(Error::Compute(
+            "surprisal comes from the decoder stack's LM head: use --stack decoder, not \
+             --stack cross"
+                .into(),
+        )),
+    }
+}
+
 /// The decoder or cross stack's forward pass (module docs): the encoder over `ids`, the
 /// decoder over their shift, attention of the `stack` captured and, with `sink`, the LM
 /// head's logits, every per-position result in read order. On the decoder stack an
