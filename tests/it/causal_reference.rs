@@ -227,7 +227,7 @@ fn check(case: &Value) {
 /// with no position patched every hidden state reproduces the unmodified pass bit for bit;
 /// with every position patched at hidden state 0 the pass is the twin's bit for bit; the
 /// case's positions at each hidden state agree with transformers' hooks within 1e-3 bits
-/// (cases without a `patch` entry are the newer families': not regenerated).
+/// (every case of both reference files has one).
 fn check_patch(m: &LoadedModel, ids: &[u32], plain: &[Option<f32>], case: &Value) {
     use codescope::analysis::patch;
     let name = case["name"].as_str().unwrap();
@@ -242,9 +242,9 @@ fn check_patch(m: &LoadedModel, ids: &[u32], plain: &[Option<f32>], case: &Value
     for (l, p) in none.patched.iter().enumerate() {
         assert_eq!(b(p), b(plain), "{name}: nothing patched at L{l}");
     }
-    let Some(want) = case.get("patch") else {
-        return;
-    };
+    let want = case
+        .get("patch")
+        .unwrap_or_else(|| panic!("{name}: the reference has no patch case"));
     let ids_b: Vec<u32> = usizes(&want["ids_b"])
         .into_iter()
         .map(|i| i as u32)
