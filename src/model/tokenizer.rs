@@ -1,7 +1,8 @@
 //! Tokenizers for the supported checkpoints, with truncation that codescope controls.
 //!
 //! Sources, in order: `tokenizer.json`; else the slow-tokenizer files a checkpoint ships
-//! (`vocab.json` + `merges.txt`: RoBERTa byte-level BPE, as CodeBERT on the hub has; or
+//! (`vocab.json` + `merges.txt`: RoBERTa byte-level BPE, as CodeBERT on the hub has, or
+//! GPT-2's when the vocabulary has `<|endoftext|>` and no `<s>`: GPT-2, CodeGen, CodeT5+; or
 //! `vocab.txt`: BERT WordPiece, lower-casing per `tokenizer_config.json`); for a GGUF
 //! file, its metadata ([`super::gguf_tokenizer`]: codescope's own encoder,
 //! [`super::spm_bpe`], for Gemma-style vocabularies, else a `tokenizers` pipeline).
@@ -347,6 +348,27 @@ fn special_id(
         .find_map(|n| vocab.get(*n).map(|&id| (n.to_string(), id)))
 }
 
+/// The end-of-text token of GPT-2-style vocabularies (GPT-2, CodeGen, CodeT5+ 2B+).
+const GPT2_EOS: &str = "<|endoftext|>";
+
+/// A GPT-2-style vocabulary (`<|endoftext|>`, no `<s>`/`</s>`: GPT-2, CodeGen, CodeT5+
+/// 2B+) as transformers' `GPT2Tokenizer`/`CodeGenTokenizer` read `vocab.json` +
+/// `merges.txt`: byte-level BPE without a prefix space, no special tokens added around the
+/// input, `<|endoftext|>` a special token. The same ids as the `tokenizer.json` those
+/// checkpoints ship (tested on the tiny GPT-2, CodeGen and CodeT5+ fixtures).
+fn gpt2_bpe(bpe: tokenizers::models::bpe::BPE) -> Result<Tokenizer> {
+    use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+    use tokenizers::{AddedToken, TokenizerImpl};
+    let mut t: Wrapped = TokenizerImpl::new(bpe.into());
+    t.with_pre_tokenizer(Some(ByteLevel::new(false, true, true)));
+    t.with_decoder(Some(ByteLevel::new(false, true, true)));
+    t.with_post_processor(Some(ByteLevel::new(true, false, true)));
+    let mut tok: Tokenizer = t.into();
+    tok.add_special_tokens(vec![AddedToken::from(GPT2_EOS.to_string(), true)])
+        .map_err(|e| tk_err("adding special tokens", e))?;
+    Ok(tok)
+}
+
 fn build_bpe(vocab: &Path, merges: &Path) -> Result<Tokenizer> {
     use tokenizers::models::bpe::BPE;
     use tokenizers::pre_tokenizers::byte_level::ByteLevel;
@@ -360,6 +382,9 @@ fn build_bpe(vocab: &Path, merges: &Path) -> Result<Tokenizer> {
         .build()
         .map_err(|e| tk_err(&format!("cannot read {} / {}", vocab_s, merges_s), e))?;
     let v = tokenizers::Model::get_vocab(&bpe);
+    if !v.contains_key("<s>") && !v.contains_key("</s>") && v.contains_key(GPT2_EOS) {
+        return gpt2_bpe(bpe);
+    }
     let cls =
         special_id(&v, &["<s>"]).ok_or_else(|| Error::Tokenizer("vocab.json has no <s>".into()))?;
     let sep = special_id(&v, &["</s>"])

@@ -527,3 +527,67 @@ fn codet5p_compare_render_and_probe_run_on_every_stack() {
         );
     }
 }
+
+/// A GPT-2-style checkpoint (GPT-2, CodeGen, CodeT5+ 2B+: `<|endoftext|>`, no `<s>`) with
+/// only `vocab.json` + `merges.txt` tokenizes as the `tokenizer.json` that transformers
+/// wrote for it does: the same ids on a bundled sample (no `<s>`/`</s>` added), and
+/// `<|endoftext|>` one special token.
+#[test]
+fn gpt2_style_vocab_and_merges_tokenize_as_their_tokenizer_json() {
+    let root = tempfile::tempdir().unwrap();
+    let sample = root.path().join("s.py");
+    std::fs::write(
+        &sample,
+        "def f(x):\n    return x  # <|endoftext|> done\n\n\tprint('é', x)\n",
+    )
+    .unwrap();
+    let sample = sample.display().to_string();
+    let ids = |dir: &str| -> Vec<u64> {
+        let out = ok(&run(
+            root.path(),
+            &["trace", "--json", "--model", dir, &sample],
+        ));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_u64().unwrap())
+            .collect()
+    };
+    for name in ["tiny_gpt2", "tiny_codegen", "tiny_codet5p"] {
+        let src = PathBuf::from(fixture(name));
+        let dir = root.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        for f in ["config.json", "model.safetensors"] {
+            std::fs::copy(src.join(f), dir.join(f)).unwrap();
+        }
+        let tj: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(src.join("tokenizer.json")).unwrap())
+                .unwrap();
+        let model = &tj["model"];
+        std::fs::write(dir.join("vocab.json"), model["vocab"].to_string()).unwrap();
+        let mut merges = String::from("#version: 0.2\n");
+        for m in model["merges"].as_array().unwrap() {
+            match m {
+                serde_json::Value::String(s) => merges.push_str(s),
+                pair => merges.push_str(
+                    &pair
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|p| p.as_str().unwrap())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+            }
+            merges.push('\n');
+        }
+        std::fs::write(dir.join("merges.txt"), merges).unwrap();
+        let want = ids(&fixture(name));
+        let got = ids(dir.to_str().unwrap());
+        assert_eq!(got, want, "{name}");
+        let eos = model["vocab"]["<|endoftext|>"].as_u64().unwrap();
+        assert_eq!(got.iter().filter(|&&i| i == eos).count(), 1, "{name}");
+    }
+}
