@@ -382,18 +382,8 @@ impl Bart {
         let hd = d / heads;
         let scale = (1.0 / (hd as f64).sqrt()) as f32;
         let n = ids.len();
-        let mut capture = Capture::new(n, heads, d);
-        let mut x = match &opts.partial {
-            Some(p) => p.input.to_vec(),
-            None => self.embed(ids),
-        };
-        if opts.hidden && opts.partial.is_none() {
-            capture.push_hidden_host(&x);
-        }
-        if let Some(iv) = opts.intervention {
-            iv.check(self.layers.len(), heads, n)?;
-        }
-        let (first, end) = opts.span(self.layers.len());
+        let (mut capture, mut x, (first, end)) =
+            opts.begin(n, self.layers.len(), heads, d, || self.embed(ids))?;
         for (li, layer) in self.layers.iter().enumerate().take(end).skip(first) {
             if opts.cancelled(li) {
                 return Err(Error::Cancelled);

@@ -465,18 +465,10 @@ impl Bert {
         super::check_ids(ids, self.window(), self.cfg.vocab_size)?;
         let heads = self.cfg.num_attention_heads;
         let n = ids.len();
-        let mut capture = Capture::new(n, heads, self.cfg.hidden_size);
-        let mut x = match &opts.partial {
-            Some(p) => p.input.to_vec(),
-            None => self.embed(ids),
-        };
-        if opts.hidden && opts.partial.is_none() {
-            capture.push_hidden_host(&x);
-        }
-        if let Some(iv) = opts.intervention {
-            iv.check(self.layers.len(), heads, n)?;
-        }
-        let (first, end) = opts.span(self.layers.len());
+        let (mut capture, mut x, (first, end)) =
+            opts.begin(n, self.layers.len(), heads, self.cfg.hidden_size, || {
+                self.embed(ids)
+            })?;
         for (li, layer) in self.layers.iter().enumerate().take(end).skip(first) {
             if opts.cancelled(li) {
                 return Err(Error::Cancelled);

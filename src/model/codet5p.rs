@@ -446,18 +446,8 @@ impl CodeT5p {
         super::check_ids(ids, self.cfg.window(), e.cfg.vocab_size)?;
         let (n, heads, h) = (ids.len(), e.cfg.n_head, e.cfg.n_embd);
         let layers = e.blocks.len();
-        let mut capture = Capture::new(n, heads, h);
-        let mut x = match &opts.partial {
-            Some(p) => p.input.to_vec(),
-            None => e.embed(ids),
-        };
-        if opts.hidden && opts.partial.is_none() {
-            capture.push_hidden_host(&x);
-        }
-        if let Some(iv) = opts.intervention {
-            iv.check(layers, heads, n)?;
-        }
-        let (first, end) = opts.span(layers);
+        let (mut capture, mut x, (first, end)) =
+            opts.begin(n, layers, heads, h, || e.embed(ids))?;
         for li in first..end {
             if opts.cancelled(li) {
                 return Err(Error::Cancelled);

@@ -381,6 +381,32 @@ impl ForwardOptions<'_> {
             None => (0, layers),
         }
     }
+
+    /// The start of a host-buffer pass over `n` positions of a `layers` x `heads` stack
+    /// `dim` wide: the capture, the stream entering the first layer run (`embed()`, or a
+    /// partial pass's input), the embeddings kept as hidden state 0 when asked, the
+    /// intervention checked against the shape, and the layers to run ([`Self::span`]).
+    fn begin(
+        &self,
+        n: usize,
+        layers: usize,
+        heads: usize,
+        dim: usize,
+        embed: impl FnOnce() -> Vec<f32>,
+    ) -> Result<(Capture, Vec<f32>, (usize, usize))> {
+        let mut capture = Capture::new(n, heads, dim);
+        let x = match &self.partial {
+            Some(p) => p.input.to_vec(),
+            None => embed(),
+        };
+        if self.hidden && self.partial.is_none() {
+            capture.push_hidden_host(&x);
+        }
+        if let Some(iv) = self.intervention {
+            iv.check(layers, heads, n)?;
+        }
+        Ok((capture, x, self.span(layers)))
+    }
 }
 
 /// Raw per-layer outputs of a forward pass, already in host memory.

@@ -576,19 +576,9 @@ impl T5 {
         let (heads, dk) = (self.cfg.num_heads, self.cfg.d_kv);
         let n = ids.len();
         let layers = self.blocks.len();
-        let mut capture = Capture::new(n, heads, self.cfg.d_model);
-        let mut x = match &opts.partial {
-            Some(p) => p.input.to_vec(),
-            None => self.embed(ids),
-        };
-        if opts.hidden && opts.partial.is_none() {
-            capture.push_hidden_host(&x);
-        }
-        if let Some(iv) = opts.intervention {
-            iv.check(layers, heads, n)?;
-        }
+        let (mut capture, mut x, (first, end)) =
+            opts.begin(n, layers, heads, self.cfg.d_model, || self.embed(ids))?;
         let bias = self.position_bias(n);
-        let (first, end) = opts.span(layers);
         for (li, block) in self.blocks.iter().enumerate().take(end).skip(first) {
             if opts.cancelled(li) {
                 return Err(Error::Cancelled);
