@@ -464,6 +464,47 @@ mod tests {
         }
     }
 
+    /// The AMX LM head (bf16 `hi + lo` parts, three tile products) against an f64 product,
+    /// on odd shapes (words, inner dimension and rows not whole tiles): each logit within
+    /// `2^-14 Σ|w x|` (the analysis allows `2^-15`), and the f32 gemm product's own error
+    /// of the same order. Runs where the CPU has AMX (the only place it is used).
+    #[test]
+    fn amx_head_is_f32_accurate_on_odd_shapes() {
+        use codescope_kernels::amx;
+        if !amx::available() {
+            eprintln!("no AMX on this CPU: the tile product is not used here");
+            return;
+        }
+        let mut rng = crate::model::testutil::SplitMix::new(13);
+        for (words, k, n) in [(1000, 72, 33), (17, 5, 1), (2048 + 48, 640, 70), (64, 32, 32)] {
+            let w = rng.vec(words * k, 3.0);
+            let x = rng.vec(n * k, 8.0);
+            let head = amx::PackedHead::pack(&w, words, k);
+            assert_eq!((head.words(), head.k()), (words, k));
+            let mut out = vec![f32::NAN; n * words];
+            head.logits(&x, n, &mut out);
+            let mut worst = 0.0f64;
+            for r in 0..n {
+                for j in 0..words {
+                    let (mut exact, mut abs) = (0.0f64, 0.0f64);
+                    for i in 0..k {
+                        let p = w[j * k + i] as f64 * x[r * k + i] as f64;
+                        exact += p;
+                        abs += p.abs();
+                    }
+                    let got = out[r * words + j] as f64;
+                    let err = (got - exact).abs();
+                    assert!(
+                        err <= abs * 2f64.powi(-14) + 1e-30,
+                        "{words}x{k}, row {r}, word {j}: {got} vs {exact} (sum of |terms| {abs})"
+                    );
+                    worst = worst.max(err / abs.max(1e-30));
+                }
+            }
+            eprintln!("{words}x{k}x{n}: worst relative error {worst:.2e}");
+        }
+    }
+
     /// `CODESCOPE_ISA` names a level; an unknown name is refused. (The binary's handling,
     /// and the level reaching the matrix products, are tested through the binary.)
     #[test]

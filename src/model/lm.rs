@@ -129,8 +129,12 @@ pub(crate) fn stream_logits_biased(
     sink: &mut super::LogitsSink,
 ) -> crate::error::Result<()> {
     let vocab = w_t.dims2()?.1;
+    let w = w_t.t()?;
     stream_logits_with(last, vocab, sink, |x| {
-        let logits = x.matmul(w_t)?;
+        let logits = match amx_logits(&w, x)? {
+            Some(l) => l,
+            None => x.matmul(w_t)?,
+        };
         match bias {
             Some(b) => logits.broadcast_add(b),
             None => Ok(logits),
@@ -176,6 +180,58 @@ fn stream_logits_with(
         start += rows;
     }
     Ok(())
+}
+
+/// The LM head `w` (`[vocab, hidden]`) applied to `x` (`[n, hidden]`) on AMX tiles
+/// (`codescope_kernels::amx`: bf16 parts summed to f32 accuracy), when the instruction set
+/// in use is AMX and `w` is a contiguous f32 tensor; `None` otherwise (the caller's gemm
+/// product). The head is packed into tiles at its first use and kept for the next ones:
+/// one head at a time (the model in use), keyed by its storage, which the cache holds on
+/// to so that the key cannot be reused by another tensor.
+pub(crate) fn amx_logits(
+    w: &candle_core::Tensor,
+    x: &candle_core::Tensor,
+) -> candle_core::Result<Option<candle_core::Tensor>> {
+    use codescope_kernels::{amx::PackedHead, isa};
+    use std::sync::{Arc, Mutex};
+    type Entry = (candle_core::Tensor, usize, Arc<PackedHead>);
+    static PACKED: Mutex<Option<Entry>> = Mutex::new(None);
+    if isa::active() != isa::Isa::Amx
+        || w.dtype() != candle_core::DType::F32
+        || x.dtype() != candle_core::DType::F32
+        || !w.is_contiguous()
+    {
+        return Ok(None);
+    }
+    let (vocab, hidden) = w.dims2()?;
+    let (n, xh) = x.dims2()?;
+    if xh != hidden {
+        candle_core::bail!("LM head: input width {xh}, the head's {hidden}");
+    }
+    let key = super::weights::with_f32(w, |d| d.as_ptr() as usize)?;
+    let packed = {
+        let mut slot = PACKED.lock().unwrap_or_else(|p| p.into_inner());
+        match &*slot {
+            Some((_, k, p)) if *k == key && p.words() == vocab && p.k() == hidden => p.clone(),
+            _ => {
+                // Drop the previous head first: two packed heads need not fit at once.
+                *slot = None;
+                let p = Arc::new(super::weights::with_f32(w, |d| {
+                    PackedHead::pack(d, vocab, hidden)
+                })?);
+                tracing::debug!(vocab, hidden, bytes = p.bytes(), "LM head packed for AMX");
+                *slot = Some((w.clone(), key, p.clone()));
+                p
+            }
+        }
+    };
+    let mut out = vec![0f32; n * vocab];
+    super::weights::with_f32(x, |x| packed.logits(x, n, &mut out))?;
+    Ok(Some(candle_core::Tensor::from_vec(
+        out,
+        (n, vocab),
+        &candle_core::Device::Cpu,
+    )?))
 }
 
 /// Rows per block of logits: as many as fit 256 MiB of logits (at least 64). Every block

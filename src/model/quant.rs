@@ -360,7 +360,10 @@ impl Head {
     /// Logits `[n, vocab]` of `x` `[n, hidden]`.
     pub(crate) fn logits(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         match self {
-            Head::F32(w) => x.matmul(&w.t()?),
+            Head::F32(w) => match super::lm::amx_logits(w, x)? {
+                Some(l) => Ok(l),
+                None => x.matmul(&w.t()?),
+            },
             Head::Kernel(m, _) => m.forward(&x.contiguous()?),
             Head::Sliced(w) => {
                 let (vocab, hidden) = w.shape().dims2()?;

@@ -53,7 +53,7 @@ pub fn x_ln_x_sums_at(isa: Isa, row: &[f32]) -> (f64, f64) {
     #[cfg(target_arch = "x86_64")]
     match isa.min(isa::detected_cached()) {
         // SAFETY: capped at the CPU's own level: it has the features.
-        Isa::Avx512 => return unsafe { x_ln_x_sums_avx512(row) },
+        Isa::Amx | Isa::Avx512 => return unsafe { x_ln_x_sums_avx512(row) },
         // SAFETY: as above.
         Isa::Avx2 => return unsafe { x_ln_x_sums_avx2(row) },
         Isa::Portable => {}
@@ -346,7 +346,7 @@ pub fn aggregate_head_at(
     #[cfg(target_arch = "x86_64")]
     match isa.min(isa::detected_cached()) {
         // SAFETY: capped at the CPU's own level: it has the features.
-        Isa::Avx512 => return unsafe { aggregate_head_avx512(a, m, groups, runs, out) },
+        Isa::Amx | Isa::Avx512 => return unsafe { aggregate_head_avx512(a, m, groups, runs, out) },
         // SAFETY: as above.
         Isa::Avx2 => return unsafe { aggregate_head_avx2(a, m, groups, runs, out) },
         Isa::Portable => {}
@@ -474,7 +474,7 @@ pub fn class_row_sums_at(isa: Isa, a: &[f32], n: usize, members: &[Vec<usize>], 
     #[cfg(target_arch = "x86_64")]
     match isa.min(isa::detected_cached()) {
         // SAFETY: capped at the CPU's own level: it has the features.
-        Isa::Avx512 => return unsafe { class_row_sums_avx512(a, n, members, out) },
+        Isa::Amx | Isa::Avx512 => return unsafe { class_row_sums_avx512(a, n, members, out) },
         // SAFETY: as above.
         Isa::Avx2 => return unsafe { class_row_sums_avx2(a, n, members, out) },
         Isa::Portable => {}

@@ -1,7 +1,8 @@
 //! The vector instruction set the kernels run at, chosen at run time: the widest the CPU
-//! has (AVX-512 where present, AVX2 + FMA otherwise, the portable code last), or a
-//! narrower one named by `CODESCOPE_ISA` (`avx512`, `avx2`, `portable`; `auto` or unset:
-//! the widest). The same choice caps the matrix products of the `gemm` crate (candle's
+//! has (AVX-512 with AMX tiles, AVX-512, AVX2 + FMA, the portable code last), or a
+//! narrower one named by `CODESCOPE_ISA` (`amx`, `avx512`, `avx2`, `portable`; `auto` or
+//! unset: the widest). AMX differs from AVX-512 only in LM heads' products
+//! ([`crate::amx`]). The same choice caps the matrix products of the `gemm` crate (candle's
 //! included), through the patched `gemm-common` in `vendor/`: one variable runs every
 //! kernel of the process on one path, so tests on any CPU can run every path it has.
 //!
@@ -25,11 +26,14 @@ pub enum Isa {
     Avx2,
     /// AVX-512 F/BW/VL/DQ with AVX2 + FMA (x86-64-v4): 16 f32 lanes.
     Avx512,
+    /// AVX-512 and AMX tiles (bf16): as AVX-512, but for the products of LM heads, on
+    /// tiles to f32 accuracy ([`crate::amx`]).
+    Amx,
 }
 
 impl Isa {
     /// Every level, narrowest first.
-    pub const ALL: [Isa; 3] = [Isa::Portable, Isa::Avx2, Isa::Avx512];
+    pub const ALL: [Isa; 4] = [Isa::Portable, Isa::Avx2, Isa::Avx512, Isa::Amx];
 
     /// The name `CODESCOPE_ISA` takes.
     pub fn name(self) -> &'static str {
@@ -37,6 +41,7 @@ impl Isa {
             Isa::Portable => "portable",
             Isa::Avx2 => "avx2",
             Isa::Avx512 => "avx512",
+            Isa::Amx => "amx",
         }
     }
 
@@ -50,7 +55,7 @@ impl Isa {
         match self {
             Isa::Portable => 1,
             Isa::Avx2 => 8,
-            Isa::Avx512 => 16,
+            Isa::Avx512 | Isa::Amx => 16,
         }
     }
 
@@ -59,7 +64,7 @@ impl Isa {
         match self {
             Isa::Portable => 1,
             Isa::Avx2 => 3,
-            Isa::Avx512 => 4,
+            Isa::Avx512 | Isa::Amx => 4,
         }
     }
 }
@@ -77,6 +82,9 @@ pub fn detected() -> Isa {
         use std::arch::is_x86_feature_detected as has;
         if has!("avx2") && has!("fma") {
             if has!("avx512f") && has!("avx512bw") && has!("avx512vl") && has!("avx512dq") {
+                if crate::amx::available() {
+                    return Isa::Amx;
+                }
                 return Isa::Avx512;
             }
             return Isa::Avx2;
@@ -109,7 +117,7 @@ pub fn requested() -> Result<Option<Isa>, String> {
             .map(|c| if c.is_control() { '?' } else { c })
             .collect();
         return Err(format!(
-            "{ENV}={shown}: not an instruction set (avx512, avx2, portable or auto)"
+            "{ENV}={shown}: not an instruction set (amx, avx512, avx2, portable or auto)"
         ));
     };
     let top = detected();
@@ -186,7 +194,7 @@ macro_rules! simd_kernel {
                 }
                 match isa.min($crate::isa::detected_cached()) {
                     // SAFETY: capped at the CPU's own level: it has the features.
-                    $crate::isa::Isa::Avx512 => return unsafe { wide($($a),*) },
+                    $crate::isa::Isa::Amx | $crate::isa::Isa::Avx512 => return unsafe { wide($($a),*) },
                     // SAFETY: as above.
                     $crate::isa::Isa::Avx2 => return unsafe { avx2($($a),*) },
                     $crate::isa::Isa::Portable => {}

@@ -15,6 +15,7 @@
 //! are codescope's (`model::kernels`, `analysis::{relations, entropy, attention}`),
 //! which call or re-export these functions.
 
+pub mod amx;
 pub mod analysis;
 pub mod ged;
 pub mod graph;

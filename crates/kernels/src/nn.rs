@@ -843,7 +843,7 @@ pub fn fma_peak_gflops_at(isa: Isa, millis: u64) -> Option<f64> {
     {
         let isa = isa.min(isa::detected_cached());
         let chains: unsafe fn(u64) -> f32 = match isa {
-            Isa::Avx512 => fma_chains_avx512,
+            Isa::Amx | Isa::Avx512 => fma_chains_avx512,
             Isa::Avx2 => fma_chains_avx2,
             Isa::Portable => return None,
         };
