@@ -476,7 +476,12 @@ mod tests {
             return;
         }
         let mut rng = crate::model::testutil::SplitMix::new(13);
-        for (words, k, n) in [(1000, 72, 33), (17, 5, 1), (2048 + 48, 640, 70), (64, 32, 32)] {
+        for (words, k, n) in [
+            (1000, 72, 33),
+            (17, 5, 1),
+            (2048 + 48, 640, 70),
+            (64, 32, 32),
+        ] {
             let w = rng.vec(words * k, 3.0);
             let x = rng.vec(n * k, 8.0);
             let head = amx::PackedHead::pack(&w, words, k);

@@ -192,23 +192,56 @@ pub(crate) fn amx_logits(
     w: &candle_core::Tensor,
     x: &candle_core::Tensor,
 ) -> candle_core::Result<Option<candle_core::Tensor>> {
-    use codescope_kernels::{amx::PackedHead, isa};
-    use std::sync::{Arc, Mutex};
-    type Entry = (candle_core::Tensor, usize, Arc<PackedHead>);
-    static PACKED: Mutex<Option<Entry>> = Mutex::new(None);
-    if isa::active() != isa::Isa::Amx
-        || w.dtype() != candle_core::DType::F32
-        || x.dtype() != candle_core::DType::F32
-        || !w.is_contiguous()
-    {
+    if w.dtype() != candle_core::DType::F32 || !w.is_contiguous() {
         return Ok(None);
     }
     let (vocab, hidden) = w.dims2()?;
+    let key = super::weights::with_f32(w, |d| d.as_ptr() as usize)?;
+    let keep = std::sync::Arc::new(w.clone());
+    amx_logits_keyed(key, keep, vocab, hidden, x, || {
+        super::weights::with_f32(w, |d| {
+            codescope_kernels::amx::PackedHead::pack(d, vocab, hidden)
+        })
+    })
+}
+
+/// [`amx_logits`] for a quantized head `w` (`[vocab, hidden]`), packed from its
+/// dequantized rows (the values the sliced f32 product multiplies).
+pub(crate) fn amx_logits_quant(
+    w: &std::sync::Arc<candle_core::quantized::QTensor>,
+    x: &candle_core::Tensor,
+) -> candle_core::Result<Option<candle_core::Tensor>> {
+    let (vocab, hidden) = w.shape().dims2()?;
+    let key = std::sync::Arc::as_ptr(w) as usize;
+    amx_logits_keyed(key, w.clone(), vocab, hidden, x, || {
+        let d = w.dequantize(&candle_core::Device::Cpu)?;
+        super::weights::with_f32(&d, |d| {
+            codescope_kernels::amx::PackedHead::pack(d, vocab, hidden)
+        })
+    })
+}
+
+/// The cache of [`amx_logits`]: `key` names the head's storage, `keep` holds it alive.
+fn amx_logits_keyed(
+    key: usize,
+    keep: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    vocab: usize,
+    hidden: usize,
+    x: &candle_core::Tensor,
+    pack: impl FnOnce() -> candle_core::Result<codescope_kernels::amx::PackedHead>,
+) -> candle_core::Result<Option<candle_core::Tensor>> {
+    use codescope_kernels::{amx::PackedHead, isa};
+    use std::sync::{Arc, Mutex};
+    type Keep = Arc<dyn std::any::Any + Send + Sync>;
+    type Entry = (Keep, usize, Arc<PackedHead>);
+    static PACKED: Mutex<Option<Entry>> = Mutex::new(None);
+    if isa::active() != isa::Isa::Amx || x.dtype() != candle_core::DType::F32 {
+        return Ok(None);
+    }
     let (n, xh) = x.dims2()?;
     if xh != hidden {
         candle_core::bail!("LM head: input width {xh}, the head's {hidden}");
     }
-    let key = super::weights::with_f32(w, |d| d.as_ptr() as usize)?;
     let packed = {
         let mut slot = PACKED.lock().unwrap_or_else(|p| p.into_inner());
         match &*slot {
@@ -216,11 +249,9 @@ pub(crate) fn amx_logits(
             _ => {
                 // Drop the previous head first: two packed heads need not fit at once.
                 *slot = None;
-                let p = Arc::new(super::weights::with_f32(w, |d| {
-                    PackedHead::pack(d, vocab, hidden)
-                })?);
-                tracing::debug!(vocab, hidden, bytes = p.bytes(), "LM head packed for AMX");
-                *slot = Some((w.clone(), key, p.clone()));
+                let p = Arc::new(pack()?);
+                tracing::info!(vocab, hidden, bytes = p.bytes(), "LM head packed for AMX");
+                *slot = Some((keep, key, p.clone()));
                 p
             }
         }

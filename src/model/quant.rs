@@ -366,6 +366,9 @@ impl Head {
             },
             Head::Kernel(m, _) => m.forward(&x.contiguous()?),
             Head::Sliced(w) => {
+                if let Some(l) = super::lm::amx_logits_quant(w, x)? {
+                    return Ok(l);
+                }
                 let (vocab, hidden) = w.shape().dims2()?;
                 let block = w.dtype().block_size();
                 let data = w.data()?;

@@ -65,8 +65,9 @@ fn every_level_the_cpu_runs_gives_the_same_trace() {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
         assert!(worst < 1e-5, "{level}: max difference {worst}");
-        if level == isa::detected() {
-            assert_eq!(worst, 0.0, "unset is the widest level");
+        if level == isa::detected() || (level == Isa::Avx512 && isa::detected() == Isa::Amx) {
+            // AMX differs from AVX-512 only in LM heads, which MiniLM has none of.
+            assert_eq!(worst, 0.0, "{level}: unset is the widest level");
         } else {
             // A narrower level's products are other gemm kernels (AVX2's 8-lane ones, the
             // scalar ones): they round differently somewhere in six layers.

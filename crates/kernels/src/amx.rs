@@ -49,7 +49,13 @@ fn detect() -> bool {
     const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
     const XFEATURE_XTILEDATA: libc::c_long = 18;
     // SAFETY: a plain system call with integer arguments.
-    let r = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_REQ_XCOMP_PERM,
+            XFEATURE_XTILEDATA,
+        )
+    };
     r == 0
 }
 
@@ -276,7 +282,16 @@ impl PackedHead {
 
     #[cfg(not(target_arch = "x86_64"))]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn chunk(&self, _: &[u16], _: &[u16], _: usize, _: usize, _: usize, _: usize, _: *mut f32) {
+    unsafe fn chunk(
+        &self,
+        _: &[u16],
+        _: &[u16],
+        _: usize,
+        _: usize,
+        _: usize,
+        _: usize,
+        _: *mut f32,
+    ) {
         unreachable!("AMX is x86-64 only")
     }
 }
