@@ -159,10 +159,6 @@ impl RunKey {
                 ("--probe-layer", probe(k, &|p| p.layer.to_string())),
                 ("--probe-corpus", probe(k, &|p| p.corpus.clone())),
                 (
-                    "probe corpus digest",
-                    probe(k, &|p| short(&p.corpus_digest)),
-                ),
-                (
                     "--probe-limit",
                     probe(k, &|p| {
                         format!(
@@ -171,6 +167,10 @@ impl RunKey {
                             p.snippets
                         )
                     }),
+                ),
+                (
+                    "probe corpus digest",
+                    probe(k, &|p| short(&p.corpus_digest)),
                 ),
                 (
                     "probe test accuracy",
