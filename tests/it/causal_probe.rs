@@ -580,7 +580,8 @@ fn a_corpus_probe_run_averages_what_the_one_file_command_reads_on_each_snippet()
     );
     let text = ok(&corpus_run(&env, &data, "id-id", &[]));
     assert!(
-        text.contains("probe category at layer 1 (trained on 10 snippets of bundled probe corpus"),
+        text.contains("probe category at layer 1 (trained on 10 snippets of bundled probe corpus")
+            && text.contains("mean accuracy per snippet, diffs from unchanged"),
         "{text}"
     );
 }
@@ -652,6 +653,20 @@ fn corpus_probe_shards_merge_into_the_one_process_tables_and_refuse_another_prob
         &["--probe-layer", "1", "--probe-limit", "8"],
     );
     assert!(line.contains("--probe-limit"), "{line}");
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/probe/python");
+    let line = other(
+        "corpus",
+        "category",
+        &[
+            "--probe-layer",
+            "1",
+            "--probe-limit",
+            "10",
+            "--probe-corpus",
+            bundled.to_str().unwrap(),
+        ],
+    );
+    assert!(line.contains("(--probe-corpus: "), "{line}");
     let line = other("task", "depth", &probe);
     assert!(
         line.contains("--probe: depth here, category there"),
