@@ -530,8 +530,10 @@ pub struct KnockoutArgs {
     pub shard_out: Option<PathBuf>,
     /// Also train a token probe (category or depth, as `codescope probe --task` does,
     /// no intervention) and give its accuracy on the file's code tokens with and without
-    /// the knockout, per class, beside the control's (encoders measured by 1 - cos).
-    #[arg(long, value_enum, value_name = "TASK", conflicts_with = "data")]
+    /// the knockout, per class, beside the control's (encoders measured by 1 - cos). With
+    /// --data: per edge set and class, the mean over snippets of each snippet's accuracy,
+    /// with paired bootstrap 95% intervals of knocked - unmodified and control - unmodified.
+    #[arg(long, value_enum, value_name = "TASK")]
     pub probe: Option<crate::probe::Task>,
     /// The probe's hidden layer (0 = embeddings; default the last).
     #[arg(long, value_name = "L", requires = "probe")]

@@ -162,6 +162,35 @@ pub struct ProbeUse {
     pub test_accuracy: f64,
 }
 
+impl ProbeUse {
+    /// What a corpus run's tables print of the probe.
+    pub fn info(&self) -> ProbeInfo {
+        ProbeInfo {
+            task: self.task.clone(),
+            layer: self.layer,
+            corpus: self.corpus.clone(),
+            snippets: self.snippets,
+            test_accuracy: self.test_accuracy,
+            rows: std::iter::once("all".to_string())
+                .chain(self.classes.iter().cloned())
+                .collect(),
+        }
+    }
+}
+
+/// A trained probe as the corpus tables name it: its task, hidden layer, training corpus
+/// (name, snippets), held-out test accuracy there, and its rows (`all`, then the task's
+/// classes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeInfo {
+    pub task: String,
+    pub layer: usize,
+    pub corpus: String,
+    pub snippets: usize,
+    pub test_accuracy: f64,
+    pub rows: Vec<String>,
+}
+
 impl std::fmt::Debug for ProbeUse {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ProbeUse({} at layer {})", self.task, self.layer)
@@ -1006,13 +1035,60 @@ pub struct CorpusKnockout {
     pub failed: usize,
     pub draws: usize,
     pub seed: u64,
+    /// The probe's table (`--probe`).
+    pub probe: Option<CorpusProbe>,
 }
 
-/// One snippet of a corpus knockout: per edge set, per class (identifier, then
-/// syntactic), the snippet's mean effect with the knockout and its control's mean (`None`
-/// where the snippet has no measured token of the class or no control); `None` for a
-/// snippet that could not be run.
-pub type KnockoutPairs = Option<Vec<[Option<(f64, f64)>; 2]>>;
+/// One snippet's reading of the probe under one edge set, for one row (`all`, then each
+/// class of the task): the accuracy unmodified, with the knockout, and the mean over the
+/// control's draws (`None` without a draw); `None` for a row without examples.
+pub type ProbeReading = Option<(f64, f64, Option<f64>)>;
+
+/// One snippet of a corpus knockout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnippetKnockout {
+    /// Per edge set, per class (identifier, then syntactic), the snippet's mean effect
+    /// with the knockout and its control's mean (`None` where the snippet has no measured
+    /// token of the class or no control).
+    pub classes: Vec<[Option<(f64, f64)>; 2]>,
+    /// With a probe (`--probe`): per edge set, per probe row, its reading; else empty.
+    pub probe: Vec<Vec<ProbeReading>>,
+}
+
+/// One snippet of a corpus knockout; `None` for a snippet that could not be run.
+pub type KnockoutPairs = Option<SnippetKnockout>;
+
+/// One edge set and probe row over a corpus: means over snippets of each snippet's
+/// accuracy (pooled over its code tokens, as the one-file table gives it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorpusProbeRow {
+    pub edges: String,
+    /// `all`, or a class of the task.
+    pub class: String,
+    /// Snippets with an example of the row.
+    pub snippets: usize,
+    pub unmodified: f64,
+    pub knocked: f64,
+    /// `knocked - unmodified`, with its paired bootstrap 95% interval over those snippets.
+    pub diff: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Of those, the snippets with a control draw; over them, the control's accuracy
+    /// (each snippet's mean over its draws) and `control - unmodified` with its paired
+    /// bootstrap 95% interval.
+    pub control_snippets: usize,
+    pub control: f64,
+    pub control_diff: f64,
+    pub control_lo: f64,
+    pub control_hi: f64,
+}
+
+/// A probe read over a corpus under each edge set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorpusProbe {
+    pub info: ProbeInfo,
+    pub rows: Vec<CorpusProbeRow>,
+}
 
 /// Knock each of `sets` out on every snippet (the unmodified pass once per snippet) and
 /// aggregate the identifier and syntactic-token effects against the matched control.
@@ -1027,12 +1103,14 @@ pub fn knockout_corpus(
     let per = knockout_snippets(model, snippets, &|_| true, sets, o, progress)?;
     let per: Vec<KnockoutPairs> = per.into_iter().map(|(_, p)| p).collect();
     let names: Vec<String> = sets.iter().map(EdgeSet::name).collect();
+    let probe = o.probe.as_deref().map(ProbeUse::info);
     Ok(knockout_aggregate(
         &per,
         &names,
         Measure::of(model),
         o.control,
         o.seed,
+        probe.as_ref(),
     ))
 }
 
@@ -1066,7 +1144,7 @@ pub fn knockout_snippets(
         };
         match one() {
             Ok(results) => {
-                let v = results
+                let classes = results
                     .iter()
                     .map(|r| {
                         let at = |c: usize| match (r.summary[c].1, r.control[c]) {
@@ -1076,7 +1154,19 @@ pub fn knockout_snippets(
                         [at(0), at(1)]
                     })
                     .collect();
-                out.push((i, Some(v)));
+                let probe = results
+                    .iter()
+                    .filter_map(|r| r.probe.as_ref())
+                    .map(|pa| {
+                        (0..pa.rows.len())
+                            .map(|r| {
+                                let (b, k) = (pa.base[r]?, pa.knocked[r]?);
+                                Some((b, k, pa.control[r].map(|c| c.mean)))
+                            })
+                            .collect()
+                    })
+                    .collect();
+                out.push((i, Some(SnippetKnockout { classes, probe })));
             }
             Err(Error::Cancelled) => return Err(Error::Cancelled),
             Err(e) => {
@@ -1089,15 +1179,102 @@ pub fn knockout_snippets(
     Ok(out)
 }
 
+/// The paired bootstrap 95% interval over snippets of the mean of `a - b` over the pairs
+/// `v`, from the random stream `stream` ([`BOOTSTRAP`] resamples; NaN for no pair).
+fn paired_bootstrap(v: &[(f64, f64)], stream: u64) -> (f64, f64) {
+    let n = v.len();
+    let mut rng = crate::rng::Rng::new(crate::rng::mix(stream));
+    let boots: Vec<f64> = if n == 0 {
+        Vec::new()
+    } else {
+        (0..BOOTSTRAP)
+            .map(|_| {
+                (0..n)
+                    .map(|_| {
+                        let p = v[rng.below(n)];
+                        p.0 - p.1
+                    })
+                    .sum::<f64>()
+                    / n as f64
+            })
+            .collect()
+    };
+    let iv = Interval::of(&boots);
+    (iv.map_or(f64::NAN, |i| i.lo), iv.map_or(f64::NAN, |i| i.hi))
+}
+
+/// The mean of `v` (NaN when empty: JSON null).
+fn mean_of(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// The probe's corpus rows: per edge set and probe row, the means over the snippets with
+/// an example and the paired bootstraps of `knocked - unmodified` and of `control -
+/// unmodified`, each from its own stream of `seed`.
+fn probe_aggregate(
+    per: &[KnockoutPairs],
+    sets: &[String],
+    seed: u64,
+    info: &ProbeInfo,
+) -> Vec<CorpusProbeRow> {
+    let mut rows = Vec::new();
+    let width = info.rows.len();
+    for (s, set) in sets.iter().enumerate() {
+        for (r, class) in info.rows.iter().enumerate() {
+            let v: Vec<(f64, f64, Option<f64>)> = per
+                .iter()
+                .flatten()
+                .filter_map(|p| p.probe.get(s).and_then(|x| x.get(r).copied().flatten()))
+                .collect();
+            let base: Vec<f64> = v.iter().map(|x| x.0).collect();
+            let knocked: Vec<f64> = v.iter().map(|x| x.1).collect();
+            let ctl: Vec<(f64, f64)> = v.iter().filter_map(|x| Some((x.2?, x.0))).collect();
+            let (unmodified, knocked) = (mean_of(&base), mean_of(&knocked));
+            let pairs: Vec<(f64, f64)> = v.iter().map(|x| (x.1, x.0)).collect();
+            let stream = |which: usize| {
+                seed ^ crate::rng::mix(PROBE_STREAMS ^ ((s * width + r) * 2 + which) as u64)
+            };
+            let (lo, hi) = paired_bootstrap(&pairs, stream(0));
+            let (control_lo, control_hi) = paired_bootstrap(&ctl, stream(1));
+            let control = mean_of(&ctl.iter().map(|x| x.0).collect::<Vec<_>>());
+            let ctl_base = mean_of(&ctl.iter().map(|x| x.1).collect::<Vec<_>>());
+            rows.push(CorpusProbeRow {
+                edges: set.clone(),
+                class: class.clone(),
+                snippets: v.len(),
+                unmodified,
+                knocked,
+                diff: knocked - unmodified,
+                lo,
+                hi,
+                control_snippets: ctl.len(),
+                control,
+                control_diff: control - ctl_base,
+                control_lo,
+                control_hi,
+            });
+        }
+    }
+    rows
+}
+
+/// Sets the probe rows' bootstrap streams apart from the effect rows'.
+const PROBE_STREAMS: u64 = 0x7072_6f62_6500_0000;
+
 /// The aggregate half of [`knockout_corpus`]: from the snippets' paired values in corpus
 /// order (`sets` the edge sets' names, in order), each row's means over the snippets with
-/// a value and the paired bootstrap of the difference, seeded by `seed`, set and class.
+/// a value and the paired bootstrap of the difference, seeded by `seed`, set and class;
+/// with `probe`, its rows too ([`CorpusProbeRow`]).
 pub fn knockout_aggregate(
     per: &[KnockoutPairs],
     sets: &[String],
     measure: Measure,
     draws: usize,
     seed: u64,
+    probe: Option<&ProbeInfo>,
 ) -> CorpusKnockout {
     let failed = per.iter().filter(|p| p.is_none()).count();
     let mut rows = Vec::new();
@@ -1106,29 +1283,13 @@ pub fn knockout_aggregate(
             let v: Vec<(f64, f64)> = per
                 .iter()
                 .flatten()
-                .filter_map(|p| p.get(s).and_then(|x| x[c]))
+                .filter_map(|p| p.classes.get(s).and_then(|x| x[c]))
                 .collect();
             let n = v.len();
             let mean =
                 |f: &dyn Fn(&(f64, f64)) -> f64| v.iter().map(f).sum::<f64>() / n.max(1) as f64;
             let (knocked, control) = (mean(&|p| p.0), mean(&|p| p.1));
-            let mut rng = crate::rng::Rng::new(crate::rng::mix(seed ^ (s * 2 + c) as u64));
-            let boots: Vec<f64> = if n == 0 {
-                Vec::new()
-            } else {
-                (0..BOOTSTRAP)
-                    .map(|_| {
-                        (0..n)
-                            .map(|_| {
-                                let p = v[rng.below(n)];
-                                p.0 - p.1
-                            })
-                            .sum::<f64>()
-                            / n as f64
-                    })
-                    .collect()
-            };
-            let iv = Interval::of(&boots);
+            let (lo, hi) = paired_bootstrap(&v, seed ^ (s * 2 + c) as u64);
             rows.push(CorpusRow {
                 edges: set.clone(),
                 class,
@@ -1136,8 +1297,8 @@ pub fn knockout_aggregate(
                 knocked,
                 control,
                 diff: knocked - control,
-                lo: iv.map_or(f64::NAN, |i| i.lo),
-                hi: iv.map_or(f64::NAN, |i| i.hi),
+                lo,
+                hi,
             });
         }
     }
@@ -1148,6 +1309,10 @@ pub fn knockout_aggregate(
         failed,
         draws,
         seed,
+        probe: probe.map(|info| CorpusProbe {
+            info: info.clone(),
+            rows: probe_aggregate(per, sets, seed, info),
+        }),
     }
 }
 
@@ -1166,7 +1331,7 @@ impl CorpusKnockout {
                 })
             })
             .collect();
-        json!({
+        let mut doc = json!({
             "command": "knockout",
             "model": model,
             "corpus": corpus,
@@ -1176,16 +1341,71 @@ impl CorpusKnockout {
             "control": {"draws": self.draws, "seed": self.seed},
             "bootstrap_resamples": BOOTSTRAP,
             "rows": rows,
-        })
+        });
+        if let Some(p) = &self.probe {
+            let rows: Vec<Value> = p
+                .rows
+                .iter()
+                .map(|r| {
+                    json!({
+                        "edges": r.edges, "class": r.class, "snippets": r.snippets,
+                        "accuracy": r6(r.unmodified), "accuracy_knocked": r6(r.knocked),
+                        "diff": r6(r.diff), "diff_lo": r6(r.lo), "diff_hi": r6(r.hi),
+                        "control_snippets": r.control_snippets,
+                        "accuracy_control": r6(r.control),
+                        "control_diff": r6(r.control_diff),
+                        "control_diff_lo": r6(r.control_lo),
+                        "control_diff_hi": r6(r.control_hi),
+                    })
+                })
+                .collect();
+            let i = &p.info;
+            doc["probe"] = json!({
+                "task": i.task,
+                "layer": i.layer,
+                "corpus": i.corpus,
+                "snippets": i.snippets,
+                "test_accuracy": r6(i.test_accuracy),
+                "rows": rows,
+            });
+        }
+        doc
     }
 
-    /// `knockout --data ... --csv`.
+    /// `knockout --data ... --csv` (with a probe, five more columns and its rows after
+    /// the effect rows, their class `probe:` and the row's name).
     pub fn to_csv(&self) -> String {
-        let mut s = String::from("edges,class,snippets,knocked,control,diff,diff_lo,diff_hi\n");
+        let mut s = String::from("edges,class,snippets,knocked,control,diff,diff_lo,diff_hi");
+        if self.probe.is_some() {
+            s.push_str(",unmodified,control_snippets,control_diff,control_diff_lo,control_diff_hi");
+        }
+        s.push('\n');
         for r in &self.rows {
             s.push_str(&format!(
-                "{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6}\n",
+                "{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6}",
                 r.edges, r.class, r.snippets, r.knocked, r.control, r.diff, r.lo, r.hi
+            ));
+            if self.probe.is_some() {
+                s.push_str(",,,,,");
+            }
+            s.push('\n');
+        }
+        for r in self.probe.iter().flat_map(|p| &p.rows) {
+            s.push_str(&format!(
+                "{},probe:{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{},{:.6},{:.6},{:.6}\n",
+                r.edges,
+                csv_field(&r.class),
+                r.snippets,
+                r.knocked,
+                r.control,
+                r.diff,
+                r.lo,
+                r.hi,
+                r.unmodified,
+                r.control_snippets,
+                r.control_diff,
+                r.control_lo,
+                r.control_hi
             ));
         }
         s
@@ -1207,6 +1427,40 @@ impl CorpusKnockout {
                 "{:<22} {:<11} {:>+9.4} {:>+9.4} {:>+9.4}  [{:+.4}, {:+.4}]\n",
                 r.edges, r.class, r.knocked, r.control, r.diff, r.lo, r.hi
             ));
+        }
+        if let Some(p) = &self.probe {
+            let i = &p.info;
+            s.push_str(&format!(
+                "\nprobe {} at layer {} (trained on {} snippets of {}, test accuracy {:.3}): mean accuracy per snippet, diffs from unchanged\n",
+                i.task, i.layer, i.snippets, i.corpus, i.test_accuracy
+            ));
+            s.push_str(&format!(
+                "{:<22} {:<11} {:>8} {:>9} {:>9} {:>7}  {:<17} {:>8} {:>7}  95% CI (paired bootstrap)\n",
+                "edges", "class", "snippets", "unchanged", "knocked", "diff", "95% CI", "control", "diff"
+            ));
+            for r in p.rows.iter().filter(|r| r.snippets > 0) {
+                let ci = |lo: f64, hi: f64| format!("[{lo:+.3}, {hi:+.3}]");
+                let ctl = if r.control_snippets == 0 {
+                    format!("{:>8} {:>7}  -", "-", "-")
+                } else {
+                    format!(
+                        "{:>8.3} {:>+7.3}  {}",
+                        r.control,
+                        r.control_diff,
+                        ci(r.control_lo, r.control_hi)
+                    )
+                };
+                s.push_str(&format!(
+                    "{:<22} {:<11} {:>8} {:>9.3} {:>9.3} {:>+7.3}  {:<17} {ctl}\n",
+                    r.edges,
+                    r.class,
+                    r.snippets,
+                    r.unmodified,
+                    r.knocked,
+                    r.diff,
+                    ci(r.lo, r.hi)
+                ));
+            }
         }
         s
     }

@@ -11,7 +11,8 @@
 //!
 //! A shard records what makes its run ([`RunKey`]: command, model name and files'
 //! digest, `--random-weights`, corpus name, digest and size, `--limit`, `--mode`, seed,
-//! edge sets, layers, heads, control draws, ablation mode); shards that differ in any of
+//! edge sets, layers, heads, control draws, ablation mode; with `--probe`, the probe's
+//! task, layer, training corpus, its digest and limit, and its test accuracy); shards that differ in any of
 //! it, a missing or repeated shard, and a file whose snippets are not its shard's are
 //! refused in one line. Files are read at most [`MAX_SHARD_BYTES`].
 
@@ -63,6 +64,56 @@ pub struct RunKey {
     pub control: usize,
     /// ablate: `zero` or `mean`.
     pub ablation: Option<String>,
+    /// knockout `--probe`: the probe read on every snippet.
+    #[serde(default)]
+    pub probe: Option<ProbeKey>,
+}
+
+/// The probe of a knockout run with `--probe` (all of it the tables print, and what it
+/// was trained on).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ProbeKey {
+    pub task: String,
+    /// Hidden layer (0 = embeddings).
+    pub layer: usize,
+    /// The training corpus as the tables print it, its digest, its snippets (after
+    /// `--probe-limit`) and that limit.
+    pub corpus: String,
+    pub corpus_digest: String,
+    pub snippets: usize,
+    pub limit: Option<usize>,
+    /// The held-out test accuracy, as the bits of its `f64`.
+    pub test_accuracy: u64,
+    /// `all`, then the task's classes.
+    pub rows: Vec<String>,
+}
+
+impl ProbeKey {
+    /// The key of `info`, trained on a corpus of digest `digest` with `--probe-limit`
+    /// `limit`.
+    pub fn new(info: &causal::ProbeInfo, digest: String, limit: Option<usize>) -> ProbeKey {
+        ProbeKey {
+            task: info.task.clone(),
+            layer: info.layer,
+            corpus: info.corpus.clone(),
+            corpus_digest: digest,
+            snippets: info.snippets,
+            limit,
+            test_accuracy: info.test_accuracy.to_bits(),
+            rows: info.rows.clone(),
+        }
+    }
+
+    fn info(&self) -> causal::ProbeInfo {
+        causal::ProbeInfo {
+            task: self.task.clone(),
+            layer: self.layer,
+            corpus: self.corpus.clone(),
+            snippets: self.snippets,
+            test_accuracy: f64::from_bits(self.test_accuracy),
+            rows: self.rows.clone(),
+        }
+    }
 }
 
 impl RunKey {
@@ -78,7 +129,8 @@ impl RunKey {
             }))
         };
         let short = |d: &str| d.chars().take(super::reproduce::SHORT_DIGEST).collect();
-        let fields = |k: &RunKey| -> [(&'static str, String); 17] {
+        let probe = |k: &RunKey, f: &dyn Fn(&ProbeKey) -> String| opt(k.probe.as_ref().map(f));
+        let fields = |k: &RunKey| -> [(&'static str, String); 23] {
             [
                 ("command", k.command.clone()),
                 ("model", k.model.clone()),
@@ -103,6 +155,29 @@ impl RunKey {
                 ("--heads", list(&k.knock_heads)),
                 ("--control", k.control.to_string()),
                 ("--ablation", opt(k.ablation.clone())),
+                ("--probe", probe(k, &|p| p.task.clone())),
+                ("--probe-layer", probe(k, &|p| p.layer.to_string())),
+                ("--probe-corpus", probe(k, &|p| p.corpus.clone())),
+                (
+                    "--probe-limit",
+                    probe(k, &|p| {
+                        format!(
+                            "{} ({} snippets)",
+                            opt(p.limit.map(|n| n.to_string())),
+                            p.snippets
+                        )
+                    }),
+                ),
+                (
+                    "probe corpus digest",
+                    probe(k, &|p| short(&p.corpus_digest)),
+                ),
+                (
+                    "probe test accuracy",
+                    probe(k, &|p| {
+                        format!("{} ({})", f64::from_bits(p.test_accuracy), p.rows.join(","))
+                    }),
+                ),
             ]
         };
         fields(self)
@@ -112,14 +187,22 @@ impl RunKey {
             .map(|(a, b)| (a.0, a.1, b.1))
     }
 
-    /// Values each snippet holds: per edge set and class a (knocked, control) pair; per
-    /// head and class one.
+    /// Values each snippet holds: per edge set and class a (knocked, control) pair, then
+    /// with a probe per edge set and probe row an (unmodified, knocked, control) triple;
+    /// per head and class one.
     fn width(&self) -> usize {
         if self.command == "knockout" {
-            self.edges.len() * 4
+            self.edges.len() * 4 + self.probe_width()
         } else {
             self.layers * self.heads * 2
         }
+    }
+
+    /// The probe's share of [`RunKey::width`].
+    fn probe_width(&self) -> usize {
+        self.probe
+            .as_ref()
+            .map_or(0, |p| self.edges.len() * p.rows.len() * 3)
     }
 }
 
@@ -156,10 +239,19 @@ pub fn write_knockout(
         .iter()
         .map(|(i, p)| Record {
             index: *i,
-            values: p.as_ref().map(|sets| {
-                sets.iter()
+            values: p.as_ref().map(|sn| {
+                let probe = sn.probe.iter().flatten().flat_map(|r| {
+                    [
+                        bits(r.map(|x| x.0)),
+                        bits(r.map(|x| x.1)),
+                        bits(r.and_then(|x| x.2)),
+                    ]
+                });
+                sn.classes
+                    .iter()
                     .flat_map(|classes| classes.iter())
                     .flat_map(|kc| [bits(kc.map(|x| x.0)), bits(kc.map(|x| x.1))])
+                    .chain(probe)
                     .collect()
             }),
         })
@@ -253,7 +345,8 @@ fn read(dir: &Path) -> Result<ShardFile> {
         ));
     }
     let limits = crate::model::limits::MAX_LAYERS;
-    if r.layers > limits || r.heads > limits * 64 || r.edges.len() > 64 {
+    let probe_rows = r.probe.as_ref().map_or(0, |p| p.rows.len());
+    if r.layers > limits || r.heads > limits * 64 || r.edges.len() > 64 || probe_rows > 1024 {
         return Err(bad("holds a run of an impossible shape".into()));
     }
     let want = f.shard.size_of(r.corpus_size);
@@ -271,8 +364,15 @@ fn read(dir: &Path) -> Result<ShardFile> {
     let width = r.width();
     for s in &f.snippets {
         if let Some(v) = &s.values {
-            let paired =
-                r.command != "knockout" || v.chunks(2).all(|p| p[0].is_some() == p[1].is_some());
+            let effects = r.edges.len() * 4;
+            let paired = r.command != "knockout"
+                || v.len() != width
+                || (v[..effects]
+                    .chunks(2)
+                    .all(|p| p[0].is_some() == p[1].is_some())
+                    && v[effects..].chunks(3).all(|t| {
+                        t[0].is_some() == t[1].is_some() && (t[0].is_some() || t[2].is_none())
+                    }));
             if v.len() != width || !paired {
                 return Err(bad(format!(
                     "snippet {} holds values of another shape",
@@ -384,21 +484,38 @@ pub fn merge(dirs: &[PathBuf]) -> Result<MergedRun> {
         .ok_or_else(|| err(first_dir, format!("unknown measure {:?}", r.measure)))?;
     let value = |b: &Option<u64>| b.map(f64::from_bits);
     let result = if r.command == "knockout" {
+        let effects = r.edges.len() * 4;
+        let probe_rows = r.probe.as_ref().map_or(1, |p| p.rows.len().max(1));
         let per: Vec<KnockoutPairs> = records
             .iter()
             .map(|rec| {
-                rec.values.as_ref().map(|v| {
-                    v.chunks(4)
+                rec.values.as_ref().map(|v| causal::SnippetKnockout {
+                    classes: v[..effects]
+                        .chunks(4)
                         .map(|c| {
                             let pair = |i: usize| value(&c[i]).zip(value(&c[i + 1]));
                             [pair(0), pair(2)]
                         })
-                        .collect()
+                        .collect(),
+                    probe: v[effects..]
+                        .chunks(probe_rows * 3)
+                        .map(|set| {
+                            set.chunks(3)
+                                .map(|t| Some((value(&t[0])?, value(&t[1])?, value(&t[2]))))
+                                .collect()
+                        })
+                        .collect(),
                 })
             })
             .collect();
+        let probe = r.probe.as_ref().map(ProbeKey::info);
         Merged::Knockout(causal::knockout_aggregate(
-            &per, &r.edges, measure, r.control, r.seed,
+            &per,
+            &r.edges,
+            measure,
+            r.control,
+            r.seed,
+            probe.as_ref(),
         ))
     } else {
         let mode = ablation_mode(r)

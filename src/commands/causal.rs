@@ -31,10 +31,26 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
             settings.model.as_deref(),
             settings.load_options(settings.random_weights),
         )?;
+        let name = crate::error::printable(data, false).into_owned();
+        let mut probe_key = None;
+        let opts = match args.probe {
+            Some(task) => {
+                let (pu, digest) = train_probe(settings, args, &m, task, Some(&corpus.snippets))?;
+                probe_key = Some(crate::analysis::causal_shard::ProbeKey::new(
+                    &pu.info(),
+                    digest,
+                    args.probe_limit,
+                ));
+                causal::KnockoutOptions {
+                    probe: Some(std::sync::Arc::new(pu)),
+                    ..opts
+                }
+            }
+            None => opts,
+        };
         let mut progress = |done: usize, total: usize| {
             tracing::info!(done, total, "knockout corpus progress");
         };
-        let name = crate::error::printable(data, false).into_owned();
         if let (Some(shard), Some(dir)) = (args.shard, &args.shard_out) {
             let per = causal::knockout_snippets(
                 &m,
@@ -52,6 +68,7 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
                 knock_layers: opts.layers.clone(),
                 knock_heads: opts.heads.clone(),
                 control: args.control,
+                probe: probe_key,
                 ..key
             };
             let info = serde_json::to_value(&m.info)
@@ -82,7 +99,9 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
     )?;
     let opts = match args.probe {
         Some(task) => causal::KnockoutOptions {
-            probe: Some(std::sync::Arc::new(train_probe(settings, args, &m, task)?)),
+            probe: Some(std::sync::Arc::new(
+                train_probe(settings, args, &m, task, None)?.0,
+            )),
             ..opts
         },
         None => opts,
@@ -98,13 +117,16 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
 
 /// `knockout --probe TASK`: a linear probe of `task` at `--probe-layer` trained as
 /// `codescope probe --task TASK --layer L` trains it (its corpus, split, seed and feature
-/// cache), once per run.
+/// cache), once per run; with the digest of its training corpus. With `--data`, `read`
+/// are the corpus's snippets it is read on: a one-line warning says how many of them it
+/// was trained on (the same code).
 fn train_probe(
     settings: &Settings,
     args: &crate::cli::KnockoutArgs,
     m: &crate::model::LoadedModel,
     task: crate::probe::Task,
-) -> Result<crate::analysis::causal::ProbeUse> {
+    read: Option<&[crate::corpus::Snippet]>,
+) -> Result<(crate::analysis::causal::ProbeUse, String)> {
     use crate::probe;
     if task.is_pair() {
         return Err(Error::Input {
@@ -142,6 +164,22 @@ fn train_probe(
     }
     let (name, snippets) =
         super::probe::probe_corpus(settings, args.probe_corpus.as_deref(), args.probe_limit)?;
+    if let Some(read) = read {
+        let trained: std::collections::HashSet<&str> =
+            snippets.iter().map(|s| s.code.as_str()).collect();
+        let seen = read
+            .iter()
+            .filter(|s| trained.contains(s.code.as_str()))
+            .count();
+        if seen > 0 {
+            crate::logging::notice(format_args!(
+                "warning: the probe was trained on {seen} of the {} snippets it is read on ({}); --probe-corpus names another corpus",
+                read.len(),
+                crate::error::printable(&name, false)
+            ));
+        }
+    }
+    let digest = crate::corpus::digest(&snippets);
     let spec = probe::RunSpec {
         tasks: vec![task],
         layers: Some(vec![layer]),
@@ -166,7 +204,7 @@ fn train_probe(
         "knockout probe trained"
     );
     let classifier = fitted.classifier.clone();
-    Ok(crate::analysis::causal::ProbeUse {
+    let pu = crate::analysis::causal::ProbeUse {
         task: task.name().into(),
         classes: task.classes(),
         layer,
@@ -180,7 +218,8 @@ fn train_probe(
         corpus: crate::error::printable(&name, false).into_owned(),
         snippets: snippets.len(),
         test_accuracy,
-    })
+    };
+    Ok((pu, digest))
 }
 
 pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> Result<()> {
@@ -293,6 +332,7 @@ fn run_key(
         knock_heads: None,
         control: 0,
         ablation: None,
+        probe: None,
     })
 }
 

@@ -353,3 +353,403 @@ fn probe_misuses_are_one_line_errors() {
         Some(2)
     );
 }
+
+/// `codescope --model tiny_bart knockout --data DATA --edges EDGES --probe category` with
+/// the probe of the one-file tests (layer 1, the bundled corpus's first `LIMIT`), `extra`
+/// after it.
+fn corpus_run(
+    env: &Env,
+    data: &std::path::Path,
+    edges: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    env.cmd()
+        .args([
+            "--model",
+            &fixture("tiny_bart"),
+            "knockout",
+            "--edges",
+            edges,
+        ])
+        .args(["--control", "3", "--seed", "7"])
+        .args(["--probe", "category", "--probe-layer", "1"])
+        .args(["--probe-limit", &LIMIT.to_string(), "--data"])
+        .arg(data)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// A `.jsonl` corpus of `codes` (each record's code exactly as given).
+fn jsonl(env: &Env, name: &str, codes: &[&str]) -> std::path::PathBuf {
+    let p = env.root.join(name);
+    let lines: Vec<String> = codes
+        .iter()
+        .map(|c| serde_json::json!({"code": c, "language": "python"}).to_string())
+        .collect();
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    p
+}
+
+const WITH_IDS: [&str; 3] = [
+    "def area(w, h):\n    total = w * h\n    return total\n",
+    "def scale(v, k):\n    out = v * k\n    return out\n",
+    "def pick(a, b):\n    if a > b:\n        return a\n    return b\n",
+];
+
+const WITHOUT_IDS: [&str; 3] = [
+    "1 + 2 * (3 - 4) // 5\n",
+    "[1, 2, 3][0] + 4\n",
+    "(5 - 6) * 7 ** 2 > 8\n",
+];
+
+/// The probe rows of a corpus run's JSON, keyed by (edges, class).
+fn probe_rows(v: &Value) -> Vec<Value> {
+    v["probe"]["rows"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_corpus_probe_run_averages_what_the_one_file_command_reads_on_each_snippet() {
+    let env = Env::new();
+    let data = jsonl(&env, "c.jsonl", &WITH_IDS);
+    let v: Value =
+        serde_json::from_str(&ok(&corpus_run(&env, &data, "syn-id", &["--json"]))).unwrap();
+    let mut shape = v.clone();
+    shape.as_object_mut().unwrap().remove("model");
+    let missing = crate::json_convention::undocumented(&shape, "`knockout --json`:");
+    assert!(
+        missing.is_empty(),
+        "corpus --probe fields not in the README: {missing:?}"
+    );
+    let p = &v["probe"];
+    assert_eq!(
+        (
+            p["task"].as_str(),
+            p["layer"].as_u64(),
+            p["snippets"].as_u64()
+        ),
+        (Some("category"), Some(1), Some(LIMIT as u64))
+    );
+    // Each snippet alone, through the one-file command (same probe, seed and draws).
+    let one: Vec<Value> = WITH_IDS
+        .iter()
+        .enumerate()
+        .map(|(i, code)| {
+            let f = env.root.join(format!("s{i}.py"));
+            std::fs::write(&f, code).unwrap();
+            let o = env
+                .cmd()
+                .args([
+                    "--model",
+                    &fixture("tiny_bart"),
+                    "knockout",
+                    "--edges",
+                    "syn-id",
+                ])
+                .args(["--control", "3", "--seed", "7"])
+                .args(["--probe", "category", "--probe-layer", "1"])
+                .args(["--probe-limit", &LIMIT.to_string(), "--json"])
+                .arg(&f)
+                .output()
+                .unwrap();
+            let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+            v["probe"]["classes"].clone()
+        })
+        .collect();
+    let rows = probe_rows(&v);
+    let classes = Task::Category.classes();
+    assert_eq!(rows.len(), classes.len() + 1);
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    for (r, row) in rows.iter().enumerate() {
+        assert_eq!(row["edges"], "syn-id");
+        assert_eq!(row["class"], one[0][r]["class"], "{row}");
+        // The snippets with an example of the row, and their one-file values.
+        let with: Vec<&Value> = one
+            .iter()
+            .map(|c| &c[r])
+            .filter(|c| c["examples"].as_u64() > Some(0))
+            .collect();
+        assert_eq!(row["snippets"].as_u64(), Some(with.len() as u64), "{row}");
+        if with.is_empty() {
+            assert!(row["accuracy"].is_null() && row["diff"].is_null(), "{row}");
+            continue;
+        }
+        let mean =
+            |k: &str| with.iter().map(|c| c[k].as_f64().unwrap()).sum::<f64>() / with.len() as f64;
+        let (u, k) = (mean("accuracy"), mean("accuracy_knocked"));
+        assert!(close(row["accuracy"].as_f64().unwrap(), u), "{row} vs {u}");
+        assert!(
+            close(row["accuracy_knocked"].as_f64().unwrap(), k),
+            "{row} vs {k}"
+        );
+        assert!(close(row["diff"].as_f64().unwrap(), k - u), "{row}");
+        let (lo, hi) = (
+            row["diff_lo"].as_f64().unwrap(),
+            row["diff_hi"].as_f64().unwrap(),
+        );
+        assert!(lo <= k - u + 1e-9 && k - u <= hi + 1e-9, "{row}");
+        // The control: over the snippets with a draw, each snippet's mean over its draws.
+        let ctl: Vec<(f64, f64)> = with
+            .iter()
+            .filter(|c| !c["control"].is_null())
+            .map(|c| {
+                (
+                    c["control"]["mean"].as_f64().unwrap(),
+                    c["accuracy"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            row["control_snippets"].as_u64(),
+            Some(ctl.len() as u64),
+            "{row}"
+        );
+        let n = ctl.len() as f64;
+        let (c, b) = (
+            ctl.iter().map(|x| x.0).sum::<f64>() / n,
+            ctl.iter().map(|x| x.1).sum::<f64>() / n,
+        );
+        assert!(
+            close(row["accuracy_control"].as_f64().unwrap(), c),
+            "{row} vs {c}"
+        );
+        assert!(close(row["control_diff"].as_f64().unwrap(), c - b), "{row}");
+    }
+    // Snippet by snippet: a corpus of that snippet alone reads what the one-file command
+    // reads on it, row by row.
+    for (i, code) in WITH_IDS.iter().enumerate() {
+        let data = jsonl(&env, &format!("one{i}.jsonl"), &[code]);
+        let v: Value =
+            serde_json::from_str(&ok(&corpus_run(&env, &data, "syn-id", &["--json"]))).unwrap();
+        for (row, c) in probe_rows(&v).iter().zip(one[i].as_array().unwrap()) {
+            let same = |a: &Value, b: &Value| match (a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y)) => close(x, y),
+                _ => a.is_null() && b.is_null(),
+            };
+            assert!(
+                same(&row["accuracy"], &c["accuracy"]),
+                "snippet {i}: {row} vs {c}"
+            );
+            assert!(
+                same(&row["accuracy_knocked"], &c["accuracy_knocked"]),
+                "snippet {i}: {row} vs {c}"
+            );
+            assert!(
+                same(&row["accuracy_control"], &c["control"]["mean"]),
+                "snippet {i}: {row} vs {c}"
+            );
+        }
+    }
+    // An edge set empty on every snippet: the knocked accuracy is the unmodified one, Δ
+    // exactly 0 with a zero-width interval, and no control.
+    let data = jsonl(&env, "no_ids.jsonl", &WITHOUT_IDS);
+    let v: Value =
+        serde_json::from_str(&ok(&corpus_run(&env, &data, "id-id,syn-syn", &["--json"]))).unwrap();
+    let rows = probe_rows(&v);
+    let empty: Vec<&Value> = rows.iter().filter(|r| r["edges"] == "id-id").collect();
+    assert_eq!(empty[0]["class"], "all");
+    assert_eq!(empty[0]["snippets"].as_u64(), Some(3));
+    for r in empty.iter().filter(|r| r["snippets"].as_u64() > Some(0)) {
+        assert_eq!(r["accuracy"], r["accuracy_knocked"], "{r}");
+        for k in ["diff", "diff_lo", "diff_hi"] {
+            assert_eq!(r[k].as_f64(), Some(0.0), "{r}");
+        }
+        assert_eq!(r["control_snippets"].as_u64(), Some(0), "{r}");
+        assert!(r["accuracy_control"].is_null(), "{r}");
+    }
+    // syn-syn blocks every pair on these snippets: its unmodified accuracy is the same.
+    let full: Vec<&Value> = rows.iter().filter(|r| r["edges"] == "syn-syn").collect();
+    for (a, b) in empty.iter().zip(&full) {
+        assert_eq!(a["accuracy"], b["accuracy"]);
+    }
+    // CSV and text carry it too.
+    let csv = ok(&corpus_run(&env, &data, "id-id", &["--csv"]));
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("edges,class,snippets,knocked,control,diff,diff_lo,diff_hi,unmodified,control_snippets,control_diff,control_diff_lo,control_diff_hi")
+    );
+    assert!(
+        csv.lines().any(|l| l.starts_with("id-id,probe:all,3,")),
+        "{csv}"
+    );
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("id-id,identifier,0,") && l.ends_with(",,,,,")),
+        "{csv}"
+    );
+    let text = ok(&corpus_run(&env, &data, "id-id", &[]));
+    assert!(
+        text.contains("probe category at layer 1 (trained on 10 snippets of bundled probe corpus")
+            && text.contains("mean accuracy per snippet, diffs from unchanged"),
+        "{text}"
+    );
+}
+
+#[test]
+fn corpus_probe_shards_merge_into_the_one_process_tables_and_refuse_another_probe() {
+    let env = Env::new();
+    let data = jsonl(&env, "c.jsonl", &WITH_IDS);
+    let shard = |name: &str, k: usize, task: &str, extra: &[&str]| {
+        let d = env.root.join(name);
+        let sh = format!("{k}/3");
+        let mut a = vec!["--shard", &sh, "--out", d.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        let o = env
+            .cmd()
+            .args([
+                "--model",
+                &fixture("tiny_bart"),
+                "knockout",
+                "--edges",
+                "syn-id,id-id",
+            ])
+            .args(["--control", "3", "--seed", "7"])
+            .args(["--probe", task])
+            .args(a)
+            .arg("--data")
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        d
+    };
+    let probe = ["--probe-layer", "1", "--probe-limit", "10"];
+    let dirs: Vec<_> = (1..=3)
+        .map(|k| shard(&format!("s{k}"), k, "category", &probe))
+        .collect();
+    for form in [&["--json"][..], &["--csv"], &[]] {
+        let whole = ok(&corpus_run(&env, &data, "syn-id,id-id", form));
+        let merged = ok(&env
+            .cmd()
+            .arg("merge")
+            .args(dirs.iter().rev())
+            .args(form)
+            .output()
+            .unwrap());
+        assert!(whole.contains("probe"), "{whole}");
+        assert_eq!(whole, merged, "{form:?}: merged shards differ from one run");
+    }
+    // Shard 3 of a run with another probe: refused, naming what differs.
+    let other = |name: &str, task: &str, extra: &[&str]| {
+        let d = shard(name, 3, task, extra);
+        fails(
+            &env.cmd()
+                .arg("merge")
+                .args([&dirs[0], &dirs[1], &d])
+                .output()
+                .unwrap(),
+        )
+    };
+    let line = other(
+        "layer",
+        "category",
+        &["--probe-layer", "2", "--probe-limit", "10"],
+    );
+    assert!(line.contains("--probe-layer: 2 here, 1 there"), "{line}");
+    let line = other(
+        "limit",
+        "category",
+        &["--probe-layer", "1", "--probe-limit", "8"],
+    );
+    assert!(line.contains("--probe-limit"), "{line}");
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/probe/python");
+    let line = other(
+        "corpus",
+        "category",
+        &[
+            "--probe-layer",
+            "1",
+            "--probe-limit",
+            "10",
+            "--probe-corpus",
+            bundled.to_str().unwrap(),
+        ],
+    );
+    assert!(line.contains("(--probe-corpus: "), "{line}");
+    let line = other("task", "depth", &probe);
+    assert!(
+        line.contains("--probe: depth here, category there"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_corpus_probe_warns_when_it_reads_the_snippets_it_was_trained_on() {
+    let env = Env::new();
+    // The bundled probe corpus's own files: the probe was trained on them.
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/probe/python");
+    let o = corpus_run(&env, &bundled, "syn-id", &["--limit", "2", "--json"]);
+    ok(&o);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("warning: the probe was trained on 2 of the 2 snippets it is read on"),
+        "{said}"
+    );
+    let o = corpus_run(
+        &env,
+        &jsonl(&env, "c.jsonl", &WITH_IDS[..1]),
+        "syn-id",
+        &["--json"],
+    );
+    ok(&o);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("warning"));
+    // Pair tasks and models measured in bits stay one-line errors with --data.
+    let data = jsonl(&env, "d.jsonl", &WITH_IDS[..1]);
+    let run = |model: &str, task: &str| {
+        let o = env
+            .cmd()
+            .args(["--model", &fixture(model), "knockout", "--edges", "syn-id"])
+            .args(["--probe", task, "--data"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        fails(&o)
+    };
+    let line = run("tiny_bart", "dfg");
+    assert!(line.contains("labels token pairs"), "{line}");
+    let line = run("tiny_llama", "category");
+    assert!(line.contains("1 - cos"), "{line}");
+}
+
+#[test]
+fn the_packaged_minilm_reads_a_probe_over_a_corpus() {
+    let env = Env::new();
+    let data = jsonl(&env, "c.jsonl", &WITH_IDS[..2]);
+    let o = std::process::Command::new(BIN)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("CODESCOPE_LOG_FILE", env.root.join("log"))
+        .args([
+            "--model",
+            "minilm",
+            "knockout",
+            "--edges",
+            "syn-id",
+            "--control",
+            "2",
+        ])
+        .args([
+            "--probe",
+            "depth",
+            "--probe-layer",
+            "3",
+            "--probe-limit",
+            "6",
+            "--json",
+        ])
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&ok(&o))
+        .unwrap_or_else(|e| panic!("the packaged MiniLM is needed (run .ci/run): {e}"));
+    let all = &v["probe"]["rows"][0];
+    assert_eq!(
+        (all["class"].as_str(), all["snippets"].as_u64()),
+        (Some("all"), Some(2))
+    );
+    for k in ["accuracy", "accuracy_knocked", "accuracy_control"] {
+        let a = all[k].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&a), "{all}");
+    }
+}
