@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::causal::{self, AblationValues, CorpusAblation, CorpusKnockout, KnockoutPairs, Measure};
+use super::patch::{
+    self, CorpusPatch, PatchSnippet, SnippetOutcome, PATCH_CLASSES, VALUES_PER_CLASS,
+};
 use super::reproduce::Shard;
 use crate::error::{Error, Result};
 use crate::model::AblationMode;
@@ -63,6 +66,9 @@ pub struct RunKey {
     pub control: usize,
     /// ablate: `zero` or `mean`.
     pub ablation: Option<String>,
+    /// patch: the rewrite every snippet's twin is made by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<String>,
 }
 
 impl RunKey {
@@ -78,7 +84,7 @@ impl RunKey {
             }))
         };
         let short = |d: &str| d.chars().take(super::reproduce::SHORT_DIGEST).collect();
-        let fields = |k: &RunKey| -> [(&'static str, String); 17] {
+        let fields = |k: &RunKey| -> [(&'static str, String); 18] {
             [
                 ("command", k.command.clone()),
                 ("model", k.model.clone()),
@@ -103,6 +109,7 @@ impl RunKey {
                 ("--heads", list(&k.knock_heads)),
                 ("--control", k.control.to_string()),
                 ("--ablation", opt(k.ablation.clone())),
+                ("--rewrite", opt(k.rewrite.clone())),
             ]
         };
         fields(self)
@@ -113,21 +120,26 @@ impl RunKey {
     }
 
     /// Values each snippet holds: per edge set and class a (knocked, control) pair; per
-    /// head and class one.
+    /// head and class one; per hidden state and class a patch's four.
     fn width(&self) -> usize {
-        if self.command == "knockout" {
-            self.edges.len() * 4
-        } else {
-            self.layers * self.heads * 2
+        match self.command.as_str() {
+            "knockout" => self.edges.len() * 4,
+            "patch" => (self.layers + 1) * PATCH_CLASSES.len() * VALUES_PER_CLASS,
+            _ => self.layers * self.heads * 2,
         }
     }
 }
 
-/// One snippet: its corpus index and its values as `f64` bits (`None`: failed).
+/// One snippet: its corpus index and its values as `f64` bits (`None`: failed, or for a
+/// patch skipped); a patch's snippet also keeps its origin and why it was skipped.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Record {
     index: usize,
     values: Option<Vec<Option<u64>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    origin: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    skipped: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -162,6 +174,8 @@ pub fn write_knockout(
                     .flat_map(|kc| [bits(kc.map(|x| x.0)), bits(kc.map(|x| x.1))])
                     .collect()
             }),
+            origin: None,
+            skipped: None,
         })
         .collect();
     write(dir, run, model_info, shard, snippets)
@@ -180,6 +194,34 @@ pub fn write_ablation(
         .map(|(i, v)| Record {
             index: *i,
             values: v.as_ref().map(|v| v.iter().map(|x| bits(*x)).collect()),
+            origin: None,
+            skipped: None,
+        })
+        .collect();
+    write(dir, run, model_info, shard, snippets)
+}
+
+/// Write shard `shard` of a patch run: `per` its snippets in corpus order.
+pub fn write_patch(
+    dir: &Path,
+    run: RunKey,
+    model_info: Value,
+    shard: Shard,
+    per: &[PatchSnippet],
+) -> Result<PathBuf> {
+    let snippets = per
+        .iter()
+        .map(|p| Record {
+            index: p.index,
+            values: match &p.outcome {
+                SnippetOutcome::Patched(v) => Some(v.iter().map(|x| bits(*x)).collect()),
+                _ => None,
+            },
+            origin: Some(p.origin.clone()),
+            skipped: match &p.outcome {
+                SnippetOutcome::Skipped(r) => Some(r.clone()),
+                _ => None,
+            },
         })
         .collect();
     write(dir, run, model_info, shard, snippets)
@@ -207,7 +249,7 @@ fn write(
     Ok(path)
 }
 
-/// Whether `dir` holds a knockout or ablation shard.
+/// Whether `dir` holds a knockout, ablation or patch shard.
 pub fn is_shard(dir: &Path) -> bool {
     dir.join(FILE).is_file()
 }
@@ -229,8 +271,11 @@ fn read(dir: &Path) -> Result<ShardFile> {
             "shard format {f} (this codescope reads {FORMAT})"
         )));
     }
-    let f: ShardFile = serde_json::from_slice(&bytes)
-        .map_err(|e| bad(format!("not a codescope knockout or ablation shard ({e})")))?;
+    let f: ShardFile = serde_json::from_slice(&bytes).map_err(|e| {
+        bad(format!(
+            "not a codescope knockout, ablation or patch shard ({e})"
+        ))
+    })?;
     if f.format != FORMAT {
         return Err(bad(format!(
             "shard format {} (this codescope reads {FORMAT})",
@@ -238,11 +283,14 @@ fn read(dir: &Path) -> Result<ShardFile> {
         )));
     }
     let r = &f.run;
-    if r.command != "knockout" && r.command != "ablate" {
+    if !["knockout", "ablate", "patch"].contains(&r.command.as_str()) {
         return Err(bad(format!(
-            "a shard of {:?}, not of knockout or ablate",
+            "a shard of {:?}, not of knockout, ablate or patch",
             r.command
         )));
+    }
+    if r.command == "patch" && r.rewrite.is_none() {
+        return Err(bad("a patch shard without --rewrite".into()));
     }
     if Measure::from_name(&r.measure).is_none() {
         return Err(bad(format!("unknown measure {:?}", r.measure)));
@@ -296,6 +344,7 @@ fn ablation_mode(r: &RunKey) -> Option<AblationMode> {
 pub enum Merged {
     Knockout(CorpusKnockout),
     Ablation(CorpusAblation),
+    Patch(CorpusPatch),
 }
 
 /// The merged run with the model's info and the corpus name its tables print.
@@ -311,6 +360,7 @@ impl MergedRun {
         match &self.result {
             Merged::Knockout(r) => r.to_json(&self.model_info, &self.corpus),
             Merged::Ablation(r) => r.to_json(&self.model_info, &self.corpus),
+            Merged::Patch(r) => r.to_json(&self.model_info, &self.corpus),
         }
     }
 
@@ -318,6 +368,7 @@ impl MergedRun {
         match &self.result {
             Merged::Knockout(r) => r.to_csv(),
             Merged::Ablation(r) => r.to_csv(),
+            Merged::Patch(r) => r.to_csv(),
         }
     }
 
@@ -325,6 +376,7 @@ impl MergedRun {
         match &self.result {
             Merged::Knockout(r) => r.summary_text(&self.corpus),
             Merged::Ablation(r) => r.summary_text(&self.corpus),
+            Merged::Patch(r) => r.summary_text(&self.corpus),
         }
     }
 }
@@ -383,7 +435,26 @@ pub fn merge(dirs: &[PathBuf]) -> Result<MergedRun> {
     let measure = Measure::from_name(&r.measure)
         .ok_or_else(|| err(first_dir, format!("unknown measure {:?}", r.measure)))?;
     let value = |b: &Option<u64>| b.map(f64::from_bits);
-    let result = if r.command == "knockout" {
+    let result = if r.command == "patch" {
+        let per: Vec<PatchSnippet> = records
+            .iter()
+            .map(|rec| PatchSnippet {
+                index: rec.index,
+                origin: rec.origin.clone().unwrap_or_default(),
+                outcome: match (&rec.values, &rec.skipped) {
+                    (Some(v), _) => SnippetOutcome::Patched(v.iter().map(value).collect()),
+                    (None, Some(reason)) => SnippetOutcome::Skipped(reason.clone()),
+                    (None, None) => SnippetOutcome::Failed,
+                },
+            })
+            .collect();
+        Merged::Patch(patch::patch_aggregate(
+            per,
+            r.layers,
+            r.rewrite.as_deref().unwrap_or_default(),
+            r.seed,
+        ))
+    } else if r.command == "knockout" {
         let per: Vec<KnockoutPairs> = records
             .iter()
             .map(|rec| {
