@@ -1,5 +1,6 @@
-//! Sharded corpus runs of the causal tests: `knockout --data PATH --shard K/N --out DIR`
-//! and `ablate --data PATH --shard K/N --out DIR` run shard K's snippets (those `i` with
+//! Sharded corpus runs of the causal tests: `knockout --data PATH --shard K/N --out DIR`,
+//! `ablate --data PATH --shard K/N --out DIR` and `patch --data PATH --shard K/N --out DIR`
+//! (values: [`super::patch::SnippetOutcome`]) run shard K's snippets (those `i` with
 //! `i % N == K - 1`, as `reproduce` splits, [`Shard`]) and write each snippet's own
 //! values ([`super::causal::KnockoutPairs`], [`super::causal::AblationValues`]) to
 //! `DIR/causal_shard.json`; `codescope merge` puts the N shards' snippets back in corpus
@@ -11,7 +12,7 @@
 //!
 //! A shard records what makes its run ([`RunKey`]: command, model name and files'
 //! digest, `--random-weights`, corpus name, digest and size, `--limit`, `--mode`, seed,
-//! edge sets, layers, heads, control draws, ablation mode); shards that differ in any of
+//! edge sets, layers, heads, control draws, ablation mode, the patch's rewrite); shards that differ in any of
 //! it, a missing or repeated shard, and a file whose snippets are not its shard's are
 //! refused in one line. Files are read at most [`MAX_SHARD_BYTES`].
 
