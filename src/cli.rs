@@ -597,16 +597,37 @@ pub struct LensArgs {
 #[derive(Debug, clap::Args)]
 pub struct PatchArgs {
     /// The original snippet (a file, or `-` for stdin).
-    pub file: String,
+    #[arg(required_unless_present = "data")]
+    pub file: Option<String>,
     /// Its twin: a second file with the same code, names changed (to names that tokenize
     /// into as many subwords). Without it, the twin is the rewrite.
+    #[arg(conflicts_with = "data")]
     pub twin: Option<String>,
-    /// How to make the twin when no TWIN file is given (as for compare).
+    /// How to make the twin when no TWIN file is given (as for compare); with --data,
+    /// every snippet's twin.
     #[arg(long, value_parser = REWRITES, default_value = "rename:neutral", conflicts_with = "twin")]
     pub rewrite: String,
-    /// Seed of rename:shuffle.
+    /// Seed of rename:shuffle (and, with --data, of the bootstrap).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// A corpus instead of one file (as for reproduce): every snippet patched from its
+    /// twin by --rewrite (those whose twin does not align are skipped and counted); per
+    /// layer and class the mean over snippets of the fraction carried and of the change,
+    /// with bootstrap 95% intervals.
+    #[arg(long, conflicts_with = "file")]
+    pub data: Option<String>,
+    /// With --data: use at most this many snippets.
+    #[arg(long, requires = "data")]
+    pub limit: Option<usize>,
+    /// With --data: run only shard K of N of the corpus (snippets i with i mod N = K-1)
+    /// and write its snippets' values to --out DIR; `codescope merge` joins the N shards
+    /// into the tables one process prints.
+    #[arg(long, value_name = "K/N", requires_all = ["data", "shard_out"],
+          conflicts_with_all = ["json", "csv"])]
+    pub shard: Option<crate::analysis::reproduce::Shard>,
+    /// The shard's output directory (with --shard).
+    #[arg(long = "out", value_name = "DIR", requires = "shard")]
+    pub shard_out: Option<PathBuf>,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -781,7 +802,7 @@ pub struct MergeArgs {
     /// Threshold of the printed table.
     #[arg(long, default_value_t = 0.05, value_parser = threshold)]
     pub threshold: f32,
-    /// knockout and ablate shards: print the merged table as the one-process run's
+    /// knockout, ablate and patch shards: print the merged table as the one-process run's
     /// --json or --csv (they print, --out and --threshold are for reproduce shards).
     #[command(flatten)]
     pub output: OutputArgs,

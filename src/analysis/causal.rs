@@ -1880,6 +1880,32 @@ pub fn ablate_snippets(
     Ok(out)
 }
 
+/// The mean of per-snippet values `v` (each already a paired difference, or a paired
+/// ratio) with its bootstrap 95% interval over snippets: [`BOOTSTRAP`] resamples of the
+/// snippets with replacement, the stream seeded by `mix(key)`; NaN throughout when `v` is
+/// empty. The corpus ablation and the corpus patch share it.
+pub fn bootstrap_mean(v: &[f64], key: u64) -> Interval {
+    let n = v.len();
+    if n == 0 {
+        return Interval {
+            mean: f64::NAN,
+            lo: f64::NAN,
+            hi: f64::NAN,
+        };
+    }
+    let mean = v.iter().sum::<f64>() / n as f64;
+    let mut rng = crate::rng::Rng::new(crate::rng::mix(key));
+    let boots: Vec<f64> = (0..BOOTSTRAP)
+        .map(|_| (0..n).map(|_| v[rng.below(n)]).sum::<f64>() / n as f64)
+        .collect();
+    let iv = Interval::of(&boots);
+    Interval {
+        mean,
+        lo: iv.map_or(f64::NAN, |i| i.lo),
+        hi: iv.map_or(f64::NAN, |i| i.hi),
+    }
+}
+
 /// The aggregate half of [`ablate_corpus`], from the snippets' values in corpus order.
 pub fn ablate_aggregate(
     per: &[AblationValues],
@@ -1900,25 +1926,15 @@ pub fn ablate_aggregate(
                     .flatten()
                     .filter_map(|p| p.get(k).copied().flatten())
                     .collect();
-                let n = v.len();
-                let mean = v.iter().sum::<f64>() / n.max(1) as f64;
-                let mut rng = crate::rng::Rng::new(crate::rng::mix(seed ^ k as u64));
-                let boots: Vec<f64> = if n == 0 {
-                    Vec::new()
-                } else {
-                    (0..BOOTSTRAP)
-                        .map(|_| (0..n).map(|_| v[rng.below(n)]).sum::<f64>() / n as f64)
-                        .collect()
-                };
-                let iv = Interval::of(&boots);
+                let b = bootstrap_mean(&v, seed ^ k as u64);
                 out.push(CorpusHeadEffect {
                     layer: l,
                     head: h,
                     class,
-                    snippets: n,
-                    mean: if n == 0 { f64::NAN } else { mean },
-                    lo: iv.map_or(f64::NAN, |i| i.lo),
-                    hi: iv.map_or(f64::NAN, |i| i.hi),
+                    snippets: v.len(),
+                    mean: b.mean,
+                    lo: b.lo,
+                    hi: b.hi,
                 });
             }
         }

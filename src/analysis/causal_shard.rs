@@ -1,5 +1,6 @@
-//! Sharded corpus runs of the causal tests: `knockout --data PATH --shard K/N --out DIR`
-//! and `ablate --data PATH --shard K/N --out DIR` run shard K's snippets (those `i` with
+//! Sharded corpus runs of the causal tests: `knockout --data PATH --shard K/N --out DIR`,
+//! `ablate --data PATH --shard K/N --out DIR` and `patch --data PATH --shard K/N --out DIR`
+//! (values: [`super::patch::SnippetOutcome`]) run shard K's snippets (those `i` with
 //! `i % N == K - 1`, as `reproduce` splits, [`Shard`]) and write each snippet's own
 //! values ([`super::causal::KnockoutPairs`], [`super::causal::AblationValues`]) to
 //! `DIR/causal_shard.json`; `codescope merge` puts the N shards' snippets back in corpus
@@ -11,8 +12,9 @@
 //!
 //! A shard records what makes its run ([`RunKey`]: command, model name and files'
 //! digest, `--random-weights`, corpus name, digest and size, `--limit`, `--mode`, seed,
-//! edge sets, layers, heads, control draws, ablation mode; with `--probe`, the probe's
-//! task, layer, training corpus, its digest and limit, and its test accuracy); shards that differ in any of
+//! edge sets, layers, heads, control draws, ablation mode, the patch's rewrite; with
+//! `--probe`, the probe's task, layer, training corpus, its digest and limit, and its test
+//! accuracy); shards that differ in any of
 //! it, a missing or repeated shard, and a file whose snippets are not its shard's are
 //! refused in one line. Files are read at most [`MAX_SHARD_BYTES`].
 
@@ -22,6 +24,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::causal::{self, AblationValues, CorpusAblation, CorpusKnockout, KnockoutPairs, Measure};
+use super::patch::{
+    self, CorpusPatch, PatchSnippet, SnippetOutcome, PATCH_CLASSES, VALUES_PER_CLASS,
+};
 use super::reproduce::Shard;
 use crate::error::{Error, Result};
 use crate::model::AblationMode;
@@ -64,6 +69,9 @@ pub struct RunKey {
     pub control: usize,
     /// ablate: `zero` or `mean`.
     pub ablation: Option<String>,
+    /// patch: the rewrite every snippet's twin is made by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<String>,
     /// knockout `--probe`: the probe read on every snippet.
     #[serde(default)]
     pub probe: Option<ProbeKey>,
@@ -130,7 +138,7 @@ impl RunKey {
         };
         let short = |d: &str| d.chars().take(super::reproduce::SHORT_DIGEST).collect();
         let probe = |k: &RunKey, f: &dyn Fn(&ProbeKey) -> String| opt(k.probe.as_ref().map(f));
-        let fields = |k: &RunKey| -> [(&'static str, String); 23] {
+        let fields = |k: &RunKey| -> [(&'static str, String); 24] {
             [
                 ("command", k.command.clone()),
                 ("model", k.model.clone()),
@@ -178,6 +186,7 @@ impl RunKey {
                         format!("{} ({})", f64::from_bits(p.test_accuracy), p.rows.join(","))
                     }),
                 ),
+                ("--rewrite", opt(k.rewrite.clone())),
             ]
         };
         fields(self)
@@ -189,12 +198,12 @@ impl RunKey {
 
     /// Values each snippet holds: per edge set and class a (knocked, control) pair, then
     /// with a probe per edge set and probe row an (unmodified, knocked, control) triple;
-    /// per head and class one.
+    /// per head and class one; per hidden state and class a patch's four.
     fn width(&self) -> usize {
-        if self.command == "knockout" {
-            self.edges.len() * 4 + self.probe_width()
-        } else {
-            self.layers * self.heads * 2
+        match self.command.as_str() {
+            "knockout" => self.edges.len() * 4 + self.probe_width(),
+            "patch" => (self.layers + 1) * PATCH_CLASSES.len() * VALUES_PER_CLASS,
+            _ => self.layers * self.heads * 2,
         }
     }
 
@@ -206,11 +215,16 @@ impl RunKey {
     }
 }
 
-/// One snippet: its corpus index and its values as `f64` bits (`None`: failed).
+/// One snippet: its corpus index and its values as `f64` bits (`None`: failed, or for a
+/// patch skipped); a patch's snippet also keeps its origin and why it was skipped.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Record {
     index: usize,
     values: Option<Vec<Option<u64>>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    origin: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    skipped: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -254,6 +268,8 @@ pub fn write_knockout(
                     .chain(probe)
                     .collect()
             }),
+            origin: None,
+            skipped: None,
         })
         .collect();
     write(dir, run, model_info, shard, snippets)
@@ -272,6 +288,34 @@ pub fn write_ablation(
         .map(|(i, v)| Record {
             index: *i,
             values: v.as_ref().map(|v| v.iter().map(|x| bits(*x)).collect()),
+            origin: None,
+            skipped: None,
+        })
+        .collect();
+    write(dir, run, model_info, shard, snippets)
+}
+
+/// Write shard `shard` of a patch run: `per` its snippets in corpus order.
+pub fn write_patch(
+    dir: &Path,
+    run: RunKey,
+    model_info: Value,
+    shard: Shard,
+    per: &[PatchSnippet],
+) -> Result<PathBuf> {
+    let snippets = per
+        .iter()
+        .map(|p| Record {
+            index: p.index,
+            values: match &p.outcome {
+                SnippetOutcome::Patched(v) => Some(v.iter().map(|x| bits(*x)).collect()),
+                _ => None,
+            },
+            origin: Some(p.origin.clone()),
+            skipped: match &p.outcome {
+                SnippetOutcome::Skipped(r) => Some(r.clone()),
+                _ => None,
+            },
         })
         .collect();
     write(dir, run, model_info, shard, snippets)
@@ -299,7 +343,7 @@ fn write(
     Ok(path)
 }
 
-/// Whether `dir` holds a knockout or ablation shard.
+/// Whether `dir` holds a knockout, ablation or patch shard.
 pub fn is_shard(dir: &Path) -> bool {
     dir.join(FILE).is_file()
 }
@@ -321,8 +365,11 @@ fn read(dir: &Path) -> Result<ShardFile> {
             "shard format {f} (this codescope reads {FORMAT})"
         )));
     }
-    let f: ShardFile = serde_json::from_slice(&bytes)
-        .map_err(|e| bad(format!("not a codescope knockout or ablation shard ({e})")))?;
+    let f: ShardFile = serde_json::from_slice(&bytes).map_err(|e| {
+        bad(format!(
+            "not a codescope knockout, ablation or patch shard ({e})"
+        ))
+    })?;
     if f.format != FORMAT {
         return Err(bad(format!(
             "shard format {} (this codescope reads {FORMAT})",
@@ -330,11 +377,14 @@ fn read(dir: &Path) -> Result<ShardFile> {
         )));
     }
     let r = &f.run;
-    if r.command != "knockout" && r.command != "ablate" {
+    if !["knockout", "ablate", "patch"].contains(&r.command.as_str()) {
         return Err(bad(format!(
-            "a shard of {:?}, not of knockout or ablate",
+            "a shard of {:?}, not of knockout, ablate or patch",
             r.command
         )));
+    }
+    if r.command == "patch" && r.rewrite.is_none() {
+        return Err(bad("a patch shard without --rewrite".into()));
     }
     if Measure::from_name(&r.measure).is_none() {
         return Err(bad(format!("unknown measure {:?}", r.measure)));
@@ -396,6 +446,7 @@ fn ablation_mode(r: &RunKey) -> Option<AblationMode> {
 pub enum Merged {
     Knockout(CorpusKnockout),
     Ablation(CorpusAblation),
+    Patch(CorpusPatch),
 }
 
 /// The merged run with the model's info and the corpus name its tables print.
@@ -411,6 +462,7 @@ impl MergedRun {
         match &self.result {
             Merged::Knockout(r) => r.to_json(&self.model_info, &self.corpus),
             Merged::Ablation(r) => r.to_json(&self.model_info, &self.corpus),
+            Merged::Patch(r) => r.to_json(&self.model_info, &self.corpus),
         }
     }
 
@@ -418,6 +470,7 @@ impl MergedRun {
         match &self.result {
             Merged::Knockout(r) => r.to_csv(),
             Merged::Ablation(r) => r.to_csv(),
+            Merged::Patch(r) => r.to_csv(),
         }
     }
 
@@ -425,6 +478,7 @@ impl MergedRun {
         match &self.result {
             Merged::Knockout(r) => r.summary_text(&self.corpus),
             Merged::Ablation(r) => r.summary_text(&self.corpus),
+            Merged::Patch(r) => r.summary_text(&self.corpus),
         }
     }
 }
@@ -483,7 +537,26 @@ pub fn merge(dirs: &[PathBuf]) -> Result<MergedRun> {
     let measure = Measure::from_name(&r.measure)
         .ok_or_else(|| err(first_dir, format!("unknown measure {:?}", r.measure)))?;
     let value = |b: &Option<u64>| b.map(f64::from_bits);
-    let result = if r.command == "knockout" {
+    let result = if r.command == "patch" {
+        let per: Vec<PatchSnippet> = records
+            .iter()
+            .map(|rec| PatchSnippet {
+                index: rec.index,
+                origin: rec.origin.clone().unwrap_or_default(),
+                outcome: match (&rec.values, &rec.skipped) {
+                    (Some(v), _) => SnippetOutcome::Patched(v.iter().map(value).collect()),
+                    (None, Some(reason)) => SnippetOutcome::Skipped(reason.clone()),
+                    (None, None) => SnippetOutcome::Failed,
+                },
+            })
+            .collect();
+        Merged::Patch(patch::patch_aggregate(
+            per,
+            r.layers,
+            r.rewrite.as_deref().unwrap_or_default(),
+            r.seed,
+        ))
+    } else if r.command == "knockout" {
         let effects = r.edges.len() * 4;
         let probe_rows = r.probe.as_ref().map_or(1, |p| p.rows.len().max(1));
         let per: Vec<KnockoutPairs> = records

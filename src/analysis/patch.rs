@@ -269,16 +269,34 @@ pub fn fraction(delta: f64, rename: f64) -> Option<f64> {
 /// The classes a patch reports: identifiers, syntactic tokens, all.
 pub const PATCH_CLASSES: [&str; 3] = ["identifier", "syntactic", "all"];
 
-/// Patch the twin `spec` of `source` into it (causal decoder-only models; source mode).
-pub fn patch(
+/// A snippet with its twin, encoded and aligned position by position, ready to patch.
+struct Ready {
+    a: crate::syntax::Syntax,
+    twin: Twin,
+    ids_a: Vec<u32>,
+    ids_b: Vec<u32>,
+    al_a: Alignment,
+    al_b: Alignment,
+    positions: Vec<usize>,
+}
+
+/// Parse `source`, make its twin `spec` and align the two: the outer error is the
+/// snippet's own (it does not parse, the model fails), the inner one says why its twin
+/// cannot be patched (the renaming fails its check, the subwords do not align position
+/// by position, nothing is renamed), as the single-file command reports it.
+fn prepare(
     model: &LoadedModel,
     source: &str,
     lang: Language,
     spec: &TwinSpec,
-) -> Result<PatchResult> {
+) -> Result<std::result::Result<Ready, Error>> {
     refuse(model)?;
     let a = super::parse(source, lang)?;
-    let twin = super::compare::make_twin(&a, spec)?;
+    let twin = match super::compare::make_twin(&a, spec) {
+        Ok(t) => t,
+        Err(e @ Error::Syntax(_)) if matches!(spec, TwinSpec::Rename(_)) => return Ok(Err(e)),
+        Err(e) => return Err(e),
+    };
     let window = model.info.window;
     let enc_a = model.encode(&a.source, window)?;
     let enc_b = model.encode(&twin.b.source, window)?;
@@ -288,18 +306,54 @@ pub fn patch(
         let e = if b { &enc_b } else { &enc_a };
         e.tokens.get(p).map(|t| t.text.clone()).unwrap_or_default()
     };
-    let positions = aligned_positions(
+    let positions = match aligned_positions(
         &twin,
         &a.tokens,
         (&enc_a.ids, &al_a),
         (&enc_b.ids, &al_b),
         &text,
-    )
-    .map_err(|reason| Error::Input {
-        name: spec.label(),
-        reason,
-    })?;
-    let bits = patch_ids(model, &enc_a.ids, &enc_b.ids, &positions)?;
+    ) {
+        Ok(p) => p,
+        Err(reason) => {
+            return Ok(Err(Error::Input {
+                name: spec.label(),
+                reason,
+            }))
+        }
+    };
+    Ok(Ok(Ready {
+        a,
+        twin,
+        ids_a: enc_a.ids,
+        ids_b: enc_b.ids,
+        al_a,
+        al_b,
+        positions,
+    }))
+}
+
+/// Patch the twin `spec` of `source` into it (causal decoder-only models; source mode).
+pub fn patch(
+    model: &LoadedModel,
+    source: &str,
+    lang: Language,
+    spec: &TwinSpec,
+) -> Result<PatchResult> {
+    run(model, prepare(model, source, lang, spec)??)
+}
+
+/// The patch of a prepared snippet at every hidden state, read on its unchanged tokens.
+fn run(model: &LoadedModel, r: Ready) -> Result<PatchResult> {
+    let Ready {
+        a,
+        twin,
+        ids_a,
+        ids_b,
+        al_a,
+        al_b,
+        positions,
+    } = r;
+    let bits = patch_ids(model, &ids_a, &ids_b, &positions)?;
     let in_p = |subs: &[usize]| subs.iter().any(|p| positions.binary_search(p).is_ok());
     let mut patched_tokens = Vec::new();
     let mut measured = Vec::new();
@@ -529,6 +583,389 @@ impl PatchResult {
             let _ = writeln!(
                 s,
                 "(no fraction: the rename changes the unchanged tokens by less than {MIN_EFFECT_BITS} bits)"
+            );
+        }
+        s
+    }
+}
+
+/// Values per hidden state and class of a snippet's patch: `tokens`, `rename_bits`,
+/// `delta_bits`, `fraction` (the single-file JSON's `per_layer[l].classes[c]`).
+pub const VALUES_PER_CLASS: usize = 4;
+
+/// How one snippet of a corpus patch went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SnippetOutcome {
+    /// Per hidden state `0..=layers`, per class of [`PATCH_CLASSES`]: the
+    /// [`VALUES_PER_CLASS`] values (`None`: no fraction).
+    Patched(Vec<Option<f64>>),
+    /// Its twin cannot be patched (the one-line reason the single-file command gives).
+    Skipped(String),
+    /// The snippet itself could not be run (logged).
+    Failed,
+}
+
+/// One snippet of a corpus patch: its corpus index, origin and outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatchSnippet {
+    pub index: usize,
+    pub origin: String,
+    pub outcome: SnippetOutcome,
+}
+
+impl PatchResult {
+    /// The snippet's values for a corpus run ([`SnippetOutcome::Patched`]).
+    pub fn values(&self) -> Vec<Option<f64>> {
+        (0..self.states())
+            .flat_map(|l| PATCH_CLASSES.iter().map(move |c| (l, c)))
+            .flat_map(|(l, c)| {
+                let x = self.class(l, c);
+                [
+                    Some(x.tokens as f64),
+                    Some(x.rename_bits),
+                    Some(x.delta_bits),
+                    x.fraction,
+                ]
+            })
+            .collect()
+    }
+}
+
+/// The per-snippet half of [`patch_corpus`]: every snippet `i` with `owns(i)`, in corpus
+/// order, patched from its twin `spec`. A twin that cannot be patched is skipped with its
+/// reason (logged, one line); a snippet that fails otherwise is logged and recorded as
+/// failed. Encoders and encoder–decoders are refused before any snippet runs.
+pub fn patch_snippets(
+    model: &LoadedModel,
+    snippets: &[crate::corpus::Snippet],
+    owns: &dyn Fn(usize) -> bool,
+    spec: &TwinSpec,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<PatchSnippet>> {
+    refuse(model)?;
+    let own: Vec<usize> = (0..snippets.len()).filter(|&i| owns(i)).collect();
+    let mut out = Vec::with_capacity(own.len());
+    for (done, &i) in own.iter().enumerate() {
+        let sn = &snippets[i];
+        let one = || -> Result<SnippetOutcome> {
+            match prepare(model, &sn.code, sn.language, spec)? {
+                Ok(ready) => Ok(SnippetOutcome::Patched(run(model, ready)?.values())),
+                Err(e) => Ok(SnippetOutcome::Skipped(e.to_string())),
+            }
+        };
+        let outcome = match one() {
+            Ok(o) => o,
+            Err(Error::Cancelled) => return Err(Error::Cancelled),
+            Err(e) => {
+                tracing::warn!(snippet = %sn.origin, "patch failed: {e}");
+                SnippetOutcome::Failed
+            }
+        };
+        if let SnippetOutcome::Skipped(reason) = &outcome {
+            tracing::warn!(snippet = %sn.origin, "patch skipped: {reason}");
+        }
+        out.push(PatchSnippet {
+            index: i,
+            origin: sn.origin.clone(),
+            outcome,
+        });
+        progress(done + 1, own.len());
+    }
+    Ok(out)
+}
+
+/// One hidden state and class over a corpus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CorpusPatchRow {
+    pub layer: usize,
+    pub class: &'static str,
+    /// Snippets with a measured token of the class, and the mean over them of each
+    /// snippet's rename effect and patched change (Σ over its tokens of the class), the
+    /// latter with its bootstrap 95% interval.
+    pub snippets: usize,
+    pub rename_bits: f64,
+    pub delta: super::causal::Interval,
+    /// Snippets with a fraction (`|Σ r| >=` [`MIN_EFFECT_BITS`]) and the mean of their
+    /// fractions with its bootstrap 95% interval.
+    pub fraction_snippets: usize,
+    pub fraction: super::causal::Interval,
+}
+
+/// A patch over a corpus: per hidden state and class, the mean over snippets.
+pub struct CorpusPatch {
+    /// The rewrite every twin was made by, and `--seed` (the shuffle's and the bootstrap's).
+    pub twin: String,
+    pub seed: u64,
+    /// Model layers (hidden states `0..=layers`).
+    pub layers: usize,
+    /// `[hidden state][class]`, row-major.
+    pub rows: Vec<CorpusPatchRow>,
+    pub per: Vec<PatchSnippet>,
+}
+
+/// [`patch_snippets`] on every snippet, then [`patch_aggregate`].
+pub fn patch_corpus(
+    model: &LoadedModel,
+    snippets: &[crate::corpus::Snippet],
+    rewrite: Rewrite,
+    seed: u64,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<CorpusPatch> {
+    let spec = TwinSpec::Rename(rewrite);
+    let per = patch_snippets(model, snippets, &|_| true, &spec, progress)?;
+    Ok(patch_aggregate(per, model.info.layers, &spec.label(), seed))
+}
+
+/// The aggregate half of [`patch_corpus`], from the snippets in corpus order: per hidden
+/// state and class the means over snippets and their bootstrap intervals
+/// ([`super::causal::bootstrap_mean`], seeded by `seed`, state, class and quantity).
+pub fn patch_aggregate(
+    per: Vec<PatchSnippet>,
+    layers: usize,
+    twin: &str,
+    seed: u64,
+) -> CorpusPatch {
+    let mut rows = Vec::with_capacity((layers + 1) * PATCH_CLASSES.len());
+    for l in 0..=layers {
+        for (c, class) in PATCH_CLASSES.iter().enumerate() {
+            let k = (l * PATCH_CLASSES.len() + c) * VALUES_PER_CLASS;
+            let at = |v: &[Option<f64>], j: usize| v.get(k + j).copied().flatten();
+            let (mut rename, mut delta, mut frac) = (Vec::new(), Vec::new(), Vec::new());
+            for p in &per {
+                let SnippetOutcome::Patched(v) = &p.outcome else {
+                    continue;
+                };
+                if at(v, 0).is_some_and(|t| t > 0.0) {
+                    rename.extend(at(v, 1));
+                    delta.extend(at(v, 2));
+                }
+                frac.extend(at(v, 3).filter(|f| f.is_finite()));
+            }
+            let key = seed ^ ((l * PATCH_CLASSES.len() + c) * 2) as u64;
+            rows.push(CorpusPatchRow {
+                layer: l,
+                class,
+                snippets: delta.len(),
+                rename_bits: if rename.is_empty() {
+                    f64::NAN
+                } else {
+                    rename.iter().sum::<f64>() / rename.len() as f64
+                },
+                delta: super::causal::bootstrap_mean(&delta, key),
+                fraction_snippets: frac.len(),
+                fraction: super::causal::bootstrap_mean(&frac, key + 1),
+            });
+        }
+    }
+    CorpusPatch {
+        twin: twin.into(),
+        seed,
+        layers,
+        rows,
+        per,
+    }
+}
+
+fn count(per: &[PatchSnippet], f: impl Fn(&SnippetOutcome) -> bool) -> usize {
+    per.iter().filter(|p| f(&p.outcome)).count()
+}
+
+/// A value for the tables: NaN (no snippet) as null.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then(|| r6(x))
+}
+
+impl CorpusPatch {
+    pub fn patched(&self) -> usize {
+        count(&self.per, |o| matches!(o, SnippetOutcome::Patched(_)))
+    }
+
+    pub fn skipped(&self) -> usize {
+        count(&self.per, |o| matches!(o, SnippetOutcome::Skipped(_)))
+    }
+
+    pub fn failed(&self) -> usize {
+        count(&self.per, |o| matches!(o, SnippetOutcome::Failed))
+    }
+
+    fn row(&self, l: usize, class: &str) -> &CorpusPatchRow {
+        let c = PATCH_CLASSES.iter().position(|x| *x == class).unwrap_or(2);
+        &self.rows[l * PATCH_CLASSES.len() + c]
+    }
+
+    /// `patch --data ... --json` (README, JSON shapes; `model`: the
+    /// [`crate::model::ModelInfo`], or its JSON as a shard recorded it).
+    pub fn to_json(&self, model: &impl serde::Serialize, corpus: &str) -> Value {
+        let per_layer: Vec<Value> = (0..=self.layers)
+            .map(|l| {
+                let classes: Vec<Value> = PATCH_CLASSES
+                    .iter()
+                    .map(|c| {
+                        let r = self.row(l, c);
+                        json!({
+                            "class": c,
+                            "snippets": r.snippets,
+                            "rename_bits": finite(r.rename_bits),
+                            "delta_bits": finite(r.delta.mean),
+                            "delta_lo": finite(r.delta.lo),
+                            "delta_hi": finite(r.delta.hi),
+                            "fraction_snippets": r.fraction_snippets,
+                            "fraction": finite(r.fraction.mean),
+                            "fraction_lo": finite(r.fraction.lo),
+                            "fraction_hi": finite(r.fraction.hi),
+                        })
+                    })
+                    .collect();
+                json!({"layer": l, "classes": classes})
+            })
+            .collect();
+        let per_snippet: Vec<Value> = self
+            .per
+            .iter()
+            .map(|p| {
+                let (status, reason, layers) = match &p.outcome {
+                    SnippetOutcome::Patched(v) => {
+                        let layers: Vec<Value> = (0..=self.layers)
+                            .map(|l| {
+                                let classes: Vec<Value> = PATCH_CLASSES
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(c, name)| {
+                                        let k = (l * PATCH_CLASSES.len() + c) * VALUES_PER_CLASS;
+                                        let at = |j: usize| v.get(k + j).copied().flatten();
+                                        json!({
+                                            "class": name,
+                                            "tokens": at(0).map_or(0, |t| t as usize),
+                                            "rename_bits": at(1).map(r6),
+                                            "delta_bits": at(2).map(r6),
+                                            "fraction": r6o(at(3)),
+                                        })
+                                    })
+                                    .collect();
+                                json!({"layer": l, "classes": classes})
+                            })
+                            .collect();
+                        ("patched", None, Some(layers))
+                    }
+                    SnippetOutcome::Skipped(r) => ("skipped", Some(r.as_str()), None),
+                    SnippetOutcome::Failed => ("failed", None, None),
+                };
+                json!({
+                    "index": p.index,
+                    "origin": p.origin,
+                    "status": status,
+                    "reason": reason,
+                    "per_layer": layers,
+                })
+            })
+            .collect();
+        json!({
+            "command": "patch",
+            "model": model,
+            "corpus": corpus,
+            "twin": self.twin,
+            "seed": self.seed,
+            "snippets": self.patched(),
+            "skipped": self.skipped(),
+            "failed": self.failed(),
+            "bootstrap_resamples": super::causal::BOOTSTRAP,
+            "layers": self.layers + 1,
+            "layer_0": "embeddings",
+            "min_effect_bits": MIN_EFFECT_BITS,
+            "per_layer": per_layer,
+            "per_snippet": per_snippet,
+        })
+    }
+
+    /// `patch --data ... --csv`: `layer,class,snippets,rename_bits,delta_bits,delta_lo,
+    /// delta_hi,fraction_snippets,fraction,fraction_lo,fraction_hi` (empty where no
+    /// snippet has a value).
+    pub fn to_csv(&self) -> String {
+        let mut s = String::from(
+            "layer,class,snippets,rename_bits,delta_bits,delta_lo,delta_hi,fraction_snippets,fraction,fraction_lo,fraction_hi\n",
+        );
+        let v = |x: f64| {
+            if x.is_finite() {
+                format!("{x:.6}")
+            } else {
+                String::new()
+            }
+        };
+        for r in &self.rows {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{},{},{},{},{}",
+                r.layer,
+                r.class,
+                r.snippets,
+                v(r.rename_bits),
+                v(r.delta.mean),
+                v(r.delta.lo),
+                v(r.delta.hi),
+                r.fraction_snippets,
+                v(r.fraction.mean),
+                v(r.fraction.lo),
+                v(r.fraction.hi)
+            );
+        }
+        s
+    }
+
+    /// Text: per hidden state the mean Δ bits and fraction carried with their intervals,
+    /// and the identifier and syntactic-token fractions.
+    pub fn summary_text(&self, corpus: &str) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{corpus}: {} snippets patched from {} ({} skipped: their twin cannot be patched, {} \
+             failed); mean over snippets, 95% CI by bootstrap over snippets",
+            self.patched(),
+            self.twin,
+            self.skipped(),
+            self.failed()
+        );
+        let all = self.row(0, "all");
+        let _ = writeln!(
+            s,
+            "rename effect on the unchanged tokens: {:+.3} bits per snippet (B − A); L0 = \
+             embeddings, L{} = output",
+            all.rename_bits, self.layers
+        );
+        let _ = writeln!(
+            s,
+            "{:<6} {:>9} {:>19}  {:>8} {:>19}  {:>8} {:>8}",
+            "layer", "Δ bits", "95% CI", "fraction", "95% CI", "id frac", "syn frac"
+        );
+        let ci = |i: &super::causal::Interval| {
+            if i.lo.is_finite() {
+                format!("[{:+.3}, {:+.3}]", i.lo, i.hi)
+            } else {
+                "-".into()
+            }
+        };
+        let num = |x: f64| {
+            if x.is_finite() {
+                format!("{x:+.3}")
+            } else {
+                "-".into()
+            }
+        };
+        for l in 0..=self.layers {
+            let (a, i, y) = (
+                self.row(l, "all"),
+                self.row(l, "identifier"),
+                self.row(l, "syntactic"),
+            );
+            let _ = writeln!(
+                s,
+                "{:<6} {:>9} {:>19}  {:>8} {:>19}  {:>8} {:>8}",
+                format!("L{l}"),
+                num(a.delta.mean),
+                ci(&a.delta),
+                num(a.fraction.mean),
+                ci(&a.fraction),
+                num(i.fraction.mean),
+                num(y.fraction.mean)
             );
         }
         s

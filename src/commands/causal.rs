@@ -303,7 +303,7 @@ pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> 
     )
 }
 
-/// What a knockout or ablation shard shares with the other shards of its run (the
+/// What a knockout, ablation or patch shard shares with the other shards of its run (the
 /// command's own fields left at their defaults).
 fn run_key(
     settings: &Settings,
@@ -333,6 +333,7 @@ fn run_key(
         control: 0,
         ablation: None,
         probe: None,
+        rewrite: None,
     })
 }
 
@@ -372,8 +373,12 @@ pub(super) fn lens_cmd(settings: &Settings, args: &crate::cli::LensArgs) -> Resu
 
 pub(super) fn patch_cmd(settings: &Settings, args: &crate::cli::PatchArgs) -> Result<()> {
     use analysis::compare::TwinSpec;
-    let inp = input::read(&args.file)?;
-    let lang = settings.language_for(&args.file, &inp.text);
+    if let Some(data) = &args.data {
+        return patch_corpus_cmd(settings, args, data);
+    }
+    let file = args.file.as_deref().unwrap_or("-");
+    let inp = input::read(file)?;
+    let lang = settings.language_for(file, &inp.text);
     let spec = match &args.twin {
         Some(f) => {
             let t = input::read(f)?;
@@ -394,5 +399,75 @@ pub(super) fn patch_cmd(settings: &Settings, args: &crate::cli::PatchArgs) -> Re
         || r.to_json(&m.info),
         || r.to_csv(),
         || r.summary_text(&crate::error::printable(&inp.name, false)),
+    )
+}
+
+/// `patch --data CORPUS`: every snippet against its twin by `--rewrite`, in one process
+/// or as shard K/N.
+fn patch_corpus_cmd(settings: &Settings, args: &crate::cli::PatchArgs, data: &str) -> Result<()> {
+    use analysis::patch;
+    let rewrite = rewrite_of(&args.rewrite, args.seed)?;
+    let path = if data == "stdlib" {
+        python_stdlib()?
+    } else {
+        std::path::PathBuf::from(data)
+    };
+    let corpus = crate::corpus::load(&path, settings.lang, args.limit)?;
+    if corpus.snippets.is_empty() {
+        return Err(Error::Input {
+            name: path.display().to_string(),
+            reason: "holds no usable snippet".into(),
+        });
+    }
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(settings.random_weights),
+    )?;
+    let mut progress = |done: usize, total: usize| {
+        tracing::info!(done, total, "patch corpus progress");
+    };
+    let name = crate::error::printable(data, false).into_owned();
+    if let (Some(shard), Some(dir)) = (args.shard, &args.shard_out) {
+        let spec = analysis::compare::TwinSpec::Rename(rewrite);
+        let per = patch::patch_snippets(
+            &m,
+            &corpus.snippets,
+            &|i| shard.owns(i),
+            &spec,
+            &mut progress,
+        )?;
+        let key = run_key(
+            settings,
+            &m,
+            &corpus.snippets,
+            &name,
+            args.limit,
+            analysis::Mode::Source,
+        )?;
+        let key = crate::analysis::causal_shard::RunKey {
+            command: "patch".into(),
+            seed: args.seed,
+            rewrite: Some(spec.label()),
+            ..key
+        };
+        let info = serde_json::to_value(&m.info)
+            .map_err(|e| Error::Compute(format!("cannot record the model: {e}")))?;
+        let path = crate::analysis::causal_shard::write_patch(dir, key, info, shard, &per)?;
+        return shard_written(shard, per.len(), &path);
+    }
+    let r = patch::patch_corpus(&m, &corpus.snippets, rewrite, args.seed, &mut progress)?;
+    if r.skipped() > 0 {
+        crate::logging::notice(format_args!(
+            "{} of {} snippets skipped: their twin cannot be patched (the log has each one's \
+             reason)",
+            r.skipped(),
+            r.per.len()
+        ));
+    }
+    print_out(
+        &args.out,
+        || r.to_json(&m.info, &name),
+        || r.to_csv(),
+        || r.summary_text(&name),
     )
 }

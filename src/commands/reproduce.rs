@@ -27,7 +27,7 @@ pub(super) fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
     {
         let m = crate::analysis::causal_shard::merge(&args.dirs)?;
         crate::logging::notice(format_args!(
-            "{} knockout or ablation shards merged",
+            "{} knockout, ablation or patch shards merged",
             m.shards
         ));
         return print_out(
@@ -40,7 +40,7 @@ pub(super) fn merge_cmd(settings: &Settings, args: &MergeArgs) -> Result<()> {
     if args.output.json || args.output.csv {
         return Err(Error::Input {
             name: "merge".into(),
-            reason: "--json and --csv are for knockout and ablation shards".into(),
+            reason: "--json and --csv are for knockout, ablation and patch shards".into(),
         });
     }
     let shards = args

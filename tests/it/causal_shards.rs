@@ -239,3 +239,57 @@ fn ablation_shards_merge_into_the_one_process_tables() {
     let line = fails(&o);
     assert!(line.contains("--json and --csv are for knockout"), "{line}");
 }
+
+#[test]
+fn patch_shards_merge_into_the_one_process_tables() {
+    let env = Env::new();
+    let args = ["patch", "--rewrite", "rename:shuffle", "--seed", "2"];
+    let dirs = shards_equal_one_run(&env, &args, 3, "p");
+    let v: serde_json::Value = serde_json::from_str(&ok(&merge(
+        &env,
+        &[&dirs[0], &dirs[1], &dirs[2]],
+        &["--json"],
+    )))
+    .unwrap();
+    assert_eq!(v["command"], "patch");
+    let per = v["per_snippet"].as_array().unwrap();
+    assert_eq!(per.len(), SNIPPETS.len(), "every snippet, in corpus order");
+    assert!(per.iter().enumerate().all(|(i, p)| p["index"] == i));
+    assert!(v["snippets"].as_u64().unwrap() >= 2, "{v}");
+    assert!(
+        v["per_layer"][1]["classes"][2]["fraction_lo"].is_f64(),
+        "{v}"
+    );
+    let data = corpus(&env);
+    let shard = |name: &str, a: &[&str]| {
+        let d = env.root.join(name);
+        ok(&run(
+            &env,
+            "tiny_llama",
+            a,
+            &data,
+            &["--shard", "3/3", "--out", d.to_str().unwrap()],
+        ));
+        d
+    };
+    let d = shard(
+        "neutral",
+        &["patch", "--rewrite", "rename:neutral", "--seed", "2"],
+    );
+    let line = fails(&merge(&env, &[&dirs[0], &dirs[1], &d], &[]));
+    assert!(
+        line.contains("--rewrite: rename:neutral here, rename:shuffle there"),
+        "{line}"
+    );
+    let d = shard(
+        "seed",
+        &["patch", "--rewrite", "rename:shuffle", "--seed", "3"],
+    );
+    let line = fails(&merge(&env, &[&dirs[0], &dirs[1], &d], &[]));
+    assert!(line.contains("--seed: 3 here, 2 there"), "{line}");
+    let d = shard("ablate", &["ablate", "--seed", "2"]);
+    let line = fails(&merge(&env, &[&dirs[0], &dirs[1], &d], &[]));
+    assert!(line.contains("command: ablate here, patch there"), "{line}");
+    let line = fails(&merge(&env, &[&dirs[0], &dirs[1]], &[]));
+    assert!(line.contains("shard 3/3 is missing"), "{line}");
+}

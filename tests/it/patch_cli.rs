@@ -229,3 +229,146 @@ fn the_packaged_gemma3_is_patched_layer_by_layer() {
     assert_eq!(v["per_layer"][0]["fraction"], 1.0);
     assert!(v["unchanged_tokens"].as_u64().unwrap() > 3);
 }
+
+/// `patch --data`: three snippets, the third's shuffled names (`width` ↔ `h`) of other
+/// subword counts. Each patched snippet's per-layer values are the single-file `patch
+/// --json` on that snippet, exactly; the table's means are their means over the
+/// snippets; the misaligned one is skipped and counted (its reason in the log, one line),
+/// not fatal; CSV and text in their shapes.
+#[test]
+fn a_corpus_patch_is_each_snippets_patch_and_counts_the_misaligned() {
+    let env = Env::new();
+    let dir = env.root.join("corpus");
+    std::fs::create_dir_all(&dir).unwrap();
+    let snippets = [
+        CODE,
+        "def scale(v, k):\n    out = v * k\n    return out\n",
+        "def pick(width, h):\n    if width > h:\n        return width\n    return h\n",
+    ];
+    for (i, s) in snippets.iter().enumerate() {
+        std::fs::write(dir.join(format!("s{i}.py")), s).unwrap();
+    }
+    let d = dir.to_str().unwrap();
+    let o = patch(
+        &env,
+        "tiny_llama",
+        &["--data", d, "--rewrite", "rename:shuffle", "--json"],
+    );
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("1 of 3 snippets skipped: their twin cannot be patched"),
+        "{said}"
+    );
+    assert_eq!(v["command"], "patch");
+    assert_eq!(v["twin"], "rename:shuffle");
+    assert_eq!(
+        (v["snippets"].as_u64(), v["skipped"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(v["failed"], 0);
+    assert_eq!(v["layers"], 3);
+    assert_eq!(v["bootstrap_resamples"], 1000);
+    let per = v["per_snippet"].as_array().unwrap();
+    assert_eq!(per.len(), 3);
+    let mut singles = Vec::new();
+    for (i, p) in per.iter().enumerate() {
+        assert_eq!(p["index"], i);
+        let file = dir.join(format!("s{i}.py"));
+        assert!(p["origin"].as_str().unwrap().contains(&format!("s{i}.py")));
+        let o = patch(
+            &env,
+            "tiny_llama",
+            &[
+                file.to_str().unwrap(),
+                "--rewrite",
+                "rename:shuffle",
+                "--json",
+            ],
+        );
+        if i == 2 {
+            assert_eq!(p["status"], "skipped");
+            assert_eq!(p["per_layer"], Value::Null);
+            // The single-file refusal's reason, and one line of the log.
+            let line = fails(&o);
+            let reason = p["reason"].as_str().unwrap();
+            assert!(reason.contains("`width` → `h`"), "{reason}");
+            assert!(line.ends_with(reason), "{line} / {reason}");
+            let log = std::fs::read_to_string(env.root.join("log.txt")).unwrap();
+            let skips: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("patch skipped"))
+                .collect();
+            assert!(
+                !skips.is_empty()
+                    && skips
+                        .iter()
+                        .all(|l| l.contains("s2.py") && l.contains("`width` → `h`")),
+                "{log}"
+            );
+            continue;
+        }
+        assert_eq!(p["status"], "patched");
+        let one: Value = serde_json::from_str(&ok(&o)).unwrap();
+        for (l, row) in one["per_layer"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(
+                p["per_layer"][l]["classes"], row["classes"],
+                "snippet {i}, layer {l}"
+            );
+        }
+        singles.push(one);
+    }
+    // The means over the two patched snippets, per layer and class, with intervals that
+    // hold them.
+    for l in 0..3 {
+        for c in 0..3 {
+            let row = &v["per_layer"][l]["classes"][c];
+            let of = |k: &str| -> Vec<f64> {
+                singles
+                    .iter()
+                    .filter_map(|s| s["per_layer"][l]["classes"][c][k].as_f64())
+                    .collect()
+            };
+            let (d, fr) = (of("delta_bits"), of("fraction"));
+            assert_eq!(row["snippets"].as_u64(), Some(d.len() as u64));
+            assert_eq!(row["fraction_snippets"].as_u64(), Some(fr.len() as u64));
+            let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+            assert!((f(&row["delta_bits"]) - mean(&d)).abs() < 2e-6, "{row}");
+            assert!((f(&row["fraction"]) - mean(&fr)).abs() < 2e-6, "{row}");
+            let lo = d.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = d.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            assert!(f(&row["delta_lo"]) >= lo - 2e-6 && f(&row["delta_hi"]) <= hi + 2e-6);
+            assert!(f(&row["delta_lo"]) <= f(&row["delta_bits"]));
+        }
+        assert_eq!(v["per_layer"][0]["classes"][2]["fraction"], 1.0);
+    }
+    let csv = ok(&patch(
+        &env,
+        "tiny_llama",
+        &["--data", d, "--rewrite", "rename:shuffle", "--csv"],
+    ));
+    assert_eq!(
+        csv.lines().next(),
+        Some("layer,class,snippets,rename_bits,delta_bits,delta_lo,delta_hi,fraction_snippets,fraction,fraction_lo,fraction_hi")
+    );
+    assert_eq!(csv.lines().count(), 1 + 3 * 3);
+    let text = ok(&patch(
+        &env,
+        "tiny_llama",
+        &["--data", d, "--rewrite", "rename:shuffle"],
+    ));
+    assert!(
+        text.contains("2 snippets patched from rename:shuffle (1 skipped") && text.contains("L2"),
+        "{text}"
+    );
+    // A corpus with a file beside it, or with a TWIN, is a usage error; an encoder is
+    // refused in one line before any snippet runs.
+    let o = patch(&env, "tiny_llama", &["--data", d, "x.py"]);
+    assert_eq!(o.status.code(), Some(2));
+    let line = fails(&patch(
+        &env,
+        "tiny_roberta",
+        &["--data", d, "--rewrite", "rename:shuffle"],
+    ));
+    assert!(line.contains("is an encoder"), "{line}");
+}
