@@ -15,22 +15,7 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         probe: None,
     };
     if let Some(data) = &args.data {
-        let path = if data == "stdlib" {
-            python_stdlib()?
-        } else {
-            std::path::PathBuf::from(data)
-        };
-        let corpus = crate::corpus::load(&path, settings.lang, args.limit)?;
-        if corpus.snippets.is_empty() {
-            return Err(Error::Input {
-                name: path.display().to_string(),
-                reason: "holds no usable snippet".into(),
-            });
-        }
-        let m = load_model(
-            settings.model.as_deref(),
-            settings.load_options(settings.random_weights),
-        )?;
+        let (corpus, m) = corpus_and_model(settings, data, args.limit)?;
         let name = crate::error::printable(data, false).into_owned();
         let mut probe_key = None;
         let opts = match args.probe {
@@ -229,22 +214,7 @@ pub(super) fn ablate_cmd(settings: &Settings, args: &crate::cli::AblateArgs) -> 
         _ => crate::model::AblationMode::Zero,
     };
     if let Some(data) = &args.data {
-        let path = if data == "stdlib" {
-            python_stdlib()?
-        } else {
-            std::path::PathBuf::from(data)
-        };
-        let corpus = crate::corpus::load(&path, settings.lang, args.limit)?;
-        if corpus.snippets.is_empty() {
-            return Err(Error::Input {
-                name: path.display().to_string(),
-                reason: "holds no usable snippet".into(),
-            });
-        }
-        let m = load_model(
-            settings.model.as_deref(),
-            settings.load_options(settings.random_weights),
-        )?;
+        let (corpus, m) = corpus_and_model(settings, data, args.limit)?;
         let mut progress = |done: usize, total: usize| {
             tracing::info!(done, total, "ablation corpus progress");
         };
@@ -407,22 +377,7 @@ pub(super) fn patch_cmd(settings: &Settings, args: &crate::cli::PatchArgs) -> Re
 fn patch_corpus_cmd(settings: &Settings, args: &crate::cli::PatchArgs, data: &str) -> Result<()> {
     use analysis::patch;
     let rewrite = rewrite_of(&args.rewrite, args.seed)?;
-    let path = if data == "stdlib" {
-        python_stdlib()?
-    } else {
-        std::path::PathBuf::from(data)
-    };
-    let corpus = crate::corpus::load(&path, settings.lang, args.limit)?;
-    if corpus.snippets.is_empty() {
-        return Err(Error::Input {
-            name: path.display().to_string(),
-            reason: "holds no usable snippet".into(),
-        });
-    }
-    let m = load_model(
-        settings.model.as_deref(),
-        settings.load_options(settings.random_weights),
-    )?;
+    let (corpus, m) = corpus_and_model(settings, data, args.limit)?;
     let mut progress = |done: usize, total: usize| {
         tracing::info!(done, total, "patch corpus progress");
     };
@@ -470,4 +425,30 @@ fn patch_corpus_cmd(settings: &Settings, args: &crate::cli::PatchArgs, data: &st
         || r.to_csv(),
         || r.summary_text(&name),
     )
+}
+
+/// The corpus `data` (a directory, a .jsonl(.gz) or .zip file, or `stdlib`) of a causal
+/// corpus run, refused when it holds no usable snippet, and the model it runs on.
+fn corpus_and_model(
+    settings: &Settings,
+    data: &str,
+    limit: Option<usize>,
+) -> Result<(crate::corpus::Corpus, crate::model::LoadedModel)> {
+    let path = if data == "stdlib" {
+        python_stdlib()?
+    } else {
+        std::path::PathBuf::from(data)
+    };
+    let corpus = crate::corpus::load(&path, settings.lang, limit)?;
+    if corpus.snippets.is_empty() {
+        return Err(Error::Input {
+            name: path.display().to_string(),
+            reason: "holds no usable snippet".into(),
+        });
+    }
+    let m = load_model(
+        settings.model.as_deref(),
+        settings.load_options(settings.random_weights),
+    )?;
+    Ok((corpus, m))
 }
