@@ -486,6 +486,7 @@ mod tests {
             let x = rng.vec(n * k, 8.0);
             let head = amx::PackedHead::pack(&w, words, k);
             assert_eq!((head.words(), head.k()), (words, k));
+            assert_eq!(head.bytes(), amx::PackedHead::bytes_for(words, k));
             let mut out = vec![f32::NAN; n * words];
             head.logits(&x, n, &mut out);
             let mut worst = 0.0f64;
@@ -507,6 +508,73 @@ mod tests {
                 }
             }
             eprintln!("{words}x{k}x{n}: worst relative error {worst:.2e}");
+        }
+    }
+
+    /// The packed f32 head (the LM head's product at AVX2 and AVX-512 without AMX) is a
+    /// plain f32 dot product: within f32's own worst-case rounding of a `k`-term sum of
+    /// the f64 product, on shapes that leave partial groups, partial panels and partial
+    /// row blocks, at every level that runs it; filled in slices, it equals one packing.
+    #[test]
+    fn packed_f32_head_is_a_dot_product_on_odd_shapes() {
+        use codescope_kernels::head::PackedF32Head;
+        let mut rng = crate::model::testutil::SplitMix::new(17);
+        let levels: Vec<isa::Isa> = isa::available()
+            .into_iter()
+            .filter(|&i| PackedF32Head::runs_at(i))
+            .collect();
+        if levels.is_empty() {
+            eprintln!("no AVX2 on this CPU: the packed head is not used here");
+            return;
+        }
+        for (words, k, n) in [
+            (1000, 72, 33),
+            (17, 5, 1),
+            (2048 + 48, 640, 70),
+            (64, 32, 7),
+        ] {
+            let w = rng.vec(words * k, 3.0);
+            let x = rng.vec(n * k, 8.0);
+            let head = PackedF32Head::pack(&w, words, k);
+            assert_eq!((head.words(), head.k()), (words, k));
+            assert_eq!(head.bytes(), PackedF32Head::bytes_for(words, k));
+            // Filled in uneven slices (not on group bounds), the same packing.
+            let mut sliced = PackedF32Head::zeroed(words, k);
+            let mut first = 0;
+            for size in [3usize, 61, 200].iter().cycle() {
+                if first >= words {
+                    break;
+                }
+                let r = (*size).min(words - first);
+                sliced.fill_rows(first, &w[first * k..(first + r) * k]);
+                first += r;
+            }
+            for &level in &levels {
+                let mut out = vec![f32::NAN; n * words];
+                head.logits(level, &x, n, &mut out);
+                let mut again = vec![f32::NAN; n * words];
+                sliced.logits(level, &x, n, &mut again);
+                assert_eq!(out, again, "{level}: sliced packing");
+                let mut worst = 0.0f64;
+                for r in 0..n {
+                    for j in 0..words {
+                        let (mut exact, mut abs) = (0.0f64, 0.0f64);
+                        for i in 0..k {
+                            let p = w[j * k + i] as f64 * x[r * k + i] as f64;
+                            exact += p;
+                            abs += p.abs();
+                        }
+                        let got = out[r * words + j] as f64;
+                        let err = (got - exact).abs();
+                        assert!(
+                            err <= abs * k as f64 * 2f64.powi(-24) + 1e-30,
+                            "{level} {words}x{k}, row {r}, word {j}: {got} vs {exact}"
+                        );
+                        worst = worst.max(err / abs.max(1e-30));
+                    }
+                }
+                eprintln!("{level} {words}x{k}x{n}: worst relative error {worst:.2e}");
+            }
         }
     }
 

@@ -130,15 +130,26 @@ pub(crate) fn stream_logits_biased(
 ) -> crate::error::Result<()> {
     let vocab = w_t.dims2()?.1;
     let w = w_t.t()?;
+    let bias_values = match bias {
+        Some(b) => Some(b.to_dtype(candle_core::DType::F32)?.to_vec1::<f32>()?),
+        None => None,
+    };
     stream_logits_with(last, vocab, sink, |x| {
-        let logits = match amx_logits(&w, x)? {
-            Some(l) => l,
-            None => x.matmul(w_t)?,
-        };
-        match bias {
-            Some(b) => logits.broadcast_add(b),
-            None => Ok(logits),
+        if let Some(mut buf) = packed_logits(&w, x)? {
+            if let Some(b) = &bias_values {
+                for row in buf.chunks_exact_mut(vocab) {
+                    for (v, b) in row.iter_mut().zip(b) {
+                        *v += b;
+                    }
+                }
+            }
+            return Ok(Block::Buf(buf));
         }
+        let logits = x.matmul(w_t)?;
+        Ok(Block::Tensor(match bias {
+            Some(b) => logits.broadcast_add(b)?,
+            None => logits,
+        }))
     })
 }
 
@@ -151,91 +162,186 @@ pub(crate) fn stream_head(
     stream_logits_with(last, head.vocab()?, sink, |x| head.logits(x))
 }
 
+/// One block of logits, `[rows, vocab]` row-major: a tensor (a general matrix product's),
+/// or a buffer from a packed head's product, which goes back to [`LOGITS_POOL`] once read.
+pub(crate) enum Block {
+    Tensor(candle_core::Tensor),
+    Buf(Vec<f32>),
+}
+
+/// The buffer the last block of packed logits was written to, kept for the next: a block
+/// of Gemma 3's logits is up to 256 MiB, which the allocator would otherwise map and the
+/// kernel zero again at every product (a fifth of an ablation grid's time).
+static LOGITS_POOL: std::sync::Mutex<Vec<f32>> = std::sync::Mutex::new(Vec::new());
+
+/// A buffer of `len` zeros, the pool's if it holds one.
+fn pooled(len: usize) -> Vec<f32> {
+    let mut v = std::mem::take(&mut *LOGITS_POOL.lock().unwrap_or_else(|p| p.into_inner()));
+    v.clear();
+    v.resize(len, 0.0);
+    v
+}
+
 /// The row blocks of [`stream_logits`], each block's logits computed by `logits`.
 fn stream_logits_with(
     last: &candle_core::Tensor,
     vocab: usize,
     sink: &mut super::LogitsSink,
-    logits: impl Fn(&candle_core::Tensor) -> candle_core::Result<candle_core::Tensor>,
+    logits: impl Fn(&candle_core::Tensor) -> candle_core::Result<Block>,
 ) -> crate::error::Result<()> {
     let vocab = vocab.max(1);
     let block = logit_block_rows(vocab);
     let n = last.dims2()?.0;
     let mut start = 0;
+    // Non-finite logits would turn into NaN surprisal silently.
+    let read = |start: usize, block: &[f32], sink: &mut super::LogitsSink| {
+        let bad = codescope_kernels::analysis::count_non_finite(block);
+        if bad > 0 {
+            return Err(crate::error::Error::Compute(format!(
+                "LM head: {bad} logits are NaN or infinite"
+            )));
+        }
+        sink(start, block)
+    };
     while start < n {
         let rows = block.min(n - start);
-        let logits = logits(&last.narrow(0, start, rows)?)?;
-        // The block is read where the product left it (a copy of Gemma 3's 128 x
-        // 262,144 logits was 134 MB per block).
-        super::weights::with_f32(&logits, |block| {
-            // Non-finite logits would turn into NaN surprisal silently.
-            let bad = codescope_kernels::analysis::count_non_finite(block);
-            if bad > 0 {
-                return Err(crate::error::Error::Compute(format!(
-                    "LM head: {bad} logits are NaN or infinite"
-                )));
+        match logits(&last.narrow(0, start, rows)?)? {
+            // The block is read where the product left it (a copy of Gemma 3's 128 x
+            // 262,144 logits was 134 MB per block).
+            Block::Tensor(t) => super::weights::with_f32(&t, |b| read(start, b, sink))??,
+            Block::Buf(buf) => {
+                let r = read(start, &buf, sink);
+                *LOGITS_POOL.lock().unwrap_or_else(|p| p.into_inner()) = buf;
+                r?
             }
-            sink(start, block)
-        })??;
+        }
         start += rows;
     }
     Ok(())
 }
 
-/// The LM head `w` (`[vocab, hidden]`) applied to `x` (`[n, hidden]`) on AMX tiles
-/// (`codescope_kernels::amx`: bf16 parts summed to f32 accuracy), when the instruction set
-/// in use is AMX and `w` is a contiguous f32 tensor; `None` otherwise (the caller's gemm
-/// product). The head is packed into tiles at its first use and kept for the next ones:
-/// one head at a time (the model in use), keyed by its storage, which the cache holds on
-/// to so that the key cannot be reused by another tensor.
-pub(crate) fn amx_logits(
+/// The LM head `w` (`[vocab, hidden]`) applied to `x` (`[n, hidden]`) from weights packed
+/// once, when the instruction set in use has a packed product and `w` is a contiguous
+/// f32 tensor; `None` otherwise (the caller's gemm product). At level `amx`, on AMX tiles
+/// (`codescope_kernels::amx`: bf16 parts summed to f32 accuracy); at `avx512` and `avx2`,
+/// f32 products from weights packed in the order the product reads them
+/// (`codescope_kernels::head`), for heads of at most [`F32_PACK_LIMIT`] bytes. The head
+/// is packed at its first use and kept for the next ones: one head at a time (the model
+/// in use), keyed by its storage, which the cache holds on to so that the key cannot be
+/// reused by another tensor.
+pub(crate) fn packed_logits(
     w: &candle_core::Tensor,
     x: &candle_core::Tensor,
-) -> candle_core::Result<Option<candle_core::Tensor>> {
+) -> candle_core::Result<Option<Vec<f32>>> {
     if w.dtype() != candle_core::DType::F32 || !w.is_contiguous() {
         return Ok(None);
     }
     let (vocab, hidden) = w.dims2()?;
     let key = super::weights::with_f32(w, |d| d.as_ptr() as usize)?;
     let keep = std::sync::Arc::new(w.clone());
-    amx_logits_keyed(key, keep, vocab, hidden, x, || {
+    packed_logits_keyed(key, keep, vocab, hidden, x, |amx| {
         super::weights::with_f32(w, |d| {
-            codescope_kernels::amx::PackedHead::pack(d, vocab, hidden)
+            if amx {
+                Packed::Amx(codescope_kernels::amx::PackedHead::pack(d, vocab, hidden))
+            } else {
+                Packed::F32(codescope_kernels::head::PackedF32Head::pack(
+                    d, vocab, hidden,
+                ))
+            }
         })
     })
 }
 
-/// [`amx_logits`] for a quantized head `w` (`[vocab, hidden]`), packed from its
+/// [`packed_logits`] for a quantized head `w` (`[vocab, hidden]`), packed from its
 /// dequantized rows (the values the sliced f32 product multiplies).
-pub(crate) fn amx_logits_quant(
+pub(crate) fn packed_logits_quant(
     w: &std::sync::Arc<candle_core::quantized::QTensor>,
     x: &candle_core::Tensor,
-) -> candle_core::Result<Option<candle_core::Tensor>> {
+) -> candle_core::Result<Option<Vec<f32>>> {
     let (vocab, hidden) = w.shape().dims2()?;
     let key = std::sync::Arc::as_ptr(w) as usize;
-    amx_logits_keyed(key, w.clone(), vocab, hidden, x, || {
-        let d = w.dequantize(&candle_core::Device::Cpu)?;
-        super::weights::with_f32(&d, |d| {
-            codescope_kernels::amx::PackedHead::pack(d, vocab, hidden)
-        })
+    packed_logits_keyed(key, w.clone(), vocab, hidden, x, |amx| {
+        if amx {
+            let d = w.dequantize(&candle_core::Device::Cpu)?;
+            return super::weights::with_f32(&d, |d| {
+                Packed::Amx(codescope_kernels::amx::PackedHead::pack(d, vocab, hidden))
+            });
+        }
+        // A slice of rows dequantized at a time, as the sliced product does.
+        let mut p = codescope_kernels::head::PackedF32Head::zeroed(vocab, hidden);
+        super::quant::for_each_head_slice(w, |start, rows| {
+            p.fill_rows(start, rows);
+            Ok(())
+        })?;
+        Ok(Packed::F32(p))
     })
 }
 
-/// The cache of [`amx_logits`]: `key` names the head's storage, `keep` holds it alive.
-fn amx_logits_keyed(
+/// The largest head packed in f32 (`avx512`, `avx2`): 1 GiB, Gemma 3 270M's 671 MB and
+/// the heads of models of up to about 1B parameters; larger heads keep the general
+/// product (and a quantized one its slices), which holds no second copy.
+pub const F32_PACK_LIMIT: usize = 1 << 30;
+
+/// The bytes of the packed copy [`packed_logits`] keeps of a `vocab` x `hidden` head at
+/// the instruction set in use (0: it keeps none, the head's product is gemm's).
+pub(crate) fn packed_head_bytes(vocab: usize, hidden: usize) -> u64 {
+    use codescope_kernels::{amx::PackedHead, head::PackedF32Head, isa};
+    let level = isa::active();
+    let bytes = if level == isa::Isa::Amx {
+        PackedHead::bytes_for(vocab, hidden)
+    } else if PackedF32Head::runs_at(level)
+        && PackedF32Head::bytes_for(vocab, hidden) <= F32_PACK_LIMIT
+    {
+        PackedF32Head::bytes_for(vocab, hidden)
+    } else {
+        0
+    };
+    bytes as u64
+}
+
+/// A head packed for one of the two packed products.
+enum Packed {
+    Amx(codescope_kernels::amx::PackedHead),
+    F32(codescope_kernels::head::PackedF32Head),
+}
+
+impl Packed {
+    fn dims(&self) -> (usize, usize) {
+        match self {
+            Packed::Amx(p) => (p.words(), p.k()),
+            Packed::F32(p) => (p.words(), p.k()),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Packed::Amx(p) => p.bytes(),
+            Packed::F32(p) => p.bytes(),
+        }
+    }
+}
+
+/// The cache of [`packed_logits`]: `key` names the head's storage, `keep` holds it alive;
+/// `pack(amx)` packs it for AMX or for the f32 product.
+fn packed_logits_keyed(
     key: usize,
     keep: std::sync::Arc<dyn std::any::Any + Send + Sync>,
     vocab: usize,
     hidden: usize,
     x: &candle_core::Tensor,
-    pack: impl FnOnce() -> candle_core::Result<codescope_kernels::amx::PackedHead>,
-) -> candle_core::Result<Option<candle_core::Tensor>> {
-    use codescope_kernels::{amx::PackedHead, isa};
+    pack: impl FnOnce(bool) -> candle_core::Result<Packed>,
+) -> candle_core::Result<Option<Vec<f32>>> {
+    use codescope_kernels::{head::PackedF32Head, isa};
     use std::sync::{Arc, Mutex};
     type Keep = Arc<dyn std::any::Any + Send + Sync>;
-    type Entry = (Keep, usize, Arc<PackedHead>);
+    type Entry = (Keep, usize, bool, Arc<Packed>);
     static PACKED: Mutex<Option<Entry>> = Mutex::new(None);
-    if isa::active() != isa::Isa::Amx || x.dtype() != candle_core::DType::F32 {
+    let level = isa::active();
+    let amx = level == isa::Isa::Amx;
+    let f32_packed = !amx
+        && PackedF32Head::runs_at(level)
+        && PackedF32Head::bytes_for(vocab, hidden) <= F32_PACK_LIMIT;
+    if !(amx || f32_packed) || x.dtype() != candle_core::DType::F32 {
         return Ok(None);
     }
     let (n, xh) = x.dims2()?;
@@ -245,24 +351,26 @@ fn amx_logits_keyed(
     let packed = {
         let mut slot = PACKED.lock().unwrap_or_else(|p| p.into_inner());
         match &*slot {
-            Some((_, k, p)) if *k == key && p.words() == vocab && p.k() == hidden => p.clone(),
+            Some((_, k, a, p)) if *k == key && *a == amx && p.dims() == (vocab, hidden) => {
+                p.clone()
+            }
             _ => {
                 // Drop the previous head first: two packed heads need not fit at once.
                 *slot = None;
-                let p = Arc::new(pack()?);
-                tracing::info!(vocab, hidden, bytes = p.bytes(), "LM head packed for AMX");
-                *slot = Some((keep, key, p.clone()));
+                let p = Arc::new(pack(amx)?);
+                tracing::info!(vocab, hidden, bytes = p.bytes(), amx, "LM head packed");
+                *slot = Some((keep, key, amx, p.clone()));
                 p
             }
         }
     };
-    let mut out = vec![0f32; n * vocab];
-    super::weights::with_f32(x, |x| packed.logits(x, n, &mut out))?;
-    Ok(Some(candle_core::Tensor::from_vec(
-        out,
-        (n, vocab),
-        &candle_core::Device::Cpu,
-    )?))
+    let mut out = pooled(n * vocab);
+    let x = x.contiguous()?;
+    super::weights::with_f32(&x, |x| match &*packed {
+        Packed::Amx(p) => p.logits(x, n, &mut out),
+        Packed::F32(p) => p.logits(level, x, n, &mut out),
+    })?;
+    Ok(Some(out))
 }
 
 /// Rows per block of logits: as many as fit 256 MiB of logits (at least 64). Every block

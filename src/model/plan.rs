@@ -101,9 +101,16 @@ pub fn need(dims: &Dims, w: &WeightBytes, mode: WeightsMode, tokens: usize) -> N
     // One layer's fused Q|K|V (heads repeated), MLP input and output, residual copies.
     let activations = n * (3 * d + 3 * dims.intermediate.max(dims.hidden) as u64 + 4 * d) * f;
     let head = if dims.causal {
-        // One block of logits (read in place by the scorer).
+        // One block of logits (read in place by the scorer), and the head's packed copy
+        // (the head's product on AVX2 and wider: `lm::packed_logits`; none for
+        // `--weights kernels`, whose head runs quantized).
         let rows = (dims.tokens_block() as u64).min(n.max(1));
-        rows * dims.vocab as u64 * f
+        let packed = if mode == WeightsMode::Kernels && w.modes {
+            0
+        } else {
+            super::lm::packed_head_bytes(dims.vocab, dims.hidden)
+        };
+        rows * dims.vocab as u64 * f + packed
     } else {
         0
     };
@@ -539,7 +546,13 @@ mod tests {
         // 4 heads x 9 pairs x 4 bytes x (2 kept + 2 working).
         assert_eq!(n.attention, 4 * 9 * 4 * 4);
         assert_eq!(n.hidden, 3 * 3 * 8 * 4);
-        assert_eq!(n.head, 3 * 10 * 4);
+        // A block of logits, and the head's packed copy where the CPU packs it.
+        assert_eq!(
+            n.head,
+            3 * 10 * 4 + crate::model::lm::packed_head_bytes(10, 8)
+        );
+        let kernels = need(&dims, &w, WeightsMode::Kernels, 3);
+        assert_eq!(kernels.head, 3 * 10 * 4);
         assert_eq!(
             n.total(),
             n.weights + n.attention + n.hidden + n.activations + n.head + RUNTIME_BYTES

@@ -358,43 +358,64 @@ impl Head {
     }
 
     /// Logits `[n, vocab]` of `x` `[n, hidden]`.
-    pub(crate) fn logits(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+    pub(crate) fn logits(&self, x: &Tensor) -> candle_core::Result<super::lm::Block> {
+        use super::lm::Block;
         match self {
-            Head::F32(w) => match super::lm::amx_logits(w, x)? {
-                Some(l) => Ok(l),
-                None => x.matmul(&w.t()?),
+            Head::F32(w) => match super::lm::packed_logits(w, x)? {
+                Some(l) => Ok(Block::Buf(l)),
+                None => Ok(Block::Tensor(x.matmul(&w.t()?)?)),
             },
-            Head::Kernel(m, _) => m.forward(&x.contiguous()?),
+            Head::Kernel(m, _) => Ok(Block::Tensor(m.forward(&x.contiguous()?)?)),
             Head::Sliced(w) => {
-                if let Some(l) = super::lm::amx_logits_quant(w, x)? {
-                    return Ok(l);
+                if let Some(l) = super::lm::packed_logits_quant(w, x)? {
+                    return Ok(Block::Buf(l));
                 }
-                let (vocab, hidden) = w.shape().dims2()?;
-                let block = w.dtype().block_size();
-                let data = w.data()?;
-                let row_bytes = hidden / block * w.dtype().type_size();
-                let slice = (HEAD_SLICE_VALUES / hidden.max(1)).max(1);
+                let vocab = w.shape().dims2()?.0;
                 let n = x.dims2()?.0;
                 let mut out = vec![0f32; n * vocab];
-                let mut start = 0;
-                while start < vocab {
-                    let rows = slice.min(vocab - start);
-                    let bytes = &data[start * row_bytes..(start + rows) * row_bytes];
-                    let mut buf = crate::model::gguf::cache::buffer(rows * hidden);
-                    if !crate::model::gguf::dequantize_into(w.dtype(), bytes, &mut buf) {
-                        candle_core::bail!("LM head: cannot dequantize {:?}", w.dtype());
-                    }
-                    let part = Tensor::from_vec(buf, (rows, hidden), &candle_core::Device::Cpu)?;
+                for_each_head_slice(w, |start, part| {
+                    let rows = part.len() / x.dims2()?.1.max(1);
+                    let hidden = x.dims2()?.1;
+                    let part = Tensor::from_slice(part, (rows, hidden), &candle_core::Device::Cpu)?;
                     let y = x.matmul(&part.t()?)?;
                     crate::model::weights::with_f32(&y, |y| {
                         for (r, row) in y.chunks_exact(rows).enumerate() {
                             out[r * vocab + start..r * vocab + start + rows].copy_from_slice(row);
                         }
                     })?;
-                    start += rows;
-                }
-                Tensor::from_vec(out, (n, vocab), &candle_core::Device::Cpu)
+                    Ok(())
+                })?;
+                Ok(Block::Tensor(Tensor::from_vec(
+                    out,
+                    (n, vocab),
+                    &candle_core::Device::Cpu,
+                )?))
             }
         }
     }
+}
+
+/// Run `each(first_row, rows)` over the rows of a quantized head `w` (`[vocab, hidden]`)
+/// dequantized a slice of [`HEAD_SLICE_VALUES`] at a time (`rows` row-major f32).
+pub(crate) fn for_each_head_slice(
+    w: &QTensor,
+    mut each: impl FnMut(usize, &[f32]) -> candle_core::Result<()>,
+) -> candle_core::Result<()> {
+    let (vocab, hidden) = w.shape().dims2()?;
+    let block = w.dtype().block_size();
+    let data = w.data()?;
+    let row_bytes = hidden / block * w.dtype().type_size();
+    let slice = (HEAD_SLICE_VALUES / hidden.max(1)).max(1);
+    let mut start = 0;
+    while start < vocab {
+        let rows = slice.min(vocab - start);
+        let bytes = &data[start * row_bytes..(start + rows) * row_bytes];
+        let mut buf = crate::model::gguf::cache::buffer(rows * hidden);
+        if !crate::model::gguf::dequantize_into(w.dtype(), bytes, &mut buf) {
+            candle_core::bail!("LM head: cannot dequantize {:?}", w.dtype());
+        }
+        each(start, &buf[..rows * hidden])?;
+        start += rows;
+    }
+    Ok(())
 }

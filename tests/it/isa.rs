@@ -137,8 +137,8 @@ fn surprisal(root: &std::path::Path, level: &str) -> Vec<f64> {
 }
 
 /// On a CPU with AMX, `amx` (the widest level) multiplies LM heads on tiles and `avx512`
-/// with gemm: a decoder's surprisal agrees within 1e-4 bits and is not the same bits (the
-/// variable reaches the head).
+/// with f32 products from the packed head: a decoder's surprisal agrees within 1e-4 bits
+/// and is not the same bits (the variable reaches the head).
 #[test]
 fn amx_reaches_the_lm_head_and_agrees_with_avx512() {
     if isa::detected() != Isa::Amx {
@@ -157,4 +157,36 @@ fn amx_reaches_the_lm_head_and_agrees_with_avx512() {
     assert!(worst < 1e-4, "max difference {worst} bits");
     assert!(worst > 0.0, "amx and avx512 gave the same bits");
     assert_eq!(surprisal(d.path(), "auto"), amx, "auto is amx here");
+}
+
+/// At `avx2` and `avx512` the LM head's product runs from weights packed once
+/// (`codescope_kernels::head`; the log says so when it packs), at `portable` it is gemm's:
+/// the tiny Llama's surprisal agrees within 1e-4 bits between every level the CPU runs.
+#[test]
+fn the_packed_lm_head_runs_at_avx2_and_wider_and_agrees_with_gemm() {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("log.txt");
+    let portable = surprisal(d.path(), "portable");
+    assert!(portable.len() > 5, "{portable:?}");
+    let packed = |_: &str| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("LM head packed")
+    };
+    assert!(!packed("portable"), "the portable level packed the head");
+    for level in isa::available() {
+        if level == Isa::Portable {
+            continue;
+        }
+        let _ = std::fs::remove_file(&log);
+        let got = surprisal(d.path(), level.name());
+        assert!(packed(level.name()), "{level}: the head was not packed");
+        assert_eq!(got.len(), portable.len());
+        let worst = got
+            .iter()
+            .zip(&portable)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-4, "{level}: max difference {worst} bits");
+    }
 }

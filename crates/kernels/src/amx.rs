@@ -101,6 +101,11 @@ pub struct PackedHead {
 }
 
 impl PackedHead {
+    /// The bytes a head of `words` x `k` takes packed.
+    pub fn bytes_for(words: usize, k: usize) -> usize {
+        words.div_ceil(TW) * k.div_ceil(TK) * 2 * TILE * 2
+    }
+
     /// Pack the row-major `[words, k]` matrix `w`.
     pub fn pack(w: &[f32], words: usize, k: usize) -> PackedHead {
         assert_eq!(w.len(), words * k, "the head's length");

@@ -19,6 +19,7 @@ pub mod amx;
 pub mod analysis;
 pub mod ged;
 pub mod graph;
+pub mod head;
 pub mod isa;
 pub mod lm;
 pub mod nn;
