@@ -2214,7 +2214,7 @@ pub struct LensCell {
 
 /// Refuse the causal tests on an encoder–decoder's cross stack, in one line saying why
 /// (on its decoder stack they apply to the decoder's self-attention).
-fn refuse_cross(model: &LoadedModel) -> Result<()> {
+pub fn refuse_cross(model: &LoadedModel) -> Result<()> {
     if model.info.stack == Some(crate::model::Stack::Cross.name()) {
         return Err(Error::Setting {
             name: "--stack cross".into(),

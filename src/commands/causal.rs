@@ -135,6 +135,8 @@ fn train_probe(
 ) -> Result<(crate::analysis::causal::ProbeUse, String)> {
     use crate::probe;
     let task = probe_task(task)?;
+    // Before the probe is trained (a corpus run would otherwise fail on every snippet).
+    crate::analysis::causal::refuse_cross(m)?;
     let pair = match (task.is_pair(), args.probe_pair_features) {
         (true, pf) => Some(pf.unwrap_or_default()),
         (false, None) => None,
