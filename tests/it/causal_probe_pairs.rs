@@ -614,3 +614,42 @@ fn pair_probe_misuses_are_one_line_errors() {
         assert!(line.contains("cross stack"), "{line}");
     }
 }
+
+#[test]
+fn the_packaged_minilm_reads_a_pair_probe_under_a_knockout() {
+    let env = Env::new();
+    let f = env.root.join("f.py");
+    std::fs::write(&f, FLOW).unwrap();
+    let o = std::process::Command::new(crate::cli_sources::BIN)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("CODESCOPE_LOG_FILE", env.root.join("log"))
+        .args(["--model", "minilm", "knockout", "--edges", "syn-id"])
+        .args([
+            "--control",
+            "2",
+            "--probe",
+            "siblings",
+            "--probe-layer",
+            "3",
+        ])
+        .args(["--probe-limit", "6", "--json"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&ok(&o))
+        .unwrap_or_else(|e| panic!("the packaged MiniLM is needed (run .ci/run): {e}"));
+    let p = &v["probe"];
+    assert_eq!(p["pair_features"], "diff");
+    let n = p["pairs"].as_array().unwrap().len() as u64;
+    let all = &p["classes"][0];
+    assert_eq!(
+        (all["class"].as_str(), all["examples"].as_u64()),
+        (Some("all"), Some(n))
+    );
+    assert!(n >= 4, "{p}");
+    for k in ["accuracy", "accuracy_knocked"] {
+        assert!((0.0..=1.0).contains(&all[k].as_f64().unwrap()), "{all}");
+    }
+    let c = &all["control"];
+    assert!(c["lo"].as_f64() <= c["mean"].as_f64(), "{all}");
+}
