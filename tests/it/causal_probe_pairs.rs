@@ -653,3 +653,44 @@ fn the_packaged_minilm_reads_a_pair_probe_under_a_knockout() {
     let c = &all["control"];
     assert!(c["lo"].as_f64() <= c["mean"].as_f64(), "{all}");
 }
+
+/// The README's MiniLM example: the `dfg` probe at layer 6 on the bundled
+/// `word_count.py` under `syn-id` (66 pairs; 0.530 unchanged, 0.515 knocked out, control
+/// 0.458; test accuracy 0.594), each accuracy within one pair of what it says.
+#[test]
+fn minilm_on_the_bundled_sample_reads_the_dfg_probe_as_the_readme_says() {
+    let env = Env::new();
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets/samples/python/word_count.py");
+    let o = std::process::Command::new(crate::cli_sources::BIN)
+        .env("HF_HUB_OFFLINE", "1")
+        .env("CODESCOPE_LOG_FILE", env.root.join("log"))
+        .args(["--model", "minilm", "knockout", "--edges", "syn-id"])
+        .args([
+            "--control",
+            "10",
+            "--probe",
+            "dfg",
+            "--probe-layer",
+            "6",
+            "--json",
+        ])
+        .arg(&sample)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&ok(&o))
+        .unwrap_or_else(|e| panic!("the packaged MiniLM is needed (run .ci/run): {e}"));
+    let p = &v["probe"];
+    let near = |x: &Value, want: f64, tol: f64| (x.as_f64().unwrap() - want).abs() <= tol;
+    assert!(
+        near(&p["test_accuracy"], 0.594, 0.01),
+        "{}",
+        p["test_accuracy"]
+    );
+    let all = &p["classes"][0];
+    assert_eq!(all["examples"].as_u64(), Some(66), "{all}");
+    let pair = 1.0 / 66.0 + 5e-4;
+    assert!(near(&all["accuracy"], 0.530, pair), "{all}");
+    assert!(near(&all["accuracy_knocked"], 0.515, pair), "{all}");
+    assert!(near(&all["control"]["mean"], 0.458, pair), "{all}");
+}
