@@ -528,16 +528,22 @@ pub struct KnockoutArgs {
     /// The shard's output directory (with --shard).
     #[arg(long = "out", value_name = "DIR", requires = "shard")]
     pub shard_out: Option<PathBuf>,
-    /// Also train a token probe (category or depth, as `codescope probe --task` does,
-    /// no intervention) and give its accuracy on the file's code tokens with and without
-    /// the knockout, per class, beside the control's (encoders measured by 1 - cos). With
-    /// --data: per edge set and class, the mean over snippets of each snippet's accuracy,
-    /// with paired bootstrap 95% intervals of knocked - unmodified and control - unmodified.
-    #[arg(long, value_enum, value_name = "TASK")]
-    pub probe: Option<crate::probe::Task>,
+    /// Also train a probe of a token task (category, depth) or a pair task (distance,
+    /// distance_id, siblings, siblings_id, dfg) as `codescope probe --task` does, no
+    /// intervention, and give its accuracy on the file's code tokens (pair tasks: its
+    /// labelled token pairs) with and without the knockout, per class, beside the
+    /// control's (encoders measured by 1 - cos). With --data: per edge set and class, the
+    /// mean over snippets of each snippet's accuracy, with paired bootstrap 95% intervals
+    /// of knocked - unmodified and control - unmodified.
+    #[arg(long, value_name = "TASK")]
+    pub probe: Option<String>,
     /// The probe's hidden layer (0 = embeddings; default the last).
     #[arg(long, value_name = "L", requires = "probe")]
     pub probe_layer: Option<usize>,
+    /// A pair task's features, as `probe --pair-features` combines the two tokens'
+    /// vectors: h_a - h_b (diff) or [h_a; h_b] (concat).
+    #[arg(long, value_enum, value_name = "HOW", requires = "probe")]
+    pub probe_pair_features: Option<crate::probe::PairFeatures>,
     /// The probe's training corpus, as `probe --corpus` takes it (default: the bundled
     /// probe corpus).
     #[arg(long, value_name = "PATH", requires = "probe")]

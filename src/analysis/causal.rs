@@ -132,27 +132,37 @@ pub struct KnockoutOptions {
     pub control: usize,
     pub seed: u64,
     pub mode: Mode,
-    /// A trained token probe to read before and after the knockout (encoders measured by
-    /// `1 - cos`, source mode).
+    /// A trained token or pair probe to read before and after the knockout (encoders
+    /// measured by `1 - cos`, source mode).
     pub probe: Option<std::sync::Arc<ProbeUse>>,
 }
 
-/// Gold labels of a snippet's covered code tokens: `(row, label)` with `row` the
-/// position in `covered` (syntax-token indices with hidden states).
-pub type ProbeLabeller = dyn Fn(&Syntax, &[usize]) -> Vec<(usize, usize)> + Send + Sync;
+/// One labelled example of a snippet: `(a, b, label)`, `a` a row of `covered`
+/// (syntax-token indices with hidden states) and `b` the pair's second row (`None` for a
+/// token task).
+pub type ProbeExample = (usize, Option<usize>, usize);
 
-/// A trained classifier's label for one hidden-state vector (`None`: wrong width).
-pub type ProbePredictor = dyn Fn(&[f32]) -> Option<usize> + Send + Sync;
+/// Gold labels of a snippet's covered code tokens (token tasks) or pairs of them (pair
+/// tasks), rows as in [`ProbeExample`].
+pub type ProbeLabeller = dyn Fn(&Syntax, &[usize]) -> Vec<ProbeExample> + Send + Sync;
 
-/// A token probe trained without any intervention (`codescope probe`'s machinery, which
-/// stands above this module: the command hands its labeller and classifier in), to apply
-/// to a snippet's hidden states with and without a knockout.
+/// A trained classifier's label for one example from its hidden-state vectors: token
+/// `a`'s, and for a pair task `b`'s too (the predictor combines them as the probe was
+/// trained; `None`: wrong width).
+pub type ProbePredictor = dyn Fn(&[f32], Option<&[f32]>) -> Option<usize> + Send + Sync;
+
+/// A token or pair probe trained without any intervention (`codescope probe`'s machinery,
+/// which stands above this module: the command hands its labeller and classifier in), to
+/// apply to a snippet's hidden states with and without a knockout.
 pub struct ProbeUse {
     /// The task's name and class names (indexed by label).
     pub task: String,
     pub classes: Vec<String>,
     /// Hidden layer (0 = embeddings).
     pub layer: usize,
+    /// A pair task's combination of its two vectors (`diff`, `concat`); `None` for a
+    /// token task.
+    pub pair_features: Option<String>,
     pub label: Box<ProbeLabeller>,
     pub predict: Box<ProbePredictor>,
     /// What it was trained on: the corpus's name, its snippets, and the probe's
@@ -168,6 +178,7 @@ impl ProbeUse {
         ProbeInfo {
             task: self.task.clone(),
             layer: self.layer,
+            pair_features: self.pair_features.clone(),
             corpus: self.corpus.clone(),
             snippets: self.snippets,
             test_accuracy: self.test_accuracy,
@@ -178,13 +189,14 @@ impl ProbeUse {
     }
 }
 
-/// A trained probe as the corpus tables name it: its task, hidden layer, training corpus
-/// (name, snippets), held-out test accuracy there, and its rows (`all`, then the task's
-/// classes).
+/// A trained probe as the corpus tables name it: its task, hidden layer, a pair task's
+/// feature combination, training corpus (name, snippets), held-out test accuracy there,
+/// and its rows (`all`, then the task's classes).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbeInfo {
     pub task: String,
     pub layer: usize,
+    pub pair_features: Option<String>,
     pub corpus: String,
     pub snippets: usize,
     pub test_accuracy: f64,
@@ -204,6 +216,7 @@ impl std::fmt::Debug for ProbeUse {
 pub struct ProbeAccuracy {
     pub task: String,
     pub layer: usize,
+    pub pair_features: Option<String>,
     pub corpus: String,
     pub snippets: usize,
     pub test_accuracy: f64,
@@ -213,13 +226,24 @@ pub struct ProbeAccuracy {
     pub base: Vec<Option<f64>>,
     pub knocked: Vec<Option<f64>>,
     pub control: Vec<Option<Interval>>,
-    /// Per code token: the gold label, the prediction unmodified and knocked out (`None`
-    /// for a token the task does not label or without a hidden state).
-    pub tokens: Vec<Option<(usize, usize, usize)>>,
+    /// Every example read, in the labeller's order.
+    pub reads: Vec<ProbeRead>,
 }
 
-/// Per code token, its gold label and the probe's prediction.
-type Predictions = Vec<Option<(usize, usize)>>;
+/// One example of a snippet read by the probe: its code token `a` (and `b`, a pair
+/// task's second token; code-token indices), its gold label, and the prediction
+/// unmodified and with the knockout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeRead {
+    pub a: usize,
+    pub b: Option<usize>,
+    pub gold: usize,
+    pub predicted: usize,
+    pub knocked: usize,
+}
+
+/// Per example: its code token(s), its gold label and the probe's prediction.
+type Predictions = Vec<(usize, Option<usize>, usize, usize)>;
 
 /// Per row (`all`, then each class): examples and accuracy.
 fn probe_rows(pred: &Predictions, classes: usize) -> Vec<(usize, Option<f64>)> {
@@ -227,15 +251,37 @@ fn probe_rows(pred: &Predictions, classes: usize) -> Vec<(usize, Option<f64>)> {
         .map(|r| {
             let v: Vec<bool> = pred
                 .iter()
-                .flatten()
-                .filter(|(g, _)| r == 0 || *g == r - 1)
-                .map(|(g, p)| g == p)
+                .filter(|x| r == 0 || x.2 == r - 1)
+                .map(|x| x.2 == x.3)
                 .collect();
             let acc =
                 (!v.is_empty()).then(|| v.iter().filter(|&&b| b).count() as f64 / v.len() as f64);
             (v.len(), acc)
         })
         .collect()
+}
+
+impl ProbeAccuracy {
+    /// The name of class `c` of the task.
+    fn class(&self, c: usize) -> Option<&str> {
+        self.rows.get(c + 1).map(String::as_str)
+    }
+
+    /// A token task's read of code token `i` (`None` where the task labels no token).
+    fn token_read(&self, i: usize) -> Option<&ProbeRead> {
+        self.reads.iter().find(|r| r.a == i && r.b.is_none())
+    }
+
+    /// `,gold,predicted,predicted_knocked` for the CSV.
+    fn csv_names(&self, r: &ProbeRead) -> String {
+        let name = |c: usize| self.class(c).map(csv_field).unwrap_or_default();
+        format!(
+            ",{},{},{}",
+            name(r.gold),
+            name(r.predicted),
+            name(r.knocked)
+        )
+    }
 }
 
 impl KnockoutOptions {
@@ -541,15 +587,18 @@ impl Prepared {
             .get(probe.layer)
             .ok_or_else(|| Error::Compute(format!("no hidden states at layer {}", probe.layer)))?;
         let dim = layer.len() / h.tokens.len().max(1);
-        let mut pred = vec![None; self.tokens.len()];
-        for &(a, label) in &labels {
-            let x = layer
-                .get(a * dim..(a + 1) * dim)
-                .ok_or_else(|| Error::Compute("a probe label past the hidden states".into()))?;
-            let y = (probe.predict)(x).ok_or_else(|| {
+        let row = |k: usize| {
+            layer
+                .get(k * dim..(k + 1) * dim)
+                .ok_or_else(|| Error::Compute("a probe label past the hidden states".into()))
+        };
+        let mut pred = Vec::with_capacity(labels.len());
+        for &(a, b, label) in &labels {
+            let xb = b.map(row).transpose()?;
+            let y = (probe.predict)(row(a)?, xb).ok_or_else(|| {
                 Error::Compute("the probe does not fit this model's width".into())
             })?;
-            pred[h.tokens[a]] = Some((label, y));
+            pred.push((h.tokens[a], b.map(|b| h.tokens[b]), label, y));
         }
         Ok((self.readout(&t)?, pred))
     }
@@ -945,9 +994,15 @@ fn knockout_prepared_with(
                 probe_rows(&base, classes.len()),
                 probe_rows(&k, classes.len()),
             );
+            if base.len() != k.len() {
+                return Err(Error::Compute(
+                    "the probe labelled another set of examples with the knockout".into(),
+                ));
+            }
             Some(ProbeAccuracy {
                 task: pu.task.clone(),
                 layer: pu.layer,
+                pair_features: pu.pair_features.clone(),
                 corpus: pu.corpus.clone(),
                 snippets: pu.snippets,
                 test_accuracy: pu.test_accuracy,
@@ -961,10 +1016,16 @@ fn knockout_prepared_with(
                         Interval::of(&v)
                     })
                     .collect(),
-                tokens: base
+                reads: base
                     .iter()
                     .zip(&k)
-                    .map(|(a, b)| Some((a.as_ref()?.0, a.as_ref()?.1, b.as_ref()?.1)))
+                    .map(|(x, y)| ProbeRead {
+                        a: x.0,
+                        b: x.1,
+                        gold: x.2,
+                        predicted: x.3,
+                        knocked: y.3,
+                    })
                     .collect(),
             })
         }
@@ -1368,6 +1429,9 @@ impl CorpusKnockout {
                 "test_accuracy": r6(i.test_accuracy),
                 "rows": rows,
             });
+            if let Some(pf) = &i.pair_features {
+                doc["probe"]["pair_features"] = json!(pf);
+            }
         }
         doc
     }
@@ -1432,7 +1496,7 @@ impl CorpusKnockout {
             let i = &p.info;
             s.push_str(&format!(
                 "\nprobe {} at layer {} (trained on {} snippets of {}, test accuracy {:.3}): mean accuracy per snippet, diffs from unchanged\n",
-                i.task, i.layer, i.snippets, i.corpus, i.test_accuracy
+                probe_name(&i.task, &i.pair_features), i.layer, i.snippets, i.corpus, i.test_accuracy
             ));
             s.push_str(&format!(
                 "{:<22} {:<11} {:>8} {:>9} {:>9} {:>7}  {:<17} {:>8} {:>7}  95% CI (paired bootstrap)\n",
@@ -1463,6 +1527,14 @@ impl CorpusKnockout {
             }
         }
         s
+    }
+}
+
+/// A probe's task as the text tables name it (a pair task with its feature combination).
+fn probe_name(task: &str, pair_features: &Option<String>) -> String {
+    match pair_features {
+        Some(pf) => format!("{task} ({pf} pair features)"),
+        None => task.to_string(),
     }
 }
 
@@ -1501,12 +1573,11 @@ impl KnockoutResult {
                     }
                     _ => v["one_minus_cos"] = json!(self.delta[i].map(r6)),
                 }
-                if let Some(pa) = &self.probe {
-                    let name = |c: usize| pa.rows.get(c + 1).cloned();
-                    let t = pa.tokens.get(i).copied().flatten();
-                    v["probe_gold"] = json!(t.and_then(|t| name(t.0)));
-                    v["probe_predicted"] = json!(t.and_then(|t| name(t.1)));
-                    v["probe_predicted_knocked"] = json!(t.and_then(|t| name(t.2)));
+                if let Some(pa) = self.probe.as_ref().filter(|p| p.pair_features.is_none()) {
+                    let t = pa.token_read(i);
+                    v["probe_gold"] = json!(t.and_then(|t| pa.class(t.gold)));
+                    v["probe_predicted"] = json!(t.and_then(|t| pa.class(t.predicted)));
+                    v["probe_predicted_knocked"] = json!(t.and_then(|t| pa.class(t.knocked)));
                 }
                 v
             })
@@ -1558,11 +1629,27 @@ impl KnockoutResult {
                 "test_accuracy": r6(pa.test_accuracy),
                 "classes": rows,
             });
+            if let Some(pf) = &pa.pair_features {
+                doc["probe"]["pair_features"] = json!(pf);
+                doc["probe"]["pairs"] = pa
+                    .reads
+                    .iter()
+                    .map(|r| {
+                        json!({
+                            "index": [r.a, r.b],
+                            "probe_gold": pa.class(r.gold),
+                            "probe_predicted": pa.class(r.predicted),
+                            "probe_predicted_knocked": pa.class(r.knocked),
+                        })
+                    })
+                    .collect();
+            }
         }
         doc
     }
 
-    /// `knockout --csv`: one row per code token.
+    /// `knockout --csv`: one row per code token (with a pair task's probe, then one row
+    /// per pair it read, `index` `a:b`).
     pub fn to_csv(&self) -> String {
         let mut s = String::from("index,text,category,coarse,start,end,bits,bits_knocked,delta");
         if self.probe.is_some() {
@@ -1592,13 +1679,18 @@ impl KnockoutResult {
                 f(self.delta[i])
             ));
             if let Some(pa) = &self.probe {
-                let name = |c: usize| pa.rows.get(c + 1).map(|n| csv_field(n)).unwrap_or_default();
-                match pa.tokens.get(i).copied().flatten() {
-                    Some((g, b, k)) => s.push_str(&format!(",{},{},{}", name(g), name(b), name(k))),
+                match pa.token_read(i).filter(|_| pa.pair_features.is_none()) {
+                    Some(r) => s.push_str(&pa.csv_names(r)),
                     None => s.push_str(",,,"),
                 }
             }
             s.push('\n');
+        }
+        for pa in self.probe.iter().filter(|p| p.pair_features.is_some()) {
+            for r in &pa.reads {
+                let b = r.b.map_or(String::new(), |b| b.to_string());
+                s.push_str(&format!("{}:{b},,,,,,,,{}\n", r.a, pa.csv_names(r)));
+            }
         }
         s
     }
@@ -1638,7 +1730,7 @@ impl KnockoutResult {
         if let Some(pa) = &self.probe {
             s.push_str(&format!(
                 "\nprobe {} at layer {} (trained on {} snippets of {}, test accuracy {:.3}): accuracy\n",
-                pa.task, pa.layer, pa.snippets, pa.corpus, pa.test_accuracy
+                probe_name(&pa.task, &pa.pair_features), pa.layer, pa.snippets, pa.corpus, pa.test_accuracy
             ));
             s.push_str(&format!(
                 "{:<12} {:>8} {:>9} {:>9}   control: mean [95% interval]\n",
@@ -2122,7 +2214,7 @@ pub struct LensCell {
 
 /// Refuse the causal tests on an encoder–decoder's cross stack, in one line saying why
 /// (on its decoder stack they apply to the decoder's self-attention).
-fn refuse_cross(model: &LoadedModel) -> Result<()> {
+pub fn refuse_cross(model: &LoadedModel) -> Result<()> {
     if model.info.stack == Some(crate::model::Stack::Cross.name()) {
         return Err(Error::Setting {
             name: "--stack cross".into(),

@@ -13,8 +13,8 @@
 //! A shard records what makes its run ([`RunKey`]: command, model name and files'
 //! digest, `--random-weights`, corpus name, digest and size, `--limit`, `--mode`, seed,
 //! edge sets, layers, heads, control draws, ablation mode, the patch's rewrite; with
-//! `--probe`, the probe's task, layer, training corpus, its digest and limit, and its test
-//! accuracy); shards that differ in any of
+//! `--probe`, the probe's task, layer, a pair task's feature combination, training corpus,
+//! its digest and limit, and its test accuracy); shards that differ in any of
 //! it, a missing or repeated shard, and a file whose snippets are not its shard's are
 //! refused in one line. Files are read at most [`MAX_SHARD_BYTES`].
 
@@ -84,6 +84,9 @@ pub struct ProbeKey {
     pub task: String,
     /// Hidden layer (0 = embeddings).
     pub layer: usize,
+    /// A pair task's feature combination (`diff`, `concat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_features: Option<String>,
     /// The training corpus as the tables print it, its digest, its snippets (after
     /// `--probe-limit`) and that limit.
     pub corpus: String,
@@ -103,6 +106,7 @@ impl ProbeKey {
         ProbeKey {
             task: info.task.clone(),
             layer: info.layer,
+            pair_features: info.pair_features.clone(),
             corpus: info.corpus.clone(),
             corpus_digest: digest,
             snippets: info.snippets,
@@ -116,6 +120,7 @@ impl ProbeKey {
         causal::ProbeInfo {
             task: self.task.clone(),
             layer: self.layer,
+            pair_features: self.pair_features.clone(),
             corpus: self.corpus.clone(),
             snippets: self.snippets,
             test_accuracy: f64::from_bits(self.test_accuracy),
@@ -138,7 +143,7 @@ impl RunKey {
         };
         let short = |d: &str| d.chars().take(super::reproduce::SHORT_DIGEST).collect();
         let probe = |k: &RunKey, f: &dyn Fn(&ProbeKey) -> String| opt(k.probe.as_ref().map(f));
-        let fields = |k: &RunKey| -> [(&'static str, String); 24] {
+        let fields = |k: &RunKey| -> [(&'static str, String); 25] {
             [
                 ("command", k.command.clone()),
                 ("model", k.model.clone()),
@@ -165,6 +170,10 @@ impl RunKey {
                 ("--ablation", opt(k.ablation.clone())),
                 ("--probe", probe(k, &|p| p.task.clone())),
                 ("--probe-layer", probe(k, &|p| p.layer.to_string())),
+                (
+                    "--probe-pair-features",
+                    probe(k, &|p| opt(p.pair_features.clone())),
+                ),
                 ("--probe-corpus", probe(k, &|p| p.corpus.clone())),
                 (
                     "--probe-limit",

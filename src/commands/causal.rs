@@ -18,7 +18,7 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         let (corpus, m) = corpus_and_model(settings, data, args.limit)?;
         let name = crate::error::printable(data, false).into_owned();
         let mut probe_key = None;
-        let opts = match args.probe {
+        let opts = match &args.probe {
             Some(task) => {
                 let (pu, digest) = train_probe(settings, args, &m, task, Some(&corpus.snippets))?;
                 probe_key = Some(crate::analysis::causal_shard::ProbeKey::new(
@@ -82,7 +82,7 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
         settings.model.as_deref(),
         settings.load_options(settings.random_weights),
     )?;
-    let opts = match args.probe {
+    let opts = match &args.probe {
         Some(task) => causal::KnockoutOptions {
             probe: Some(std::sync::Arc::new(
                 train_probe(settings, args, &m, task, None)?.0,
@@ -100,28 +100,56 @@ pub(super) fn knockout_cmd(settings: &Settings, args: &crate::cli::KnockoutArgs)
     )
 }
 
+/// The task `knockout --probe` names: a token or a pair task of `codescope probe`.
+fn probe_task(name: &str) -> Result<crate::probe::Task> {
+    use clap::ValueEnum;
+    const TASKS: &str =
+        "token tasks: category, depth; pair tasks: distance, distance_id, siblings, siblings_id, dfg";
+    crate::probe::Task::from_str(name.trim(), false).map_err(|_| Error::Input {
+        name: "--probe".into(),
+        reason: match name.trim() {
+            "ast" | "structural" => format!(
+                "{name} is a tree probe, neither a token nor a pair task; the knockout reads {TASKS}"
+            ),
+            _ => format!(
+                "unknown task {:?} ({TASKS})",
+                crate::error::printable(name, false)
+            ),
+        },
+    })
+}
+
 /// `knockout --probe TASK`: a linear probe of `task` at `--probe-layer` trained as
-/// `codescope probe --task TASK --layer L` trains it (its corpus, split, seed and feature
-/// cache), once per run; with the digest of its training corpus. With `--data`, `read`
-/// are the corpus's snippets it is read on: a one-line warning says how many of them it
-/// was trained on (the same code).
+/// `codescope probe --task TASK --layer L [--pair-features HOW]` trains it (its corpus,
+/// pairs, split, seed and feature cache), once per run; with the digest of its training
+/// corpus. It labels a snippet as `probe` labels each of its snippets, pair tasks without
+/// the `--max-pairs` cap (every pair the task labels, the non-edges drawn from the task's
+/// stream of its first snippet). With `--data`, `read` are the corpus's snippets it is
+/// read on: a one-line warning says how many of them it was trained on (the same code).
 fn train_probe(
     settings: &Settings,
     args: &crate::cli::KnockoutArgs,
     m: &crate::model::LoadedModel,
-    task: crate::probe::Task,
+    task: &str,
     read: Option<&[crate::corpus::Snippet]>,
 ) -> Result<(crate::analysis::causal::ProbeUse, String)> {
     use crate::probe;
-    if task.is_pair() {
-        return Err(Error::Input {
-            name: "--probe".into(),
-            reason: format!(
-                "{} labels token pairs; the knockout reads token probes (category, depth)",
-                task.name()
-            ),
-        });
-    }
+    let task = probe_task(task)?;
+    // Before the probe is trained (a corpus run would otherwise fail on every snippet).
+    crate::analysis::causal::refuse_cross(m)?;
+    let pair = match (task.is_pair(), args.probe_pair_features) {
+        (true, pf) => Some(pf.unwrap_or_default()),
+        (false, None) => None,
+        (false, Some(_)) => {
+            return Err(Error::Input {
+                name: "--probe-pair-features".into(),
+                reason: format!(
+                    "{} is a token task; pair features go with a pair task (distance, distance_id, siblings, siblings_id, dfg)",
+                    task.name()
+                ),
+            })
+        }
+    };
     if args.mode != crate::analysis::Mode::Source {
         return Err(Error::Input {
             name: "--probe".into(),
@@ -169,8 +197,10 @@ fn train_probe(
         tasks: vec![task],
         layers: Some(vec![layer]),
         cache_root: Some(settings.cache_dir.clone()),
+        pair_features: pair.unwrap_or_default(),
         ..probe::RunSpec::new(m, &snippets, name.clone())
     };
+    let (seed, dfg_graph) = (spec.seed, spec.dfg_graph);
     let report = probe::run(&spec, &mut |_| {})?;
     let fitted = report
         .probes
@@ -193,13 +223,31 @@ fn train_probe(
         task: task.name().into(),
         classes: task.classes(),
         layer,
+        pair_features: pair.map(|p| p.name().to_string()),
         label: Box::new(move |syn, covered| {
-            probe::dataset::label_snippet(task, syn, covered, 0, 0, &mut probe::Rng::new(0))
-                .into_iter()
-                .map(|e| (e.a, e.label))
-                .collect()
+            let mut rng = probe::dataset::task_rng(task, seed, 0);
+            probe::dataset::label_snippet_with(
+                task,
+                syn,
+                covered,
+                0,
+                usize::MAX,
+                dfg_graph,
+                &mut rng,
+            )
+            .into_iter()
+            .map(|e| (e.a, e.b, e.label))
+            .collect()
         }),
-        predict: Box::new(move |x| classifier.predict(x)),
+        predict: Box::new(move |a, b| match (b, pair) {
+            (Some(b), Some(pf)) => {
+                let mut x = Vec::with_capacity(2 * a.len());
+                probe::dataset::push_pair(&mut x, a, b, pf);
+                classifier.predict(&x)
+            }
+            (None, None) => classifier.predict(a),
+            _ => None,
+        }),
         corpus: crate::error::printable(&name, false).into_owned(),
         snippets: snippets.len(),
         test_accuracy,

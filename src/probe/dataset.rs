@@ -120,6 +120,16 @@ pub enum PairFeatures {
     Concat,
 }
 
+impl PairFeatures {
+    /// The name `--pair-features` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            PairFeatures::Diff => "diff",
+            PairFeatures::Concat => "concat",
+        }
+    }
+}
+
 pub use crate::analysis::hidden::{token_hidden, SnippetHidden};
 
 /// Hidden states of a whole corpus, per snippet.
@@ -348,6 +358,24 @@ fn balanced(
     out
 }
 
+/// The pair-sampling stream of snippet `s` for `task` under `seed`: one stream per
+/// (seed, task, snippet), so adding a task or a snippet does not change the pairs sampled
+/// for the others.
+pub fn task_rng(task: Task, seed: u64, s: usize) -> Rng {
+    Rng::new(seed ^ (task as u64 + 1).wrapping_mul(0x9E37_79B9) ^ (s as u64) << 20)
+}
+
+/// Append the feature vector of the pair `(h_a, h_b)` to `out`, as `pair` combines them.
+pub fn push_pair(out: &mut Vec<f32>, ha: &[f32], hb: &[f32], pair: PairFeatures) {
+    match pair {
+        PairFeatures::Diff => out.extend(ha.iter().zip(hb).map(|(x, y)| x - y)),
+        PairFeatures::Concat => {
+            out.extend_from_slice(ha);
+            out.extend_from_slice(hb);
+        }
+    }
+}
+
 /// Label every snippet for `task`. `syntaxes[s]` and `features.snippets[s]` belong to
 /// the same snippet; unparsed snippets (`None`) contribute nothing.
 pub fn build_task(
@@ -359,10 +387,7 @@ pub fn build_task(
     let mut examples = Vec::new();
     for (s, syn) in syntaxes.iter().enumerate() {
         let Some(syn) = syn else { continue };
-        // One RNG stream per (seed, task, snippet): adding a task or a snippet does not
-        // change the pairs sampled for the others.
-        let mut rng =
-            Rng::new(opts.seed ^ (task as u64 + 1).wrapping_mul(0x9E37_79B9) ^ (s as u64) << 20);
+        let mut rng = task_rng(task, opts.seed, s);
         examples.extend(label_snippet_with(
             task,
             syn,
@@ -397,16 +422,7 @@ pub fn feature_matrix(
         let ha = features.vector(e.snippet, layer, e.a);
         match e.b {
             None => out.extend_from_slice(ha),
-            Some(b) => {
-                let hb = features.vector(e.snippet, layer, b);
-                match pair {
-                    PairFeatures::Diff => out.extend(ha.iter().zip(hb).map(|(x, y)| x - y)),
-                    PairFeatures::Concat => {
-                        out.extend_from_slice(ha);
-                        out.extend_from_slice(hb);
-                    }
-                }
-            }
+            Some(b) => push_pair(&mut out, ha, features.vector(e.snippet, layer, b), pair),
         }
     }
     (out, width)

@@ -7,8 +7,8 @@
 //!   trace with the blocked subword pairs built here from the tokenizer's alignment;
 //! - an edge set empty on the snippet gives exactly the unmodified accuracy;
 //! - the packaged MiniLM (no masked-LM head) runs it through the binary;
-//! - pair tasks, paper mode, models measured in bits and a layer out of range are one-line
-//!   errors.
+//! - a tree probe, paper mode, models measured in bits and a layer out of range are
+//!   one-line errors (pair tasks: `causal_probe_pairs`).
 
 use codescope::analysis;
 use codescope::model::{self, ForwardOptions, Intervention, Knockout, LoadedModel};
@@ -336,8 +336,8 @@ fn probe_misuses_are_one_line_errors() {
             .output()
             .unwrap()
     };
-    let line = fails(&run("tiny_bart", &["--probe", "dfg"]));
-    assert!(line.contains("labels token pairs"), "{line}");
+    let line = fails(&run("tiny_bart", &["--probe", "ast"]));
+    assert!(line.contains("neither a token nor a pair task"), "{line}");
     let line = fails(&run("tiny_bart", &["--probe", "depth", "--mode", "paper"]));
     assert!(line.contains("drop --mode paper"), "{line}");
     let line = fails(&run("tiny_llama", &["--probe", "category"]));
@@ -694,7 +694,7 @@ fn a_corpus_probe_warns_when_it_reads_the_snippets_it_was_trained_on() {
     );
     ok(&o);
     assert!(!String::from_utf8_lossy(&o.stderr).contains("warning"));
-    // Pair tasks and models measured in bits stay one-line errors with --data.
+    // A tree probe and models measured in bits stay one-line errors with --data.
     let data = jsonl(&env, "d.jsonl", &WITH_IDS[..1]);
     let run = |model: &str, task: &str| {
         let o = env
@@ -706,8 +706,8 @@ fn a_corpus_probe_warns_when_it_reads_the_snippets_it_was_trained_on() {
             .unwrap();
         fails(&o)
     };
-    let line = run("tiny_bart", "dfg");
-    assert!(line.contains("labels token pairs"), "{line}");
+    let line = run("tiny_bart", "ast");
+    assert!(line.contains("neither a token nor a pair task"), "{line}");
     let line = run("tiny_llama", "category");
     assert!(line.contains("1 - cos"), "{line}");
 }

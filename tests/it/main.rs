@@ -8,6 +8,7 @@ static ALLOC: codescope::model::mapped::Alloc = codescope::model::mapped::Alloc;
 mod analysis_reference;
 mod causal_cli;
 mod causal_probe;
+mod causal_probe_pairs;
 mod causal_reference;
 mod causal_shards;
 mod cli_sources;
