@@ -125,6 +125,7 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                     Msg::Worker(super::worker::knockout_job(m.model, &job, None))
                 }
                 Effect::Lens(job) => Msg::Worker(super::worker::lens_job(m.model, &job)),
+                Effect::Patch(job) => Msg::Worker(super::worker::patch_job(m.model, &job)),
                 // The head ablation, every head as the worker sends it.
                 Effect::Ablate(job) => {
                     let sent = std::sync::Mutex::new(Vec::new());
