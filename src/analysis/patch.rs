@@ -461,16 +461,18 @@ impl PatchResult {
         }
     }
 
-    fn seed(&self) -> Option<u64> {
+    /// The seed of a `rename:shuffle` twin.
+    pub fn seed(&self) -> Option<u64> {
         match &self.twin.kind {
             rewrite::TwinKind::Rename(Rewrite::Shuffle { seed }) => Some(*seed),
             _ => None,
         }
     }
 
-    /// `patch --json` (README, JSON shapes).
-    pub fn to_json(&self, model: &crate::model::ModelInfo) -> Value {
-        let per_layer: Vec<Value> = (0..self.states())
+    /// `patch --json`'s `per_layer`: per hidden state the Δ bits and fraction of all
+    /// unchanged tokens and per class of [`PATCH_CLASSES`].
+    pub fn per_layer_json(&self) -> Vec<Value> {
+        (0..self.states())
             .map(|l| {
                 let classes: Vec<Value> = PATCH_CLASSES
                     .iter()
@@ -493,7 +495,12 @@ impl PatchResult {
                     "classes": classes,
                 })
             })
-            .collect();
+            .collect()
+    }
+
+    /// `patch --json` (README, JSON shapes).
+    pub fn to_json(&self, model: &crate::model::ModelInfo) -> Value {
+        let per_layer = self.per_layer_json();
         let tokens: Vec<Value> = self
             .measured
             .iter()

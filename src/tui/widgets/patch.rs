@@ -18,7 +18,7 @@ pub fn row(r: &crate::analysis::patch::PatchResult, l: usize) -> String {
     let frac = |f: Option<f64>| f.map_or("-".to_string(), |f| format!("{f:.3}"));
     let (i, s) = (r.class(l, "identifier"), r.class(l, "syntactic"));
     format!(
-        "{:<5}{:>9}{:>7}{:>9}{:>7}",
+        "{:<4}{:>9}{:>7}{:>9}{:>7}",
         format!("L{l}"),
         format!("{:+.3}", i.delta_bits),
         frac(i.fraction),
@@ -27,8 +27,16 @@ pub fn row(r: &crate::analysis::patch::PatchResult, l: usize) -> String {
     )
 }
 
-/// The header over [`row`]s.
-pub const HEADER: &str = "     ident Δbits  frac syn Δbits  frac";
+/// The header over the rows (a row is the selection mark and [`row`]).
+pub fn header() -> String {
+    format!(
+        "{:<5}{:>9}{:>7}{:>9}{:>7}",
+        "", "id Δbits", "frac", "syn Δbits", "frac"
+    )
+}
+
+/// The marker of the selected state's row (the highlight without colour).
+const MARK: &str = "▸";
 
 pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.theme;
@@ -40,7 +48,7 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     if let (Some(r), Some(l)) = (shown, app.patch_layer()) {
         let all = r.class(0, "all");
         title.push(Span::styled(
-            format!(" · rename {:+.2} bits · L{l}", all.rename_bits),
+            format!(" · L{l} · rename {:+.2} bits", all.rename_bits),
             t.warn(),
         ));
     }
@@ -73,13 +81,17 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let top = sel
         .saturating_sub(rows / 2)
         .min(states.saturating_sub(rows));
-    let mut lines = vec![Line::from(Span::styled(HEADER, t.dim()))];
+    let mut lines = vec![Line::from(Span::styled(header(), t.dim()))];
     for l in top..(top + rows).min(states) {
-        let mut text = row(r, l);
-        if l == 0 {
-            text.push_str("  embeddings");
-        } else if l == r.layers {
-            text.push_str("  output");
+        let mark = if l == sel { MARK } else { " " };
+        let mut text = format!("{mark}{}", row(r, l));
+        let note = match l {
+            0 => "  embeddings",
+            l if l == r.layers => "  output",
+            _ => "",
+        };
+        if text.chars().count() + note.chars().count() <= inner.width as usize {
+            text.push_str(note);
         }
         let style = if l == sel { t.selected() } else { t.text() };
         lines.push(Line::from(Span::styled(text, style)));
