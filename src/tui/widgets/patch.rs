@@ -18,7 +18,7 @@ pub fn row(r: &crate::analysis::patch::PatchResult, l: usize) -> String {
     let frac = |f: Option<f64>| f.map_or("-".to_string(), |f| format!("{f:.3}"));
     let (i, s) = (r.class(l, "identifier"), r.class(l, "syntactic"));
     format!(
-        "{:<4}{:>9}{:>7}{:>9}{:>7}",
+        "{:<4}{:>9}{:>7}{:>10}{:>7}",
         format!("L{l}"),
         format!("{:+.3}", i.delta_bits),
         frac(i.fraction),
@@ -30,7 +30,7 @@ pub fn row(r: &crate::analysis::patch::PatchResult, l: usize) -> String {
 /// The header over the rows (a row is the selection mark and [`row`]).
 pub fn header() -> String {
     format!(
-        "{:<5}{:>9}{:>7}{:>9}{:>7}",
+        "{:<5}{:>9}{:>7}{:>10}{:>7}",
         "", "id Δbits", "frac", "syn Δbits", "frac"
     )
 }
