@@ -427,7 +427,9 @@ impl PatchResult {
     pub fn token_delta(&self, l: usize) -> Vec<Option<f64>> {
         let mut out = vec![None; self.tokens.len()];
         for m in &self.measured {
-            if let (Some(slot), Some(p)) = (out.get_mut(m.index), m.patched.get(l).copied().flatten()) {
+            if let (Some(slot), Some(p)) =
+                (out.get_mut(m.index), m.patched.get(l).copied().flatten())
+            {
                 *slot = Some(f64::from(p) - f64::from(m.bits_a));
             }
         }

@@ -24,7 +24,9 @@
 //!
 //! Comparison jobs (compare mode: make the twin, analyse it, compare) come after a
 //! pending analysis and before probes; latest wins, as for analyses. Knockout jobs (the
-//! `K` mode) come next, also latest wins, cancelled between layers when superseded.
+//! `K` mode) come next, also latest wins, cancelled between layers when superseded; then
+//! logit lenses and patches from the twin (the `A` view), latest wins, a superseded
+//! result not sent.
 
 //! [`Effect::Layer`]: super::msg::Effect::Layer
 //!

@@ -382,7 +382,11 @@ fn a_corpus_patch_is_each_snippets_patch_and_counts_the_misaligned() {
 fn render_view_patch_draws_the_commands_numbers() {
     let env = Env::new();
     let a = write(&env, "a.py", CODE);
-    let v = json(&env, "tiny_llama", &[a.to_str().unwrap(), "--rewrite", "rename:shuffle"]);
+    let v = json(
+        &env,
+        "tiny_llama",
+        &[a.to_str().unwrap(), "--rewrite", "rename:shuffle"],
+    );
     let render = |model: &str, extra: &[&str], out: &str| {
         env.cmd()
             .args(["--model", &fixture(model), "render"])
@@ -431,9 +435,17 @@ fn render_view_patch_draws_the_commands_numbers() {
             format!("{:+.3}", f(&s["delta_bits"])),
             frac(&s["fraction"]),
         ];
-        assert_eq!(texts[k + 1..k + 5], want.each_ref().map(|s| s.as_str()), "{name}");
+        assert_eq!(
+            texts[k + 1..k + 5],
+            want.each_ref().map(|s| s.as_str()),
+            "{name}"
+        );
     }
-    ok(&render("tiny_llama", &["--rewrite", "rename:shuffle"], "patch.png"));
+    ok(&render(
+        "tiny_llama",
+        &["--rewrite", "rename:shuffle"],
+        "patch.png",
+    ));
     let png = std::fs::read(env.root.join("patch.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     // rename:neutral by default: `area` → `f1` does not align here.
@@ -443,16 +455,25 @@ fn render_view_patch_draws_the_commands_numbers() {
             && e.contains("patch rename:neutral: `area` → `f1` is 4 subwords in the original and 2 in the twin"),
         "{e}"
     );
-    let e = fails(&render("tiny_roberta", &["--rewrite", "rename:shuffle"], "e.svg"));
+    let e = fails(&render(
+        "tiny_roberta",
+        &["--rewrite", "rename:shuffle"],
+        "e.svg",
+    ));
     assert!(
         e.contains("--view patch")
             && e.contains("patching measures a causal model's surprisal; this model is an encoder"),
         "{e}"
     );
     assert_eq!(e.trim().lines().count(), 1, "{e}");
-    let e = fails(&render("tiny_t5", &["--rewrite", "rename:shuffle"], "t.svg"));
+    let e = fails(&render(
+        "tiny_t5",
+        &["--rewrite", "rename:shuffle"],
+        "t.svg",
+    ));
     assert!(
-        e.contains("--view patch") && e.contains("an encoder–decoder's decoder also reads its encoder"),
+        e.contains("--view patch")
+            && e.contains("an encoder–decoder's decoder also reads its encoder"),
         "{e}"
     );
     let help = ok(&env.cmd().args(["render", "--help"]).output().unwrap());

@@ -16,8 +16,7 @@ use codescope::tui::theme::ColorMode;
 
 use crate::cli_sources::{fixture as fixture_dir, ok, Env};
 use crate::tui_common::{
-    key, on_small_screens, parsed, press, ready, ready_decoder, render, screen, serve, theme,
-    typed,
+    key, on_small_screens, parsed, press, ready, ready_decoder, render, screen, serve, theme, typed,
 };
 
 /// `patch_cli`'s snippet: `rename:shuffle` aligns on the tiny Llama, `rename:neutral`
@@ -253,9 +252,8 @@ fn an_edit_drops_the_stale_patch_and_runs_it_again() {
         match e {
             Effect::Patch(job) => pending.push(job),
             Effect::Analyse(job) => {
-                let data = std::sync::Arc::new(
-                    codescope::tui::worker::analyse_job(model, &job).unwrap(),
-                );
+                let data =
+                    std::sync::Arc::new(codescope::tui::worker::analyse_job(model, &job).unwrap());
                 queue.extend(app.update(Msg::Worker(WorkerMsg::Analysed { req: job.req, data })));
             }
             other => queue.extend(serve(&mut app, vec![other])),

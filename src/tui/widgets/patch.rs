@@ -61,9 +61,10 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let Some(r) = shown else {
         let (text, style) = match app.patch_problem() {
             Some(why) => (why, t.error()),
-            None if app.prepared().is_none() => {
-                ("the patch comes once the snippet is analysed".into(), t.dim())
-            }
+            None if app.prepared().is_none() => (
+                "the patch comes once the snippet is analysed".into(),
+                t.dim(),
+            ),
             None => (
                 "patching: the twin's residual stream, one hidden state at a time…".into(),
                 t.dim(),
