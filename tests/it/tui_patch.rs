@@ -116,6 +116,12 @@ fn a_shows_the_patch_commands_numbers_and_arrows_pick_the_hidden_state() {
         )),
         "{msg}"
     );
+    // B would record this view as a tour step: the patch view, its state as the layer,
+    // the twin as the rewrite (the deck test renders such a step).
+    let step = app.step_here().unwrap();
+    assert_eq!(step.scene.view, Some(Kind::Patch));
+    assert_eq!(step.scene.layer, Some(2));
+    assert_eq!(step.rewrite.as_deref(), Some("rename:shuffle"));
     press(&mut app, &[KeyCode::Right]);
     assert_eq!(app.patch_layer(), Some(2), "the last state stays");
     press(&mut app, &[KeyCode::Left, KeyCode::Left]);
@@ -309,4 +315,57 @@ fn an_encoder_says_why_and_small_screens_hold() {
 fn snapshot_80x24() {
     let app = patched(80, 24, ColorMode::None);
     insta::assert_snapshot!("patch_view_80x24", screen(&app));
+}
+
+/// A model of many layers: the table scrolls to keep the selected state in view, saying
+/// how many rows are above and below (the tiny Llama's 3 states fit; this is its patch
+/// with 16 more states appended, each L3 + k a copy of L1).
+#[test]
+fn the_table_scrolls_with_the_selected_state() {
+    use codescope::analysis::patch::{Measured, PatchResult};
+    let mut app = patched(80, 24, ColorMode::None);
+    let r = app.patch_shown().unwrap().clone();
+    let deep = PatchResult {
+        twin: r.twin.clone(),
+        tokens: r.tokens.clone(),
+        layers: 18,
+        positions: r.positions.clone(),
+        patched_tokens: r.patched_tokens.clone(),
+        measured: r
+            .measured
+            .iter()
+            .map(|m| {
+                let mut patched = m.patched.clone();
+                patched.extend(std::iter::repeat_n(m.patched[1], 16));
+                Measured {
+                    patched,
+                    ..m.clone()
+                }
+            })
+            .collect(),
+    };
+    let fx = app.update(Msg::Worker(WorkerMsg::Patched {
+        req: app.patch.req,
+        result: Ok(std::sync::Arc::new(deep)),
+    }));
+    serve(&mut app, fx);
+    assert_eq!(app.patch_shown().unwrap().states(), 19);
+    let s = screen(&app);
+    assert!(
+        s.contains("▸L1 ") && s.contains(" L7 ") && s.contains("↓11"),
+        "{s}"
+    );
+    press(&mut app, &[KeyCode::Right; 11]);
+    assert_eq!(app.patch_layer(), Some(12));
+    let s = screen(&app);
+    assert!(
+        s.contains("▸L12 ") && !s.contains(" L0 ") && s.contains("↑8") && s.contains("↓3"),
+        "{s}"
+    );
+    press(&mut app, &[KeyCode::Right; 10]);
+    let s = screen(&app);
+    assert!(
+        s.contains("▸L18 ") && s.contains("↑11") && !s.contains("↓"),
+        "{s}"
+    );
 }

@@ -82,7 +82,11 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     let top = sel
         .saturating_sub(rows / 2)
         .min(states.saturating_sub(rows));
-    let mut lines = vec![Line::from(Span::styled(header(), t.dim()))];
+    let mut head = header();
+    if top > 0 {
+        head.push_str(&format!(" ↑{top}"));
+    }
+    let mut lines = vec![Line::from(Span::styled(head, t.dim()))];
     for l in top..(top + rows).min(states) {
         let mark = if l == sel { MARK } else { " " };
         let mut text = format!("{mark}{}", row(r, l));
