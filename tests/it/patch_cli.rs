@@ -441,6 +441,13 @@ fn render_view_patch_draws_the_commands_numbers() {
             "{name}"
         );
     }
+    // `--layer` is 1-based: hidden state 0 (the embeddings) is not one of its values.
+    let e = fails(&render(
+        "tiny_llama",
+        &["--rewrite", "rename:shuffle", "--layer", "0"],
+        "z.svg",
+    ));
+    assert!(e.contains("layer 0: the model has layers 1-2"), "{e}");
     ok(&render(
         "tiny_llama",
         &["--rewrite", "rename:shuffle"],

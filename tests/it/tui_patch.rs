@@ -142,8 +142,7 @@ fn a_shows_the_patch_commands_numbers_and_arrows_pick_the_hidden_state() {
         })
         .unwrap();
     let idx = top["index"].as_u64().unwrap() as usize;
-    let tok = app.doc.syntax.as_ref().unwrap().tokens[idx].clone();
-    let cell = |app: &codescope::tui::app::App| {
+    let cell_of = |app: &codescope::tui::app::App, tok: &codescope::syntax::CodeToken| {
         let term = render(app);
         let buf = term.backend().buffer().clone();
         let line = CODE.lines().find(|l| {
@@ -161,11 +160,13 @@ fn a_shows_the_patch_commands_numbers_and_arrows_pick_the_hidden_state() {
             let row: String = (0..w).map(|x| buf[(x, y)].symbol().to_string()).collect();
             if let Some(x) = row.find(line) {
                 let x = row[..x].chars().count() + col;
-                return buf[(x as u16, y)].bg;
+                return buf[(x as u16, y)].clone();
             }
         }
         panic!("{line:?} not on screen");
     };
+    let tok = app.doc.syntax.as_ref().unwrap().tokens[idx].clone();
+    let cell = |app: &codescope::tui::app::App| cell_of(app, &tok).bg;
     let coloured = cell(&app);
     assert!(matches!(coloured, Color::Rgb(..)), "{coloured:?}");
     let plain = cell(&ready_decoder(
@@ -176,6 +177,16 @@ fn a_shows_the_patch_commands_numbers_and_arrows_pick_the_hidden_state() {
         theme(ColorMode::TrueColor),
     ));
     assert_ne!(plain, coloured, "{} is coloured by its change", tok.text);
+    // A renamed token (patched, not measured) is underlined.
+    let renamed = want["patched_tokens"][0].as_u64().unwrap() as usize;
+    let rt = app.doc.syntax.as_ref().unwrap().tokens[renamed].clone();
+    assert!(
+        cell_of(&app, &rt)
+            .modifier
+            .contains(ratatui::style::Modifier::UNDERLINED),
+        "{}",
+        rt.text
+    );
 
     // x: the export of this view is the patch figure; its JSON carries the command's
     // per-layer numbers and each token's change at the selected state.
