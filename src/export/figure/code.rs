@@ -370,11 +370,12 @@ pub fn draw_key(
         }
         Shade::Patch => {
             let l = view.patch.as_ref().map_or(0, |p| p.layer);
+            // A longer caption than the others': the bar keeps 600 px beside it.
             h += colorbar_h(
                 svg,
                 m,
                 pal,
-                (x, y, w.min(900.0 * m.s)),
+                (x, y, w.min(1400.0 * m.s)),
                 &pal.diverging_stops(),
                 &super::signed_ticks(max as f64),
                 &format!("Δ bits per token with hidden state L{l} patched from the twin (√)"),
