@@ -37,13 +37,23 @@ pub struct PatchBits {
     pub patched: Vec<Vec<Option<f32>>>,
 }
 
-fn refuse(model: &LoadedModel) -> Result<()> {
-    let reason = if model.info.stack.is_some() {
-        "patching runs one sequence through a decoder-only model; an encoder–decoder's \
-         decoder also reads its encoder, which differs between the twins"
-    } else if !model.info.causal {
-        "patching measures a causal model's surprisal; this model is an encoder"
+/// Why a model cannot be patched (`None`: it can): the one line `patch` and the
+/// explorer's patch view give.
+pub fn unavailable(info: &crate::model::ModelInfo) -> Option<&'static str> {
+    if info.stack.is_some() {
+        Some(
+            "patching runs one sequence through a decoder-only model; an encoder–decoder's \
+             decoder also reads its encoder, which differs between the twins",
+        )
+    } else if !info.causal {
+        Some("patching measures a causal model's surprisal; this model is an encoder")
     } else {
+        None
+    }
+}
+
+fn refuse(model: &LoadedModel) -> Result<()> {
+    let Some(reason) = unavailable(&model.info) else {
         return Ok(());
     };
     Err(Error::Input {
@@ -412,6 +422,20 @@ impl PatchResult {
         self.layers + 1
     }
 
+    /// Per code token of A: its change at hidden state `l`, `bits_patched − bits_a`
+    /// (`None` for a renamed token or one not measured).
+    pub fn token_delta(&self, l: usize) -> Vec<Option<f64>> {
+        let mut out = vec![None; self.tokens.len()];
+        for m in &self.measured {
+            if let (Some(slot), Some(p)) =
+                (out.get_mut(m.index), m.patched.get(l).copied().flatten())
+            {
+                *slot = Some(f64::from(p) - f64::from(m.bits_a));
+            }
+        }
+        out
+    }
+
     /// Sums over class `class` of [`PATCH_CLASSES`] at hidden state `l`.
     pub fn class(&self, l: usize, class: &str) -> ClassPatch {
         let (mut tokens, mut rename, mut delta) = (0usize, 0.0f64, 0.0f64);
@@ -439,16 +463,18 @@ impl PatchResult {
         }
     }
 
-    fn seed(&self) -> Option<u64> {
+    /// The seed of a `rename:shuffle` twin.
+    pub fn seed(&self) -> Option<u64> {
         match &self.twin.kind {
             rewrite::TwinKind::Rename(Rewrite::Shuffle { seed }) => Some(*seed),
             _ => None,
         }
     }
 
-    /// `patch --json` (README, JSON shapes).
-    pub fn to_json(&self, model: &crate::model::ModelInfo) -> Value {
-        let per_layer: Vec<Value> = (0..self.states())
+    /// `patch --json`'s `per_layer`: per hidden state the Δ bits and fraction of all
+    /// unchanged tokens and per class of [`PATCH_CLASSES`].
+    pub fn per_layer_json(&self) -> Vec<Value> {
+        (0..self.states())
             .map(|l| {
                 let classes: Vec<Value> = PATCH_CLASSES
                     .iter()
@@ -471,7 +497,12 @@ impl PatchResult {
                     "classes": classes,
                 })
             })
-            .collect();
+            .collect()
+    }
+
+    /// `patch --json` (README, JSON shapes).
+    pub fn to_json(&self, model: &crate::model::ModelInfo) -> Value {
+        let per_layer = self.per_layer_json();
         let tokens: Vec<Value> = self
             .measured
             .iter()

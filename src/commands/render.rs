@@ -135,8 +135,13 @@ pub fn run(settings: &Settings, args: &RenderArgs) -> Result<()> {
         label: &label,
     };
     let scene = scene_of(args);
-    let compare = args.rewrite.as_ref().map(|r| CompareSpec {
-        rewrite: r.clone(),
+    // The patch view patches from compare mode's twin: `rename:neutral` unless named.
+    let rewrite = args
+        .rewrite
+        .clone()
+        .or_else(|| (args.view == Kind::Patch).then(|| "rename:neutral".to_string()));
+    let compare = rewrite.map(|r| CompareSpec {
+        rewrite: r,
         base: std::env::current_dir().unwrap_or_default(),
         side: heat_side(args.side),
     });

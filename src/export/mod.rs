@@ -44,6 +44,11 @@ pub struct Token {
     /// when the knockout mode was on; `null` for a token without a measure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub knockout: Option<Option<f64>>,
+    /// Its change with the patch view's selected hidden state patched from the twin (Δ
+    /// bits), present when the patch view was on; `null` for a renamed token or one not
+    /// measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<Option<f64>>,
 }
 
 /// The knockout mode (`K`), when it was on: the edge set and the per-class summary.
@@ -118,6 +123,27 @@ pub struct LensCell {
     pub top: String,
     pub p: f32,
     pub rank: u32,
+}
+
+/// The patch view (`A`), when it was on: the twin, the selected hidden state and, per
+/// hidden state, `patch --json`'s `per_layer` entry.
+#[derive(Debug, Clone, Serialize)]
+pub struct PatchData {
+    /// `rename:neutral`, `rename:shuffle` or `twin:FILE`.
+    pub twin: String,
+    /// The seed of a `rename:shuffle` twin.
+    pub seed: Option<u64>,
+    /// Hidden states patched (the embeddings, then every layer's output).
+    pub layers: usize,
+    /// The selected hidden state (0 = the embeddings): the one the code is coloured by.
+    pub layer: usize,
+    /// The rename effect on the unchanged tokens (bits, B − A, summed).
+    pub rename_bits: f64,
+    pub unchanged_tokens: usize,
+    /// The renamed tokens (indices into `tokens`), whose subwords are patched.
+    pub patched_tokens: Vec<usize>,
+    /// As `patch --json`'s `per_layer`.
+    pub per_layer: Vec<serde_json::Value>,
 }
 
 /// One next-token prediction as exported.
@@ -238,6 +264,9 @@ pub struct FigureData {
     /// The logit lens, when its view was open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lens: Option<LensData>,
+    /// The patch view, when it was on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch: Option<PatchData>,
     /// The selected token's data-flow neighbours (token indices), when the data-flow
     /// highlight (`d`) was on.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -37,6 +37,10 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
     let weights = app.token_weights().unwrap_or_default();
     let ko = app.knockout_shown();
     let surp = app.surprisal_shown().filter(|_| ko.is_none());
+    let patch_delta = app
+        .patch_shown()
+        .zip(app.patch_layer())
+        .map(|(r, l)| r.token_delta(l));
     if syn.tokens.len() != app.doc.layout.tok_line.len() {
         return None; // the layout is for another parse
     }
@@ -56,6 +60,7 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
             weight: weights.get(i).copied().flatten(),
             surprisal: surp.map(|s| s.bits.get(i).copied().flatten()),
             knockout: ko.map(|k| k.delta.get(i).copied().flatten()),
+            patch: patch_delta.as_ref().map(|d| d.get(i).copied().flatten()),
         })
         .collect();
     let n = ta.n();
@@ -207,6 +212,7 @@ pub fn figure_data_with(app: &App, overview: bool) -> Option<export::FigureData>
         }),
         ablation: ablation_data(app, a),
         lens: lens_data(app),
+        patch: patch_data(app),
         surprisal: surp.map(|s| export::SurprisalData {
             perplexity: s.perplexity,
             mean_bits: s.mean_bits,
@@ -256,6 +262,21 @@ fn ablation_data(app: &App, a: &SnippetAnalysis) -> Option<export::AblationData>
         identifier: app.grid_values(Metric::AblationId)?,
         syntactic: app.grid_values(Metric::AblationSyn)?,
         f1_ast_motif: Metric::F1Motif.values(a, &app.shown.scores),
+    })
+}
+
+/// The patch view's numbers, when it shows a patch.
+fn patch_data(app: &App) -> Option<export::PatchData> {
+    let r = app.patch_shown()?;
+    Some(export::PatchData {
+        twin: r.twin.kind.label(),
+        seed: r.seed(),
+        layers: r.states(),
+        layer: app.patch_layer()?,
+        rename_bits: r.class(0, "all").rename_bits,
+        unchanged_tokens: r.measured.len(),
+        patched_tokens: r.patched_tokens.clone(),
+        per_layer: r.per_layer_json(),
     })
 }
 
@@ -431,6 +452,7 @@ pub fn this_view(app: &App) -> Kind {
         _ => {}
     }
     match app.view.focus {
+        Focus::Code if app.patch_shown().is_some() => Kind::Patch,
         Focus::Code if app.knockout_shown().is_some() => Kind::Knockout,
         Focus::Code if app.surprisal_shown().is_some() => Kind::Surprisal,
         Focus::Code | Focus::Heatmap => Kind::Heatmap,
@@ -449,6 +471,9 @@ pub fn kinds(app: &App, what: ExportWhat) -> Vec<Kind> {
         ExportWhat::Screen => vec![Kind::Screen],
         ExportWhat::EveryPanel => {
             let mut k = vec![Kind::Heatmap];
+            if app.patch_shown().is_some() {
+                k.push(Kind::Patch);
+            }
             if app.knockout_shown().is_some() {
                 k.push(Kind::Knockout);
             } else if app.surprisal_shown().is_some() {

@@ -125,6 +125,7 @@ pub fn serve(app: &mut App, m: Model, fx: Vec<Effect>) -> Result<()> {
                     Msg::Worker(super::worker::knockout_job(m.model, &job, None))
                 }
                 Effect::Lens(job) => Msg::Worker(super::worker::lens_job(m.model, &job)),
+                Effect::Patch(job) => Msg::Worker(super::worker::patch_job(m.model, &job)),
                 // The head ablation, every head as the worker sends it.
                 Effect::Ablate(job) => {
                     let sent = std::sync::Mutex::new(Vec::new());
@@ -204,6 +205,10 @@ pub fn staged(
                 crossterm::event::KeyCode::Char('c'),
             )));
             serve(&mut app, m, fx)?;
+        } else {
+            // On already (the patch view turns it on): ask for this twin's comparison.
+            let (width, height) = app.size;
+            update(&mut app, m, crate::tui::msg::Msg::Resize { width, height })?;
         }
         if app.comparison().is_none() {
             let why = app
@@ -267,6 +272,14 @@ pub fn staged(
         return Err(Error::Input {
             name: "--view lens".into(),
             reason: why(&app, "the logit lens needs a causal model"),
+        });
+    }
+    if scene.view == Some(Kind::Patch) && app.patch_shown().is_none() {
+        return Err(Error::Input {
+            name: "--view patch".into(),
+            reason: app
+                .patch_problem()
+                .unwrap_or_else(|| "the patch view needs compare mode's twin (--rewrite)".into()),
         });
     }
     if scene.view == Some(Kind::Probes) && app.probe_report().is_none() {

@@ -53,6 +53,8 @@ pub enum Command {
     Knockout,
     /// Y: the logit lens.
     Lens,
+    /// A: the patch view (activation patching from compare mode's twin).
+    Patch,
     ProbeTrain,
     ProbeTask,
     Compare,
@@ -282,6 +284,12 @@ pub const KEYMAP: &[Section] = &[
                 help: "logit lens (causal models)",
                 manual: &[("Y", "logit lens ([Causal tests](#causal-tests), causal models; encoders say why not): layers (rows, L0 = the embeddings) by code tokens (columns), each cell the top-1 guess for the token's first subword read through the LM head at that layer, shaded by the probability of the actual one (NO_COLOR: a shade glyph; bold where it is the top guess; underlined where an identifier is first the top guess); under it the selected cell's top-1, probability and rank, the layer the token is decided at, and the identifiers' layers; ← → (h l) token, w b identifier, ↑ ↓ (j k) layer, x export, Esc closes")],
                 bind: &[(ch('Y'), C::Lens)],
+            },
+            KeyBinding {
+                keys: "A",
+                help: "patch from the twin (causal)",
+                manual: &[("A", "patch view ([Causal tests](#causal-tests), causal decoder-only models; encoders and encoder–decoders say why not): turns compare mode on and copies the twin's residual stream at the renamed tokens into the snippet, one hidden state at a time, as `codescope patch` does, in the background; the panel under the code (in the twin's place) lists per hidden state (L0 = the embeddings) the Δ bits on the unchanged tokens and the fraction of the rename effect carried, for identifiers and syntactic tokens (scrolling with the selected state); the code is coloured by the selected state's Δ bits per token on a blue–orange scale (renamed tokens underlined); the status line gives the rename effect and the selected state's fractions; ← → pick the hidden state (the heatmap's layer follows); a twin that does not align position by position gets `patch`'s refusal; an edit or another twin (`C`) runs it again; `A` again or compare off closes it; `x` exports it")],
+                bind: &[(ch('A'), C::Patch)],
             },
             KeyBinding {
                 keys: "p P",

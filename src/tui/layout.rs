@@ -37,6 +37,8 @@ pub struct Geometry {
     pub code: Option<Rect>,
     /// Compare mode: the twin's code, below the code panel (taken from its height).
     pub twin: Option<Rect>,
+    /// The patch view (`A`): its table, in the twin's place.
+    pub patch: Option<Rect>,
     /// The side panels shown, with their rectangles.
     pub panels: Vec<(Focus, Rect)>,
     /// The pinned head's heatmap (`*`): the right half of the heatmap panel.
@@ -70,7 +72,11 @@ pub fn geometry_in(app: &App, area: Rect) -> Geometry {
         let [code, twin] =
             Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(r);
         g.code = Some(code);
-        g.twin = Some(twin);
+        if app.patch.on {
+            g.patch = Some(twin);
+        } else {
+            g.twin = Some(twin);
+        }
     }
     // A pinned head shares the heatmap panel when both halves stay usable.
     if app.present.pin.is_some() {

@@ -327,6 +327,7 @@ fn event_loop(
                 Effect::Knockout(job) => worker.knockout(job),
                 Effect::Ablate(job) => worker.ablate(job),
                 Effect::Lens(job) => worker.lens(job),
+                Effect::Patch(job) => worker.patch(job),
                 Effect::LabelToken(key, job) => follow.push(Msg::TokenLabel {
                     key,
                     label: crate::probe::label::label_token(&job),

@@ -152,6 +152,11 @@ pub enum WorkerMsg {
         req: u64,
         result: std::result::Result<Arc<LensData>, String>,
     },
+    /// Patch request `req` done (or failed: why the twin cannot be patched).
+    Patched {
+        req: u64,
+        result: std::result::Result<Arc<crate::analysis::patch::PatchResult>, String>,
+    },
     /// Probe request `req` done.
     Probed { req: u64, report: Arc<ProbeReport> },
     /// Probe request `req` failed (or was dropped).
@@ -202,6 +207,11 @@ impl std::fmt::Debug for WorkerMsg {
             WorkerMsg::Lensed { req, result } => write!(
                 f,
                 "Lensed({req}, {})",
+                if result.is_ok() { "ok" } else { "failed" }
+            ),
+            WorkerMsg::Patched { req, result } => write!(
+                f,
+                "Patched({req}, {})",
                 if result.is_ok() { "ok" } else { "failed" }
             ),
             WorkerMsg::ProbeFailed { req, error } => write!(f, "ProbeFailed({req}: {error})"),
@@ -352,6 +362,16 @@ pub struct LensJob {
     pub mode: crate::analysis::Mode,
 }
 
+/// A patch request (the explorer's patch view; latest wins): the residual stream at the
+/// renamed tokens copied from the twin, one hidden state at a time, as `codescope patch`
+/// computes it (on the source as written).
+#[derive(Debug, Clone)]
+pub struct PatchJob {
+    pub req: u64,
+    pub syntax: Arc<Syntax>,
+    pub twin: TwinSource,
+}
+
 /// The logit lens of a snippet with the text of every top guess in it.
 pub struct LensData {
     pub lens: crate::analysis::causal::LensResult,
@@ -455,6 +475,8 @@ pub enum Effect {
     Ablate(AblationJob),
     /// Run the logit lens in the worker (supersedes any earlier lens request).
     Lens(LensJob),
+    /// Patch from the twin in the worker (supersedes any earlier patch request).
+    Patch(PatchJob),
     /// Write figures (SVG + PNG) and the numbers (JSON) to the export directory.
     Export(super::app::ExportWhat),
     /// Append a step to the tour file at the path.

@@ -24,7 +24,9 @@
 //!
 //! Comparison jobs (compare mode: make the twin, analyse it, compare) come after a
 //! pending analysis and before probes; latest wins, as for analyses. Knockout jobs (the
-//! `K` mode) come next, also latest wins, cancelled between layers when superseded.
+//! `K` mode) come next, also latest wins, cancelled between layers when superseded; then
+//! logit lenses and patches from the twin (the `A` view), latest wins, a superseded
+//! result not sent.
 
 //! [`Effect::Layer`]: super::msg::Effect::Layer
 //!
@@ -42,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use super::msg::{
     AblationJob, AnalyseJob, CompareJob, KnockoutJob, LayerKey, LensJob, PartialFrame,
-    PartialLayer, ProbeJob, TwinSource, WorkerMsg,
+    PartialLayer, PatchJob, ProbeJob, TwinSource, WorkerMsg,
 };
 use crate::analysis::{self, Matrices, Mode, RunOptions, SnippetAnalysis};
 use crate::model::{source, LoadedModel};
@@ -61,11 +63,12 @@ enum Kind {
     Compare,
     Knockout,
     Lens,
+    Patch,
     Ablate,
     Probe,
 }
 
-const KINDS: usize = 8;
+const KINDS: usize = 9;
 
 /// One job of each kind, at most, waits (gitui's latest-wins `AsyncSingleJob`, for every
 /// kind at once): a newer job replaces the pending one of its kind.
@@ -200,6 +203,11 @@ impl Worker {
         self.queue(Job::Lens(job));
     }
 
+    /// Queue a patch from the twin.
+    pub fn patch(&self, job: PatchJob) {
+        self.queue(Job::Patch(job));
+    }
+
     /// Queue a probe job.
     pub fn probe(&self, job: ProbeJob) {
         self.queue(Job::Probe(job));
@@ -236,6 +244,7 @@ enum Job {
     Compare(CompareJob),
     Knockout(KnockoutJob),
     Lens(LensJob),
+    Patch(PatchJob),
     Ablate(AblationJob),
     Probe(ProbeJob),
 }
@@ -249,6 +258,7 @@ impl Job {
             Job::Compare(_) => Kind::Compare,
             Job::Knockout(_) => Kind::Knockout,
             Job::Lens(_) => Kind::Lens,
+            Job::Patch(_) => Kind::Patch,
             Job::Ablate(_) => Kind::Ablate,
             Job::Probe(_) => Kind::Probe,
         }
@@ -263,6 +273,7 @@ impl Job {
             Job::Compare(j) => Some(j.req),
             Job::Knockout(j) => Some(j.req),
             Job::Lens(j) => Some(j.req),
+            Job::Patch(j) => Some(j.req),
             Job::Ablate(j) => Some(j.req),
             Job::Probe(j) => Some(j.req),
         }
@@ -400,6 +411,27 @@ fn run(shared: &Shared, send: &Sender) {
                     },
                 }));
                 let msg = r.unwrap_or_else(|p| WorkerMsg::Lensed {
+                    req,
+                    result: Err(format!("internal error: {}", panic_text(p))),
+                });
+                if !stale() {
+                    send(msg);
+                }
+            }
+            Job::Patch(job) => {
+                let req = job.req;
+                let stale = || !shared.current(Kind::Patch, req);
+                if stale() {
+                    continue;
+                }
+                let r = catch_unwind(AssertUnwindSafe(|| match model.as_ref() {
+                    Some(m) => patch_job(m, &job),
+                    None => WorkerMsg::Patched {
+                        req,
+                        result: Err("no model is loaded".into()),
+                    },
+                }));
+                let msg = r.unwrap_or_else(|p| WorkerMsg::Patched {
                     req,
                     result: Err(format!("internal error: {}", panic_text(p))),
                 });
@@ -576,6 +608,36 @@ pub fn lens_job(m: &LoadedModel, job: &LensJob) -> WorkerMsg {
         })
         .map_err(|e| e.to_string());
     WorkerMsg::Lensed {
+        req: job.req,
+        result,
+    }
+}
+
+/// The explorer's patch view: the job's twin patched into the snippet at every hidden
+/// state, as `codescope patch` computes it. A twin that cannot be patched (it does not
+/// align, the renaming fails its check) and a model that cannot be patched give the
+/// reason alone.
+pub fn patch_job(m: &LoadedModel, job: &PatchJob) -> WorkerMsg {
+    use crate::analysis::compare::TwinSpec;
+    use crate::error::Error;
+    let spec = match &job.twin {
+        TwinSource::Rewrite(rw) => Ok(TwinSpec::Rename(*rw)),
+        TwinSource::File(path) => crate::input::read(&super::io::expand_tilde(path))
+            .map(|inp| TwinSpec::Text {
+                label: inp.name,
+                text: inp.text,
+            })
+            .map_err(|e| e.to_string()),
+    };
+    let result = spec.and_then(|spec| {
+        crate::analysis::patch::patch(m, &job.syntax.source, job.syntax.language, &spec)
+            .map(Arc::new)
+            .map_err(|e| match e {
+                Error::Input { reason, .. } => reason,
+                e => e.to_string(),
+            })
+    });
+    WorkerMsg::Patched {
         req: job.req,
         result,
     }

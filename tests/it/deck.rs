@@ -271,24 +271,37 @@ fn a_figure_of_a_long_file_is_one_slide() {
     assert!(!tmp.join("big.png").exists());
 }
 
-/// Tour steps with `view = "ablation"` and `view = "lens"` draw those figures in the deck.
+/// Tour steps with `view = "ablation"`, `view = "lens"` and `view = "patch"` (with a
+/// `rewrite`) draw those figures in the deck.
 #[test]
-fn a_tour_step_shows_the_ablation_and_the_lens() {
+fn a_tour_step_shows_the_ablation_the_lens_and_the_patch() {
     let root = tempfile::tempdir().unwrap();
     let tmp = root.path();
     std::fs::write(tmp.join("a.py"), "def f(x):\n    y = x + 1\n    return y\n").unwrap();
+    // Two parameters and a local: `rename:shuffle` permutes them (one name per role would
+    // rename nothing).
+    std::fs::write(
+        tmp.join("b.py"),
+        "def area(w, h):\n    total = w * h\n    return total\n",
+    )
+    .unwrap();
     let model = fixture("tiny_llama");
     let tour = format!(
-        "title = \"AL\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nview = \"ablation\"\nmetric = \"ablation_syntactic\"\ncaption = \"the heads that matter\"\n\n[[step]]\nfile = \"a.py\"\nview = \"lens\"\ntoken = \"y\"\ncaption = \"where y is decided\"\n"
+        "title = \"AL\"\n\n[[step]]\nfile = \"a.py\"\nmodel = \"{model}\"\nview = \"ablation\"\nmetric = \"ablation_syntactic\"\ncaption = \"the heads that matter\"\n\n[[step]]\nfile = \"a.py\"\nview = \"lens\"\ntoken = \"y\"\ncaption = \"where y is decided\"\n\n[[step]]\nfile = \"b.py\"\nview = \"patch\"\nrewrite = \"rename:shuffle\"\nlayer = 2\n"
     );
     let (out, links) = deck_of(tmp, &tour);
-    assert_eq!(links.len(), 2, "{links:?}");
+    assert_eq!(links.len(), 3, "{links:?}");
     let svg =
         |i: usize| std::fs::read_to_string(out.join(links[i].replace(".png", ".svg"))).unwrap();
     assert!(svg(0).contains("ablation effect on syntactic tokens"));
     let lens = svg(1);
     assert!(lens.contains("logit lens: each layer"), "{lens}");
     assert!(lens.contains("«y» (identifier)"), "{lens}");
+    let patch = svg(2);
+    assert!(
+        patch.contains("patch from rename:shuffle at L2") && patch.contains("L0 (embeddings)"),
+        "{patch}"
+    );
     for l in &links {
         assert!(png_size(&out.join(l)).0 > 0);
     }

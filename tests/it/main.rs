@@ -71,6 +71,7 @@ mod tui_e2e;
 mod tui_input;
 mod tui_knockout;
 mod tui_lens;
+mod tui_patch;
 mod tui_snapshots;
 mod tui_stack;
 mod tui_stream;

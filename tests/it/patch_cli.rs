@@ -372,3 +372,120 @@ fn a_corpus_patch_is_each_snippets_patch_and_counts_the_misaligned() {
     ));
     assert!(line.contains("is an encoder"), "{line}");
 }
+
+/// `render --view patch`: the figure of the explorer's patch view, read back: every
+/// hidden state's Δ bits and fraction for identifiers and syntactic tokens as
+/// `patch --json` gives them, the state `--layer` selects in the title, a PNG too;
+/// `rename:neutral` by default, refused here in `patch`'s words; encoders and
+/// encoder–decoders refused in one line; `render --help` lists the view.
+#[test]
+fn render_view_patch_draws_the_commands_numbers() {
+    let env = Env::new();
+    let a = write(&env, "a.py", CODE);
+    let v = json(
+        &env,
+        "tiny_llama",
+        &[a.to_str().unwrap(), "--rewrite", "rename:shuffle"],
+    );
+    let render = |model: &str, extra: &[&str], out: &str| {
+        env.cmd()
+            .args(["--model", &fixture(model), "render"])
+            .arg(&a)
+            .args(["--view", "patch"])
+            .args(extra)
+            .arg("--out")
+            .arg(env.root.join(out))
+            .output()
+            .unwrap()
+    };
+    ok(&render(
+        "tiny_llama",
+        &["--rewrite", "rename:shuffle", "--layer", "2"],
+        "patch.svg",
+    ));
+    let svg = std::fs::read_to_string(env.root.join("patch.svg")).unwrap();
+    assert!(svg.contains("patch from rename:shuffle at L2"), "{svg}");
+    assert!(svg.contains("patching from rename:shuffle"), "{svg}");
+    let texts: Vec<&str> = svg
+        .split("</text>")
+        .filter_map(|t| t.rsplit_once('>').map(|(_, x)| x))
+        .collect();
+    let states = v["per_layer"].as_array().unwrap();
+    assert_eq!(states.len(), 3);
+    for (l, name) in ["L0 (embeddings)", "L1", "L2 (output)"].iter().enumerate() {
+        let k = texts
+            .iter()
+            .position(|t| t == name)
+            .unwrap_or_else(|| panic!("{name} not in the figure"));
+        let entry = &states[l];
+        let class = |c: &str| {
+            entry["classes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["class"] == c)
+                .unwrap()
+                .clone()
+        };
+        let frac = |x: &Value| x.as_f64().map_or("-".to_string(), |f| format!("{f:.3}"));
+        let (i, s) = (class("identifier"), class("syntactic"));
+        let want = [
+            format!("{:+.3}", f(&i["delta_bits"])),
+            frac(&i["fraction"]),
+            format!("{:+.3}", f(&s["delta_bits"])),
+            frac(&s["fraction"]),
+        ];
+        assert_eq!(
+            texts[k + 1..k + 5],
+            want.each_ref().map(|s| s.as_str()),
+            "{name}"
+        );
+    }
+    // `--layer` is 1-based: hidden state 0 (the embeddings) is not one of its values.
+    let e = fails(&render(
+        "tiny_llama",
+        &["--rewrite", "rename:shuffle", "--layer", "0"],
+        "z.svg",
+    ));
+    assert!(e.contains("layer 0: the model has layers 1-2"), "{e}");
+    ok(&render(
+        "tiny_llama",
+        &["--rewrite", "rename:shuffle"],
+        "patch.png",
+    ));
+    let png = std::fs::read(env.root.join("patch.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // rename:neutral by default: `area` → `f1` does not align here.
+    let e = fails(&render("tiny_llama", &[], "n.svg"));
+    assert!(
+        e.contains("--view patch")
+            && e.contains("patch rename:neutral: `area` → `f1` is 4 subwords in the original and 2 in the twin"),
+        "{e}"
+    );
+    let e = fails(&render(
+        "tiny_roberta",
+        &["--rewrite", "rename:shuffle"],
+        "e.svg",
+    ));
+    assert!(
+        e.contains("--view patch")
+            && e.contains("patching measures a causal model's surprisal; this model is an encoder"),
+        "{e}"
+    );
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    let e = fails(&render(
+        "tiny_t5",
+        &["--rewrite", "rename:shuffle"],
+        "t.svg",
+    ));
+    assert!(
+        e.contains("--view patch")
+            && e.contains("an encoder–decoder's decoder also reads its encoder"),
+        "{e}"
+    );
+    let help = ok(&env.cmd().args(["render", "--help"]).output().unwrap());
+    assert!(
+        help.contains("patch") && help.contains("Activation patching from the twin"),
+        "{help}"
+    );
+}

@@ -256,6 +256,7 @@ fn synthetic_view(n: usize) -> export::FigureData {
             weight: Some(((i * 37) % 101) as f32 / 1000.0),
             surprisal: None,
             knockout: None,
+            patch: None,
         });
         source.push(if i % 8 == 7 { '\n' } else { ' ' });
     }
@@ -312,6 +313,7 @@ fn synthetic_view(n: usize) -> export::FigureData {
         knockout: None,
         ablation: None,
         lens: None,
+        patch: None,
         dataflow: None,
         pinned: None,
         probes: None,

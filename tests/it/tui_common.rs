@@ -201,6 +201,9 @@ pub fn serve_with(app: &mut App, fx: Vec<Effect>, model: &LoadedModel, label: &s
                 ))),
                 Effect::Lens(job) => next
                     .extend(app.update(Msg::Worker(codescope::tui::worker::lens_job(model, &job)))),
+                Effect::Patch(job) => next.extend(
+                    app.update(Msg::Worker(codescope::tui::worker::patch_job(model, &job))),
+                ),
                 Effect::Ablate(job) => {
                     for w in ablation_msgs(model, &job) {
                         next.extend(app.update(Msg::Worker(w)));

@@ -23,6 +23,8 @@ pub enum Shade {
     Surprisal,
     /// A knockout's change per token, `sign · √(|Δ| / max |Δ|)` (diverging).
     Knockout,
+    /// The patch view's change per token at its selected hidden state, as a knockout's.
+    Patch,
 }
 
 /// A drawable piece of a line: 0-based line, display column, text, token index.
@@ -153,8 +155,14 @@ fn shades(view: &FigureData, crop: &Crop, shade: Shade) -> (Vec<Option<f32>>, f3
                 .collect();
             (v, wmax)
         }
-        Shade::Knockout => {
-            let d = |t: &super::super::Token| t.knockout.flatten();
+        Shade::Knockout | Shade::Patch => {
+            let d = |t: &super::super::Token| {
+                if shade == Shade::Patch {
+                    t.patch.flatten()
+                } else {
+                    t.knockout.flatten()
+                }
+            };
             let max = view
                 .tokens
                 .iter()
@@ -245,7 +253,7 @@ pub fn draw_block(
                     Shade::Attention if signed(view) => pal.diverging(v),
                     Shade::Attention => pal.heat(v),
                     Shade::Surprisal => pal.surprisal(v),
-                    Shade::Knockout => pal.diverging(v),
+                    Shade::Knockout | Shade::Patch => pal.diverging(v),
                 };
                 let tip = match shade {
                     Shade::Attention => format!("{:.3}", t.weight.unwrap_or(0.0)),
@@ -253,12 +261,14 @@ pub fn draw_block(
                         format!("{:.2} bits", t.surprisal.flatten().unwrap_or(0.0))
                     }
                     Shade::Knockout => format!("{:+.3}", t.knockout.flatten().unwrap_or(0.0)),
+                    Shade::Patch => format!("{:+.3} bits", t.patch.flatten().unwrap_or(0.0)),
                 };
                 svg.rect_titled(px, top(line), w, b.line_h, bg, &tip);
                 fg = readable(fg, bg);
             }
         } else if shade == Shade::Surprisal && t.surprisal.is_some()
             || shade == Shade::Knockout && matches!(t.knockout, Some(None))
+            || shade == Shade::Patch && matches!(t.patch, Some(None))
         {
             fg = pal.dim(); // not scored
         }
@@ -358,6 +368,19 @@ pub fn draw_key(
                 &format!("{unit} per token with {edges} knocked out (√)"),
             );
         }
+        Shade::Patch => {
+            let l = view.patch.as_ref().map_or(0, |p| p.layer);
+            // A longer caption than the others': the bar keeps 600 px beside it.
+            h += colorbar_h(
+                svg,
+                m,
+                pal,
+                (x, y, w.min(1400.0 * m.s)),
+                &pal.diverging_stops(),
+                &super::signed_ticks(max as f64),
+                &format!("Δ bits per token with hidden state L{l} patched from the twin (√)"),
+            );
+        }
         Shade::Surprisal => {
             let full = view.surprisal.as_ref().map_or(max, |s| s.max_bits);
             let caption = if full > max + 0.05 {
@@ -401,6 +424,14 @@ pub fn draw_key(
                 .any(|t| crop.has_token(t.index) && matches!(t.knockout, Some(None)))
     {
         items.push((Some(pal.dim()), None, "not scored".into()));
+    }
+    if shade == Shade::Patch
+        && view
+            .tokens
+            .iter()
+            .any(|t| crop.has_token(t.index) && matches!(t.patch, Some(None)))
+    {
+        items.push((Some(pal.dim()), None, "renamed or not measured".into()));
     }
     h += legend_rows(svg, m, pal, (x, y + h, w), &items);
     h
@@ -627,6 +658,113 @@ pub fn draw_knockout(view: &FigureData, crop: &Crop, m: Metrics, pal: Palette) -
         svg: svg.finish(
             pal.bg(),
             &format!("{} · knockout {}", title_of(view), k.edges),
+        ),
+        width,
+        height,
+    }
+}
+
+/// The patch figure: the code coloured by each token's change at the selected hidden
+/// state, and per hidden state the Δ bits and the fraction of the rename effect carried
+/// by identifiers and syntactic tokens (`patch --json`'s `per_layer`), the selected state
+/// in bold.
+pub fn draw_patch(
+    view: &FigureData,
+    p: &super::super::PatchData,
+    crop: &Crop,
+    m: Metrics,
+    pal: Palette,
+) -> Figure {
+    let mut svg = Svg::new(m.width(), m.width() * 0.5);
+    let mut sub = vec![format!(
+        "patching from {}: the residual stream at the {} renamed tokens copied from the twin, \
+         one hidden state at a time · rename effect {:+.3} bits on {} unchanged tokens · \
+         L0 = embeddings, L{} = output",
+        p.twin,
+        p.patched_tokens.len(),
+        p.rename_bits,
+        p.unchanged_tokens,
+        p.layers.saturating_sub(1)
+    )];
+    if crop.cropped {
+        sub.push(format!("lines {}-{}", crop.l0 + 1, crop.l1 + 1));
+    }
+    let mut y = header(&mut svg, m, pal, &title_of(view), &sub);
+    let b = CodeBox::measure(view, crop, m, m.inner());
+    y += draw_block(
+        &mut svg,
+        view,
+        crop,
+        (m, pal),
+        (m.margin(), y),
+        &b,
+        Shade::Patch,
+    );
+    y += m.gap() * 0.6;
+    y += draw_key(
+        &mut svg,
+        view,
+        crop,
+        (m, pal),
+        (m.margin(), y, m.inner()),
+        Shade::Patch,
+    );
+    y += m.gap() * 0.6;
+    // The table: per hidden state, per class, Δ bits and the fraction carried.
+    let num = |v: &serde_json::Value| v.as_f64();
+    let frac = |v: &serde_json::Value| num(v).map_or("-".to_string(), |f| format!("{f:.3}"));
+    let head_f = Font::new(m.body(), pal.dim());
+    let cols = [0.0, 260.0, 560.0, 760.0, 1060.0].map(|c| m.margin() + c * m.s);
+    y += m.line(m.body());
+    for (x, h) in cols.iter().zip([
+        "hidden state",
+        "identifiers Δ bits",
+        "fraction",
+        "syntactic Δ bits",
+        "fraction",
+    ]) {
+        svg.text(*x, y, head_f, h);
+    }
+    for entry in &p.per_layer {
+        let l = entry["layer"].as_u64().unwrap_or(0) as usize;
+        let class = |c: &str| {
+            entry["classes"]
+                .as_array()
+                .and_then(|a| a.iter().find(|x| x["class"] == c))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (i, s) = (class("identifier"), class("syntactic"));
+        let name = match l {
+            0 => "L0 (embeddings)".to_string(),
+            l if l + 1 == p.layers => format!("L{l} (output)"),
+            l => format!("L{l}"),
+        };
+        y += m.line(m.body());
+        let mut f = Font::new(m.body(), pal.fg());
+        if l == p.layer {
+            f = f.bold();
+        }
+        let delta = |c: &serde_json::Value| {
+            num(&c["delta_bits"]).map_or("-".to_string(), |d| format!("{d:+.3}"))
+        };
+        for (x, t) in cols.iter().zip([
+            name,
+            delta(&i),
+            frac(&i["fraction"]),
+            delta(&s),
+            frac(&s["fraction"]),
+        ]) {
+            svg.text(*x, y, f, &t);
+        }
+    }
+    y += m.line(m.body()) * 0.5;
+    svg.grow_to(m.width(), y + m.margin());
+    let (width, height) = (svg.width, svg.height);
+    Figure {
+        svg: svg.finish(
+            pal.bg(),
+            &format!("{} · patch from {} at L{}", title_of(view), p.twin, p.layer),
         ),
         width,
         height,

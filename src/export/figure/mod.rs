@@ -11,7 +11,7 @@
 //!
 //! Views: [`Kind::Heatmap`] (code shaded by the attention of the selected token beside
 //! the attention matrix; with a pinned head, both matrices), [`Kind::Surprisal`],
-//! [`Kind::Knockout`], [`Kind::Heads`], [`Kind::Ablation`], [`Kind::Lens`], [`Kind::Categories`], [`Kind::Probes`], [`Kind::Overview`] and
+//! [`Kind::Knockout`], [`Kind::Heads`], [`Kind::Ablation`], [`Kind::Lens`], [`Kind::Patch`], [`Kind::Categories`], [`Kind::Probes`], [`Kind::Overview`] and
 //! [`Kind::Screen`] (the explorer screen from its ratatui buffer, [`screen`]).
 //! Large matrices are embedded as one PNG raster (one pixel per cell, drawn without
 //! smoothing) so a 512-token heat map stays well under 1 MB.
@@ -59,6 +59,10 @@ pub enum Kind {
     /// The logit lens: layers by code tokens, each cell the top-1 guess shaded by the
     /// actual token's probability (causal models).
     Lens,
+    /// Activation patching from the twin (causal decoder-only models): per hidden state
+    /// the fraction of the rename effect carried, the code coloured by the selected
+    /// state's change per token.
+    Patch,
     /// Every head as a thumbnail with its score.
     Overview,
     /// The study's finding: syn–syn, id–id and syn–id F1 per layer, with the shares.
@@ -68,7 +72,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Heatmap,
         Kind::Heads,
         Kind::Categories,
@@ -77,6 +81,7 @@ impl Kind {
         Kind::Knockout,
         Kind::Ablation,
         Kind::Lens,
+        Kind::Patch,
         Kind::Overview,
         Kind::Screen,
         Kind::Finding,
@@ -92,6 +97,7 @@ impl Kind {
             Kind::Knockout => "knockout",
             Kind::Ablation => "ablation",
             Kind::Lens => "lens",
+            Kind::Patch => "patch",
             Kind::Overview => "overview",
             Kind::Screen => "screen",
             Kind::Finding => "finding",
@@ -301,6 +307,15 @@ pub fn render(kind: Kind, view: &FigureData, opts: &FigureOptions) -> Result<Fig
                 return Err(unavailable(
                     kind,
                     "the logit lens was not computed (Y in the explorer; causal models)",
+                ))
+            }
+        },
+        Kind::Patch => match &view.patch {
+            Some(p) => code::draw_patch(view, p, &crop, m, pal),
+            None => {
+                return Err(unavailable(
+                    kind,
+                    "the patch view was not on (A in the explorer; causal decoder-only models)",
                 ))
             }
         },

@@ -56,7 +56,7 @@ impl TwinChoice {
         }
     }
 
-    fn source(&self, seed: u64) -> TwinSource {
+    pub(super) fn source(&self, seed: u64) -> TwinSource {
         match self {
             TwinChoice::Neutral => TwinSource::Rewrite(Rewrite::Neutral),
             TwinChoice::Shuffle => TwinSource::Rewrite(Rewrite::Shuffle { seed }),
@@ -132,6 +132,7 @@ impl App {
                     ));
                 } else {
                     self.status.info("compare off");
+                    self.patch_off("compare off; the patch view closes with it");
                 }
             }
             Command::CompareTwin => {

@@ -28,6 +28,7 @@ pub mod lens;
 mod model;
 mod mouse;
 mod partial;
+pub mod patch;
 mod presenting;
 mod probe;
 mod prompt;
@@ -161,6 +162,8 @@ pub struct App {
     pub ablation: ablation::Ablation,
     /// The logit lens view (`Y`).
     pub lens: lens::LensView,
+    /// The patch view (`A`): activation patching from compare mode's twin.
+    pub patch: patch::PatchView,
     /// Exports, the overview, the pinned head, tours and sessions.
     pub present: Present,
     /// Only some lines of the file are analysed: the whole file and which lines.
@@ -204,6 +207,7 @@ impl App {
             knockout: knockout::KnockoutMode::default(),
             ablation: ablation::Ablation::default(),
             lens: lens::LensView::default(),
+            patch: patch::PatchView::default(),
             present: Present {
                 export_dir: crate::export::export_dir(None),
                 ..Present::default()
@@ -787,6 +791,7 @@ impl App {
         self.compare_settle(fx);
         self.settle_ablation(fx);
         self.settle_lens(fx);
+        self.settle_patch(fx);
         if let Some((key, job)) = self.label_request() {
             if self.probe.label.as_ref().is_none_or(|(k, _)| *k != key)
                 && !fx
@@ -851,6 +856,7 @@ impl App {
             || self.compare_worker(&w)
             || self.ablation_worker(&w)
             || self.lens_worker(&w)
+            || self.patch_worker(&w)
         {
             return;
         }
@@ -975,7 +981,8 @@ impl App {
             | WorkerMsg::Knocked { .. }
             | WorkerMsg::AblatedHead { .. }
             | WorkerMsg::AblationFailed { .. }
-            | WorkerMsg::Lensed { .. } => {}
+            | WorkerMsg::Lensed { .. }
+            | WorkerMsg::Patched { .. } => {}
         }
     }
 
@@ -1147,6 +1154,13 @@ impl App {
         if let Some(fx) = self.present_command(c) {
             return fx;
         }
+        // The patch view's hidden state: ← → outside the head grid.
+        if matches!(c, Command::Left | Command::Right)
+            && self.view.focus != Focus::Heads
+            && self.patch_step(if c == Command::Left { -1 } else { 1 })
+        {
+            return Vec::new();
+        }
         let (layers, heads) = self.dims();
         // Layers of the analysis in progress are coming in.
         let filling = self.partial().is_some();
@@ -1315,6 +1329,7 @@ impl App {
             Command::Surprisal => return self.toggle_surprisal(),
             Command::Knockout => return self.cycle_knockout(),
             Command::Lens => return self.open_lens(),
+            Command::Patch => return self.toggle_patch(),
             Command::ProbeTrain | Command::ProbeTask => {
                 if v.focus != Focus::Code {
                     v.focus = Focus::Probes;

@@ -242,7 +242,7 @@ impl super::App {
                 Kind::Heatmap | Kind::Overview if shown => None,
                 Kind::Heatmap | Kind::Overview => Some(Focus::Heatmap),
                 Kind::Screen => None,
-                Kind::Surprisal | Kind::Knockout => Some(Focus::Code),
+                Kind::Surprisal | Kind::Knockout | Kind::Patch => Some(Focus::Code),
                 Kind::Heads | Kind::Ablation => Some(Focus::Heads),
                 Kind::Lens => None,
                 Kind::Categories | Kind::Finding => Some(Focus::Categories),
@@ -265,6 +265,9 @@ impl super::App {
             // unless the scene names one).
             if kind == Kind::Ablation && !self.view.metric.is_ablation() {
                 self.view.metric = crate::tui::data::Metric::AblationId;
+            }
+            if kind == Kind::Patch && !self.patch.on {
+                fx.extend(self.toggle_patch());
             }
             if kind == Kind::Lens {
                 fx.extend(self.open_lens());

@@ -80,9 +80,20 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
         }
         head.push_str(&sel);
     }
-    let ko = app.knockout_shown();
-    let surp = app.surprisal_shown().filter(|_| ko.is_none());
+    // The patch view's selected hidden state: each token's Δ bits, the renamed tokens.
+    let pt = app.patch_shown().zip(app.patch_layer()).map(|(r, l)| {
+        let d = r.token_delta(l);
+        let max = d.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+        (l, d, max, r.patched_tokens.clone())
+    });
+    let ko = app.knockout_shown().filter(|_| pt.is_none());
+    let surp = app
+        .surprisal_shown()
+        .filter(|_| ko.is_none() && pt.is_none());
     let mut title = vec![Span::styled("Code", t.accent())];
+    if let Some((l, ..)) = &pt {
+        title.push(Span::styled(format!(" · patch L{l} (Δ bits)"), t.warn()));
+    }
     if let Some(k) = ko {
         let unit = match k.measure {
             crate::analysis::causal::Measure::Bits => "Δ bits",
@@ -178,7 +189,13 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
                 Some(i) => {
                     let tk = &tokens[i];
                     let mut st = t.token(tk);
-                    if let Some(k) = ko {
+                    if let Some((_, d, max, renamed)) = &pt {
+                        st = if renamed.contains(&i) {
+                            st.add_modifier(Modifier::UNDERLINED)
+                        } else {
+                            diverging_style(app, st, d.get(i).copied().flatten(), *max)
+                        };
+                    } else if let Some(k) = ko {
                         st = knockout_style(app, st, k, ko_max, i);
                     } else if let Some(sp) = surp {
                         st = surprisal_style(app, st, sp, i);
@@ -352,8 +369,21 @@ fn knockout_style(
     max: f64,
     i: usize,
 ) -> ratatui::style::Style {
+    diverging_style(app, st, k.delta.get(i).copied().flatten(), max)
+}
+
+/// A token's change `d` on the diverging scale ending at `max` (the knockout mode, the
+/// patch view): the square root of its share, so small changes still show; without
+/// colour, at least half the largest loss bold + underlined, as much gain italic +
+/// underlined; no change measured: dim.
+fn diverging_style(
+    app: &App,
+    st: ratatui::style::Style,
+    d: Option<f64>,
+    max: f64,
+) -> ratatui::style::Style {
     let t = &app.theme;
-    let Some(d) = k.delta.get(i).copied().flatten() else {
+    let Some(d) = d else {
         return st.add_modifier(Modifier::DIM);
     };
     let v = if max > 0.0 { d / max } else { 0.0 };

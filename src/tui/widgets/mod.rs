@@ -9,6 +9,7 @@ mod heads;
 mod heatmap;
 mod lens;
 mod overlay;
+mod patch;
 mod presenting;
 mod probes;
 mod status;
@@ -102,6 +103,9 @@ fn draw_screen(app: &App, f: &mut Frame) {
     }
     if let Some(r) = g.twin {
         twin::draw(app, f, r);
+    }
+    if let Some(r) = g.patch {
+        patch::draw(app, f, r);
     }
     for &(which, r) in &g.panels {
         side_panel(app, f, r, which);
