@@ -271,7 +271,7 @@ pub(crate) fn packed_logits_quant(
         // A slice of rows dequantized at a time, as the sliced product does.
         let mut p = codescope_kernels::head::PackedF32Head::zeroed(vocab, hidden);
         super::quant::for_each_head_slice(w, |start, rows| {
-            p.fill_rows(start, rows);
+            p.fill_rows(start, &rows);
             Ok(())
         })?;
         Ok(Packed::F32(p))

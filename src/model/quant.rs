@@ -373,10 +373,10 @@ impl Head {
                 let vocab = w.shape().dims2()?.0;
                 let n = x.dims2()?.0;
                 let mut out = vec![0f32; n * vocab];
+                let hidden = x.dims2()?.1;
                 for_each_head_slice(w, |start, part| {
-                    let rows = part.len() / x.dims2()?.1.max(1);
-                    let hidden = x.dims2()?.1;
-                    let part = Tensor::from_slice(part, (rows, hidden), &candle_core::Device::Cpu)?;
+                    let rows = part.len() / hidden.max(1);
+                    let part = Tensor::from_vec(part, (rows, hidden), &candle_core::Device::Cpu)?;
                     let y = x.matmul(&part.t()?)?;
                     crate::model::weights::with_f32(&y, |y| {
                         for (r, row) in y.chunks_exact(rows).enumerate() {
@@ -396,10 +396,11 @@ impl Head {
 }
 
 /// Run `each(first_row, rows)` over the rows of a quantized head `w` (`[vocab, hidden]`)
-/// dequantized a slice of [`HEAD_SLICE_VALUES`] at a time (`rows` row-major f32).
+/// dequantized a slice of [`HEAD_SLICE_VALUES`] at a time (`rows` row-major f32, handed
+/// over: a product can take the buffer without a copy).
 pub(crate) fn for_each_head_slice(
     w: &QTensor,
-    mut each: impl FnMut(usize, &[f32]) -> candle_core::Result<()>,
+    mut each: impl FnMut(usize, Vec<f32>) -> candle_core::Result<()>,
 ) -> candle_core::Result<()> {
     let (vocab, hidden) = w.shape().dims2()?;
     let block = w.dtype().block_size();
@@ -414,7 +415,8 @@ pub(crate) fn for_each_head_slice(
         if !crate::model::gguf::dequantize_into(w.dtype(), bytes, &mut buf) {
             candle_core::bail!("LM head: cannot dequantize {:?}", w.dtype());
         }
-        each(start, &buf[..rows * hidden])?;
+        buf.truncate(rows * hidden);
+        each(start, buf)?;
         start += rows;
     }
     Ok(())
