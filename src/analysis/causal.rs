@@ -299,7 +299,7 @@ impl Measure {
     /// The measure of `model`'s effects: bits for a causal model, PLL bits for an
     /// encoder with a masked-LM head, else `1 - cos`.
     pub fn of(model: &LoadedModel) -> Measure {
-        if model.info.causal {
+        if model.info.causal || on_cross(model) {
             Measure::Bits
         } else if model.masked_lm().is_some() {
             Measure::PllBits
@@ -431,7 +431,6 @@ impl Prepared {
         keep_hidden: bool,
         cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
     ) -> Result<Prepared> {
-        refuse_cross(model)?;
         let syn = syntax::parse(source, lang)?;
         let input = model_input(&syn, mode)?;
         let enc = model.encode_code(&input.text, model.info.window, Some(lang))?;
@@ -455,6 +454,7 @@ impl Prepared {
             hidden: keep_hidden || measure == Measure::Cosine,
             on_attention: Some(&discard),
             cancel,
+            cross_lm: true,
             ..Default::default()
         };
         if measure == Measure::PllBits {
@@ -502,6 +502,7 @@ impl Prepared {
             on_attention: Some(&discard),
             intervention,
             cancel,
+            cross_lm: true,
             ..Default::default()
         };
         self.readout(&self.run(model, &opts)?)
@@ -531,6 +532,7 @@ impl Prepared {
             on_attention: Some(&discard),
             intervention,
             cancel,
+            cross_lm: true,
             ..Default::default()
         };
         let t = self.run(model, &opts)?;
@@ -667,7 +669,11 @@ impl Prepared {
     /// Every (query, key) code-token pair with at least one subword pair attention can
     /// use (not a subword with itself, no special token; the key not after the query in
     /// a causal model), with those subword pairs.
-    fn candidate_pairs(&self, causal: bool) -> Vec<Candidate> {
+    ///
+    /// On an encoder–decoder's cross stack (`cross`) the query subword `i` is the decoder
+    /// position reading `s_i` (read order) and the key `j` the encoder position of `s_j`:
+    /// every key is visible, and `i == j` is a pair of two positions (blocked too).
+    fn candidate_pairs(&self, causal: bool, cross: bool) -> Vec<Candidate> {
         let special: Vec<bool> = self.enc.tokens.iter().map(|s| s.special).collect();
         let subs = &self.alignment.token_to_subwords;
         let mut out = Vec::new();
@@ -679,7 +685,8 @@ impl Prepared {
                 let mut sp = Vec::new();
                 for &i in &subs[q] {
                     for &j in &subs[k] {
-                        if i != j && !special[i] && !special[j] && (!causal || j < i) {
+                        if (cross || i != j) && !special[i] && !special[j] && (!causal || j < i)
+                        {
                             sp.push((i as u32, j as u32));
                         }
                     }
@@ -717,6 +724,7 @@ pub fn pll_bits(
         on_attention: Some(&discard),
         intervention,
         cancel,
+        cross_lm: true,
         ..Default::default()
     };
     let mut total = 0.0f64;
@@ -862,7 +870,7 @@ fn knockout_prepared_with(
     let info = &model.info;
     let layers = mask_of(&o.layers, info.layers, "layer")?;
     let heads = mask_of(&o.heads, info.heads, "head")?;
-    let candidates = p.candidate_pairs(info.causal);
+    let candidates = p.candidate_pairs(info.causal, on_cross(model));
     let pairs: Vec<(usize, usize)> = candidates.iter().map(|(q, _)| *q).collect();
     let chosen = o.edges.select(&p.tokens, p.gold(), &pairs);
     let n = p.enc.ids.len();
@@ -1770,6 +1778,7 @@ pub fn ablate_head(
             input,
             logits: true,
         }),
+        cross_lm: true,
         ..Default::default()
     };
     let t = p.run(model, &opts)?;
@@ -2120,16 +2129,11 @@ pub struct LensCell {
     pub top: u32,
 }
 
-/// Refuse the causal tests on an encoder–decoder's cross stack, in one line saying why
-/// (on its decoder stack they apply to the decoder's self-attention).
-fn refuse_cross(model: &LoadedModel) -> Result<()> {
-    if model.info.stack == Some(crate::model::Stack::Cross.name()) {
-        return Err(Error::Setting {
-            name: "--stack cross".into(),
-            reason: crate::model::CROSS_REFUSAL.into(),
-        });
-    }
-    Ok(())
+/// Whether the model runs an encoder–decoder's cross stack: the causal tests then
+/// intervene in the decoder's cross-attention and measure the decoder's surprisal
+/// ([`ForwardOptions::cross_lm`]).
+fn on_cross(model: &LoadedModel) -> bool {
+    model.info.stack == Some(crate::model::Stack::Cross.name())
 }
 
 /// The logit lens of one snippet: `cells[layer][position]` for layers 0 (embeddings) to
@@ -2179,8 +2183,7 @@ fn lens_cells(
 /// Read every layer's residual stream through the final norm and the LM head (causal
 /// models only).
 pub fn lens(model: &LoadedModel, source: &str, lang: Language, mode: Mode) -> Result<LensResult> {
-    refuse_cross(model)?;
-    if !model.info.causal {
+    if !model.info.causal && !on_cross(model) {
         let reason = if model.info.stack.is_some() {
             "the logit lens reads an LM head and the encoder stack has none; use \
              --stack decoder"
@@ -2226,6 +2229,7 @@ pub fn lens_ids(model: &LoadedModel, ids: &[u32]) -> Result<Vec<Vec<Option<LensC
     let opts = ForwardOptions {
         on_attention: Some(&discard),
         lens: Some(&sink),
+        cross_lm: true,
         ..Default::default()
     };
     let mut last = vec![None; n];

@@ -37,7 +37,7 @@ use serde::Deserialize;
 
 use super::encdec::{
     forward_stack, from_read_order, fuse_rows, host, probs_to_read_order, shift_right,
-    to_read_order, Act, LayerNorm, Linear, Seq2Seq, Stack, CROSS_REFUSAL,
+    to_read_order, Act, LayerNorm, Linear, Seq2Seq, Stack, CODET5P_CROSS_REFUSAL,
 };
 use super::intervene::Intervention;
 use super::kernels;
@@ -473,7 +473,7 @@ impl CodeT5p {
     fn cross_forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
         super::check_ids(ids, self.cfg.window(), self.cfg.decoder.vocab_size)?;
         if opts.intervention.is_some() || opts.lens.is_some() {
-            return Err(Error::Compute(CROSS_REFUSAL.into()));
+            return Err(Error::Compute(CODET5P_CROSS_REFUSAL.into()));
         }
         let dec = self.dec();
         let (n, h, heads) = (ids.len(), dec.side.cfg.n_embd, dec.side.cfg.n_head);
@@ -573,7 +573,10 @@ impl Backbone for CodeT5p {
         opts: &ForwardOptions,
         sink: &mut LogitsSink,
     ) -> Result<Capture> {
-        super::encdec::lm_stack(self.stack)?;
+        if self.stack == Stack::Cross && opts.cross_lm {
+            return Err(Error::Compute(CODET5P_CROSS_REFUSAL.into()));
+        }
+        super::encdec::lm_stack(self.stack, opts)?;
         forward_stack(self, Stack::Decoder, ids, opts, Some(sink))
     }
 }

@@ -216,6 +216,40 @@ pub(crate) fn after_softmax(
     d: usize,
     ctx: &mut [f32],
 ) {
+    blocked_after_softmax(iv, layer, probs, qkv, n, heads, d, ctx, true);
+}
+
+/// [`after_softmax`] on a cross-attention (an encoder–decoder's cross stack): `qkv` the
+/// decoder's queries fused with the encoder's keys and values (`encdec::fuse_rows`),
+/// row `i` of the knockout the decoder position `i`, its keys encoder positions. The
+/// two sides are different sequences, so no key is a query's own: every listed key is
+/// blocked, the same index included.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn after_softmax_cross(
+    iv: Option<&Intervention>,
+    layer: usize,
+    probs: &mut [f32],
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    ctx: &mut [f32],
+) {
+    blocked_after_softmax(iv, layer, probs, qkv, n, heads, d, ctx, false);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn blocked_after_softmax(
+    iv: Option<&Intervention>,
+    layer: usize,
+    probs: &mut [f32],
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    ctx: &mut [f32],
+    keep_own: bool,
+) {
     let Some(iv) = iv else { return };
     if let Some(b) = iv.block(layer) {
         let hd = heads * d;
@@ -226,7 +260,7 @@ pub(crate) fn after_softmax(
                 for j in keys
                     .iter()
                     .map(|&j| j as usize)
-                    .filter(|&j| j != i && j < n)
+                    .filter(|&j| (!keep_own || j != i) && j < n)
                 {
                     hit |= row[j] != 0.0;
                     row[j] = 0.0;
