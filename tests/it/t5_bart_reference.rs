@@ -936,3 +936,107 @@ fn cross_stack_head_scores_are_withheld_in_every_front_end() {
         );
     }
 }
+
+/// Bits within 1e-4 of the reference (absolute), the worst kept.
+fn close_bits(got: f64, want: f64, worst: &mut f64, what: impl Fn() -> String) {
+    let d = (got - want).abs();
+    *worst = worst.max(d);
+    assert!(d < 1e-4, "{}: {got} vs {want}", what());
+}
+
+/// The causal tests on the cross stack (the decoder's cross-attention) through the binary
+/// against transformers (`tools/reference/tiny_encdec_causal_reference.py`, its `cross`
+/// cases): `knockout --stack cross --json` blocks, for the edge set's code-token pairs,
+/// decoder position `i + 1` (reading `s_i`) from the encoder's `s_j` in the cross-attention
+/// of every layer and head (the reference aligns the hand-listed code tokens to the
+/// subwords by their spans), and `ablate --stack cross --json` (zero and mean) ablates each
+/// cross-attention head; per code token the decoder's bits, per head the class means.
+#[test]
+fn cross_stack_knockout_and_ablation_match_transformers_through_the_binary() {
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir("encdec_causal_reference.json")).unwrap(),
+    )
+    .unwrap();
+    let cross = &r["cross"];
+    let root = tempfile::tempdir().unwrap();
+    let sample = root.path().join("sample.py");
+    std::fs::write(&sample, cross["snippet"].as_str().unwrap()).unwrap();
+    let sample = sample.display().to_string();
+    let want_tokens = cross["code_tokens"].as_array().unwrap();
+    let cases = cross["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 4);
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&ok(&run(root.path(), args))).unwrap()
+    };
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let m = fixture(name);
+        // The same input as the reference's.
+        let t = json(&["--stack", "cross", "trace", "--json", "--model", &m, &sample]);
+        let ids: Vec<&serde_json::Value> = t["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| &s["id"])
+            .collect();
+        assert_eq!(
+            ids,
+            case["ids"].as_array().unwrap().iter().collect::<Vec<_>>(),
+            "{name}"
+        );
+        let mut worst = 0.0f64;
+        for k in case["knockouts"].as_array().unwrap() {
+            let edges = k["edges"].as_str().unwrap();
+            let v = json(&[
+                "--stack", "cross", "knockout", "--edges", edges, "--control", "2", "--json",
+                "--model", &m, &sample,
+            ]);
+            assert_eq!((v["measure"].as_str(), v["model"]["stack"].as_str()), (Some("bits"), Some("cross")));
+            assert_eq!(v["blocked"]["token_pairs"], k["token_pairs"], "{name} {edges}");
+            assert_eq!(v["blocked"]["subword_pairs"], k["subword_pairs"], "{name} {edges}");
+            let tokens = v["tokens"].as_array().unwrap();
+            assert_eq!(tokens.len(), want_tokens.len(), "{name}");
+            for (i, (got, want)) in tokens.iter().zip(want_tokens).enumerate() {
+                assert_eq!(got["span"][0], want[0], "{name} token {i}");
+                assert_eq!(got["span"][1], want[1], "{name} token {i}");
+                assert_eq!(got["coarse"], want[2], "{name} token {i}");
+                for (field, w) in [("bits", &case["bits"][i]), ("bits_knocked", &k["bits"][i])] {
+                    let (g, w) = (got[field].as_f64().unwrap(), w.as_f64().unwrap());
+                    close_bits(g, w, &mut worst, || format!("{name} {edges} {field} {i}"));
+                }
+            }
+            assert!(
+                tokens.iter().any(|t| t["delta_bits"].as_f64().is_some_and(|d| d.abs() > 1e-4)),
+                "{name} {edges}: the knockout changes the surprisal"
+            );
+        }
+        for mode in ["zero", "mean"] {
+            let v = json(&[
+                "--stack", "cross", "ablate", "--ablation", mode, "--json", "--model", &m,
+                &sample,
+            ]);
+            let got = v["heads"].as_array().unwrap();
+            let want: Vec<&serde_json::Value> = case["ablations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|a| a["mode"] == mode)
+                .collect();
+            assert_eq!(got.len(), want.len(), "{name} {mode}: decoder layers x heads");
+            for (g, w) in got.iter().zip(want) {
+                assert_eq!(g["layer"].as_u64().unwrap(), w["layer"].as_u64().unwrap() + 1);
+                assert_eq!(g["head"].as_u64().unwrap(), w["head"].as_u64().unwrap() + 1);
+                for class in ["identifier", "syntactic", "all"] {
+                    close_bits(
+                        g[class].as_f64().unwrap(),
+                        w[class].as_f64().unwrap(),
+                        &mut worst,
+                        || format!("{name} {mode} ablation {} {class}", w["head"]),
+                    );
+                }
+            }
+            assert!(got.iter().any(|h| h["all"].as_f64().unwrap().abs() > 1e-3));
+        }
+        eprintln!("{name}: cross-stack knockout and ablation within {worst:.1e} bits");
+    }
+}
