@@ -10,7 +10,11 @@
 //! intervention (its subwords' mean). The subword pairs of two code tokens are the pairs
 //! of their subwords (alignment as everywhere else, [`super::align_subwords`]); a pair of
 //! one subword with itself (a subword covering both tokens) is never blocked, nor is any
-//! special token.
+//! special token. On an encoder–decoder's cross stack the interventions go to the
+//! decoder's cross-attention (queries the decoder positions reading the query token's
+//! subwords, keys the encoder's positions of the key token's; a subword with itself is two
+//! positions there, blocked) and the effect is the decoder's surprisal, as on its decoder
+//! stack.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;

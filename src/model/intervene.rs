@@ -20,9 +20,11 @@
 //!
 //! The positions are the model's subword positions (special tokens included); mapping
 //! code tokens and their categories onto them is `analysis::causal`'s work. On an
-//! encoder–decoder's decoder stack they are read-order indices, which
-//! `encdec::forward_stack` moves to decoder positions for the decoder's self-attention
-//! (its lens goes through the decoder's final norm and LM head there).
+//! encoder–decoder's decoder and cross stacks they are read-order indices, which
+//! `encdec::forward_stack` moves to decoder positions for the decoder's self-attention or
+//! its cross-attention (whose keys are the encoder's positions and whose knockout,
+//! [`after_softmax_cross`], has no own key to spare); the lens goes through the decoder's
+//! final norm and LM head there.
 
 use super::kernels::KeyBlock;
 
