@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use super::align_subwords;
 use super::compare::TwinSpec;
 use crate::error::{Error, Result};
-use crate::model::{intervene, lm, ForwardOptions, LoadedModel, Partial};
+use crate::model::{intervene, lm, ForwardOptions, LoadedModel, Partial, Stack};
 use crate::syntax::rewrite::{self, Rewrite, Twin};
 use crate::syntax::{Alignment, Coarse, CodeToken, Language};
 
@@ -38,9 +38,9 @@ pub struct PatchBits {
 }
 
 fn refuse(model: &LoadedModel) -> Result<()> {
-    let reason = if model.info.stack.is_some() {
-        "patching runs one sequence through a decoder-only model; an encoder–decoder's \
-         decoder also reads its encoder, which differs between the twins"
+    let reason = if model.info.stack.is_some_and(|s| s != Stack::Decoder.name()) {
+        "patching an encoder–decoder runs on its decoder stack (the decoder's residual \
+         stream, read by the LM head): use --stack decoder"
     } else if !model.info.causal {
         "patching measures a causal model's surprisal; this model is an encoder"
     } else {
@@ -52,9 +52,20 @@ fn refuse(model: &LoadedModel) -> Result<()> {
     })
 }
 
+/// The scorer of `ids`' subword surprisal: on an encoder–decoder's decoder stack the
+/// last row (the decoder's first position) predicts the first subword, as in its trace.
+fn scorer(model: &LoadedModel, ids: &[u32]) -> lm::Scorer {
+    let s = lm::Scorer::new(ids, model.vocab_size(), 0);
+    if model.info.stack == Some(Stack::Decoder.name()) {
+        s.wrap_first()
+    } else {
+        s
+    }
+}
+
 /// Subword surprisal of `ids` from a (possibly partial) pass with `opts`.
 fn bits_of(model: &LoadedModel, ids: &[u32], opts: &ForwardOptions) -> Result<Vec<Option<f32>>> {
-    let mut scorer = lm::Scorer::new(ids, model.vocab_size(), 0);
+    let mut scorer = scorer(model, ids);
     model.forward_lm_ids(ids, opts, &mut |start, block| {
         scorer.feed(start, block);
         Ok(())
@@ -73,7 +84,7 @@ fn base(model: &LoadedModel, ids: &[u32]) -> Result<Base> {
         on_attention: Some(&discard),
         ..Default::default()
     };
-    let mut scorer = lm::Scorer::new(ids, model.vocab_size(), 0);
+    let mut scorer = scorer(model, ids);
     let cap = model.forward_lm_ids(ids, &opts, &mut |start, block| {
         scorer.feed(start, block);
         Ok(())
@@ -298,8 +309,10 @@ fn prepare(
         Err(e) => return Err(e),
     };
     let window = model.info.window;
-    let enc_a = model.encode(&a.source, window)?;
-    let enc_b = model.encode(&twin.b.source, window)?;
+    // PLBART's input ends with the snippet's language code (other tokenizers: the same
+    // as `encode`).
+    let enc_a = model.encode_code(&a.source, window, Some(lang))?;
+    let enc_b = model.encode_code(&twin.b.source, window, Some(lang))?;
     let al_a = align_subwords(&enc_a.tokens, &a.tokens);
     let al_b = align_subwords(&enc_b.tokens, &twin.b.tokens);
     let text = |b: bool, p: usize| {

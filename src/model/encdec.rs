@@ -214,6 +214,17 @@ pub(crate) fn forward_stack<M: Seq2Seq>(
     let cross = stack == Stack::Cross;
     let (n, d, heads) = (ids.len(), m.d_model(), m.decoder_heads());
     let layers = m.decoder_layers();
+    if let Some(p) = opts.partial.filter(|p| p.first >= layers) {
+        // The recorded state is the decoder's last hidden state (read order): only the LM
+        // head runs (a patch of the last hidden state).
+        if let Some(sink) = sink.filter(|_| p.logits) {
+            if opts.cancelled(layers) {
+                return Err(Error::Cancelled);
+            }
+            head_blocks(m, p.input, n, sink)?;
+        }
+        return Ok(super::Capture::new(n, heads, d));
+    }
     let iv = match opts.intervention {
         Some(iv) => {
             iv.check(layers, heads, n)?;

@@ -42,6 +42,17 @@ positions, keys encoder positions) through the binary's causal tests, on SNIPPET
 - per code token the bits of its subwords summed (subword i predicted at decoder
   position i), and per head the mean change over identifiers, syntactic tokens and all.
 
+Patching on the DECODER stack (`patch --stack decoder`), on SNIPPET and its twin TWIN
+(`rename:shuffle`: `a` and `b` swapped; the twin's encoding is codescope's too): the
+patched positions P are the subwords of the renamed tokens (by span, as above); for each
+hidden state l (output_hidden_states numbering: 0 the decoder's embeddings, the last the
+decoder's last hidden state), A's pass (`model(input_ids=A, labels=A)`: A's encoder, A's
+decoder) with the decoder's residual stream at l taken from B's pass at the decoder
+positions p = i + 1 reading the subwords i in P: a forward pre-hook on decoder layer l
+(on the LM head's input for the last hidden state, T5's rescale included on both sides)
+replaces those rows by the same hook point's rows recorded in B's pass. Per code token
+the bits of A's ids in A, in B (B's tokens have A's spans) and patched.
+
 Positions here are the DECODER's (p reads labels[p - 1] and predicts labels[p]); the test
 moves them to codescope's read order. Bits: -log2 softmax(logits[p])[labels[p]] for every
 p. Writes tests/fixtures/encdec_causal_reference.json. Deterministic; run from the
@@ -172,6 +183,9 @@ def cross_ablated(model, ids, layer, head, mode, d):
 
 
 SNIPPET = "def add(a, b):\n    return a + b\n"
+TWIN = "def add(b, a):\n    return b + a\n"
+# CODE_TOKENS indices of the renamed tokens: a, b, a, b.
+RENAMED = [3, 5, 9, 11]
 # (start, end, coarse class) of SNIPPET's code tokens, by hand.
 CODE_TOKENS = [(0, 3, "syntactic"), (4, 7, "identifier"), (7, 8, "syntactic"),
                (8, 9, "identifier"), (9, 10, "syntactic"), (11, 12, "identifier"),
@@ -181,8 +195,8 @@ EDGE_SETS = {"syn-id": ("syntactic", "identifier"), "id-id": ("identifier", "ide
              "syn-syn": ("syntactic", "syntactic")}
 
 
-def encoding(name, path):
-    out = subprocess.run(["target/debug/codescope", "--model", f"{ROOT}/{name}", "--stack", "cross",
+def encoding(name, path, stack="cross"):
+    out = subprocess.run(["target/debug/codescope", "--model", f"{ROOT}/{name}", "--stack", stack,
                           "trace", "--json", path], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)["tokens"]
 
@@ -238,6 +252,75 @@ def cross_case(name, cls, path):
                 c["ablations"].append({"layer": layer, "head": head, "mode": mode,
                                        **{k: (None if v is None else r7(v)) for k, v in m.items()}})
     print(name, "cross", n, "subwords", file=sys.stderr)
+    return c
+
+
+def hook_points(model):
+    """The modules whose input is decoder hidden state l (the layers, then the LM head)."""
+    return list(dec_layers(model)) + [model.lm_head]
+
+
+def recorded(model, ids):
+    """Each hook point's input hidden states in a pass over ids."""
+    got = []
+
+    def rec(_module, args, kwargs):
+        h = args[0] if args else kwargs["hidden_states"]
+        got.append(h.clone())
+
+    hs = [m.register_forward_pre_hook(rec, with_kwargs=True) for m in hook_points(model)]
+    try:
+        logits = run(model, ids).logits[0]
+    finally:
+        for h in hs:
+            h.remove()
+    assert len(got) == len(hook_points(model))
+    return got, logits
+
+
+def patched(model, ids, point, rows, source):
+    def swap(_module, args, kwargs):
+        if args:
+            h = args[0].clone()
+            h[0, rows] = source[0, rows]
+            return (h,) + tuple(args[1:]), kwargs
+        h = kwargs["hidden_states"].clone()
+        h[0, rows] = source[0, rows]
+        kwargs["hidden_states"] = h
+        return args, kwargs
+
+    h = hook_points(model)[point].register_forward_pre_hook(swap, with_kwargs=True)
+    try:
+        return run(model, ids).logits[0]
+    finally:
+        h.remove()
+
+
+def patch_case(name, cls, path_a, path_b):
+    d = f"{ROOT}/{name}"
+    enc_a, enc_b = encoding(name, path_a, "decoder"), encoding(name, path_b, "decoder")
+    ids_a, ids_b = [t["id"] for t in enc_a], [t["id"] for t in enc_b]
+    n = len(ids_a)
+    assert len(ids_b) == n, name
+    span_subs = lambda enc: [[i for i, t in enumerate(enc)
+                              if not t["special"] and max(t["start"], a) < min(t["end"], b)]
+                             for (a, b, _) in CODE_TOKENS]
+    subs_a, subs_b = span_subs(enc_a), span_subs(enc_b)
+    assert subs_a == subs_b, name
+    positions = sorted({i for t in RENAMED for i in subs_a[t]})
+    rows = sorted({(i + 1) % n for i in positions})
+    model = cls.from_pretrained(d, attn_implementation="eager").eval()
+    raw = lambda logits, ids: [-torch.log_softmax(logits.double(), -1)[p, ids[p]].item() / math.log(2)
+                               for p in range(n)]
+    rec_b, logits_b = recorded(model, ids_b)
+    c = {"name": name, "ids_a": ids_a, "ids_b": ids_b, "positions": positions,
+         "bits_a": token_bits(raw(run(model, ids_a).logits[0], ids_a), subs_a),
+         "bits_b": token_bits(raw(logits_b, ids_b), subs_b), "patched": []}
+    for point in range(len(hook_points(model))):
+        c["patched"].append(token_bits(raw(patched(model, ids_a, point, rows, rec_b[point]), ids_a),
+                                       subs_a))
+    assert all(p != c["bits_a"] for p in c["patched"]), name
+    print(name, "patch", n, "subwords", file=sys.stderr)
     return c
 
 
@@ -316,9 +399,14 @@ def main():
         with open(path, "w") as fh:
             fh.write(SNIPPET)
         cross = [cross_case(name, cls, path) for name, cls in FIXTURES]
+        twin = os.path.join(tmp, "twin.py")
+        with open(twin, "w") as fh:
+            fh.write(TWIN)
+        patch = [patch_case(name, cls, path, twin) for name, cls in FIXTURES]
     out = {"environment": {"torch": torch.__version__, "transformers": transformers.__version__},
            "cases": [case(name, cls) for name, cls in FIXTURES],
-           "cross": {"snippet": SNIPPET, "code_tokens": CODE_TOKENS, "cases": cross}}
+           "cross": {"snippet": SNIPPET, "code_tokens": CODE_TOKENS, "cases": cross},
+           "patch": {"snippet": SNIPPET, "twin": TWIN, "renamed": RENAMED, "cases": patch}}
     with open(f"{ROOT}/encdec_causal_reference.json", "w") as fh:
         json.dump(out, fh, separators=(",", ":"))
         fh.write("\n")
