@@ -689,8 +689,7 @@ impl Prepared {
                 let mut sp = Vec::new();
                 for &i in &subs[q] {
                     for &j in &subs[k] {
-                        if (cross || i != j) && !special[i] && !special[j] && (!causal || j < i)
-                        {
+                        if (cross || i != j) && !special[i] && !special[j] && (!causal || j < i) {
                             sp.push((i as u32, j as u32));
                         }
                     }

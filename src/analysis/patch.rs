@@ -11,6 +11,11 @@
 //! and the LM head (a partial pass, [`crate::model::Partial`]), and the unchanged tokens'
 //! surprisal is read. Patching needs the two subword sequences to align position by
 //! position: [`aligned_positions`] refuses, naming the token, where they do not.
+//!
+//! On an encoder–decoder's decoder stack the hidden states are the decoder's, in read
+//! order (`model::encdec`): B's decoder stream at the decoder positions reading the
+//! renamed subwords goes into A's pass, whose decoder keeps reading A's encoder output
+//! (each partial pass re-runs A's encoder), and every subword is scored, the first too.
 
 use std::fmt::Write as _;
 
@@ -345,7 +350,8 @@ fn prepare(
     }))
 }
 
-/// Patch the twin `spec` of `source` into it (causal decoder-only models; source mode).
+/// Patch the twin `spec` of `source` into it (causal models and an encoder–decoder's
+/// decoder stack; source mode).
 pub fn patch(
     model: &LoadedModel,
     source: &str,
@@ -647,7 +653,8 @@ impl PatchResult {
 /// The per-snippet half of [`patch_corpus`]: every snippet `i` with `owns(i)`, in corpus
 /// order, patched from its twin `spec`. A twin that cannot be patched is skipped with its
 /// reason (logged, one line); a snippet that fails otherwise is logged and recorded as
-/// failed. Encoders and encoder–decoders are refused before any snippet runs.
+/// failed. Encoders and an encoder–decoder's encoder and cross stacks are refused before
+/// any snippet runs.
 pub fn patch_snippets(
     model: &LoadedModel,
     snippets: &[crate::corpus::Snippet],

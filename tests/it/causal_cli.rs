@@ -941,7 +941,10 @@ fn causal_tests_run_on_the_decoder_and_cross_stacks() {
         let mut ld = l.clone();
         lc["model"]["stack"] = serde_json::Value::Null;
         ld["model"]["stack"] = serde_json::Value::Null;
-        assert_eq!(lc, ld, "{name}: the cross stack's lens is the decoder stack's");
+        assert_eq!(
+            lc, ld,
+            "{name}: the cross stack's lens is the decoder stack's"
+        );
     }
     // CodeT5+'s cross stack (one cross-attention inside the last decoder block) refuses
     // them in one line.

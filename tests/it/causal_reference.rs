@@ -477,6 +477,10 @@ fn interventions_match_transformers_on_the_decoder_stack() {
 
         // The cross stack's lens reads the same residual stream: the same cells.
         let c = load_decoder_stack(name, model::Stack::Cross);
-        assert_eq!(causal::lens_ids(&c, &ids).unwrap(), cells, "{name}: cross lens");
+        assert_eq!(
+            causal::lens_ids(&c, &ids).unwrap(),
+            cells,
+            "{name}: cross lens"
+        );
     }
 }

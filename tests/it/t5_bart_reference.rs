@@ -972,7 +972,9 @@ fn cross_stack_knockout_and_ablation_match_transformers_through_the_binary() {
         let name = case["name"].as_str().unwrap();
         let m = fixture(name);
         // The same input as the reference's.
-        let t = json(&["--stack", "cross", "trace", "--json", "--model", &m, &sample]);
+        let t = json(&[
+            "--stack", "cross", "trace", "--json", "--model", &m, &sample,
+        ]);
         let ids: Vec<&serde_json::Value> = t["tokens"]
             .as_array()
             .unwrap()
@@ -988,12 +990,30 @@ fn cross_stack_knockout_and_ablation_match_transformers_through_the_binary() {
         for k in case["knockouts"].as_array().unwrap() {
             let edges = k["edges"].as_str().unwrap();
             let v = json(&[
-                "--stack", "cross", "knockout", "--edges", edges, "--control", "2", "--json",
-                "--model", &m, &sample,
+                "--stack",
+                "cross",
+                "knockout",
+                "--edges",
+                edges,
+                "--control",
+                "2",
+                "--json",
+                "--model",
+                &m,
+                &sample,
             ]);
-            assert_eq!((v["measure"].as_str(), v["model"]["stack"].as_str()), (Some("bits"), Some("cross")));
-            assert_eq!(v["blocked"]["token_pairs"], k["token_pairs"], "{name} {edges}");
-            assert_eq!(v["blocked"]["subword_pairs"], k["subword_pairs"], "{name} {edges}");
+            assert_eq!(
+                (v["measure"].as_str(), v["model"]["stack"].as_str()),
+                (Some("bits"), Some("cross"))
+            );
+            assert_eq!(
+                v["blocked"]["token_pairs"], k["token_pairs"],
+                "{name} {edges}"
+            );
+            assert_eq!(
+                v["blocked"]["subword_pairs"], k["subword_pairs"],
+                "{name} {edges}"
+            );
             let tokens = v["tokens"].as_array().unwrap();
             assert_eq!(tokens.len(), want_tokens.len(), "{name}");
             for (i, (got, want)) in tokens.iter().zip(want_tokens).enumerate() {
@@ -1006,13 +1026,22 @@ fn cross_stack_knockout_and_ablation_match_transformers_through_the_binary() {
                 }
             }
             assert!(
-                tokens.iter().any(|t| t["delta_bits"].as_f64().is_some_and(|d| d.abs() > 1e-4)),
+                tokens
+                    .iter()
+                    .any(|t| t["delta_bits"].as_f64().is_some_and(|d| d.abs() > 1e-4)),
                 "{name} {edges}: the knockout changes the surprisal"
             );
         }
         for mode in ["zero", "mean"] {
             let v = json(&[
-                "--stack", "cross", "ablate", "--ablation", mode, "--json", "--model", &m,
+                "--stack",
+                "cross",
+                "ablate",
+                "--ablation",
+                mode,
+                "--json",
+                "--model",
+                &m,
                 &sample,
             ]);
             let got = v["heads"].as_array().unwrap();
@@ -1022,9 +1051,16 @@ fn cross_stack_knockout_and_ablation_match_transformers_through_the_binary() {
                 .iter()
                 .filter(|a| a["mode"] == mode)
                 .collect();
-            assert_eq!(got.len(), want.len(), "{name} {mode}: decoder layers x heads");
+            assert_eq!(
+                got.len(),
+                want.len(),
+                "{name} {mode}: decoder layers x heads"
+            );
             for (g, w) in got.iter().zip(want) {
-                assert_eq!(g["layer"].as_u64().unwrap(), w["layer"].as_u64().unwrap() + 1);
+                assert_eq!(
+                    g["layer"].as_u64().unwrap(),
+                    w["layer"].as_u64().unwrap() + 1
+                );
                 assert_eq!(g["head"].as_u64().unwrap(), w["head"].as_u64().unwrap() + 1);
                 for class in ["identifier", "syntactic", "all"] {
                     close_bits(
@@ -1077,7 +1113,11 @@ fn decoder_stack_patching_matches_transformers_through_the_binary() {
             .collect()
     };
     let u64s = |v: &serde_json::Value| -> Vec<u64> {
-        v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
     };
     for case in cases {
         let name = case["name"].as_str().unwrap();
@@ -1087,8 +1127,15 @@ fn decoder_stack_patching_matches_transformers_through_the_binary() {
             assert_eq!(ids(&t), u64s(&case[key]), "{name} {key}");
         }
         let v = json(&[
-            "--stack", "decoder", "patch", &sample, "--rewrite", "rename:shuffle", "--json",
-            "--model", &m,
+            "--stack",
+            "decoder",
+            "patch",
+            &sample,
+            "--rewrite",
+            "rename:shuffle",
+            "--json",
+            "--model",
+            &m,
         ]);
         assert_eq!(v["model"]["stack"], "decoder");
         assert_eq!(u64s(&v["positions"]), u64s(&case["positions"]), "{name}");
@@ -1098,10 +1145,21 @@ fn decoder_stack_patching_matches_transformers_through_the_binary() {
         assert!(tokens.len() >= 5, "{name}: measured tokens");
         let mut worst = 0.0f64;
         for t in tokens {
-            let (i, j) = (t["index"].as_u64().unwrap() as usize, t["index_b"].as_u64().unwrap() as usize);
+            let (i, j) = (
+                t["index"].as_u64().unwrap() as usize,
+                t["index_b"].as_u64().unwrap() as usize,
+            );
             let mut pairs = vec![
-                (t["bits_a"].as_f64().unwrap(), case["bits_a"][i].as_f64().unwrap(), "A".to_string()),
-                (t["bits_b"].as_f64().unwrap(), case["bits_b"][j].as_f64().unwrap(), "B".to_string()),
+                (
+                    t["bits_a"].as_f64().unwrap(),
+                    case["bits_a"][i].as_f64().unwrap(),
+                    "A".to_string(),
+                ),
+                (
+                    t["bits_b"].as_f64().unwrap(),
+                    case["bits_b"][j].as_f64().unwrap(),
+                    "B".to_string(),
+                ),
             ];
             for (l, want) in want_patched.iter().enumerate() {
                 pairs.push((
@@ -1153,10 +1211,16 @@ fn decoder_stack_patching_matches_transformers_through_the_binary() {
             "--model",
             &m,
         ]);
-        assert_eq!((c["snippets"].as_u64(), c["skipped"].as_u64()), (Some(1), Some(0)));
+        assert_eq!(
+            (c["snippets"].as_u64(), c["skipped"].as_u64()),
+            (Some(1), Some(0))
+        );
         let per = &c["per_snippet"][0];
         for (l, row) in v["per_layer"].as_array().unwrap().iter().enumerate() {
-            assert_eq!(per["per_layer"][l]["classes"], row["classes"], "{name} layer {l}");
+            assert_eq!(
+                per["per_layer"][l]["classes"], row["classes"],
+                "{name} layer {l}"
+            );
         }
         eprintln!("{name}: decoder-stack patch within {worst:.1e} bits");
     }
