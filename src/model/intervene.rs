@@ -330,6 +330,59 @@ mod tests {
     }
 
     #[test]
+    fn the_cross_knockout_blocks_the_same_index_too() {
+        // Row i lists key i: the self-attention version keeps it (a position's own key),
+        // the cross-attention's blocks it (decoder position i, encoder position i).
+        let (n, heads, d) = (4, 1, 2);
+        let mut rng = crate::model::testutil::SplitMix::new(5);
+        let qkv = rng.vec(n * 3 * heads * d, 1.0);
+        let iv = Intervention {
+            knockout: Some(Knockout {
+                layers: vec![true],
+                heads: vec![true],
+                rows: (0..n as u32).map(|i| vec![i]).collect(),
+            }),
+            ablate: Vec::new(),
+        };
+        let run = |cross: bool| {
+            let mut ctx = vec![0.0f32; n * heads * d];
+            let mut p = super::super::kernels::attention_probs(
+                &qkv, n, heads, d, 0.5, false, None, &mut ctx,
+            );
+            if cross {
+                after_softmax_cross(Some(&iv), 0, &mut p, &qkv, n, heads, d, &mut ctx);
+            } else {
+                after_softmax(Some(&iv), 0, &mut p, &qkv, n, heads, d, &mut ctx);
+            }
+            p
+        };
+        let (own, cross) = (run(false), run(true));
+        let mut plain_ctx = vec![0.0f32; n * heads * d];
+        let plain = super::super::kernels::attention_probs(
+            &qkv,
+            n,
+            heads,
+            d,
+            0.5,
+            false,
+            None,
+            &mut plain_ctx,
+        );
+        assert_eq!(own, plain, "the own key is never blocked in self-attention");
+        for i in 0..n {
+            let row = &cross[i * n..(i + 1) * n];
+            assert_eq!(row[i], 0.0, "row {i}");
+            let sum: f32 = row.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-6, "row {i} renormalised: {sum}");
+            // The rest in the plain row's proportions.
+            let rest = 1.0 - plain[i * n + i];
+            for j in (0..n).filter(|&j| j != i) {
+                assert!((row[j] - plain[i * n + j] / rest).abs() < 1e-6);
+            }
+        }
+    }
+
+    #[test]
     fn the_residual_patch_copies_only_its_rows() {
         // n = 3, dim = 2.
         let base = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
