@@ -295,15 +295,15 @@ pub(crate) fn forward_stack<M: Seq2Seq>(
     Ok(capture)
 }
 
-/// Why CodeT5+'s cross stack takes no intervention and no logit lens (the one-line
-/// refusal): its one cross-attention layer is not a decoder layer of its own.
-pub const CODET5P_CROSS_REFUSAL: &str = "knockouts, head ablations and the logit lens \
-     are not implemented on CodeT5+'s cross stack (one cross-attention inside the last \
-     decoder block); run them on --stack decoder or --stack encoder";
+/// Why CodeT5+'s cross stack takes no logit lens (the one-line refusal): its one layer
+/// is a cross-attention inside the last decoder block, not a decoder layer of its own.
+pub const CODET5P_CROSS_REFUSAL: &str = "the logit lens is not implemented on CodeT5+'s \
+     cross stack (one cross-attention inside the last decoder block); run it on --stack \
+     decoder";
 
 /// The LM head over the last hidden states `last` (`[n, d_model]`, read order) into
 /// `sink` in blocks of [`LOGIT_ROWS`], refusing non-finite logits.
-fn head_blocks<M: Seq2Seq>(
+pub(crate) fn head_blocks<M: Seq2Seq>(
     m: &M,
     last: &[f32],
     n: usize,
@@ -331,7 +331,7 @@ fn head_blocks<M: Seq2Seq>(
 /// from index `j` to position `(j + 1) % n` when they are decoder positions
 /// (`keys_decoder`: self-attention), and stay where they are when they are the
 /// encoder's (cross-attention). Ablations name layers and heads only.
-fn to_decoder_order(iv: &Intervention, n: usize, keys_decoder: bool) -> Intervention {
+pub(crate) fn to_decoder_order(iv: &Intervention, n: usize, keys_decoder: bool) -> Intervention {
     let knockout = iv.knockout.as_ref().map(|k| Knockout {
         layers: k.layers.clone(),
         heads: k.heads.clone(),

@@ -950,7 +950,9 @@ fn close_bits(got: f64, want: f64, worst: &mut f64, what: impl Fn() -> String) {
 /// decoder position `i + 1` (reading `s_i`) from the encoder's `s_j` in the cross-attention
 /// of every layer and head (the reference aligns the hand-listed code tokens to the
 /// subwords by their spans), and `ablate --stack cross --json` (zero and mean) ablates each
-/// cross-attention head; per code token the decoder's bits, per head the class means.
+/// cross-attention head; per code token the decoder's bits, per head the class means. The
+/// tiny CodeT5+ too, whose cross stack is its last decoder block's one cross-attention
+/// (`tools/reference/tiny_codet5p_causal_reference.py`, the released modelling code).
 #[test]
 fn cross_stack_knockout_and_ablation_match_transformers_through_the_binary() {
     let r: serde_json::Value = serde_json::from_str(
@@ -963,8 +965,20 @@ fn cross_stack_knockout_and_ablation_match_transformers_through_the_binary() {
     std::fs::write(&sample, cross["snippet"].as_str().unwrap()).unwrap();
     let sample = sample.display().to_string();
     let want_tokens = cross["code_tokens"].as_array().unwrap();
-    let cases = cross["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 4);
+    // CodeT5+'s, by its released modelling code, on the same snippet and code tokens.
+    let c5: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir("codet5p_causal_reference.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(c5["cross"]["snippet"], cross["snippet"]);
+    assert_eq!(c5["cross"]["code_tokens"], cross["code_tokens"]);
+    let cases: Vec<&serde_json::Value> = cross["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(c5["cross"]["cases"].as_array().unwrap())
+        .collect();
+    assert_eq!(cases.len(), 5);
     let json = |args: &[&str]| -> serde_json::Value {
         serde_json::from_str(&ok(&run(root.path(), args))).unwrap()
     };
