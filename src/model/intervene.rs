@@ -23,7 +23,7 @@
 //! encoder–decoder's decoder and cross stacks they are read-order indices, which
 //! `encdec::forward_stack` moves to decoder positions for the decoder's self-attention or
 //! its cross-attention (whose keys are the encoder's positions and whose knockout,
-//! [`after_softmax_cross`], has no own key to spare); the lens goes through the decoder's
+//! `after_softmax_cross`, has no own key to spare); the lens goes through the decoder's
 //! final norm and LM head there.
 
 use super::kernels::KeyBlock;
