@@ -139,13 +139,14 @@ pub enum Command {
     /// Causal test: ablate each head in turn and measure the effect on identifiers and
     /// syntactic tokens.
     Ablate(AblateArgs),
-    /// Logit lens (causal models; an encoder–decoder with --stack decoder): every layer's
+    /// Logit lens (causal models; an encoder–decoder with --stack decoder or cross): every layer's
     /// residual stream through the final norm and the LM head; where each code token
     /// becomes the top guess.
     Lens(LensArgs),
-    /// Activation patching (causal decoder-only models): the residual stream at the
-    /// renamed tokens copied from the twin, one layer at a time; how much of the rename's
-    /// surprisal change on the unchanged tokens each layer carries.
+    /// Activation patching (causal models; an encoder–decoder with --stack decoder, its
+    /// decoder's stream): the residual stream at the renamed tokens copied from the twin,
+    /// one layer at a time; how much of the rename's surprisal change on the unchanged
+    /// tokens each layer carries.
     Patch(PatchArgs),
     /// Combine the outputs of `reproduce --shard K/N` (or `probe`, `knockout --data` or
     /// `ablate --data` with `--shard K/N`) runs into the tables one process would have

@@ -10,7 +10,11 @@
 //! intervention (its subwords' mean). The subword pairs of two code tokens are the pairs
 //! of their subwords (alignment as everywhere else, [`super::align_subwords`]); a pair of
 //! one subword with itself (a subword covering both tokens) is never blocked, nor is any
-//! special token.
+//! special token. On an encoder–decoder's cross stack the interventions go to the
+//! decoder's cross-attention (queries the decoder positions reading the query token's
+//! subwords, keys the encoder's positions of the key token's; a subword with itself is two
+//! positions there, blocked) and the effect is the decoder's surprisal, as on its decoder
+//! stack.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -345,7 +349,7 @@ impl Measure {
     /// The measure of `model`'s effects: bits for a causal model, PLL bits for an
     /// encoder with a masked-LM head, else `1 - cos`.
     pub fn of(model: &LoadedModel) -> Measure {
-        if model.info.causal {
+        if model.info.causal || on_cross(model) {
             Measure::Bits
         } else if model.masked_lm().is_some() {
             Measure::PllBits
@@ -477,7 +481,6 @@ impl Prepared {
         keep_hidden: bool,
         cancel: Option<&(dyn Fn(usize) -> bool + Sync)>,
     ) -> Result<Prepared> {
-        refuse_cross(model)?;
         let syn = syntax::parse(source, lang)?;
         let input = model_input(&syn, mode)?;
         let enc = model.encode_code(&input.text, model.info.window, Some(lang))?;
@@ -501,6 +504,7 @@ impl Prepared {
             hidden: keep_hidden || measure == Measure::Cosine,
             on_attention: Some(&discard),
             cancel,
+            cross_lm: true,
             ..Default::default()
         };
         if measure == Measure::PllBits {
@@ -548,6 +552,7 @@ impl Prepared {
             on_attention: Some(&discard),
             intervention,
             cancel,
+            cross_lm: true,
             ..Default::default()
         };
         self.readout(&self.run(model, &opts)?)
@@ -577,6 +582,7 @@ impl Prepared {
             on_attention: Some(&discard),
             intervention,
             cancel,
+            cross_lm: true,
             ..Default::default()
         };
         let t = self.run(model, &opts)?;
@@ -716,7 +722,11 @@ impl Prepared {
     /// Every (query, key) code-token pair with at least one subword pair attention can
     /// use (not a subword with itself, no special token; the key not after the query in
     /// a causal model), with those subword pairs.
-    fn candidate_pairs(&self, causal: bool) -> Vec<Candidate> {
+    ///
+    /// On an encoder–decoder's cross stack (`cross`) the query subword `i` is the decoder
+    /// position reading `s_i` (read order) and the key `j` the encoder position of `s_j`:
+    /// every key is visible, and `i == j` is a pair of two positions (blocked too).
+    fn candidate_pairs(&self, causal: bool, cross: bool) -> Vec<Candidate> {
         let special: Vec<bool> = self.enc.tokens.iter().map(|s| s.special).collect();
         let subs = &self.alignment.token_to_subwords;
         let mut out = Vec::new();
@@ -728,7 +738,7 @@ impl Prepared {
                 let mut sp = Vec::new();
                 for &i in &subs[q] {
                     for &j in &subs[k] {
-                        if i != j && !special[i] && !special[j] && (!causal || j < i) {
+                        if (cross || i != j) && !special[i] && !special[j] && (!causal || j < i) {
                             sp.push((i as u32, j as u32));
                         }
                     }
@@ -766,6 +776,7 @@ pub fn pll_bits(
         on_attention: Some(&discard),
         intervention,
         cancel,
+        cross_lm: true,
         ..Default::default()
     };
     let mut total = 0.0f64;
@@ -911,7 +922,7 @@ fn knockout_prepared_with(
     let info = &model.info;
     let layers = mask_of(&o.layers, info.layers, "layer")?;
     let heads = mask_of(&o.heads, info.heads, "head")?;
-    let candidates = p.candidate_pairs(info.causal);
+    let candidates = p.candidate_pairs(info.causal, on_cross(model));
     let pairs: Vec<(usize, usize)> = candidates.iter().map(|(q, _)| *q).collect();
     let chosen = o.edges.select(&p.tokens, p.gold(), &pairs);
     let n = p.enc.ids.len();
@@ -1862,6 +1873,7 @@ pub fn ablate_head(
             input,
             logits: true,
         }),
+        cross_lm: true,
         ..Default::default()
     };
     let t = p.run(model, &opts)?;
@@ -2212,16 +2224,25 @@ pub struct LensCell {
     pub top: u32,
 }
 
-/// Refuse the causal tests on an encoder–decoder's cross stack, in one line saying why
-/// (on its decoder stack they apply to the decoder's self-attention).
+/// Refuse a test that does not run on an encoder–decoder's cross stack (the trained
+/// probe under a knockout), in one line saying why.
 pub fn refuse_cross(model: &LoadedModel) -> Result<()> {
-    if model.info.stack == Some(crate::model::Stack::Cross.name()) {
+    if on_cross(model) {
         return Err(Error::Setting {
             name: "--stack cross".into(),
-            reason: crate::model::CROSS_REFUSAL.into(),
+            reason: "the trained probe under a knockout reads one stack's hidden states; \
+                     run it on --stack decoder or --stack encoder"
+                .into(),
         });
     }
     Ok(())
+}
+
+/// Whether the model runs an encoder–decoder's cross stack: the causal tests then
+/// intervene in the decoder's cross-attention and measure the decoder's surprisal
+/// ([`ForwardOptions::cross_lm`]).
+fn on_cross(model: &LoadedModel) -> bool {
+    model.info.stack == Some(crate::model::Stack::Cross.name())
 }
 
 /// The logit lens of one snippet: `cells[layer][position]` for layers 0 (embeddings) to
@@ -2271,8 +2292,7 @@ fn lens_cells(
 /// Read every layer's residual stream through the final norm and the LM head (causal
 /// models only).
 pub fn lens(model: &LoadedModel, source: &str, lang: Language, mode: Mode) -> Result<LensResult> {
-    refuse_cross(model)?;
-    if !model.info.causal {
+    if !model.info.causal && !on_cross(model) {
         let reason = if model.info.stack.is_some() {
             "the logit lens reads an LM head and the encoder stack has none; use \
              --stack decoder"
@@ -2318,6 +2338,7 @@ pub fn lens_ids(model: &LoadedModel, ids: &[u32]) -> Result<Vec<Vec<Option<LensC
     let opts = ForwardOptions {
         on_attention: Some(&discard),
         lens: Some(&sink),
+        cross_lm: true,
         ..Default::default()
     };
     let mut last = vec![None; n];

@@ -11,6 +11,11 @@
 //! and the LM head (a partial pass, [`crate::model::Partial`]), and the unchanged tokens'
 //! surprisal is read. Patching needs the two subword sequences to align position by
 //! position: [`aligned_positions`] refuses, naming the token, where they do not.
+//!
+//! On an encoder–decoder's decoder stack the hidden states are the decoder's, in read
+//! order (`model::encdec`): B's decoder stream at the decoder positions reading the
+//! renamed subwords goes into A's pass, whose decoder keeps reading A's encoder output
+//! (each partial pass re-runs A's encoder), and every subword is scored, the first too.
 
 use std::fmt::Write as _;
 
@@ -19,7 +24,7 @@ use serde_json::{json, Value};
 use super::align_subwords;
 use super::compare::TwinSpec;
 use crate::error::{Error, Result};
-use crate::model::{intervene, lm, ForwardOptions, LoadedModel, Partial};
+use crate::model::{intervene, lm, ForwardOptions, LoadedModel, Partial, Stack};
 use crate::syntax::rewrite::{self, Rewrite, Twin};
 use crate::syntax::{Alignment, Coarse, CodeToken, Language};
 
@@ -40,10 +45,10 @@ pub struct PatchBits {
 /// Why a model cannot be patched (`None`: it can): the one line `patch` and the
 /// explorer's patch view give.
 pub fn unavailable(info: &crate::model::ModelInfo) -> Option<&'static str> {
-    if info.stack.is_some() {
+    if info.stack.is_some_and(|s| s != Stack::Decoder.name()) {
         Some(
-            "patching runs one sequence through a decoder-only model; an encoder–decoder's \
-             decoder also reads its encoder, which differs between the twins",
+            "patching an encoder–decoder runs on its decoder stack (the decoder's residual \
+             stream, read by the LM head): use --stack decoder",
         )
     } else if !info.causal {
         Some("patching measures a causal model's surprisal; this model is an encoder")
@@ -62,9 +67,20 @@ fn refuse(model: &LoadedModel) -> Result<()> {
     })
 }
 
+/// The scorer of `ids`' subword surprisal: on an encoder–decoder's decoder stack the
+/// last row (the decoder's first position) predicts the first subword, as in its trace.
+fn scorer(model: &LoadedModel, ids: &[u32]) -> lm::Scorer {
+    let s = lm::Scorer::new(ids, model.vocab_size(), 0);
+    if model.info.stack == Some(Stack::Decoder.name()) {
+        s.wrap_first()
+    } else {
+        s
+    }
+}
+
 /// Subword surprisal of `ids` from a (possibly partial) pass with `opts`.
 fn bits_of(model: &LoadedModel, ids: &[u32], opts: &ForwardOptions) -> Result<Vec<Option<f32>>> {
-    let mut scorer = lm::Scorer::new(ids, model.vocab_size(), 0);
+    let mut scorer = scorer(model, ids);
     model.forward_lm_ids(ids, opts, &mut |start, block| {
         scorer.feed(start, block);
         Ok(())
@@ -83,7 +99,7 @@ fn base(model: &LoadedModel, ids: &[u32]) -> Result<Base> {
         on_attention: Some(&discard),
         ..Default::default()
     };
-    let mut scorer = lm::Scorer::new(ids, model.vocab_size(), 0);
+    let mut scorer = scorer(model, ids);
     let cap = model.forward_lm_ids(ids, &opts, &mut |start, block| {
         scorer.feed(start, block);
         Ok(())
@@ -308,8 +324,10 @@ fn prepare(
         Err(e) => return Err(e),
     };
     let window = model.info.window;
-    let enc_a = model.encode(&a.source, window)?;
-    let enc_b = model.encode(&twin.b.source, window)?;
+    // PLBART's input ends with the snippet's language code (other tokenizers: the same
+    // as `encode`).
+    let enc_a = model.encode_code(&a.source, window, Some(lang))?;
+    let enc_b = model.encode_code(&twin.b.source, window, Some(lang))?;
     let al_a = align_subwords(&enc_a.tokens, &a.tokens);
     let al_b = align_subwords(&enc_b.tokens, &twin.b.tokens);
     let text = |b: bool, p: usize| {
@@ -342,7 +360,8 @@ fn prepare(
     }))
 }
 
-/// Patch the twin `spec` of `source` into it (causal decoder-only models; source mode).
+/// Patch the twin `spec` of `source` into it (causal models and an encoder–decoder's
+/// decoder stack; source mode).
 pub fn patch(
     model: &LoadedModel,
     source: &str,
@@ -665,7 +684,8 @@ impl PatchResult {
 /// The per-snippet half of [`patch_corpus`]: every snippet `i` with `owns(i)`, in corpus
 /// order, patched from its twin `spec`. A twin that cannot be patched is skipped with its
 /// reason (logged, one line); a snippet that fails otherwise is logged and recorded as
-/// failed. Encoders and encoder–decoders are refused before any snippet runs.
+/// failed. Encoders and an encoder–decoder's encoder and cross stacks are refused before
+/// any snippet runs.
 pub fn patch_snippets(
     model: &LoadedModel,
     snippets: &[crate::corpus::Snippet],

@@ -368,8 +368,8 @@ impl Backbone for Bart {
         opts: &ForwardOptions,
         sink: &mut LogitsSink,
     ) -> Result<Capture> {
-        super::encdec::lm_stack(self.stack)?;
-        forward_stack(self, Stack::Decoder, ids, opts, Some(sink))
+        let stack = super::encdec::lm_stack(self.stack, opts)?;
+        forward_stack(self, stack, ids, opts, Some(sink))
     }
 }
 
@@ -486,8 +486,10 @@ impl Seq2Seq for Bart {
         let n = x.len() / d;
         let qkv = l.qkv.apply(x, n, None);
         let mut ctx = vec![0.0f32; n * d];
+        // The intervention goes to the attention of the stack: self or cross.
+        let (self_iv, cross_iv) = if cross { (None, iv) } else { (iv, None) };
         let self_probs = super::intervene::attend(
-            iv, layer, &qkv, n, heads, hd, scale, true, None, None, &mut ctx,
+            self_iv, layer, &qkv, n, heads, hd, scale, true, None, None, &mut ctx,
         );
         let mut a = l.out_proj.apply(&ctx, n, Some(x));
         l.attn_norm.apply(&mut a);
@@ -495,8 +497,18 @@ impl Seq2Seq for Bart {
         let kv = ca.kv.apply(enc, n, None);
         let fused = fuse_rows(&q, &kv, n);
         let mut ctx = vec![0.0f32; n * d];
-        let cross_probs =
+        let mut cross_probs =
             kernels::attention_probs(&fused, n, heads, hd, scale, false, None, &mut ctx);
+        super::intervene::after_softmax_cross(
+            cross_iv,
+            layer,
+            &mut cross_probs,
+            &fused,
+            n,
+            heads,
+            hd,
+            &mut ctx,
+        );
         let mut b = ca.out_proj.apply(&ctx, n, Some(&a));
         ca.norm.apply(&mut b);
         let mut inter = l.fc1.apply(&b, n, None);

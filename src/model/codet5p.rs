@@ -28,7 +28,9 @@
 //! order): `encoder` (the encoder's self-attention, its layers and heads), `decoder` (the
 //! decoder's causal self-attention, every decoder layer, with the LM head), and `cross`:
 //! ONE layer, the last decoder block's cross-attention, whose hidden states are the
-//! residual stream entering that block and the decoder's last hidden state. The decoder
+//! residual stream entering that block and the decoder's last hidden state (the causal
+//! tests' knockout and head ablation apply to that cross-attention, the LM head after it;
+//! the logit lens is refused there, [`super::encdec::CODET5P_CROSS_REFUSAL`]). The decoder
 //! reads `start, s_0 .. s_{n-2}` with `start` the `decoder_start_token_id` (top level, or
 //! else the decoder sub-config's: the 2B's is 50256, `<|endoftext|>`).
 
@@ -36,8 +38,8 @@ use candle_nn::VarBuilder;
 use serde::Deserialize;
 
 use super::encdec::{
-    forward_stack, from_read_order, fuse_rows, host, probs_to_read_order, shift_right,
-    to_read_order, Act, LayerNorm, Linear, Seq2Seq, Stack, CROSS_REFUSAL,
+    forward_stack, from_read_order, fuse_rows, head_blocks, host, probs_to_read_order, shift_right,
+    to_decoder_order, to_read_order, Act, LayerNorm, Linear, Seq2Seq, Stack, CODET5P_CROSS_REFUSAL,
 };
 use super::intervene::Intervention;
 use super::kernels;
@@ -315,6 +317,19 @@ impl Side {
         enc: Option<&[f32]>,
         iv: Option<&Intervention>,
     ) -> (Vec<f32>, Option<Vec<f32>>) {
+        self.block_with(li, x, enc, iv, None)
+    }
+
+    /// [`Side::block`] with `cross_iv` (in decoder order, its layer 0) applied to the
+    /// block's cross-attention: the cross stack's one layer.
+    fn block_with(
+        &self,
+        li: usize,
+        x: &mut [f32],
+        enc: Option<&[f32]>,
+        iv: Option<&Intervention>,
+        cross_iv: Option<&Intervention>,
+    ) -> (Vec<f32>, Option<Vec<f32>>) {
         let b = &self.blocks[li];
         let (h, heads, d) = (self.cfg.n_embd, self.cfg.n_head, self.cfg.head_dim());
         let n = x.len() / h;
@@ -336,7 +351,10 @@ impl Side {
             self.rotate(&mut kv, 2 * h, 0, h);
             let fused = fuse_rows(&q, &kv, n);
             let mut ctx = vec![0.0f32; n * h];
-            let p = kernels::attention_probs(&fused, n, heads, d, scale, false, None, &mut ctx);
+            let mut p = kernels::attention_probs(&fused, n, heads, d, scale, false, None, &mut ctx);
+            super::intervene::after_softmax_cross(
+                cross_iv, 0, &mut p, &fused, n, heads, d, &mut ctx,
+            );
             let xattn = c.out.apply(&ctx, n, None);
             out.iter_mut().zip(&xattn).for_each(|(a, b)| *a += b);
             cross_probs = Some(p);
@@ -469,16 +487,39 @@ impl CodeT5p {
     }
 
     /// The cross stack (module docs): one layer, the last decoder block's
-    /// cross-attention, in read order.
-    fn cross_forward(&self, ids: &[u32], opts: &ForwardOptions) -> Result<Capture> {
+    /// cross-attention, in read order. An intervention applies to that cross-attention
+    /// (its layer 0; knockout rows in read order, keys the encoder's positions); with
+    /// `sink` the decoder's LM head runs after it (the causal tests' passes,
+    /// [`ForwardOptions::cross_lm`]). A partial pass starts from the residual stream
+    /// entering the last block (hidden state 0), or from the last hidden state (1: the
+    /// head alone).
+    fn cross_forward(
+        &self,
+        ids: &[u32],
+        opts: &ForwardOptions,
+        sink: Option<&mut LogitsSink>,
+    ) -> Result<Capture> {
         super::check_ids(ids, self.cfg.window(), self.cfg.decoder.vocab_size)?;
-        if opts.intervention.is_some() || opts.lens.is_some() {
-            return Err(Error::Compute(CROSS_REFUSAL.into()));
+        if opts.lens.is_some() {
+            return Err(Error::Compute(CODET5P_CROSS_REFUSAL.into()));
         }
         let dec = self.dec();
         let (n, h, heads) = (ids.len(), dec.side.cfg.n_embd, dec.side.cfg.n_head);
         let last = dec.side.blocks.len() - 1;
+        let iv = match opts.intervention {
+            Some(iv) => {
+                iv.check(1, heads, n)?;
+                Some(to_decoder_order(iv, n, false))
+            }
+            None => None,
+        };
         let mut capture = Capture::new(n, heads, h);
+        if let Some(p) = opts.partial.filter(|p| p.first >= 1) {
+            if let Some(sink) = sink.filter(|_| p.logits) {
+                head_blocks(self, p.input, n, sink)?;
+            }
+            return Ok(capture);
+        }
         let enc = self.encode(ids)?;
         let mut x = match &opts.partial {
             Some(p) => from_read_order(p.input, n, h),
@@ -504,16 +545,27 @@ impl CodeT5p {
         if opts.cancelled(0) {
             return Err(Error::Cancelled);
         }
-        let (_, cross) = dec.side.block(last, &mut x, Some(&enc), None);
+        let (_, cross) = dec
+            .side
+            .block_with(last, &mut x, Some(&enc), None, iv.as_ref());
         let cross = cross.ok_or_else(|| {
             Error::Compute("the last decoder block has no cross-attention".into())
         })?;
         super::check_layer_host(&x, 0)?;
         capture.keep_attention(opts, 0, probs_to_read_order(&cross, heads, n, false))?;
+        let f = dec.side.finish(&x);
+        super::check_layer_host(&f, 0)?;
+        let f = to_read_order(&f, n, h);
         if opts.hidden {
-            let f = dec.side.finish(&x);
-            super::check_layer_host(&f, 0)?;
-            capture.push_hidden_host(&to_read_order(&f, n, h));
+            capture.push_hidden_host(&f);
+        }
+        if let Some(sink) = sink {
+            if opts.partial.is_none_or(|p| p.logits) {
+                if opts.cancelled(1) {
+                    return Err(Error::Cancelled);
+                }
+                head_blocks(self, &f, n, sink)?;
+            }
         }
         Ok(capture)
     }
@@ -563,7 +615,7 @@ impl Backbone for CodeT5p {
         match self.stack {
             Stack::Encoder => self.encoder_forward(ids, opts),
             Stack::Decoder => forward_stack(self, Stack::Decoder, ids, opts, None),
-            Stack::Cross => self.cross_forward(ids, opts),
+            Stack::Cross => self.cross_forward(ids, opts, None),
         }
     }
 
@@ -573,7 +625,9 @@ impl Backbone for CodeT5p {
         opts: &ForwardOptions,
         sink: &mut LogitsSink,
     ) -> Result<Capture> {
-        super::encdec::lm_stack(self.stack)?;
+        if super::encdec::lm_stack(self.stack, opts)? == Stack::Cross {
+            return self.cross_forward(ids, opts, Some(sink));
+        }
         forward_stack(self, Stack::Decoder, ids, opts, Some(sink))
     }
 }

@@ -154,8 +154,8 @@ pub(crate) trait Seq2Seq {
     fn decoder_embed(&self, dec: &[u32]) -> Vec<f32>;
     /// Decoder layer `layer` on the residual stream `x` (`[n, d_model]`, replaced by the
     /// layer's output) over the encoder output `enc`, with `iv` (in decoder order)
-    /// applied to its self-attention; returns the probabilities `[heads, n, n]` of its
-    /// self-attention, or with `cross` of its cross-attention.
+    /// applied to its self-attention, or with `cross` to its cross-attention; returns the
+    /// probabilities `[heads, n, n]` of that attention.
     fn decoder_layer(
         &self,
         layer: usize,
@@ -174,11 +174,14 @@ pub(crate) trait Seq2Seq {
 /// Rows of logits per block handed to a sink.
 const LOGIT_ROWS: usize = 64;
 
-/// Refuse a language-model pass on a stack without the LM head: only the decoder stack
-/// has one (the encoder's and the cross stack's passes give attention, no surprisal).
-pub(crate) fn lm_stack(stack: Stack) -> Result<()> {
+/// The stack a language-model pass runs on, refusing a stack without the LM head: the
+/// decoder stack has one; the cross stack runs the decoder's (with the intervention on
+/// the cross-attention) only when [`super::ForwardOptions::cross_lm`] asks (the causal
+/// tests); the encoder's pass gives attention, no surprisal.
+pub(crate) fn lm_stack(stack: Stack, opts: &super::ForwardOptions) -> Result<Stack> {
     match stack {
-        Stack::Decoder => Ok(()),
+        Stack::Decoder => Ok(Stack::Decoder),
+        Stack::Cross if opts.cross_lm => Ok(Stack::Cross),
         Stack::Encoder => Err(Error::Compute(
             "the encoder stack has no language-model head (surprisal needs a causal \
              model, or --stack decoder for an encoder–decoder)"
@@ -194,11 +197,12 @@ pub(crate) fn lm_stack(stack: Stack) -> Result<()> {
 
 /// The decoder or cross stack's forward pass (module docs): the encoder over `ids`, the
 /// decoder over their shift, attention of the `stack` captured and, with `sink`, the LM
-/// head's logits, every per-position result in read order. On the decoder stack an
-/// intervention (given in read order) applies to the decoder's self-attention, and the
-/// logit lens reads the residual stream entering each decoder layer through the final
-/// norm and the LM head, in read order like the logits; the cross stack refuses both
-/// ([`CROSS_REFUSAL`]).
+/// head's logits, every per-position result in read order. An intervention (given in
+/// read order) applies to the attention of the stack: on the decoder stack the
+/// decoder's self-attention, on the cross stack its cross-attention (knockout rows are
+/// decoder positions, their keys encoder positions: [`to_decoder_order`]). The logit
+/// lens reads the residual stream entering each decoder layer through the final norm
+/// and the LM head, in read order like the logits, on either stack (the same stream).
 pub(crate) fn forward_stack<M: Seq2Seq>(
     m: &M,
     stack: Stack,
@@ -208,15 +212,23 @@ pub(crate) fn forward_stack<M: Seq2Seq>(
 ) -> Result<super::Capture> {
     super::check_ids(ids, m.window(), m.vocab())?;
     let cross = stack == Stack::Cross;
-    if cross && (opts.intervention.is_some() || opts.lens.is_some()) {
-        return Err(Error::Compute(CROSS_REFUSAL.into()));
-    }
     let (n, d, heads) = (ids.len(), m.d_model(), m.decoder_heads());
     let layers = m.decoder_layers();
+    if let Some(p) = opts.partial.filter(|p| p.first >= layers) {
+        // The recorded state is the decoder's last hidden state (read order): only the LM
+        // head runs (a patch of the last hidden state).
+        if let Some(sink) = sink.filter(|_| p.logits) {
+            if opts.cancelled(layers) {
+                return Err(Error::Cancelled);
+            }
+            head_blocks(m, p.input, n, sink)?;
+        }
+        return Ok(super::Capture::new(n, heads, d));
+    }
     let iv = match opts.intervention {
         Some(iv) => {
             iv.check(layers, heads, n)?;
-            Some(to_decoder_order(iv, n))
+            Some(to_decoder_order(iv, n, !cross))
         }
         None => None,
     };
@@ -283,16 +295,15 @@ pub(crate) fn forward_stack<M: Seq2Seq>(
     Ok(capture)
 }
 
-/// Why the cross stack takes no intervention and no logit lens (the one-line refusal).
-pub const CROSS_REFUSAL: &str = "knockouts, head ablations and the logit lens do not run \
-     on the cross stack: its keys are the encoder's positions, while the knockout's gold \
-     graphs and the surprisal it changes are defined within the decoder's one sequence; \
-     run them on --stack decoder (the decoder's self-attention; knockouts and ablations \
-     also on --stack encoder)";
+/// Why CodeT5+'s cross stack takes no logit lens (the one-line refusal): its one layer
+/// is a cross-attention inside the last decoder block, not a decoder layer of its own.
+pub const CODET5P_CROSS_REFUSAL: &str = "the logit lens is not implemented on CodeT5+'s \
+     cross stack (one cross-attention inside the last decoder block); run it on --stack \
+     decoder";
 
 /// The LM head over the last hidden states `last` (`[n, d_model]`, read order) into
 /// `sink` in blocks of [`LOGIT_ROWS`], refusing non-finite logits.
-fn head_blocks<M: Seq2Seq>(
+pub(crate) fn head_blocks<M: Seq2Seq>(
     m: &M,
     last: &[f32],
     n: usize,
@@ -316,9 +327,11 @@ fn head_blocks<M: Seq2Seq>(
 }
 
 /// An intervention given in read order (subword indices, module docs) moved to decoder
-/// positions: the knockout's query `p` takes read row `(p + n - 1) % n`, its keys move
-/// from index `j` to position `(j + 1) % n`. Ablations name layers and heads only.
-fn to_decoder_order(iv: &Intervention, n: usize) -> Intervention {
+/// positions: the knockout's query `p` takes read row `(p + n - 1) % n`; its keys move
+/// from index `j` to position `(j + 1) % n` when they are decoder positions
+/// (`keys_decoder`: self-attention), and stay where they are when they are the
+/// encoder's (cross-attention). Ablations name layers and heads only.
+pub(crate) fn to_decoder_order(iv: &Intervention, n: usize, keys_decoder: bool) -> Intervention {
     let knockout = iv.knockout.as_ref().map(|k| Knockout {
         layers: k.layers.clone(),
         heads: k.heads.clone(),
@@ -327,7 +340,13 @@ fn to_decoder_order(iv: &Intervention, n: usize) -> Intervention {
                 k.rows[(p + n - 1) % n]
                     .iter()
                     .filter(|&&j| (j as usize) < n)
-                    .map(|&j| ((j as usize + 1) % n) as u32)
+                    .map(|&j| {
+                        if keys_decoder {
+                            ((j as usize + 1) % n) as u32
+                        } else {
+                            j
+                        }
+                    })
                     .collect()
             })
             .collect(),

@@ -20,9 +20,11 @@
 //!
 //! The positions are the model's subword positions (special tokens included); mapping
 //! code tokens and their categories onto them is `analysis::causal`'s work. On an
-//! encoder–decoder's decoder stack they are read-order indices, which
-//! `encdec::forward_stack` moves to decoder positions for the decoder's self-attention
-//! (its lens goes through the decoder's final norm and LM head there).
+//! encoder–decoder's decoder and cross stacks they are read-order indices, which
+//! `encdec::forward_stack` moves to decoder positions for the decoder's self-attention or
+//! its cross-attention (whose keys are the encoder's positions and whose knockout,
+//! `after_softmax_cross`, has no own key to spare); the lens goes through the decoder's
+//! final norm and LM head there.
 
 use super::kernels::KeyBlock;
 
@@ -216,6 +218,40 @@ pub(crate) fn after_softmax(
     d: usize,
     ctx: &mut [f32],
 ) {
+    blocked_after_softmax(iv, layer, probs, qkv, n, heads, d, ctx, true);
+}
+
+/// [`after_softmax`] on a cross-attention (an encoder–decoder's cross stack): `qkv` the
+/// decoder's queries fused with the encoder's keys and values (`encdec::fuse_rows`),
+/// row `i` of the knockout the decoder position `i`, its keys encoder positions. The
+/// two sides are different sequences, so no key is a query's own: every listed key is
+/// blocked, the same index included.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn after_softmax_cross(
+    iv: Option<&Intervention>,
+    layer: usize,
+    probs: &mut [f32],
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    ctx: &mut [f32],
+) {
+    blocked_after_softmax(iv, layer, probs, qkv, n, heads, d, ctx, false);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn blocked_after_softmax(
+    iv: Option<&Intervention>,
+    layer: usize,
+    probs: &mut [f32],
+    qkv: &[f32],
+    n: usize,
+    heads: usize,
+    d: usize,
+    ctx: &mut [f32],
+    keep_own: bool,
+) {
     let Some(iv) = iv else { return };
     if let Some(b) = iv.block(layer) {
         let hd = heads * d;
@@ -226,7 +262,7 @@ pub(crate) fn after_softmax(
                 for j in keys
                     .iter()
                     .map(|&j| j as usize)
-                    .filter(|&j| j != i && j < n)
+                    .filter(|&j| (!keep_own || j != i) && j < n)
                 {
                     hit |= row[j] != 0.0;
                     row[j] = 0.0;
@@ -290,6 +326,59 @@ mod tests {
         }
         for (a, b) in ctx.iter().zip(&want_ctx) {
             assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn the_cross_knockout_blocks_the_same_index_too() {
+        // Row i lists key i: the self-attention version keeps it (a position's own key),
+        // the cross-attention's blocks it (decoder position i, encoder position i).
+        let (n, heads, d) = (4, 1, 2);
+        let mut rng = crate::model::testutil::SplitMix::new(5);
+        let qkv = rng.vec(n * 3 * heads * d, 1.0);
+        let iv = Intervention {
+            knockout: Some(Knockout {
+                layers: vec![true],
+                heads: vec![true],
+                rows: (0..n as u32).map(|i| vec![i]).collect(),
+            }),
+            ablate: Vec::new(),
+        };
+        let run = |cross: bool| {
+            let mut ctx = vec![0.0f32; n * heads * d];
+            let mut p = super::super::kernels::attention_probs(
+                &qkv, n, heads, d, 0.5, false, None, &mut ctx,
+            );
+            if cross {
+                after_softmax_cross(Some(&iv), 0, &mut p, &qkv, n, heads, d, &mut ctx);
+            } else {
+                after_softmax(Some(&iv), 0, &mut p, &qkv, n, heads, d, &mut ctx);
+            }
+            p
+        };
+        let (own, cross) = (run(false), run(true));
+        let mut plain_ctx = vec![0.0f32; n * heads * d];
+        let plain = super::super::kernels::attention_probs(
+            &qkv,
+            n,
+            heads,
+            d,
+            0.5,
+            false,
+            None,
+            &mut plain_ctx,
+        );
+        assert_eq!(own, plain, "the own key is never blocked in self-attention");
+        for i in 0..n {
+            let row = &cross[i * n..(i + 1) * n];
+            assert_eq!(row[i], 0.0, "row {i}");
+            let sum: f32 = row.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-6, "row {i} renormalised: {sum}");
+            // The rest in the plain row's proportions.
+            let rest = 1.0 - plain[i * n + i];
+            for j in (0..n).filter(|&j| j != i) {
+                assert!((row[j] - plain[i * n + j] / rest).abs() < 1e-6);
+            }
         }
     }
 

@@ -111,7 +111,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 use crate::error::{Error, Result};
-pub use encdec::{Stack, CROSS_REFUSAL};
+pub use encdec::{Stack, CODET5P_CROSS_REFUSAL};
 pub use intervene::{AblationMode, HeadAblation, Intervention, Knockout};
 use quant::{QuantStore, WeightsMode};
 pub use source::{ModelFiles, Weights};
@@ -349,6 +349,12 @@ pub struct ForwardOptions<'a> {
     /// can run later on it alone ([`LoadedModel::surprisal_from_final`]): `n x hidden`
     /// floats, where [`ForwardOptions::hidden`] keeps every layer's.
     pub on_final: Option<&'a (dyn Fn(Vec<f32>) + Sync)>,
+    /// An encoder–decoder's cross stack through [`Backbone::forward_lm`]: run the
+    /// decoder's LM head as the decoder stack does, the intervention applied to the
+    /// cross-attention (the causal tests' passes, `analysis::causal`). Without it the
+    /// cross stack refuses an LM pass (its trace has no surprisal of its own); other
+    /// models ignore it.
+    pub cross_lm: bool,
 }
 
 /// A partial forward: layers `first..end` only, starting from `input`, the hidden state
@@ -807,7 +813,9 @@ impl LoadedModel {
         }
         let (cap, surprisal) = if lm {
             let mut scorer = lm::Scorer::new(&enc.ids, self.backbone.vocab_size(), TOP_NEXT);
-            if self.info.stack == Some(Stack::Decoder.name()) {
+            if self.info.stack == Some(Stack::Decoder.name())
+                || self.info.stack == Some(Stack::Cross.name())
+            {
                 // The decoder's first position predicts the first subword (encdec docs).
                 scorer = scorer.wrap_first();
             }

@@ -564,8 +564,8 @@ impl Backbone for T5 {
         opts: &ForwardOptions,
         sink: &mut LogitsSink,
     ) -> Result<Capture> {
-        super::encdec::lm_stack(self.stack)?;
-        forward_stack(self, Stack::Decoder, ids, opts, Some(sink))
+        let stack = super::encdec::lm_stack(self.stack, opts)?;
+        forward_stack(self, stack, ids, opts, Some(sink))
     }
 }
 
@@ -683,15 +683,36 @@ impl Seq2Seq for T5 {
         for (r, row) in self_probs.chunks_exact_mut(n).enumerate() {
             row[r % n + 1..].iter_mut().for_each(|p| *p = 0.0);
         }
-        super::intervene::after_softmax(iv, layer, &mut self_probs, &qkv, n, heads, dk, &mut ctx);
+        // The intervention goes to the attention of the stack: self or cross.
+        let (self_iv, cross_iv) = if cross { (None, iv) } else { (iv, None) };
+        super::intervene::after_softmax(
+            self_iv,
+            layer,
+            &mut self_probs,
+            &qkv,
+            n,
+            heads,
+            dk,
+            &mut ctx,
+        );
         *x = block.o.apply(&ctx, n, Some(x));
         let h = ca.norm.apply(x);
         let q = ca.q.apply(&h, n, None);
         let kv = ca.kv.apply(enc, n, None);
         let fused = fuse_rows(&q, &kv, n);
         let mut ctx = vec![0.0f32; n * heads * dk];
-        let cross_probs =
+        let mut cross_probs =
             kernels::attention_probs(&fused, n, heads, dk, 1.0, false, None, &mut ctx);
+        super::intervene::after_softmax_cross(
+            cross_iv,
+            layer,
+            &mut cross_probs,
+            &fused,
+            n,
+            heads,
+            dk,
+            &mut ctx,
+        );
         *x = ca.o.apply(&ctx, n, Some(x));
         let h = block.ff_norm.apply(x);
         *x = block.ff.apply(&h, x, n, self.act);

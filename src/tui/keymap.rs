@@ -350,7 +350,7 @@ pub const KEYMAP: &[Section] = &[
             KeyBinding {
                 keys: "E",
                 help: "stack: encoder/decoder/cross",
-                manual: &[("E", "an encoder–decoder's stack: encoder → decoder → cross → encoder, re-analysed with the model reloaded for that stack (see `--stack`); the status bar names the stack on; cross-attention shows the heat map and categories, and the head grid says why it has no scores; a model with one stack says so in one line")],
+                manual: &[("E", "an encoder–decoder's stack: encoder → decoder → cross → encoder, re-analysed with the model reloaded for that stack (see `--stack`); the status bar names the stack on; cross-attention shows the heat map and categories, and the head grid says why it has no gold-graph scores (its ablation scores, 7 and 8, fill it; K and Y run there too, on the cross-attention); a model with one stack says so in one line")],
                 bind: &[(ch('E'), C::Stack)],
             },
             KeyBinding {

@@ -849,10 +849,11 @@ fn render_draws_the_ablation_and_lens_figures_with_the_commands_numbers() {
 }
 
 /// On an encoder–decoder's decoder stack the causal tests run on the decoder's
-/// self-attention with seq2seq surprisal (the numbers: `causal_reference`); on the cross
-/// stack they are refused in one line saying why.
+/// self-attention with seq2seq surprisal (the numbers: `causal_reference`), on its cross
+/// stack on the cross-attention with the same surprisal (CodeT5+'s: its one
+/// cross-attention; its lens refused in one line).
 #[test]
-fn causal_tests_run_on_the_decoder_stack_and_refuse_the_cross_stack() {
+fn causal_tests_run_on_the_decoder_and_cross_stacks() {
     let env = Env::new();
     let f = write(&env, CODE);
     for name in ["tiny_t5", "tiny_bart"] {
@@ -915,25 +916,65 @@ fn causal_tests_run_on_the_decoder_stack_and_refuse_the_cross_stack() {
             l["layers"], 2,
             "the decoder's embeddings and its one layer's output"
         );
-        for cmd in [
-            &["knockout", "--edges", "syn-id"][..],
-            &["ablate"],
-            &["lens"],
-        ] {
-            let o = env
-                .cmd()
-                .args(["--model", &fixture(name), "--stack", "cross"])
-                .args(cmd)
-                .arg(&f)
-                .output()
-                .unwrap();
-            let line = fails(&o);
-            assert!(
-                line.contains("--stack cross")
-                    && line.contains("encoder's positions")
-                    && line.contains("--stack decoder"),
-                "{name} {cmd:?}: {line}"
-            );
-        }
+        // The cross stack: the knockout and the ablation in the cross-attention, the
+        // decoder's surprisal measured (the numbers: `t5_bart_reference`); its lens is the
+        // decoder stack's (the same residual stream), value for value.
+        let k = run_json(
+            &env,
+            name,
+            &f,
+            &["--stack", "cross", "knockout", "--edges", "syn-id"],
+        );
+        assert_eq!(
+            (k["measure"].as_str(), k["model"]["stack"].as_str()),
+            (Some("bits"), Some("cross"))
+        );
+        assert!(k["blocked"]["token_pairs"].as_u64().unwrap() > 0, "{name}");
+        assert_eq!(
+            k["tokens"][0]["bits"], v["tokens"][0]["bits"],
+            "{name}: the same unmodified surprisal as the decoder stack's"
+        );
+        let a = run_json(&env, name, &f, &["--stack", "cross", "ablate"]);
+        assert_eq!(a["heads"].as_array().unwrap().len(), 4, "{name}");
+        let mut lc = run_json(&env, name, &f, &["lens", "--stack", "cross"]);
+        assert_eq!(lc["model"]["stack"], "cross");
+        let mut ld = l.clone();
+        lc["model"]["stack"] = serde_json::Value::Null;
+        ld["model"]["stack"] = serde_json::Value::Null;
+        assert_eq!(
+            lc, ld,
+            "{name}: the cross stack's lens is the decoder stack's"
+        );
     }
+    // CodeT5+'s cross stack (one cross-attention inside the last decoder block): the
+    // knockout and the ablation run there (the numbers: `t5_bart_reference`), the lens is
+    // refused in one line.
+    let k = run_json(
+        &env,
+        "tiny_codet5p",
+        &f,
+        &["--stack", "cross", "knockout", "--edges", "syn-id"],
+    );
+    assert_eq!(k["layers"], serde_json::json!([1]));
+    let a = run_json(&env, "tiny_codet5p", &f, &["--stack", "cross", "ablate"]);
+    let heads = a["heads"].as_array().unwrap();
+    assert_eq!(heads.len(), 8, "one row: 1 layer x 8 heads");
+    assert!(heads.iter().all(|h| h["layer"] == 1));
+    let o = env
+        .cmd()
+        .args([
+            "--model",
+            &fixture("tiny_codet5p"),
+            "--stack",
+            "cross",
+            "lens",
+        ])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let line = fails(&o);
+    assert!(
+        line.contains("CodeT5+'s cross stack") && line.contains("--stack decoder"),
+        "{line}"
+    );
 }

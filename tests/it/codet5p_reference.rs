@@ -345,12 +345,18 @@ fn codet5p_stacks_through_the_cli() {
             "{line}"
         );
     }
-    // The cross stack takes no knockout.
-    let line = fails(&run(
+    // The cross stack takes a knockout (in its one cross-attention), not the lens.
+    let out = ok(&run(
         root.path(),
         &[
-            "knockout", "--edges", "syn-id", "--stack", "cross", "--model", &m, &sample,
+            "knockout", "--edges", "syn-id", "--stack", "cross", "--json", "--model", &m, &sample,
         ],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["model"]["stack"], "cross");
+    let line = fails(&run(
+        root.path(),
+        &["lens", "--stack", "cross", "--model", &m, &sample],
     ));
     assert!(line.contains("cross stack"), "{line}");
 }

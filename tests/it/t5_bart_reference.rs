@@ -936,3 +936,306 @@ fn cross_stack_head_scores_are_withheld_in_every_front_end() {
         );
     }
 }
+
+/// Bits within 1e-4 of the reference (absolute), the worst kept.
+fn close_bits(got: f64, want: f64, worst: &mut f64, what: impl Fn() -> String) {
+    let d = (got - want).abs();
+    *worst = worst.max(d);
+    assert!(d < 1e-4, "{}: {got} vs {want}", what());
+}
+
+/// The causal tests on the cross stack (the decoder's cross-attention) through the binary
+/// against transformers (`tools/reference/tiny_encdec_causal_reference.py`, its `cross`
+/// cases): `knockout --stack cross --json` blocks, for the edge set's code-token pairs,
+/// decoder position `i + 1` (reading `s_i`) from the encoder's `s_j` in the cross-attention
+/// of every layer and head (the reference aligns the hand-listed code tokens to the
+/// subwords by their spans), and `ablate --stack cross --json` (zero and mean) ablates each
+/// cross-attention head; per code token the decoder's bits, per head the class means. The
+/// tiny CodeT5+ too, whose cross stack is its last decoder block's one cross-attention
+/// (`tools/reference/tiny_codet5p_causal_reference.py`, the released modelling code).
+#[test]
+fn cross_stack_knockout_and_ablation_match_transformers_through_the_binary() {
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir("encdec_causal_reference.json")).unwrap(),
+    )
+    .unwrap();
+    let cross = &r["cross"];
+    let root = tempfile::tempdir().unwrap();
+    let sample = root.path().join("sample.py");
+    std::fs::write(&sample, cross["snippet"].as_str().unwrap()).unwrap();
+    let sample = sample.display().to_string();
+    let want_tokens = cross["code_tokens"].as_array().unwrap();
+    // CodeT5+'s, by its released modelling code, on the same snippet and code tokens.
+    let c5: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir("codet5p_causal_reference.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(c5["cross"]["snippet"], cross["snippet"]);
+    assert_eq!(c5["cross"]["code_tokens"], cross["code_tokens"]);
+    let cases: Vec<&serde_json::Value> = cross["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(c5["cross"]["cases"].as_array().unwrap())
+        .collect();
+    assert_eq!(cases.len(), 5);
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&ok(&run(root.path(), args))).unwrap()
+    };
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let m = fixture(name);
+        // The same input as the reference's.
+        let t = json(&[
+            "--stack", "cross", "trace", "--json", "--model", &m, &sample,
+        ]);
+        let ids: Vec<&serde_json::Value> = t["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| &s["id"])
+            .collect();
+        assert_eq!(
+            ids,
+            case["ids"].as_array().unwrap().iter().collect::<Vec<_>>(),
+            "{name}"
+        );
+        let mut worst = 0.0f64;
+        for k in case["knockouts"].as_array().unwrap() {
+            let edges = k["edges"].as_str().unwrap();
+            let v = json(&[
+                "--stack",
+                "cross",
+                "knockout",
+                "--edges",
+                edges,
+                "--control",
+                "2",
+                "--json",
+                "--model",
+                &m,
+                &sample,
+            ]);
+            assert_eq!(
+                (v["measure"].as_str(), v["model"]["stack"].as_str()),
+                (Some("bits"), Some("cross"))
+            );
+            assert_eq!(
+                v["blocked"]["token_pairs"], k["token_pairs"],
+                "{name} {edges}"
+            );
+            assert_eq!(
+                v["blocked"]["subword_pairs"], k["subword_pairs"],
+                "{name} {edges}"
+            );
+            let tokens = v["tokens"].as_array().unwrap();
+            assert_eq!(tokens.len(), want_tokens.len(), "{name}");
+            for (i, (got, want)) in tokens.iter().zip(want_tokens).enumerate() {
+                assert_eq!(got["span"][0], want[0], "{name} token {i}");
+                assert_eq!(got["span"][1], want[1], "{name} token {i}");
+                assert_eq!(got["coarse"], want[2], "{name} token {i}");
+                for (field, w) in [("bits", &case["bits"][i]), ("bits_knocked", &k["bits"][i])] {
+                    let (g, w) = (got[field].as_f64().unwrap(), w.as_f64().unwrap());
+                    close_bits(g, w, &mut worst, || format!("{name} {edges} {field} {i}"));
+                }
+            }
+            assert!(
+                tokens
+                    .iter()
+                    .any(|t| t["delta_bits"].as_f64().is_some_and(|d| d.abs() > 1e-4)),
+                "{name} {edges}: the knockout changes the surprisal"
+            );
+        }
+        for mode in ["zero", "mean"] {
+            let v = json(&[
+                "--stack",
+                "cross",
+                "ablate",
+                "--ablation",
+                mode,
+                "--json",
+                "--model",
+                &m,
+                &sample,
+            ]);
+            let got = v["heads"].as_array().unwrap();
+            let want: Vec<&serde_json::Value> = case["ablations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|a| a["mode"] == mode)
+                .collect();
+            assert_eq!(
+                got.len(),
+                want.len(),
+                "{name} {mode}: decoder layers x heads"
+            );
+            for (g, w) in got.iter().zip(want) {
+                assert_eq!(
+                    g["layer"].as_u64().unwrap(),
+                    w["layer"].as_u64().unwrap() + 1
+                );
+                assert_eq!(g["head"].as_u64().unwrap(), w["head"].as_u64().unwrap() + 1);
+                for class in ["identifier", "syntactic", "all"] {
+                    close_bits(
+                        g[class].as_f64().unwrap(),
+                        w[class].as_f64().unwrap(),
+                        &mut worst,
+                        || format!("{name} {mode} ablation {} {class}", w["head"]),
+                    );
+                }
+            }
+            assert!(got.iter().any(|h| h["all"].as_f64().unwrap().abs() > 1e-3));
+        }
+        eprintln!("{name}: cross-stack knockout and ablation within {worst:.1e} bits");
+    }
+}
+
+/// Patching on the decoder stack through the binary against transformers (the
+/// reference's `patch` cases): `patch --stack decoder --rewrite rename:shuffle --json`
+/// copies B's decoder residual stream at the decoder positions reading the renamed
+/// subwords into A's pass (A's decoder over A's encoder), one hidden state at a time; every
+/// measured token's bits in A, in B and patched at each hidden state (forward pre-hooks on
+/// the decoder layers and the LM head in the reference). `patch --data` on a corpus of the
+/// snippet gives the same per-layer values.
+#[test]
+fn decoder_stack_patching_matches_transformers_through_the_binary() {
+    let r: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir("encdec_causal_reference.json")).unwrap(),
+    )
+    .unwrap();
+    let patch = &r["patch"];
+    let root = tempfile::tempdir().unwrap();
+    let corpus = root.path().join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    let sample = corpus.join("sample.py");
+    std::fs::write(&sample, patch["snippet"].as_str().unwrap()).unwrap();
+    let twin = root.path().join("twin.py");
+    std::fs::write(&twin, patch["twin"].as_str().unwrap()).unwrap();
+    let (sample, twin) = (sample.display().to_string(), twin.display().to_string());
+    let cases = patch["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 4);
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&ok(&run(root.path(), args))).unwrap()
+    };
+    let ids = |v: &serde_json::Value| -> Vec<u64> {
+        v["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_u64().unwrap())
+            .collect()
+    };
+    let u64s = |v: &serde_json::Value| -> Vec<u64> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect()
+    };
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let m = fixture(name);
+        for (file, key) in [(&sample, "ids_a"), (&twin, "ids_b")] {
+            let t = json(&["--stack", "decoder", "trace", "--json", "--model", &m, file]);
+            assert_eq!(ids(&t), u64s(&case[key]), "{name} {key}");
+        }
+        let v = json(&[
+            "--stack",
+            "decoder",
+            "patch",
+            &sample,
+            "--rewrite",
+            "rename:shuffle",
+            "--json",
+            "--model",
+            &m,
+        ]);
+        assert_eq!(v["model"]["stack"], "decoder");
+        assert_eq!(u64s(&v["positions"]), u64s(&case["positions"]), "{name}");
+        let want_patched = case["patched"].as_array().unwrap();
+        assert_eq!(v["layers"].as_u64().unwrap() as usize, want_patched.len());
+        let tokens = v["tokens"].as_array().unwrap();
+        assert!(tokens.len() >= 5, "{name}: measured tokens");
+        let mut worst = 0.0f64;
+        for t in tokens {
+            let (i, j) = (
+                t["index"].as_u64().unwrap() as usize,
+                t["index_b"].as_u64().unwrap() as usize,
+            );
+            let mut pairs = vec![
+                (
+                    t["bits_a"].as_f64().unwrap(),
+                    case["bits_a"][i].as_f64().unwrap(),
+                    "A".to_string(),
+                ),
+                (
+                    t["bits_b"].as_f64().unwrap(),
+                    case["bits_b"][j].as_f64().unwrap(),
+                    "B".to_string(),
+                ),
+            ];
+            for (l, want) in want_patched.iter().enumerate() {
+                pairs.push((
+                    t["patched_bits"][l].as_f64().unwrap(),
+                    want[i].as_f64().unwrap(),
+                    format!("patched at {l}"),
+                ));
+            }
+            for (g, w, what) in pairs {
+                close_bits(g, w, &mut worst, || format!("{name} token {i} {what}"));
+            }
+        }
+        assert!(
+            tokens.iter().any(|t| {
+                let a = t["bits_a"].as_f64().unwrap();
+                t["patched_bits"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| (p.as_f64().unwrap() - a).abs() > 1e-3)
+            }),
+            "{name}: the patch changes the unchanged tokens' bits"
+        );
+        // The corpus run: its one snippet's per-layer values are the single file's (of the
+        // snippet as the corpus holds it, without the final newline: the encoder reads
+        // every subword, so that changes every number).
+        let trimmed = root.path().join("trimmed.py");
+        std::fs::write(&trimmed, patch["snippet"].as_str().unwrap().trim_end()).unwrap();
+        let v = json(&[
+            "--stack",
+            "decoder",
+            "patch",
+            &trimmed.display().to_string(),
+            "--rewrite",
+            "rename:shuffle",
+            "--json",
+            "--model",
+            &m,
+        ]);
+        let c = json(&[
+            "--stack",
+            "decoder",
+            "patch",
+            "--data",
+            &corpus.display().to_string(),
+            "--rewrite",
+            "rename:shuffle",
+            "--json",
+            "--model",
+            &m,
+        ]);
+        assert_eq!(
+            (c["snippets"].as_u64(), c["skipped"].as_u64()),
+            (Some(1), Some(0))
+        );
+        let per = &c["per_snippet"][0];
+        for (l, row) in v["per_layer"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(
+                per["per_layer"][l]["classes"], row["classes"],
+                "{name} layer {l}"
+            );
+        }
+        eprintln!("{name}: decoder-stack patch within {worst:.1e} bits");
+    }
+}

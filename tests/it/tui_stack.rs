@@ -407,3 +407,55 @@ fn tour_steps_run_on_their_stacks_in_the_explorer_and_the_deck() {
         "{line}"
     );
 }
+
+/// The causal tests in the explorer on the cross stack of tiny_t5: the knockout mode (`K`)
+/// blocks pairs in the cross-attention and measures the decoder's bits (the numbers of
+/// `codescope knockout --stack cross`), the ablation score (`7`) fills the head grid
+/// (the cross stack's note is about the gold-graph scores, not the causal ones), and the
+/// logit lens (`Y`) opens on the decoder's residual stream.
+#[test]
+fn knockout_ablation_and_lens_run_on_the_cross_stack_in_the_explorer() {
+    use codescope::analysis::causal;
+    let mut app = t5_app();
+    press(&mut app, 'E');
+    press(&mut app, 'E');
+    assert_eq!(shown_stack(&app), Some("cross"));
+    press(&mut app, 'K');
+    let (_, k) = app
+        .knockout
+        .result
+        .clone()
+        .expect("a knockout on the cross stack");
+    assert_eq!((k.edges.as_str(), k.measure.name()), ("syn-id", "bits"));
+    assert!(k.token_pairs > 0);
+    let opts = causal::KnockoutOptions {
+        edges: causal::EdgeSet::parse("syn-id").unwrap(),
+        layers: None,
+        heads: None,
+        control: 0,
+        seed: 0,
+        mode: codescope::analysis::Mode::Source,
+        probe: None,
+    };
+    let want = causal::knockout(t5(Stack::Cross), SHORT, Language::Python, &opts).unwrap();
+    assert_eq!(k.delta, want.delta, "the library's cross-stack knockout");
+    assert!(k.delta.iter().flatten().any(|d| d.abs() > 0.0));
+    app.knockout = Default::default();
+
+    press(&mut app, '7');
+    let s = screen(&app);
+    assert!(!s.contains("no head scores on the cross"), "{s}");
+    assert!(s.contains("heads zeroed (Δ bits)"), "{s}");
+    let grid = app
+        .grid_values(codescope::tui::data::Metric::AblationId)
+        .unwrap_or_default();
+    assert_eq!(grid.len(), 1, "one decoder layer");
+    assert!(grid[0].iter().all(|v| v.is_some()), "{grid:?}");
+    // The scores against the gold graphs still give the note.
+    press(&mut app, '1');
+    assert!(screen(&app).contains("no head scores on the cross"));
+
+    press(&mut app, 'Y');
+    let lens = app.lens.result.clone().expect("a lens on the cross stack");
+    assert!(lens.is_ok(), "{:?}", lens.err());
+}

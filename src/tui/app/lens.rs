@@ -31,9 +31,11 @@ pub struct LensView {
     pub layer: usize,
 }
 
-/// Why a model has no logit lens (`None`: it has one).
+/// Why a model has no logit lens (`None`: it has one). An encoder–decoder's cross stack
+/// has the decoder stack's (the same residual stream through the same head).
 fn unavailable(info: &crate::model::ModelInfo) -> Option<String> {
-    (!info.causal).then(|| {
+    let cross = info.stack == Some(crate::model::Stack::Cross.name());
+    (!info.causal && !cross).then(|| {
         format!(
             "logit lens: {} is an encoder; the lens reads a causal model's LM head",
             info.source

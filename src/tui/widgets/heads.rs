@@ -102,7 +102,9 @@ pub fn draw(app: &App, f: &mut Frame, area: Rect) {
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
-    if app.cross_stack_shown() {
+    // The ablation's effects are causal, not scores against the gold graphs: the cross
+    // stack shows them.
+    if app.cross_stack_shown() && !m.is_ablation() {
         f.render_widget(cross_note(t), inner);
         return;
     }
