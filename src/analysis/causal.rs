@@ -2230,8 +2230,8 @@ pub fn refuse_cross(model: &LoadedModel) -> Result<()> {
     if on_cross(model) {
         return Err(Error::Setting {
             name: "--stack cross".into(),
-            reason: "the trained probe under a knockout reads one stack's hidden states; \
-                     run it on --stack decoder or --stack encoder"
+            reason: "the trained probe under a knockout does not run on the cross stack (it \
+                     reads one stack's hidden states): use --stack decoder or --stack encoder"
                 .into(),
         });
     }

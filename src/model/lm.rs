@@ -222,12 +222,13 @@ fn stream_logits_with(
 
 /// The LM head `w` (`[vocab, hidden]`) applied to `x` (`[n, hidden]`) from weights packed
 /// once, when the instruction set in use has a packed product and `w` is a contiguous
-/// f32 tensor, from the head's second use on (a single pass does not pay for packing);
-/// `None` otherwise (the caller's gemm product). At level `amx`, on AMX tiles
+/// f32 tensor (every product of the process, so that an unmodified pass and an
+/// intervened one that changes nothing give the same bits); `None` otherwise (the
+/// caller's gemm product). At level `amx`, on AMX tiles
 /// (`codescope_kernels::amx`: bf16 parts summed to f32 accuracy); at `avx512` and `avx2`,
 /// f32 products from weights packed in the order the product reads them
 /// (`codescope_kernels::head`), for heads of at most [`F32_PACK_LIMIT`] bytes. The head
-/// is packed at its second use and kept for the next ones: one head at a time (the model
+/// is packed at its first use and kept for the next ones: one head at a time (the model
 /// in use), keyed by its storage, which the cache holds on to so that the key cannot be
 /// reused by another tensor.
 pub(crate) fn packed_logits(
@@ -349,9 +350,6 @@ fn packed_logits_keyed(
     if xh != hidden {
         candle_core::bail!("LM head: input width {xh}, the head's {hidden}");
     }
-    // The head seen once and not packed: a single pass (one `trace`) keeps gemm's
-    // product, which costs less than packing (0.6 s for Gemma 3's head).
-    static SEEN: Mutex<usize> = Mutex::new(0);
     let packed = {
         let mut slot = PACKED.lock().unwrap_or_else(|p| p.into_inner());
         match &*slot {
@@ -359,11 +357,6 @@ fn packed_logits_keyed(
                 p.clone()
             }
             _ => {
-                let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
-                if *seen != key {
-                    *seen = key;
-                    return Ok(None);
-                }
                 // Drop the previous head first: two packed heads need not fit at once.
                 *slot = None;
                 let p = Arc::new(pack(amx)?);

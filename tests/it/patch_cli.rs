@@ -484,7 +484,7 @@ fn render_view_patch_draws_the_commands_numbers() {
     ));
     assert!(
         e.contains("--view patch")
-            && e.contains("an encoder–decoder's decoder also reads its encoder"),
+            && e.contains("patching an encoder–decoder runs on its decoder stack"),
         "{e}"
     );
     let help = ok(&env.cmd().args(["render", "--help"]).output().unwrap());

@@ -358,7 +358,7 @@ fn the_refusal_names_native_weights_when_they_fit() {
     std::fs::write(&file, "def add(a, b):\n    return a + b\n").unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_codescope"))
         .env("CODESCOPE_LOG_FILE", d.path().join("log.txt"))
-        .env("CODESCOPE_MEMORY_LIMIT_MB", "1000")
+        .env("CODESCOPE_MEMORY_LIMIT_MB", "1600")
         .args(["--weights", "f32", "--model", "gemma3-270m", "trace"])
         .arg(&file)
         .output()
@@ -366,7 +366,7 @@ fn the_refusal_names_native_weights_when_they_fit() {
     let line = fails(&o);
     assert!(
         line.contains("with f32 weights")
-            && line.contains("1000 MiB available")
+            && line.contains("1600 MiB available")
             && line.contains("would fit: --weights native"),
         "{line}"
     );
