@@ -174,11 +174,15 @@ pub(crate) enum Block {
 /// kernel zero again at every product (a fifth of an ablation grid's time).
 static LOGITS_POOL: std::sync::Mutex<Vec<f32>> = std::sync::Mutex::new(Vec::new());
 
-/// A buffer of `len` zeros, the pool's if it holds one.
+/// A buffer of `len` values, the pool's if it holds one. Its old values are kept when its
+/// length is already `len` (no second write of 256 MiB per block): the packed products
+/// write every entry.
 fn pooled(len: usize) -> Vec<f32> {
     let mut v = std::mem::take(&mut *LOGITS_POOL.lock().unwrap_or_else(|p| p.into_inner()));
-    v.clear();
-    v.resize(len, 0.0);
+    if v.len() != len {
+        v.clear();
+        v.resize(len, 0.0);
+    }
     v
 }
 

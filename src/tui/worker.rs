@@ -379,65 +379,44 @@ fn run(shared: &Shared, send: &Sender) {
             Job::Knockout(job) => {
                 let req = job.req;
                 let stale = || !shared.current(Kind::Knockout, req);
-                if stale() {
-                    continue;
-                }
-                let r = catch_unwind(AssertUnwindSafe(|| match model.as_ref() {
-                    Some(m) => knockout_job(m, &job, Some(&|_| stale())),
-                    None => WorkerMsg::Knocked {
+                answer(
+                    &stale,
+                    send,
+                    model.as_ref(),
+                    |m| knockout_job(m, &job, Some(&|_| stale())),
+                    |e| WorkerMsg::Knocked {
                         req,
-                        result: Err("no model is loaded".into()),
+                        result: Err(e),
                     },
-                }));
-                let msg = r.unwrap_or_else(|p| WorkerMsg::Knocked {
-                    req,
-                    result: Err(format!("internal error: {}", panic_text(p))),
-                });
-                if !stale() {
-                    send(msg);
-                }
+                );
             }
             Job::Lens(job) => {
                 let req = job.req;
                 let stale = || !shared.current(Kind::Lens, req);
-                if stale() {
-                    continue;
-                }
-                let r = catch_unwind(AssertUnwindSafe(|| match model.as_ref() {
-                    Some(m) => lens_job(m, &job),
-                    None => WorkerMsg::Lensed {
+                answer(
+                    &stale,
+                    send,
+                    model.as_ref(),
+                    |m| lens_job(m, &job),
+                    |e| WorkerMsg::Lensed {
                         req,
-                        result: Err("no model is loaded".into()),
+                        result: Err(e),
                     },
-                }));
-                let msg = r.unwrap_or_else(|p| WorkerMsg::Lensed {
-                    req,
-                    result: Err(format!("internal error: {}", panic_text(p))),
-                });
-                if !stale() {
-                    send(msg);
-                }
+                );
             }
             Job::Patch(job) => {
                 let req = job.req;
                 let stale = || !shared.current(Kind::Patch, req);
-                if stale() {
-                    continue;
-                }
-                let r = catch_unwind(AssertUnwindSafe(|| match model.as_ref() {
-                    Some(m) => patch_job(m, &job),
-                    None => WorkerMsg::Patched {
+                answer(
+                    &stale,
+                    send,
+                    model.as_ref(),
+                    |m| patch_job(m, &job),
+                    |e| WorkerMsg::Patched {
                         req,
-                        result: Err("no model is loaded".into()),
+                        result: Err(e),
                     },
-                }));
-                let msg = r.unwrap_or_else(|p| WorkerMsg::Patched {
-                    req,
-                    result: Err(format!("internal error: {}", panic_text(p))),
-                });
-                if !stale() {
-                    send(msg);
-                }
+                );
             }
             Job::Ablate(job) => {
                 let req = job.req;
@@ -698,6 +677,29 @@ fn load_with(
         tracing::info!(%label, ms = t.elapsed().as_millis() as u64, "explorer model ready");
     }
     (res.map_err(|e| (label, e.to_string())), notice)
+}
+
+/// One job whose answer is a single message: skipped when already stale, a missing model
+/// or a panic answered by `failed`'s error, and the answer dropped if it went stale
+/// meanwhile (the knockout, the lens, the patch).
+fn answer(
+    stale: &dyn Fn() -> bool,
+    send: &Sender,
+    model: Option<&LoadedModel>,
+    run: impl FnOnce(&LoadedModel) -> WorkerMsg,
+    failed: impl Fn(String) -> WorkerMsg,
+) {
+    if stale() {
+        return;
+    }
+    let r = catch_unwind(AssertUnwindSafe(|| match model {
+        Some(m) => run(m),
+        None => failed("no model is loaded".into()),
+    }));
+    let msg = r.unwrap_or_else(|p| failed(format!("internal error: {}", panic_text(p))));
+    if !stale() {
+        send(msg);
+    }
 }
 
 fn analyse(shared: &Shared, model: Option<&LoadedModel>, job: AnalyseJob, send: &Sender) {
