@@ -431,6 +431,20 @@ fn class_means(tokens: &[CodeToken], delta: &[Option<f64>]) -> Vec<(usize, Optio
         .collect()
 }
 
+/// The LM head's rows a decoder's per-code-token bits read: the position before each
+/// subword of a code token (increasing, each once).
+fn head_rows(al: &Alignment) -> Vec<usize> {
+    let mut rows: Vec<usize> = al
+        .token_to_subwords
+        .iter()
+        .flatten()
+        .filter_map(|&p| p.checked_sub(1))
+        .collect();
+    rows.sort_unstable();
+    rows.dedup();
+    rows
+}
+
 /// One snippet ready for interventions: its tokens, encoding, alignment and the
 /// unmodified pass's per-token measure.
 pub struct Prepared {
@@ -448,6 +462,9 @@ pub struct Prepared {
     model_layers: usize,
     /// The mask token's id ([`Measure::PllBits`]).
     mask: Option<u32>,
+    /// Bits of a decoder: the positions whose next subword is part of a code token, the
+    /// only rows of the LM head a pass needs ([`ForwardOptions::logit_rows`]).
+    rows: Option<Vec<usize>>,
 }
 
 /// What one pass gives per code token.
@@ -498,7 +515,17 @@ impl Prepared {
             paper: input.paper,
             model_layers: model.info.layers,
             mask: model.masked_lm(),
+            rows: None,
         };
+        if measure == Measure::Bits && model.info.causal && model.info.stack.is_none() {
+            let rows = head_rows(&p.alignment);
+            tracing::info!(
+                rows = rows.len(),
+                positions = p.enc.ids.len(),
+                "LM head rows the passes read"
+            );
+            p.rows = Some(rows);
+        }
         let discard = |_: usize, _: Vec<f32>| Ok(());
         let opts = ForwardOptions {
             hidden: keep_hidden || measure == Measure::Cosine,
@@ -527,10 +554,14 @@ impl Prepared {
     }
 
     fn run(&self, model: &LoadedModel, opts: &ForwardOptions) -> Result<Trace> {
+        let opts = ForwardOptions {
+            logit_rows: self.rows.as_deref(),
+            ..*opts
+        };
         model.trace_encoded(
             &self.text,
             self.enc.clone(),
-            opts,
+            &opts,
             self.measure == Measure::Bits,
         )
     }

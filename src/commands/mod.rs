@@ -36,6 +36,11 @@ pub const DEFAULT_SAMPLE: (&str, &str) = (
 pub fn run(cli: Cli) -> Result<()> {
     let settings = cli.settings()?;
     crate::model::quant::set_mode(cli.weights.unwrap_or_default());
+    // The commands that run the same weights pass after pass pack the layer matrices.
+    crate::model::quant::set_packing(matches!(
+        cli.command,
+        Some(Command::Knockout(_) | Command::Ablate(_) | Command::Patch(_))
+    ));
     let s = &settings;
     match &cli.command {
         Some(Command::Models) => models::models(),

@@ -237,6 +237,7 @@ impl CodeGen {
             &x,
             |x| Ok(self.ln_f.forward(x)?),
             sink,
+            self.cfg.vocab_size,
             |last, sink| {
                 super::lm::stream_logits_biased(
                     last,

@@ -150,11 +150,16 @@ impl<'o, 'c> Pass<'o, 'c> {
     /// the residual stream entering every layer goes through `norm` and `head` too, into
     /// the lens sink. A partial pass ends before all of it unless it asks for the logits
     /// ([`super::Partial::logits`]).
+    ///
+    /// With [`ForwardOptions::logit_rows`] the head runs on those positions of the last
+    /// hidden state only (`vocab` wide logits), each run of consecutive positions handed
+    /// to the sink under its own positions.
     pub fn finish(
         mut self,
         x: &Tensor,
         norm: impl Fn(&Tensor) -> Result<Tensor>,
         sink: Option<&mut LogitsSink>,
+        vocab: usize,
         head: impl Fn(&Tensor, &mut LogitsSink) -> Result<()>,
     ) -> Result<Capture> {
         if self.opts.partial.is_some_and(|p| !p.logits) {
@@ -177,7 +182,10 @@ impl<'o, 'c> Pass<'o, 'c> {
             if self.opts.cancelled(self.layers) {
                 return Err(Error::Cancelled);
             }
-            head(&last, sink)?;
+            match self.opts.logit_rows {
+                Some(rows) => head_at(&last, rows, vocab, sink, &head)?,
+                None => head(&last, sink)?,
+            }
             if let Some(lens) = self.opts.lens {
                 for (l, r) in std::mem::take(&mut self.residual).iter().enumerate() {
                     if self.opts.cancelled(self.layers) {
@@ -189,6 +197,44 @@ impl<'o, 'c> Pass<'o, 'c> {
         }
         Ok(self.capture)
     }
+}
+
+/// The LM head `head` at positions `rows` of `last` (`[n, hidden]`) only: the rows are
+/// gathered, and each block of their logits goes to `sink` in runs of consecutive
+/// positions, under the positions' own indices.
+fn head_at(
+    last: &Tensor,
+    rows: &[usize],
+    vocab: usize,
+    sink: &mut LogitsSink,
+    head: &impl Fn(&Tensor, &mut LogitsSink) -> Result<()>,
+) -> Result<()> {
+    let n = last.dims2()?.0;
+    if rows.windows(2).any(|w| w[0] >= w[1]) || rows.last().is_some_and(|&r| r >= n) {
+        return Err(Error::Compute(format!(
+            "the LM head's rows must be increasing positions below {n}"
+        )));
+    }
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+    let idx = Tensor::from_vec(idx, rows.len(), last.device())?;
+    let picked = last.index_select(&idx, 0)?;
+    let vocab = vocab.max(1);
+    head(&picked, &mut |start, block| {
+        let m = block.len() / vocab;
+        let mut i = 0;
+        while i < m {
+            let mut j = i + 1;
+            while j < m && rows[start + j] == rows[start + j - 1] + 1 {
+                j += 1;
+            }
+            sink(rows[start + i], &block[i * vocab..j * vocab])?;
+            i = j;
+        }
+        Ok(())
+    })
 }
 
 /// Lay out projections whose rows are `[Q (heads·d) | K (kv·d) | V (kv·d)]` as the
@@ -275,6 +321,52 @@ pub(super) fn embed_with_positions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A head whose logits of a row are the row's value and its double, streamed two rows
+    /// per block.
+    fn fake_head(x: &Tensor, sink: &mut LogitsSink) -> Result<()> {
+        let v = x.flatten_all()?.to_vec1::<f32>()?;
+        let logits: Vec<f32> = v.iter().flat_map(|&a| [a, 2.0 * a]).collect();
+        for (b, block) in logits.chunks(4).enumerate() {
+            sink(2 * b, block)?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_head_at_some_rows_hands_their_logits_under_their_positions() {
+        let last =
+            Tensor::from_vec((0..7).map(|i| i as f32).collect(), (7, 1), &Device::Cpu).unwrap();
+        let mut got: Vec<(usize, Vec<f32>)> = Vec::new();
+        head_at(
+            &last,
+            &[0, 2, 3, 4, 6],
+            2,
+            &mut |start, block| {
+                got.push((start, block.to_vec()));
+                Ok(())
+            },
+            &fake_head,
+        )
+        .unwrap();
+        // Blocks [0, 2], [3, 4], [6]: runs of consecutive positions inside each block.
+        let want = vec![
+            (0, vec![0.0, 0.0]),
+            (2, vec![2.0, 4.0]),
+            (3, vec![3.0, 6.0, 4.0, 8.0]),
+            (6, vec![6.0, 12.0]),
+        ];
+        assert_eq!(got, want);
+        let mut none = |_: usize, _: &[f32]| -> Result<()> { panic!("no row asked") };
+        head_at(&last, &[], 2, &mut none, &fake_head).unwrap();
+        for bad in [&[3usize, 2][..], &[1, 1], &[7]] {
+            let e = head_at(&last, bad, 2, &mut none, &fake_head).unwrap_err();
+            assert!(
+                e.to_string().contains("increasing positions below 7"),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn repeat_kv_repeats_groups_after_transforming_each_head_once() {

@@ -532,6 +532,7 @@ impl Gemma3 {
             &x,
             |x| Ok(self.rms(x, &self.norm)?),
             sink,
+            self.cfg.vocab_size,
             |last, sink| {
                 let head = &self.lm_head;
                 match self.cfg.final_logit_softcapping {

@@ -196,6 +196,7 @@ impl Gpt2 {
             &x,
             |x| Ok(self.ln_f.forward(x)?),
             sink,
+            self.cfg.vocab_size,
             |last, sink| super::lm::stream_logits(last, &self.wte.embeddings().t()?, sink),
         )
     }

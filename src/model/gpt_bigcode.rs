@@ -301,6 +301,7 @@ impl GptBigCode {
             &x,
             |x| Ok(self.ln_f.forward(x)?),
             sink,
+            self.cfg.vocab_size,
             |last, sink| super::lm::stream_logits(last, &self.lm_head.t()?, sink),
         )
     }

@@ -334,7 +334,7 @@ impl Proj {
             None
         };
         Ok(Proj {
-            w: Lin::Quant(QLinears::new(parts, inp, outs, q.kernels())?),
+            w: Lin::Quant(QLinears::new(parts, inp, outs, q.kernels(), q.packs())?),
             b,
         })
     }
@@ -622,6 +622,7 @@ impl Llama {
             &x,
             |x| Ok(self.norm(x, &self.norm)?),
             sink,
+            self.cfg.vocab_size,
             |last, sink| {
                 let head = &self.lm_head;
                 match self.cfg.logits_scaling {

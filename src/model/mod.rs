@@ -323,7 +323,7 @@ pub type LogitsSink<'a> = dyn FnMut(usize, &[f32]) -> Result<()> + 'a;
 pub const TOP_NEXT: usize = 5;
 
 /// What a forward pass should capture besides attention.
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 pub struct ForwardOptions<'a> {
     /// Also return hidden states (`[layer+1][pos][dim]`).
     pub hidden: bool,
@@ -355,6 +355,13 @@ pub struct ForwardOptions<'a> {
     /// cross stack refuses an LM pass (its trace has no surprisal of its own); other
     /// models ignore it.
     pub cross_lm: bool,
+    /// Decoders through [`Backbone::forward_lm`]: the LM head runs at these positions
+    /// only (sorted, each once), and the trace keeps no top predictions. The positions
+    /// left out get no surprisal for the token after them; the ones kept get the bits a
+    /// full head gives (each row's product does not depend on the other rows). The causal
+    /// tests ask for the rows before code-token subwords (`analysis::causal`): an
+    /// ablation grid skips the head where only whitespace follows.
+    pub logit_rows: Option<&'a [usize]>,
 }
 
 /// A partial forward: layers `first..end` only, starting from `input`, the hidden state
@@ -812,7 +819,12 @@ impl LoadedModel {
             ));
         }
         let (cap, surprisal) = if lm {
-            let mut scorer = lm::Scorer::new(&enc.ids, self.backbone.vocab_size(), TOP_NEXT);
+            let k = if opts.logit_rows.is_some() {
+                0
+            } else {
+                TOP_NEXT
+            };
+            let mut scorer = lm::Scorer::new(&enc.ids, self.backbone.vocab_size(), k);
             if self.info.stack == Some(Stack::Decoder.name())
                 || self.info.stack == Some(Stack::Cross.name())
             {

@@ -59,11 +59,17 @@ pub struct WeightBytes {
     /// Whether `--weights` changes how they are held (a GGUF file, or half-precision
     /// matrices of a family that keeps them).
     pub modes: bool,
+    /// Native only: the layers' quantized (or half) matrices as f32, the copy the causal
+    /// commands pack when it is at most [`quant::PACK_LIMIT`] ([`quant::set_packing`]).
+    pub layers_f32: u64,
 }
 
 impl WeightBytes {
     fn held(&self, mode: WeightsMode) -> u64 {
         match mode {
+            WeightsMode::Native if self.modes && quant::packs(self.layers_f32) => {
+                self.native + self.transient + self.layers_f32
+            }
             WeightsMode::Native | WeightsMode::Kernels if self.modes => {
                 self.native + self.transient
             }
@@ -208,6 +214,7 @@ pub fn model_figures(files: &ModelFiles) -> Result<(Dims, WeightBytes)> {
                     f32: b,
                     transient: 0,
                     modes: false,
+                    layers_f32: 0,
                 },
             ))
         }
@@ -225,6 +232,7 @@ fn gguf_figures(p: &Path) -> Result<(Dims, WeightBytes)> {
             f32: file.f32_bytes(),
             transient: file.transient_bytes(),
             modes: true,
+            layers_f32: file.layer_f32_bytes(),
         },
     ))
 }
@@ -285,6 +293,7 @@ fn safetensors_bytes(entries: &[super::weights::StEntry], holds: bool) -> Weight
             f32: f32_bytes,
             transient: 0,
             modes: false,
+            layers_f32: 0,
         };
     }
     let half_bytes: u64 = half.iter().map(|e| e.elements() * 2).sum();
@@ -307,6 +316,7 @@ fn safetensors_bytes(entries: &[super::weights::StEntry], holds: bool) -> Weight
         f32: f32_bytes,
         transient: layer.iter().take(2).sum::<u64>().max(head),
         modes: true,
+        layers_f32: layer.iter().sum(),
     }
 }
 
@@ -539,6 +549,7 @@ mod tests {
             f32: 400,
             transient: 10,
             modes: true,
+            layers_f32: 300,
         };
         let n = need(&dims, &w, WeightsMode::Native, 3);
         assert_eq!(n.weights, 110);

@@ -84,6 +84,31 @@ pub fn mode() -> WeightsMode {
     }
 }
 
+static PACKING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The most bytes of layer matrices packed in f32 ([`set_packing`]): 1 GiB, the layers of
+/// models of up to about 250M parameters (Gemma 3 270M's: 402 MB).
+pub const PACK_LIMIT: u64 = 1 << 30;
+
+/// Hold the layers' quantized (or half) matrices of the models loaded from now on packed
+/// in f32 after their first product, when they take at most [`PACK_LIMIT`] as f32 and the
+/// CPU has the packed product (AVX2 or wider; `--weights native` only). The causal
+/// commands set it: they run the same weights dozens of times (an ablation grid 73
+/// passes), where dequantizing and re-packing every matrix for every product took a third
+/// of the time. Every product of a packed matrix is the same packed product, so the
+/// passes of one process stay comparable bit for bit.
+pub fn set_packing(on: bool) {
+    PACKING.store(on, Ordering::Relaxed);
+}
+
+/// Whether layer matrices taking `layers_f32` bytes as f32 are packed ([`set_packing`]).
+pub fn packs(layers_f32: u64) -> bool {
+    use codescope_kernels::{head::PackedF32Head, isa};
+    PACKING.load(Ordering::Relaxed)
+        && layers_f32 <= PACK_LIMIT
+        && PackedF32Head::runs_at(isa::active())
+}
+
 /// Whether the checkpoint tensor `name` is one of the matrices an architecture takes from
 /// a [`QuantStore`] when it holds it: the token embedding, the LM head and every layer's
 /// attention and MLP weights.
@@ -102,12 +127,32 @@ pub struct QuantStore {
     tensors: HashMap<String, Arc<QTensor>>,
     /// Multiply with candle's quantized kernels (`--weights kernels`).
     kernels: bool,
+    /// Pack the layer matrices in f32 after their first product ([`set_packing`]).
+    pack: bool,
 }
 
 impl QuantStore {
     /// A store of these tensors, multiplied with quantized kernels when `kernels`.
     pub fn new(tensors: HashMap<String, Arc<QTensor>>, kernels: bool) -> Self {
-        QuantStore { tensors, kernels }
+        let layers_f32: u64 = tensors
+            .iter()
+            .filter(|(name, _)| name.starts_with("model.layers."))
+            .map(|(_, t)| t.shape().elem_count() as u64 * 4)
+            .sum();
+        let pack = !kernels && !tensors.is_empty() && packs(layers_f32);
+        if pack {
+            tracing::info!(bytes = layers_f32, "layer matrices to be packed in f32");
+        }
+        QuantStore {
+            tensors,
+            kernels,
+            pack,
+        }
+    }
+
+    /// Whether layer matrices are packed in f32 after their first product.
+    pub fn packs(&self) -> bool {
+        self.pack
     }
 
     /// Whether products use candle's quantized kernels ([`WeightsMode::Kernels`]).
@@ -173,6 +218,8 @@ pub fn has_kernel(dtype: GgmlDType) -> bool {
 /// into one `[sum(out), in]` matrix, so the product is the f32 path's.
 pub(crate) struct QLinears {
     parts: Parts,
+    /// Dequantized side by side and packed at the first product ([`set_packing`]).
+    packed: Option<std::sync::OnceLock<codescope_kernels::head::PackedF32Head>>,
 }
 
 enum Parts {
@@ -215,6 +262,7 @@ impl QLinears {
         inp: usize,
         outs: &[usize],
         kernels: bool,
+        pack: bool,
     ) -> candle_core::Result<Self> {
         let has_kernel = |d: GgmlDType| kernels && has_kernel(d);
         for ((w, name), &out) in parts.iter().zip(outs) {
@@ -239,13 +287,50 @@ impl QLinears {
                     .collect::<candle_core::Result<Vec<_>>>()?,
             )
         };
-        Ok(QLinears { parts })
+        let packed =
+            (pack && matches!(parts, Parts::Dequantized(_))).then(std::sync::OnceLock::new);
+        Ok(QLinears { parts, packed })
+    }
+
+    /// The packed product of `x` (`[n, inp]` f32), packing the parts `ws` at the first
+    /// call; `None` where it does not apply (then the product is gemm's).
+    fn packed_forward(
+        &self,
+        ws: &[Arc<QTensor>],
+        x: &Tensor,
+    ) -> candle_core::Result<Option<Tensor>> {
+        use codescope_kernels::{head::PackedF32Head, isa};
+        let (Some(cell), Ok((n, _))) = (&self.packed, x.dims2()) else {
+            return Ok(None);
+        };
+        let level = isa::active();
+        if x.dtype() != candle_core::DType::F32 || !PackedF32Head::runs_at(level) {
+            return Ok(None);
+        }
+        let p = match cell.get() {
+            Some(p) => p,
+            None => {
+                let w = dequantize(ws)?;
+                let (rows, inp) = w.dims2()?;
+                let p = crate::model::weights::with_f32(&w, |d| PackedF32Head::pack(d, rows, inp))?;
+                // A second thread packing at once packs the same values.
+                let _ = cell.set(p);
+                cell.get().expect("set above")
+            }
+        };
+        let x = x.contiguous()?;
+        let mut out = vec![0.0f32; n * p.words()];
+        crate::model::weights::with_f32(&x, |xs| p.logits(level, xs, n, &mut out))?;
+        Ok(Some(Tensor::from_vec(out, (n, p.words()), x.device())?))
     }
 
     /// `x` `[n, inp]` through every part, `[n, sum(out)]`.
     pub(crate) fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         match &self.parts {
-            Parts::Dequantized(ws) => x.matmul(&dequantize(ws)?.t()?),
+            Parts::Dequantized(ws) => match self.packed_forward(ws, x)? {
+                Some(y) => Ok(y),
+                None => x.matmul(&dequantize(ws)?.t()?),
+            },
             Parts::Each(parts) => {
                 let x = x.contiguous()?;
                 let ys = parts

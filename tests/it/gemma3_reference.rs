@@ -7,7 +7,7 @@
 use codescope::model::{self, ForwardOptions};
 use serde_json::Value;
 
-fn gguf_path() -> std::path::PathBuf {
+pub(crate) fn gguf_path() -> std::path::PathBuf {
     let files = model::source::resolve("gemma3-270m").expect("run `codescope fetch gemma3-270m`");
     match files.weights {
         model::Weights::Gguf(p) => p,

@@ -21,6 +21,7 @@ use candle_core::{Device, Tensor};
 use codescope::model::gguf::reader::ggml_type_id;
 use codescope::model::quant::WeightsMode;
 use codescope::model::{self, Backbone, Capture, ForwardOptions, LogitsSink};
+use serde_json::Value;
 
 use crate::cli_sources::fails;
 use crate::hostile_models::Gguf;
@@ -370,4 +371,147 @@ fn the_refusal_names_native_weights_when_they_fit() {
             && line.contains("would fit: --weights native"),
         "{line}"
     );
+}
+
+/// One run of the binary on the quantized fixture `model`, logging to `log` (emptied
+/// first): its JSON and the log.
+fn json_run(model: &Path, log: &Path, level: Option<&str>, args: &[&str]) -> (Value, String) {
+    let _ = std::fs::remove_file(log);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_codescope"));
+    c.env("HF_HUB_OFFLINE", "1")
+        .env("CODESCOPE_LOG_FILE", log)
+        .env("CODESCOPE_CACHE", log.with_extension("cache"))
+        .env_remove("CODESCOPE_ISA");
+    if let Some(l) = level {
+        c.env("CODESCOPE_ISA", l);
+    }
+    let o = c.args(args).arg("--model").arg(model).output().unwrap();
+    let v = serde_json::from_str(&crate::cli_sources::ok(&o)).unwrap();
+    (v, std::fs::read_to_string(log).unwrap_or_default())
+}
+
+const PACKED: &str = "layer matrices to be packed in f32";
+
+/// The commands that run the same weights pass after pass (`ablate`, `knockout`, `patch`)
+/// pack the layers' quantized matrices in f32 at their first product where the CPU has
+/// the packed product (AVX2 or wider; the log says so); `trace` and the portable level
+/// keep gemm's product. The packed grid agrees with gemm's within 1e-5 bits, and a
+/// knockout that blocks nothing gives the unmodified bits exactly under packing.
+#[test]
+fn the_causal_commands_pack_the_layer_matrices_and_agree_with_gemm() {
+    use codescope::model::kernels::isa::{self, Isa};
+    let d = tempfile::tempdir().unwrap();
+    let p = quantized_fixture(GgmlDType::Q5_0, &d.path().join("m"));
+    let log = d.path().join("log.txt");
+    let src = d.path().join("s.py");
+    std::fs::write(&src, "def add(a, b):\n    c = a + b\n    return c * a\n").unwrap();
+    let src = src.to_str().unwrap();
+    let wide = isa::detected() >= Isa::Avx2;
+    let (grid, logged) = json_run(&p, &log, None, &["ablate", "--json", src]);
+    assert_eq!(logged.contains(PACKED), wide, "{logged}");
+    // The passes read the LM head before code-token subwords only (not before the
+    // newlines and indentation).
+    let rows = logged
+        .lines()
+        .find(|l| l.contains("LM head rows the passes read"))
+        .unwrap_or_else(|| panic!("{logged}"));
+    let field = |k: &str| -> usize {
+        let at = rows
+            .find(&format!("{k}="))
+            .unwrap_or_else(|| panic!("{rows}"))
+            + k.len()
+            + 1;
+        rows[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(field("rows") < field("positions") - 1, "{rows}");
+    let (gemm, logged) = json_run(&p, &log, Some("portable"), &["ablate", "--json", src]);
+    assert!(!logged.contains(PACKED), "{logged}");
+    let effects = |v: &Value| -> Vec<f64> {
+        v["heads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|h| ["all", "identifier", "syntactic"].map(|k| h[k].as_f64().unwrap()))
+            .collect()
+    };
+    let (a, b) = (effects(&grid), effects(&gemm));
+    assert_eq!(a.len(), b.len());
+    assert!(!a.is_empty() && a.iter().any(|&x| x != 0.0), "{grid}");
+    let worst = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max);
+    eprintln!("packed against gemm: {worst:e}");
+    assert!(worst < 1e-5, "packed against gemm: {worst}");
+    // No identifier: id-id blocks nothing, and the knocked bits are the unmodified ones.
+    let plain = d.path().join("n.py");
+    std::fs::write(&plain, "1 + 2 * (3 - 4)\n").unwrap();
+    let plain = plain.to_str().unwrap();
+    let args = [
+        "knockout",
+        "--edges",
+        "id-id",
+        "--control",
+        "2",
+        "--json",
+        plain,
+    ];
+    let (k, logged) = json_run(&p, &log, None, &args);
+    assert_eq!(logged.contains(PACKED), wide, "{logged}");
+    assert_eq!(k["blocked"]["token_pairs"], 0);
+    for tok in k["tokens"].as_array().unwrap() {
+        assert_eq!(tok["bits_knocked"], tok["bits"], "{tok}");
+    }
+    let twin = d.path().join("t.py");
+    std::fs::write(&twin, "def add(x, b):\n    c = x + b\n    return c * x\n").unwrap();
+    let args = ["patch", "--json", src, twin.to_str().unwrap()];
+    let (_, logged) = json_run(&p, &log, None, &args);
+    assert_eq!(logged.contains(PACKED), wide, "{logged}");
+    let (_, logged) = json_run(&p, &log, None, &["trace", "--json", src]);
+    assert!(!logged.contains(PACKED), "{logged}");
+}
+
+/// The memory plan counts the packed copy of the layers' matrices where the command packs
+/// them: on Gemma 3, `ablate`'s weights are `trace`'s plus the layers' quantized matrices
+/// at f32 size (402 MB).
+#[test]
+fn the_plan_counts_the_packed_layer_matrices() {
+    use codescope::model::kernels::isa::{self, Isa};
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("snippet.py");
+    std::fs::write(&file, "def add(a, b):\n    return a + b\n").unwrap();
+    let weights = |cmd: &str| -> u64 {
+        let o = Command::new(env!("CARGO_BIN_EXE_codescope"))
+            .env("HF_HUB_OFFLINE", "1")
+            .env("CODESCOPE_LOG_FILE", d.path().join("log.txt"))
+            .env("CODESCOPE_MEMORY_LIMIT_MB", "100")
+            .env_remove("CODESCOPE_ISA")
+            .args(["--model", "gemma3-270m", cmd])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let line = fails(&o);
+        let at = line.find("(weights ").unwrap_or_else(|| panic!("{line}")) + 9;
+        line[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    let gguf =
+        codescope::model::gguf::GgufFile::open(&crate::gemma3_reference::gguf_path()).unwrap();
+    let layers = gguf.layer_f32_bytes();
+    assert!(layers > 400_000_000 && layers < 410_000_000, "{layers}");
+    let (trace, ablate) = (weights("trace"), weights("ablate"));
+    if isa::detected() >= Isa::Avx2 {
+        let want = (layers as f64 / (1u64 << 20) as f64).round() as i64;
+        assert!(
+            (ablate as i64 - trace as i64 - want).abs() <= 1,
+            "trace {trace} MiB, ablate {ablate} MiB, layers {want} MiB"
+        );
+    } else {
+        assert_eq!(ablate, trace);
+    }
 }

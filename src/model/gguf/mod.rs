@@ -525,6 +525,21 @@ impl GgufFile {
         layer.max(crate::model::quant::HEAD_SLICE_BYTES)
     }
 
+    /// The layer matrices `--weights native` keeps quantized, at f32 size: what the causal
+    /// commands' packed copy of them takes ([`crate::model::quant::set_packing`]).
+    pub fn layer_f32_bytes(&self) -> u64 {
+        let arch = self.architecture().unwrap_or_default();
+        self.header
+            .tensors
+            .iter()
+            .filter(|t| {
+                hf_name(&arch, &t.name)
+                    .is_some_and(|hf| kept_quantized(&hf, t) && hf.starts_with("model.layers."))
+            })
+            .map(|t| t.dims.iter().map(|&d| d as u64).product::<u64>() * 4)
+            .sum()
+    }
+
     fn hf_tensors_held(
         &self,
         cfg: &serde_json::Value,
