@@ -509,17 +509,7 @@ impl GgufFile {
     /// by side), or the LM head's slice when that is larger (an upper bound for
     /// `--weights kernels` too).
     pub fn transient_bytes(&self) -> u64 {
-        let arch = self.architecture().unwrap_or_default();
-        let mut sizes: Vec<u64> = self
-            .header
-            .tensors
-            .iter()
-            .filter(|t| {
-                hf_name(&arch, &t.name)
-                    .is_some_and(|hf| kept_quantized(&hf, t) && hf.starts_with("model.layers."))
-            })
-            .map(|t| t.dims.iter().map(|&d| d as u64).product::<u64>() * 4)
-            .collect();
+        let mut sizes = self.layer_f32_sizes();
         sizes.sort_unstable_by(|a, b| b.cmp(a));
         let layer: u64 = sizes.iter().take(2).sum();
         layer.max(crate::model::quant::HEAD_SLICE_BYTES)
@@ -528,6 +518,11 @@ impl GgufFile {
     /// The layer matrices `--weights native` keeps quantized, at f32 size: what the causal
     /// commands' packed copy of them takes ([`crate::model::quant::set_packing`]).
     pub fn layer_f32_bytes(&self) -> u64 {
+        self.layer_f32_sizes().iter().sum()
+    }
+
+    /// The f32 size of each layer tensor `--weights native` keeps quantized.
+    fn layer_f32_sizes(&self) -> Vec<u64> {
         let arch = self.architecture().unwrap_or_default();
         self.header
             .tensors
@@ -537,7 +532,7 @@ impl GgufFile {
                     .is_some_and(|hf| kept_quantized(&hf, t) && hf.starts_with("model.layers."))
             })
             .map(|t| t.dims.iter().map(|&d| d as u64).product::<u64>() * 4)
-            .sum()
+            .collect()
     }
 
     fn hf_tensors_held(
